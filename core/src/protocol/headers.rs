@@ -1,0 +1,33 @@
+//! Header names of protocol v1.
+
+/// The key id that selects the secret.
+pub const API_KEY: &str = "X-Api-Key";
+/// Unix seconds of the attempt.
+pub const TIMESTAMP: &str = "X-Timestamp";
+/// The attempt's one-time UUID v4.
+pub const NONCE: &str = "X-Nonce";
+/// HMAC-SHA256 of the canonical string, lower-case hex.
+pub const SIGNATURE: &str = "X-Signature";
+/// The operation's idempotency key; on every POST.
+pub const IDEMPOTENCY_KEY: &str = "Idempotency-Key";
+/// Set to `true` on a response the platform replayed from its store.
+pub const IDEMPOTENT_REPLAYED: &str = "Idempotent-Replayed";
+/// The server's clock in Unix seconds.
+pub const SERVER_TIME: &str = "X-Server-Time";
+/// The server's clock as an HTTP date.
+pub const DATE: &str = "Date";
+/// How long to wait before retrying (seconds or an HTTP date).
+pub const RETRY_AFTER: &str = "Retry-After";
+
+/// The value of the first header named `name` (ASCII case-insensitive) in
+/// `headers`.
+pub fn find<'a, N, V>(headers: &'a [(N, V)], name: &str) -> Option<&'a str>
+where
+    N: AsRef<str>,
+    V: AsRef<str>,
+{
+    headers
+        .iter()
+        .find(|(n, _)| n.as_ref().eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_ref())
+}

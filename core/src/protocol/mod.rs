@@ -1,0 +1,17 @@
+//! Protocol v1: field rules, the canonical string, signing, nonces and
+//! platform-side verification. Pure computation: time and randomness come
+//! in as arguments.
+
+pub mod canonical;
+pub mod fields;
+pub mod headers;
+pub mod nonce;
+mod nonce_cache;
+mod secret;
+pub mod signer;
+pub mod verifier;
+
+pub use canonical::{body_sha256_hex, canonical_string, CanonicalParts};
+pub use nonce::{Nonce, NonceSource, OsNonceSource};
+pub use signer::{FrozenRequest, Signature, SignedAttempt, Signer};
+pub use verifier::{IncomingRequest, Verified, Verifier, VerifierConfig};

@@ -1,0 +1,328 @@
+//! Platform-side verification of signed requests (protocol section 3,
+//! steps 1 to 6).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::RwLock;
+
+use hmac::Mac;
+
+use super::canonical::{body_sha256_hex_bytes, CanonicalParts};
+use super::fields;
+use super::headers;
+use super::nonce_cache::{NonceCache, Refusal};
+use super::secret::KeyedMac;
+use crate::error::{Error, ErrorCode, Result};
+use crate::hex;
+
+/// Settings of a [`Verifier`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VerifierConfig {
+    /// Largest allowed distance, in seconds, between a request's timestamp
+    /// and the server's clock. 0 means exactly equal, never "off".
+    pub window_seconds: u64,
+    /// Most live nonces kept per key id; past it the verifier fails closed
+    /// with `replay_cache_full`.
+    pub nonce_capacity_per_key: usize,
+    /// Lock shards of each key id's nonce cache (1..=256).
+    pub shards: usize,
+}
+
+impl Default for VerifierConfig {
+    fn default() -> Self {
+        VerifierConfig { window_seconds: 300, nonce_capacity_per_key: 4_000_000, shards: 64 }
+    }
+}
+
+/// One request as the platform received it.
+#[derive(Clone, Copy, Debug)]
+pub struct IncomingRequest<'a> {
+    /// The HTTP method.
+    pub method: &'a str,
+    /// The request target exactly as received.
+    pub path: &'a str,
+    /// Every header, in any order; names compare ASCII case-insensitively.
+    pub headers: &'a [(&'a str, &'a str)],
+    /// The raw body.
+    pub body: &'a [u8],
+}
+
+/// What a successful verification established.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Verified<'a> {
+    /// The key id that signed the request.
+    pub key_id: &'a str,
+    /// The signed timestamp.
+    pub timestamp: u64,
+    /// The request's idempotency key, when it carries one.
+    pub idempotency_key: Option<&'a str>,
+}
+
+struct KeyEntry {
+    secrets: RwLock<Vec<KeyedMac>>,
+    nonces: NonceCache,
+}
+
+/// Verifies signed requests for a set of key ids, each with one or more
+/// active secrets, and remembers nonces to refuse replays.
+///
+/// A `Verifier` is `Send + Sync`; threads verify concurrently, contending
+/// only on the nonce-cache shard their nonce falls into. Secrets are wiped on
+/// drop and never shown by `Debug`.
+pub struct Verifier {
+    keys: HashMap<String, KeyEntry>,
+    config: VerifierConfig,
+}
+
+fn secrets_to_macs(secrets: &[&[u8]]) -> Result<Vec<KeyedMac>> {
+    if secrets.is_empty() {
+        return Err(Error::invalid("secrets", "a key id needs at least one active secret"));
+    }
+    secrets.iter().map(|s| KeyedMac::new(s)).collect()
+}
+
+fn refuse(code: ErrorCode, message: impl Into<String>) -> Error {
+    Error::new(code, message)
+}
+
+impl Verifier {
+    /// An empty verifier; add key ids with [`Verifier::add_key`].
+    pub fn new(config: VerifierConfig) -> Result<Verifier> {
+        if config.shards == 0 || config.shards > 256 {
+            return Err(Error::invalid("shards", "must be 1..=256"));
+        }
+        if config.nonce_capacity_per_key == 0 {
+            return Err(Error::invalid("nonce_capacity_per_key", "must be at least 1"));
+        }
+        Ok(Verifier { keys: HashMap::new(), config })
+    }
+
+    /// Adds `key_id` with its active `secrets` (each 16..=1024 bytes).
+    pub fn add_key(&mut self, key_id: &str, secrets: &[&[u8]]) -> Result<()> {
+        fields::check_key_id(key_id)?;
+        if self.keys.contains_key(key_id) {
+            return Err(Error::invalid("key_id", "is already configured"));
+        }
+        let entry = KeyEntry {
+            secrets: RwLock::new(secrets_to_macs(secrets)?),
+            nonces: NonceCache::new(
+                self.config.nonce_capacity_per_key,
+                self.config.shards,
+                (self.config.window_seconds / 4).max(1),
+            ),
+        };
+        self.keys.insert(key_id.to_owned(), entry);
+        Ok(())
+    }
+
+    /// Replaces the active secrets of a configured key id (rotation), keeping
+    /// its nonce memory. Safe to call while other threads verify.
+    pub fn set_secrets(&self, key_id: &str, secrets: &[&[u8]]) -> Result<()> {
+        let entry = self
+            .keys
+            .get(key_id)
+            .ok_or_else(|| Error::invalid("key_id", "is not configured"))?;
+        let macs = secrets_to_macs(secrets)?;
+        *entry.secrets.write().unwrap_or_else(|p| p.into_inner()) = macs;
+        Ok(())
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &VerifierConfig {
+        &self.config
+    }
+
+    /// How many nonces are held for `key_id` (live or awaiting a sweep).
+    pub fn nonces_held(&self, key_id: &str) -> usize {
+        self.keys.get(key_id).map_or(0, |k| k.nonces.len())
+    }
+
+    /// Verifies `request` at the server's clock `now` (Unix seconds), in the
+    /// protocol's order; the first failing check answers. On failure the error
+    /// carries the code and [`Error::http_status`] of the protocol's table;
+    /// `timestamp_out_of_window` also carries [`Error::server_time`].
+    pub fn verify<'a>(&self, request: &IncomingRequest<'a>, now: u64) -> Result<Verified<'a>> {
+        let signed = SignedHeaders::find(request.headers)?;
+
+        let entry = self.keys.get(signed.key_id).ok_or_else(|| {
+            refuse(ErrorCode::UnknownApiKey, "the key id in X-Api-Key is not known")
+        })?;
+
+        let distance = now.abs_diff(signed.timestamp);
+        if distance > self.config.window_seconds {
+            return Err(refuse(
+                ErrorCode::TimestampOutOfWindow,
+                format!(
+                    "X-Timestamp is {distance} s away from the server's clock; at most {} s are allowed",
+                    self.config.window_seconds
+                ),
+            )
+            .with_server_time(now));
+        }
+
+        let idempotency_key = signed.idempotency_key.unwrap_or("");
+        let parts = CanonicalParts {
+            method: request.method,
+            path: request.path,
+            timestamp: signed.timestamp_text,
+            nonce: signed.nonce_text,
+            idempotency_key,
+        };
+        let well_formed = fields::check_method(parts.method).is_ok()
+            && fields::check_path(parts.path).is_ok()
+            && !idempotency_key.contains('\n');
+        if !well_formed || !entry.signature_matches(&parts, request.body, &signed.signature) {
+            return Err(refuse(
+                ErrorCode::InvalidSignature,
+                "X-Signature does not match the request for any active secret of this key id",
+            ));
+        }
+
+        let expires_at = signed.timestamp.saturating_add(self.config.window_seconds);
+        match entry.nonces.check_and_record(signed.nonce, expires_at, now) {
+            Ok(()) => {}
+            Err(Refusal::Reused) => {
+                return Err(refuse(
+                    ErrorCode::NonceReused,
+                    "X-Nonce was already used with this key id inside the window; sign a fresh attempt",
+                ))
+            }
+            Err(Refusal::Full) => {
+                return Err(refuse(
+                    ErrorCode::ReplayCacheFull,
+                    "the replay cache for this key id is full; try again later",
+                ))
+            }
+        }
+
+        if request.method == "POST" && signed.idempotency_key.is_none() {
+            return Err(refuse(
+                ErrorCode::IdempotencyKeyRequired,
+                "a POST must carry an Idempotency-Key header",
+            ));
+        }
+        if let Some(key) = signed.idempotency_key {
+            fields::check_idempotency_key(key)?;
+        }
+        if signed.idempotency_key_repeated {
+            return Err(Error::invalid("idempotency_key", "the Idempotency-Key header is repeated"));
+        }
+
+        Ok(Verified { key_id: signed.key_id, timestamp: signed.timestamp, idempotency_key: signed.idempotency_key })
+    }
+}
+
+impl KeyEntry {
+    fn signature_matches(&self, parts: &CanonicalParts<'_>, body: &[u8], signature: &[u8; 32]) -> bool {
+        let digest = body_sha256_hex_bytes(body);
+        let secrets = self.secrets.read().unwrap_or_else(|p| p.into_inner());
+        secrets.iter().any(|secret| {
+            let mut mac = secret.start();
+            parts.feed(&digest, |piece| mac.update(piece));
+            mac.verify_slice(signature).is_ok()
+        })
+    }
+}
+
+impl fmt::Debug for Verifier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut ids: Vec<&str> = self.keys.keys().map(String::as_str).collect();
+        ids.sort_unstable();
+        f.debug_struct("Verifier")
+            .field("key_ids", &ids)
+            .field("config", &self.config)
+            .field("secrets", &"<redacted>")
+            .finish()
+    }
+}
+
+/// The signature headers of a request, each present once and well formed
+/// (protocol step 1).
+struct SignedHeaders<'a> {
+    key_id: &'a str,
+    timestamp: u64,
+    timestamp_text: &'a str,
+    nonce_text: &'a str,
+    nonce: [u8; 16],
+    signature: [u8; 32],
+    idempotency_key: Option<&'a str>,
+    idempotency_key_repeated: bool,
+}
+
+impl<'a> SignedHeaders<'a> {
+    fn find(headers: &[(&'a str, &'a str)]) -> Result<SignedHeaders<'a>> {
+        let mut found: [Option<&'a str>; 4] = [None; 4];
+        let mut repeated = false;
+        let mut idempotency_key = None;
+        let mut idempotency_key_repeated = false;
+        for &(name, value) in headers {
+            let slot = [headers::API_KEY, headers::TIMESTAMP, headers::NONCE, headers::SIGNATURE]
+                .iter()
+                .position(|wanted| name.eq_ignore_ascii_case(wanted));
+            if let Some(i) = slot {
+                repeated |= found[i].replace(value).is_some();
+            } else if name.eq_ignore_ascii_case(headers::IDEMPOTENCY_KEY) && !value.is_empty() {
+                idempotency_key_repeated |= idempotency_key.replace(value).is_some();
+            }
+        }
+        let missing = |what: &str| {
+            refuse(ErrorCode::MissingSignature, format!("{what} is missing, repeated or malformed"))
+        };
+        if repeated {
+            return Err(refuse(ErrorCode::MissingSignature, "a signature header is repeated"));
+        }
+        let [Some(key_id), Some(timestamp_text), Some(nonce_text), Some(signature)] = found else {
+            return Err(refuse(
+                ErrorCode::MissingSignature,
+                "X-Api-Key, X-Timestamp, X-Nonce and X-Signature are all required",
+            ));
+        };
+        if key_id.is_empty() {
+            return Err(missing("X-Api-Key"));
+        }
+        let timestamp = fields::parse_timestamp(timestamp_text).map_err(|_| missing("X-Timestamp"))?;
+        fields::check_nonce(nonce_text).map_err(|_| missing("X-Nonce"))?;
+        let nonce = nonce_bytes(nonce_text);
+        let signature = hex::decode32(signature.as_bytes())
+            .ok_or_else(|| missing("X-Signature (64 lower-case hex digits)"))?;
+        Ok(SignedHeaders {
+            key_id,
+            timestamp,
+            timestamp_text,
+            nonce_text,
+            nonce,
+            signature,
+            idempotency_key,
+            idempotency_key_repeated,
+        })
+    }
+}
+
+/// The 16 bytes of a checked nonce.
+fn nonce_bytes(nonce: &str) -> [u8; 16] {
+    uuid::Uuid::try_parse(nonce).expect("a checked nonce is a UUID").into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nonce_bytes_decodes_the_uuid() {
+        let b = nonce_bytes("00112233-4455-4677-8899-aabbccddeeff");
+        assert_eq!(b, [0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x46, 0x77, 0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff]);
+    }
+
+    #[test]
+    fn config_is_checked() {
+        assert_eq!(
+            Verifier::new(VerifierConfig { shards: 0, ..Default::default() }).unwrap_err().field(),
+            Some("shards")
+        );
+        let mut v = Verifier::new(VerifierConfig::default()).unwrap();
+        assert_eq!(v.add_key("k", &[]).unwrap_err().field(), Some("secrets"));
+        v.add_key("k", &[&[1u8; 16]]).unwrap();
+        assert_eq!(v.add_key("k", &[&[1u8; 16]]).unwrap_err().field(), Some("key_id"));
+        assert!(!format!("{v:?}").contains("\\x01"));
+    }
+}

@@ -1,0 +1,209 @@
+//! Durable state of operations: the key and frozen body of every operation,
+//! so that a process that dies mid-payment resumes with the same key.
+//!
+//! Durability contract of every [`Journal`]:
+//! - [`Journal::record_attempt`] is durable (on disk, fsync'd) before it
+//!   returns whenever the operation was [`OperationState::Pending`], i.e. the
+//!   first time an attempt of the operation may reach the platform. The
+//!   caller sends nothing before it returns.
+//! - Every other write may be weaker (written, not fsync'd). Losing such a
+//!   write in a crash is safe: the operation is then found `InFlight` or
+//!   `Pending` with its original key and body, and resuming it re-sends the
+//!   same key, which the platform answers from its 48-hour idempotency store.
+//!   No key is ever minted for an operation the journal has seen.
+
+mod memory;
+mod sqlite;
+
+pub use memory::MemoryJournal;
+pub use sqlite::{SqliteJournal, SqliteJournalOptions, SCHEMA_VERSION};
+
+use crate::error::Result;
+
+/// Where an operation stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum OperationState {
+    /// Prepared; no attempt has been sent, so nothing can have happened.
+    Pending,
+    /// An attempt may have reached the platform and the call has not ended
+    /// (or the process died during it): the outcome is unknown until resumed.
+    InFlight,
+    /// A call ended without learning the outcome; the key is kept and the
+    /// operation can be resumed.
+    Unknown,
+    /// Settled: the platform answered 2xx.
+    Succeeded,
+    /// Settled: the platform refused it with a final answer.
+    Rejected,
+    /// Settled: the platform reported `idempotency_conflict` for the key.
+    Conflict,
+}
+
+impl OperationState {
+    /// Every state.
+    pub const ALL: [OperationState; 6] = [
+        OperationState::Pending,
+        OperationState::InFlight,
+        OperationState::Unknown,
+        OperationState::Succeeded,
+        OperationState::Rejected,
+        OperationState::Conflict,
+    ];
+
+    /// The stable lower-case name stored in journals.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OperationState::Pending => "pending",
+            OperationState::InFlight => "in_flight",
+            OperationState::Unknown => "unknown",
+            OperationState::Succeeded => "succeeded",
+            OperationState::Rejected => "rejected",
+            OperationState::Conflict => "conflict",
+        }
+    }
+
+    /// The state with this stored name.
+    pub fn from_name(name: &str) -> Option<OperationState> {
+        OperationState::ALL.into_iter().find(|s| s.as_str() == name)
+    }
+
+    /// Whether the outcome is final (succeeded, rejected, conflict).
+    pub fn is_settled(self) -> bool {
+        matches!(self, OperationState::Succeeded | OperationState::Rejected | OperationState::Conflict)
+    }
+
+    /// Whether an attempt may have reached the platform without the outcome
+    /// being known (in flight or unknown).
+    pub fn is_unresolved(self) -> bool {
+        matches!(self, OperationState::InFlight | OperationState::Unknown)
+    }
+}
+
+/// A response kept with a settled operation.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StoredResponse {
+    /// HTTP status.
+    pub status: u16,
+    /// Response headers, in order received.
+    pub headers: Vec<(String, String)>,
+    /// Response body bytes.
+    pub body: Vec<u8>,
+    /// The platform replayed a stored answer (`Idempotent-Replayed: true`).
+    pub replayed: bool,
+}
+
+/// What the caller hands over to create an operation. All fields are
+/// already checked by the caller.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewOperation {
+    /// The business operation's id.
+    pub order_id: String,
+    /// The idempotency key frozen with it.
+    pub idempotency_key: String,
+    /// HTTP method.
+    pub method: String,
+    /// Request target.
+    pub path: String,
+    /// Exact body bytes.
+    pub body: Vec<u8>,
+    /// SHA-256 of the body, 64 lower-case hex digits.
+    pub body_sha256: String,
+    /// Where the operation's status can be queried, if known.
+    pub status_path: Option<String>,
+}
+
+/// Everything the journal keeps about one operation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OperationRecord {
+    /// The operation as first prepared; never changes.
+    pub operation: NewOperation,
+    /// Where it stands.
+    pub state: OperationState,
+    /// Attempts sent or tried so far, over every call.
+    pub attempts: u32,
+    /// Unix seconds when it was first prepared (the key's age counts from here).
+    pub created_at: u64,
+    /// Unix seconds of the last change.
+    pub updated_at: u64,
+    /// The settled answer (succeeded or rejected or conflict).
+    pub response: Option<StoredResponse>,
+}
+
+/// The result of [`Journal::open`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Opened {
+    /// The operation was new and is now recorded as pending; the caller holds
+    /// its lease.
+    Created(OperationRecord),
+    /// The operation existed with the same method, path, key and body and is
+    /// not settled; the caller now holds its lease.
+    Resumable(OperationRecord),
+    /// The operation existed with the same request and is settled; no lease
+    /// is taken.
+    Settled(OperationRecord),
+}
+
+/// A claim on driving one operation, held by one call at a time.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lease {
+    /// The owner's unique id (process, instance and call).
+    pub owner: String,
+    /// Unix seconds until which the claim holds unless renewed or released.
+    pub expires_at: u64,
+}
+
+/// Durable storage of operations, shared by the threads of one process and,
+/// for journals on disk, by several processes.
+///
+/// Errors: a store that cannot be opened, read or written, is corrupt, locked
+/// past its timeout, or from a newer schema answers `journal_error`; a journal
+/// never hides such an error by forgetting an operation.
+pub trait Journal: Send + Sync {
+    /// Records `operation` as pending and takes its lease, or finds the
+    /// existing operation with the same order id.
+    ///
+    /// - An existing one with another method, path, key or body (or another
+    ///   operation already holding the same key) answers
+    ///   `idempotency_conflict`, and nothing changes.
+    /// - An existing settled one answers [`Opened::Settled`].
+    /// - An existing unsettled one whose lease another owner holds and has
+    ///   not expired at `now` answers `operation_busy`.
+    fn open(&self, operation: &NewOperation, lease: &Lease, now: u64) -> Result<Opened>;
+
+    /// Takes the lease of an existing unsettled operation (to resume it).
+    /// Unknown order id: `invalid_argument` (`order_id`); settled:
+    /// [`Opened::Settled`]; leased by another owner: `operation_busy`.
+    fn claim(&self, order_id: &str, lease: &Lease, now: u64) -> Result<Opened>;
+
+    /// Records that an attempt may reach the platform: state becomes
+    /// `InFlight` and `attempts` is set. Durable before it returns when the
+    /// state was `Pending`. Fails with `operation_busy` if `lease` no longer
+    /// holds the operation; extends the lease to `lease.expires_at`.
+    fn record_attempt(&self, order_id: &str, lease: &Lease, attempts: u32, now: u64) -> Result<()>;
+
+    /// Ends a call: stores the new state (settled, `Unknown`, or back to
+    /// `Pending` when no attempt of any call could have reached the
+    /// platform), the settled response if any, and releases the lease.
+    fn finish(
+        &self,
+        order_id: &str,
+        lease: &Lease,
+        state: OperationState,
+        response: Option<&StoredResponse>,
+        now: u64,
+    ) -> Result<()>;
+
+    /// Releases a lease without changing the operation (a call that gave up
+    /// before sending anything).
+    fn release(&self, order_id: &str, lease: &Lease) -> Result<()>;
+
+    /// The operation with this order id, if any.
+    fn get(&self, order_id: &str) -> Result<Option<OperationRecord>>;
+
+    /// Every operation in one of `states`, oldest first.
+    fn list(&self, states: &[OperationState]) -> Result<Vec<OperationRecord>>;
+
+    /// Deletes settled operations last changed before `before` (Unix
+    /// seconds); never deletes an unsettled one. Returns how many went.
+    fn purge_settled(&self, before: u64) -> Result<usize>;
+}

@@ -48,11 +48,14 @@ pub enum ErrorCode {
     /// A bug or a broken invariant inside payidem (for example a panic caught
     /// at a language boundary). Never expected.
     Internal,
+    /// The caller cancelled the call (deadline, context, Ctrl-C). The
+    /// operation keeps its key; resume it if an attempt may have landed.
+    Cancelled,
 }
 
 impl ErrorCode {
     /// Every code, in number order.
-    pub const ALL: [ErrorCode; 16] = [
+    pub const ALL: [ErrorCode; 17] = [
         ErrorCode::InvalidArgument,
         ErrorCode::IdempotencyConflict,
         ErrorCode::Rejected,
@@ -69,6 +72,7 @@ impl ErrorCode {
         ErrorCode::ReplayCacheFull,
         ErrorCode::IdempotencyKeyRequired,
         ErrorCode::Internal,
+        ErrorCode::Cancelled,
     ];
 
     /// The stable snake_case name, as used on the wire and in every binding.
@@ -90,6 +94,7 @@ impl ErrorCode {
             ErrorCode::ReplayCacheFull => "replay_cache_full",
             ErrorCode::IdempotencyKeyRequired => "idempotency_key_required",
             ErrorCode::Internal => "internal_error",
+            ErrorCode::Cancelled => "cancelled",
         }
     }
 
@@ -112,6 +117,7 @@ impl ErrorCode {
             ErrorCode::ReplayCacheFull => 14,
             ErrorCode::IdempotencyKeyRequired => 15,
             ErrorCode::Internal => 16,
+            ErrorCode::Cancelled => 17,
         }
     }
 
@@ -290,3 +296,28 @@ impl std::error::Error for Error {}
 
 /// Shorthand for `Result<T, payidem::Error>`.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn codes_are_unique_and_round_trip() {
+        let numbers: HashSet<u32> = ErrorCode::ALL.iter().map(|c| c.number()).collect();
+        assert_eq!(numbers.len(), ErrorCode::ALL.len());
+        assert!(!numbers.contains(&0));
+        for (i, code) in ErrorCode::ALL.iter().enumerate() {
+            assert_eq!(code.number() as usize, i + 1, "numbers follow ALL's order");
+            assert_eq!(ErrorCode::from_name(code.as_str()), Some(*code));
+        }
+    }
+
+    #[test]
+    fn invalid_names_its_field() {
+        let e = Error::invalid("amount", "must be positive");
+        assert_eq!(e.code(), ErrorCode::InvalidArgument);
+        assert_eq!(e.field(), Some("amount"));
+        assert_eq!(e.to_string(), "invalid_argument: amount: must be positive");
+    }
+}

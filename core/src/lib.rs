@@ -7,9 +7,14 @@
 
 #![deny(missing_docs)]
 
+pub mod client;
 pub mod error;
 mod hex;
+pub mod journal;
+pub mod operation;
 pub mod policy;
 pub mod protocol;
 
+pub use client::{CallOptions, Client, ClientConfig, JournalChoice};
 pub use error::{Error, ErrorCode, Result};
+pub use operation::{OperationSpec, Outcome};

@@ -12,11 +12,7 @@
 //!   same key, which the platform answers from its 48-hour idempotency store.
 //!   No key is ever minted for an operation the journal has seen.
 
-mod memory;
-mod sqlite;
-
-pub use memory::MemoryJournal;
-pub use sqlite::{SqliteJournal, SqliteJournalOptions, SCHEMA_VERSION};
+// MERGE-RESTORE: memory + sqlite modules come from branch `journal`.
 
 use crate::error::Result;
 

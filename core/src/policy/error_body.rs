@@ -1,0 +1,23 @@
+//! The protocol's error body: `{"error": {"code": "...", "message": "..."}}`.
+
+/// The `error.code` of a JSON error body, if the body is one.
+pub fn error_code_from_body(body: &[u8]) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_slice(body).ok()?;
+    value.get("error")?.get("code")?.as_str().map(str::to_owned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_the_code_or_nothing() {
+        assert_eq!(
+            error_code_from_body(br#"{"error":{"code":"nonce_reused","message":"x"}}"#).as_deref(),
+            Some("nonce_reused")
+        );
+        assert_eq!(error_code_from_body(br#"{"error":{"code":7}}"#), None);
+        assert_eq!(error_code_from_body(b"<html>"), None);
+        assert_eq!(error_code_from_body(b""), None);
+    }
+}

@@ -9,6 +9,7 @@
 
 pub mod error;
 mod hex;
+pub mod journal;
 pub mod policy;
 pub mod protocol;
 

@@ -13,6 +13,7 @@
 //!   No key is ever minted for an operation the journal has seen.
 
 mod memory;
+mod rules;
 mod sqlite;
 
 pub use memory::MemoryJournal;

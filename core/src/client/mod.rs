@@ -226,7 +226,7 @@ impl Client {
     pub fn get(&self, path: &str) -> Result<StoredResponse> {
         let request = crate::protocol::FrozenRequest::new("GET", path, "", b"")?;
         let timestamp = self.clock_offset().apply(unix_now());
-        let nonce = crate::protocol::OsNonceSource.next_nonce();
+        let nonce = crate::protocol::NonceSource::next_nonce(&crate::protocol::OsNonceSource);
         let signed = self.signer.sign_frozen(&request, timestamp, nonce);
         let headers: Vec<(&'static str, String)> = signed.headers().map(|(n, v)| (n, v.to_owned())).collect();
         match self.transport.send("GET", path, &headers, b"", self.request_timeout) {

@@ -12,7 +12,12 @@
 //!   same key, which the platform answers from its 48-hour idempotency store.
 //!   No key is ever minted for an operation the journal has seen.
 
-// MERGE-RESTORE: memory + sqlite modules come from branch `journal`.
+mod memory;
+mod rules;
+mod sqlite;
+
+pub use memory::MemoryJournal;
+pub use sqlite::{SqliteJournal, SqliteJournalOptions, SCHEMA_VERSION};
 
 use crate::error::Result;
 

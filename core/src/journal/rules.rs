@@ -1,0 +1,134 @@
+//! The rules every journal applies the same way: what counts as the same
+//! request, when a lease is free, and the errors journals answer with.
+
+use super::{Lease, NewOperation, OperationState};
+use crate::error::{Error, ErrorCode, Result};
+
+/// The latest Unix time a journal accepts for `now` (SQLite keeps signed
+/// 64-bit integers); later lease expiries are read as "never expires".
+pub(super) const MAX_TIME: u64 = i64::MAX as u64;
+
+/// Refuses a `now` no journal can store.
+pub(super) fn check_now(now: u64) -> Result<()> {
+    if now > MAX_TIME {
+        return Err(Error::invalid("now", format!("must be at most {MAX_TIME}")));
+    }
+    Ok(())
+}
+
+/// Refuses a lease without an owner.
+pub(super) fn check_lease(lease: &Lease) -> Result<()> {
+    if lease.owner.is_empty() {
+        return Err(Error::invalid("lease", "the owner must not be empty"));
+    }
+    Ok(())
+}
+
+/// The expiry as stored: capped at [`MAX_TIME`].
+pub(super) fn stored_expiry(lease: &Lease) -> u64 {
+    lease.expires_at.min(MAX_TIME)
+}
+
+/// Refuses a state a call cannot end in.
+pub(super) fn check_finish_state(state: OperationState) -> Result<()> {
+    if state == OperationState::InFlight {
+        return Err(Error::invalid(
+            "state",
+            "a call ends settled, unknown or pending, never in_flight",
+        ));
+    }
+    Ok(())
+}
+
+/// `Ok` when `new` asks for exactly the request `existing` froze (method,
+/// path, idempotency key and body hash); otherwise `idempotency_conflict`
+/// naming the fields that differ.
+pub(super) fn same_request(existing: &NewOperation, new: &NewOperation) -> Result<()> {
+    let mut differs = Vec::new();
+    if existing.method != new.method {
+        differs.push("method");
+    }
+    if existing.path != new.path {
+        differs.push("path");
+    }
+    if existing.idempotency_key != new.idempotency_key {
+        differs.push("idempotency key");
+    }
+    if existing.body_sha256 != new.body_sha256 {
+        differs.push("body");
+    }
+    if differs.is_empty() {
+        return Ok(());
+    }
+    Err(Error::new(
+        ErrorCode::IdempotencyConflict,
+        format!(
+            "order id {:?} is already journaled with another {}",
+            new.order_id,
+            differs.join(", ")
+        ),
+    )
+    .with_operation(&new.order_id, &new.idempotency_key))
+}
+
+/// The `idempotency_conflict` for a key that another order id already holds.
+pub(super) fn key_taken(new: &NewOperation, other_order_id: &str) -> Error {
+    Error::new(
+        ErrorCode::IdempotencyConflict,
+        format!(
+            "idempotency key of order id {:?} is already used by order id {:?}",
+            new.order_id, other_order_id
+        ),
+    )
+    .with_operation(&new.order_id, &new.idempotency_key)
+}
+
+/// Whether `lease` may take an operation whose lease is held by `holder`
+/// until `expires` (both `None` when free): free, expired at `now`
+/// (`expires <= now`), or held by the same owner.
+pub(super) fn lease_free(
+    holder: Option<&str>,
+    expires: Option<u64>,
+    lease: &Lease,
+    now: u64,
+) -> bool {
+    match holder {
+        None => true,
+        Some(owner) if owner == lease.owner => true,
+        Some(_) => match expires {
+            None => true,
+            Some(at) => at <= now,
+        },
+    }
+}
+
+/// Whether `lease` still holds an operation whose lease is held by `holder`.
+pub(super) fn lease_held(holder: Option<&str>, lease: &Lease) -> bool {
+    holder == Some(lease.owner.as_str())
+}
+
+/// `operation_busy`: another call holds the operation's lease.
+pub(super) fn busy(order_id: &str, idempotency_key: &str) -> Error {
+    Error::new(
+        ErrorCode::OperationBusy,
+        format!("order id {order_id:?} is being driven by another call"),
+    )
+    .with_operation(order_id, idempotency_key)
+}
+
+/// `operation_busy`: the caller's lease was released or taken over.
+pub(super) fn lease_lost(order_id: &str, idempotency_key: &str) -> Error {
+    Error::new(
+        ErrorCode::OperationBusy,
+        format!("this call no longer holds the lease of order id {order_id:?}"),
+    )
+    .with_operation(order_id, idempotency_key)
+}
+
+/// `invalid_argument` (`order_id`): no such operation.
+pub(super) fn unknown_order(order_id: &str) -> Error {
+    Error::invalid(
+        "order_id",
+        format!("no operation with order id {order_id:?} is journaled"),
+    )
+}

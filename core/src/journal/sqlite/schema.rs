@@ -1,0 +1,136 @@
+//! The journal file's schema and its migrations.
+//!
+//! A file is accepted when it is empty (a new file, version 0) or carries our
+//! `meta` table with a `schema_version` we know. A database holding anything
+//! else, even tables with unrelated names, is not a payidem journal and is
+//! refused without being changed: writing our tables into another
+//! application's database (and switching it to WAL) would be worse than
+//! failing. A file from a newer schema is refused without being changed.
+
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
+
+use super::Context;
+use crate::error::Result;
+
+/// The schema version this build writes and reads.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// `MIGRATIONS[v]` takes a file from version `v` to `v + 1`; each step runs
+/// inside the transaction that records the new version.
+const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [
+    // 0 → 1: the first schema.
+    "CREATE TABLE meta (
+        key TEXT PRIMARY KEY NOT NULL,
+        value INTEGER NOT NULL
+    );
+    CREATE TABLE operations (
+        order_id TEXT PRIMARY KEY NOT NULL,
+        idempotency_key TEXT NOT NULL UNIQUE,
+        method TEXT NOT NULL,
+        path TEXT NOT NULL,
+        body BLOB NOT NULL,
+        body_sha256 TEXT NOT NULL,
+        status_path TEXT,
+        state TEXT NOT NULL,
+        attempts INTEGER NOT NULL,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        lease_owner TEXT,
+        lease_expires INTEGER,
+        response_status INTEGER,
+        response_headers TEXT,
+        response_body BLOB,
+        response_replayed INTEGER
+    );
+    CREATE INDEX operations_by_state ON operations (state, created_at);
+    CREATE INDEX operations_by_state_updated ON operations (state, updated_at);",
+];
+
+/// What a file holds.
+enum Found {
+    /// Nothing: a new or empty file.
+    Empty,
+    /// A journal at this schema version.
+    Journal(u32),
+    /// Something that is not a journal.
+    Foreign(&'static str),
+}
+
+fn inspect(conn: &Connection) -> rusqlite::Result<Found> {
+    let mut stmt = conn
+        .prepare("SELECT name FROM sqlite_master WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'")?;
+    let names = stmt
+        .query_map([], |row| row.get::<_, String>(0))?
+        .collect::<rusqlite::Result<Vec<String>>>()?;
+    if names.is_empty() {
+        return Ok(Found::Empty);
+    }
+    if !names.iter().any(|n| n == "meta") {
+        return Ok(Found::Foreign(
+            "it holds other tables and no payidem schema version",
+        ));
+    }
+    let version: Option<i64> = conn
+        .query_row(
+            "SELECT value FROM meta WHERE key = 'schema_version'",
+            [],
+            |row| row.get(0),
+        )
+        .optional()?;
+    Ok(match version.and_then(|v| u32::try_from(v).ok()) {
+        Some(v) => Found::Journal(v),
+        None => Found::Foreign("its meta table holds no valid schema_version"),
+    })
+}
+
+fn refusal(found: &Found) -> Option<String> {
+    match found {
+        Found::Empty => None,
+        Found::Journal(v) if *v <= SCHEMA_VERSION => None,
+        Found::Journal(v) => Some(format!(
+            "written by a newer payidem (schema version {v}; this build knows up to {SCHEMA_VERSION}); left untouched"
+        )),
+        Found::Foreign(why) => Some(format!("not a payidem journal: {why}; left untouched")),
+    }
+}
+
+/// Brings the file at `conn` to [`SCHEMA_VERSION`] in WAL mode, or refuses it
+/// unchanged.
+pub(super) fn prepare(conn: &mut Connection, ctx: &Context) -> Result<()> {
+    // Read-only look first: a newer or foreign file is refused before the
+    // journal-mode switch below writes to its header.
+    let found = inspect(conn).map_err(|e| ctx.db("read the schema", e))?;
+    if let Some(why) = refusal(&found) {
+        return Err(ctx.refused(why));
+    }
+    let mode: String = conn
+        .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
+        .map_err(|e| ctx.db("switch to WAL mode", e))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(ctx.refused(format!("cannot use WAL mode (journal mode stays {mode:?})")));
+    }
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(|e| ctx.db("lock for migration", e))?;
+    // Looked at again under the write lock: another process may have
+    // migrated the file in between.
+    let found = inspect(&tx).map_err(|e| ctx.db("read the schema", e))?;
+    if let Some(why) = refusal(&found) {
+        return Err(ctx.refused(why));
+    }
+    let from = match found {
+        Found::Journal(v) => v,
+        _ => 0,
+    };
+    for version in from..SCHEMA_VERSION {
+        tx.execute_batch(MIGRATIONS[version as usize])
+            .map_err(|e| ctx.db(&format!("migrate schema {version} to {}", version + 1), e))?;
+        tx.execute(
+            "INSERT INTO meta (key, value) VALUES ('schema_version', ?1)
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            [version + 1],
+        )
+        .map_err(|e| ctx.db("record the schema version", e))?;
+    }
+    tx.commit().map_err(|e| ctx.db("commit the migration", e))
+}

@@ -16,19 +16,30 @@ pub(crate) struct Answer {
 impl Answer {
     /// A JSON answer.
     pub(crate) fn json(status: u16, value: &serde_json::Value) -> Answer {
-        Answer { status, body: serde_json::to_vec(value).unwrap_or_default(), headers: Vec::new(), code: None }
+        Answer {
+            status,
+            body: serde_json::to_vec(value).unwrap_or_default(),
+            headers: Vec::new(),
+            code: None,
+        }
     }
 
     /// An error answer with the protocol's body `{"error":{"code","message"}}`.
     pub(crate) fn error(status: u16, code: &str, message: impl Into<String>) -> Answer {
         let value = json!({"error": {"code": code, "message": message.into()}});
-        Answer { code: Some(code.to_owned()), ..Answer::json(status, &value) }
+        Answer {
+            code: Some(code.to_owned()),
+            ..Answer::json(status, &value)
+        }
     }
 
     /// A 400 `invalid_request` naming the offending field.
     pub(crate) fn invalid(field: &str, message: impl Into<String>) -> Answer {
         let value = json!({"error": {"code": "invalid_request", "message": message.into(), "field": field}});
-        Answer { code: Some("invalid_request".to_owned()), ..Answer::json(400, &value) }
+        Answer {
+            code: Some("invalid_request".to_owned()),
+            ..Answer::json(400, &value)
+        }
     }
 
     /// The answer for a payidem error (a verification failure or an invalid
@@ -55,7 +66,10 @@ mod tests {
     #[test]
     fn error_bodies() {
         let a = Answer::error(404, "not_found", "no such payment");
-        assert_eq!(a.body, br#"{"error":{"code":"not_found","message":"no such payment"}}"#);
+        assert_eq!(
+            a.body,
+            br#"{"error":{"code":"not_found","message":"no such payment"}}"#
+        );
         let a = Answer::from_payidem(&payidem::Error::invalid("order_id", "bad"));
         assert_eq!(a.status, 400);
         let v: serde_json::Value = serde_json::from_slice(&a.body).unwrap();

@@ -30,12 +30,18 @@ pub(crate) struct ServerClock {
 }
 
 fn real_now() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 impl ServerClock {
     pub(crate) fn new(setting: ClockSetting) -> ServerClock {
-        let clock = ServerClock { fixed: AtomicBool::new(false), fixed_at: AtomicU64::new(0), skew: AtomicI64::new(0) };
+        let clock = ServerClock {
+            fixed: AtomicBool::new(false),
+            fixed_at: AtomicU64::new(0),
+            skew: AtomicI64::new(0),
+        };
         clock.set(setting);
         clock
     }
@@ -62,7 +68,9 @@ impl ServerClock {
         if self.fixed.load(Ordering::SeqCst) {
             ClockSetting::Fixed(self.fixed_at.load(Ordering::SeqCst))
         } else {
-            ClockSetting::System { skew_seconds: self.skew.load(Ordering::SeqCst) }
+            ClockSetting::System {
+                skew_seconds: self.skew.load(Ordering::SeqCst),
+            }
         }
     }
 
@@ -93,7 +101,9 @@ mod tests {
         c.set_skew(-100);
         let now = c.now();
         assert!(now.abs_diff(real_now()) <= 101 && now < real_now());
-        c.set(ClockSetting::System { skew_seconds: i64::MIN });
+        c.set(ClockSetting::System {
+            skew_seconds: i64::MIN,
+        });
         assert_eq!(c.now(), 0);
         c.set(ClockSetting::Fixed(u64::MAX));
         assert!(c.http_date().starts_with("Fri, 31 Dec 9999"));

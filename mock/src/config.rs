@@ -34,7 +34,10 @@ pub struct KeySpec {
 
 impl fmt::Debug for KeySpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("KeySpec").field("key_id", &self.key_id).field("secret", &"<redacted>").finish()
+        f.debug_struct("KeySpec")
+            .field("key_id", &self.key_id)
+            .field("secret", &"<redacted>")
+            .finish()
     }
 }
 
@@ -48,19 +51,25 @@ impl KeySpec {
             Some(b64) => Zeroizing::new(
                 base64::engine::general_purpose::STANDARD
                     .decode(b64.trim())
-                    .map_err(|_| payidem::Error::invalid("secret", "is not valid base64 after 'base64:'"))?,
+                    .map_err(|_| {
+                        payidem::Error::invalid("secret", "is not valid base64 after 'base64:'")
+                    })?,
             ),
             None => Zeroizing::new(secret.as_bytes().to_vec()),
         };
         payidem::protocol::fields::check_secret(&bytes)?;
-        Ok(KeySpec { key_id: key_id.to_owned(), secret: bytes })
+        Ok(KeySpec {
+            key_id: key_id.to_owned(),
+            secret: bytes,
+        })
     }
 
     /// Parses `KEY_ID:SECRET` as given to `--key` (the key id ends at the
     /// first colon).
     pub fn parse_flag(flag: &str) -> payidem::Result<KeySpec> {
-        let (id, secret) =
-            flag.split_once(':').ok_or_else(|| payidem::Error::invalid("key", "expected KEY_ID:SECRET"))?;
+        let (id, secret) = flag
+            .split_once(':')
+            .ok_or_else(|| payidem::Error::invalid("key", "expected KEY_ID:SECRET"))?;
         KeySpec::new(id, secret)
     }
 
@@ -165,7 +174,10 @@ impl Drop for FileKey {
 
 impl fmt::Debug for FileKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FileKey").field("key_id", &self.key_id).field("secret", &"<redacted>").finish()
+        f.debug_struct("FileKey")
+            .field("key_id", &self.key_id)
+            .field("secret", &"<redacted>")
+            .finish()
     }
 }
 
@@ -178,10 +190,15 @@ impl MockConfig {
 
     /// Applies a `--config` file over these settings.
     pub fn apply_file(&mut self, path: &Path) -> payidem::Result<()> {
-        let text = std::fs::read(path)
-            .map_err(|e| payidem::Error::invalid("config", format_args!("cannot read {}: {e}", path.display())))?;
-        let file: FileConfig = serde_json::from_slice(&text)
-            .map_err(|e| payidem::Error::invalid("config", format_args!("{}: {e}", path.display())))?;
+        let text = std::fs::read(path).map_err(|e| {
+            payidem::Error::invalid(
+                "config",
+                format_args!("cannot read {}: {e}", path.display()),
+            )
+        })?;
+        let file: FileConfig = serde_json::from_slice(&text).map_err(|e| {
+            payidem::Error::invalid("config", format_args!("{}: {e}", path.display()))
+        })?;
         if let Some(host) = file.host {
             self.host = host;
         }
@@ -192,8 +209,9 @@ impl MockConfig {
             self.keys.push(KeySpec::new(&key.key_id, &key.secret)?);
         }
         for (name, p) in &file.faults {
-            let kind = FaultKind::from_name(name)
-                .ok_or_else(|| payidem::Error::invalid("fault", format_args!("unknown fault kind {name:?}")))?;
+            let kind = FaultKind::from_name(name).ok_or_else(|| {
+                payidem::Error::invalid("fault", format_args!("unknown fault kind {name:?}"))
+            })?;
             self.faults.set(kind, *p)?;
         }
         if let Some(d) = file.delay_ms {
@@ -228,9 +246,20 @@ mod tests {
         assert_eq!(&k.secret[..], b"sk_test_0123456789abcdef");
         let k = KeySpec::parse_flag("k1:sk_test_with:colon_0123").unwrap();
         assert_eq!(&k.secret[..], b"sk_test_with:colon_0123");
-        assert_eq!(KeySpec::parse_flag("k1:short").unwrap_err().field(), Some("secret"));
-        assert_eq!(KeySpec::parse_flag("nokey").unwrap_err().field(), Some("key"));
-        assert_eq!(KeySpec::parse_flag("bad id:sk_test_0123456789abcdef").unwrap_err().field(), Some("key_id"));
+        assert_eq!(
+            KeySpec::parse_flag("k1:short").unwrap_err().field(),
+            Some("secret")
+        );
+        assert_eq!(
+            KeySpec::parse_flag("nokey").unwrap_err().field(),
+            Some("key")
+        );
+        assert_eq!(
+            KeySpec::parse_flag("bad id:sk_test_0123456789abcdef")
+                .unwrap_err()
+                .field(),
+            Some("key_id")
+        );
         let e = KeySpec::parse_flag("k:base64:!!!").unwrap_err();
         assert!(!e.message().contains("!!!"));
         assert!(!format!("{:?}", KeySpec::default_test_key()).contains(DEFAULT_SECRET));

@@ -29,25 +29,40 @@ fn set_faults(shared: &Shared, body: &[u8]) -> Result<(), Answer> {
     let map = match serde_json::from_slice::<Value>(body) {
         Ok(Value::Object(map)) => map,
         Ok(_) => return Err(Answer::invalid("body", "the body must be a JSON object")),
-        Err(e) => return Err(Answer::invalid("body", format!("the body is not valid JSON: {e}"))),
+        Err(e) => {
+            return Err(Answer::invalid(
+                "body",
+                format!("the body is not valid JSON: {e}"),
+            ))
+        }
     };
     let mut settings = FaultSettings::none();
     settings.delay_ms = shared.dice.settings().delay_ms;
     let mut skew = None;
     let mut pause = None;
     for (name, value) in &map {
-        let as_u64 = || value.as_u64().ok_or_else(|| Answer::invalid(name, format!("{name} must be a non-negative integer")));
+        let as_u64 = || {
+            value.as_u64().ok_or_else(|| {
+                Answer::invalid(name, format!("{name} must be a non-negative integer"))
+            })
+        };
         match name.as_str() {
             "delay_ms" => settings.delay_ms = as_u64()?,
             "processing_delay_ms" => pause = Some(as_u64()?),
             "clock_skew_seconds" => {
-                skew = Some(value.as_i64().ok_or_else(|| Answer::invalid(name, "clock_skew_seconds must be an integer"))?)
+                skew = Some(value.as_i64().ok_or_else(|| {
+                    Answer::invalid(name, "clock_skew_seconds must be an integer")
+                })?)
             }
             _ => {
                 let kind = FaultKind::from_name(name)
                     .ok_or_else(|| Answer::invalid(name, format!("unknown fault kind {name:?}")))?;
-                let p = value.as_f64().ok_or_else(|| Answer::invalid(name, "a probability must be a number"))?;
-                settings.set(kind, p).map_err(|e| Answer::invalid(name, e.message()))?;
+                let p = value
+                    .as_f64()
+                    .ok_or_else(|| Answer::invalid(name, "a probability must be a number"))?;
+                settings
+                    .set(kind, p)
+                    .map_err(|e| Answer::invalid(name, e.message()))?;
             }
         }
     }

@@ -114,7 +114,10 @@ pub struct FaultSettings {
 
 impl Default for FaultSettings {
     fn default() -> Self {
-        FaultSettings { probabilities: [0.0; FaultKind::ALL.len()], delay_ms: DEFAULT_DELAY_MS }
+        FaultSettings {
+            probabilities: [0.0; FaultKind::ALL.len()],
+            delay_ms: DEFAULT_DELAY_MS,
+        }
     }
 }
 
@@ -128,7 +131,10 @@ impl FaultSettings {
     /// value is out of range or the POST kinds would sum past 1.
     pub fn set(&mut self, kind: FaultKind, probability: f64) -> payidem::Result<()> {
         if !(0.0..=1.0).contains(&probability) {
-            return Err(payidem::Error::invalid("fault", format_args!("{kind} must be a probability in 0..=1")));
+            return Err(payidem::Error::invalid(
+                "fault",
+                format_args!("{kind} must be a probability in 0..=1"),
+            ));
         }
         let old = self.probabilities[kind.index()];
         self.probabilities[kind.index()] = probability;
@@ -163,13 +169,15 @@ impl FaultSettings {
 
     /// Parses `KIND=P` as given to `--fault`.
     pub fn parse_flag(&mut self, flag: &str) -> payidem::Result<()> {
-        let (name, value) =
-            flag.split_once('=').ok_or_else(|| payidem::Error::invalid("fault", "expected KIND=PROBABILITY"))?;
-        let kind = FaultKind::from_name(name)
-            .ok_or_else(|| payidem::Error::invalid("fault", format_args!("unknown fault kind {name:?}")))?;
-        let p: f64 = value
-            .parse()
-            .map_err(|_| payidem::Error::invalid("fault", format_args!("{name}: {value:?} is not a number")))?;
+        let (name, value) = flag
+            .split_once('=')
+            .ok_or_else(|| payidem::Error::invalid("fault", "expected KIND=PROBABILITY"))?;
+        let kind = FaultKind::from_name(name).ok_or_else(|| {
+            payidem::Error::invalid("fault", format_args!("unknown fault kind {name:?}"))
+        })?;
+        let p: f64 = value.parse().map_err(|_| {
+            payidem::Error::invalid("fault", format_args!("{name}: {value:?} is not a number"))
+        })?;
         self.set(kind, p)
     }
 
@@ -195,7 +203,9 @@ fn uniform(rng: &mut ChaCha8Rng) -> f64 {
 
 impl FaultDice {
     pub(crate) fn new(settings: FaultSettings, seed: u64) -> FaultDice {
-        FaultDice { inner: Mutex::new((settings, ChaCha8Rng::seed_from_u64(seed))) }
+        FaultDice {
+            inner: Mutex::new((settings, ChaCha8Rng::seed_from_u64(seed))),
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, (FaultSettings, ChaCha8Rng)> {
@@ -248,7 +258,10 @@ mod tests {
         }
         let mut s = FaultSettings::none();
         s.parse_flag("error_503=0.6").unwrap();
-        assert_eq!(s.parse_flag("error_429=0.5").unwrap_err().field(), Some("fault"));
+        assert_eq!(
+            s.parse_flag("error_429=0.5").unwrap_err().field(),
+            Some("fault")
+        );
         assert_eq!(s.probability(FaultKind::Error429), 0.0);
         s.parse_flag("status_error_503=1").unwrap();
         assert!(s.parse_flag("nope=0.1").is_err());

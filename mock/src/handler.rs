@@ -79,7 +79,12 @@ pub(crate) struct Outcome {
 
 impl Outcome {
     fn answer(route: &'static str, answer: Answer) -> Outcome {
-        Outcome { route, answer, action: Action::Respond, fault: None }
+        Outcome {
+            route,
+            answer,
+            action: Action::Respond,
+            fault: None,
+        }
     }
 }
 
@@ -105,16 +110,22 @@ fn fault_answer(kind: FaultKind) -> Answer {
             Answer::error(500, "internal_error", "injected fault: internal error")
         }
         FaultKind::Error502 => Answer::error(502, "bad_gateway", "injected fault: bad gateway"),
-        FaultKind::Error503 | FaultKind::StatusError503 => {
-            retry_after(503, "service_unavailable", "injected fault: service unavailable")
+        FaultKind::Error503 | FaultKind::StatusError503 => retry_after(
+            503,
+            "service_unavailable",
+            "injected fault: service unavailable",
+        ),
+        FaultKind::Error429 => {
+            retry_after(429, "rate_limited", "injected fault: too many requests")
         }
-        FaultKind::Error429 => retry_after(429, "rate_limited", "injected fault: too many requests"),
         FaultKind::Timeout504BeforeCommit | FaultKind::Timeout504AfterCommit => {
             Answer::error(504, "gateway_timeout", "injected fault: gateway timeout")
         }
-        FaultKind::DropAfterCommit | FaultKind::DelayAfterCommit => {
-            Answer::error(500, "internal_error", "injected fault without an answer of its own")
-        }
+        FaultKind::DropAfterCommit | FaultKind::DelayAfterCommit => Answer::error(
+            500,
+            "internal_error",
+            "injected fault without an answer of its own",
+        ),
     }
 }
 
@@ -139,21 +150,38 @@ pub(crate) fn process(shared: &Shared, req: &Incoming<'_>) -> Outcome {
     let route = match route(req.method, req.target) {
         Ok(r) => r,
         Err(NoRoute::NotFound) => {
-            return Outcome::answer(UNKNOWN_ROUTE, Answer::error(404, "not_found", "no such route"))
+            return Outcome::answer(
+                UNKNOWN_ROUTE,
+                Answer::error(404, "not_found", "no such route"),
+            )
         }
         Err(NoRoute::MethodNotAllowed { allow }) => {
-            let answer = Answer::error(405, "method_not_allowed", format!("this route allows {allow}"))
-                .with_header("Allow", allow);
+            let answer = Answer::error(
+                405,
+                "method_not_allowed",
+                format!("this route allows {allow}"),
+            )
+            .with_header("Allow", allow);
             return Outcome::answer(UNKNOWN_ROUTE, answer);
         }
     };
     let label = route.label();
     if route.is_control() {
         if !shared.control {
-            return Outcome::answer(UNKNOWN_ROUTE, Answer::error(404, "not_found", "no such route (start with --control)"));
+            return Outcome::answer(
+                UNKNOWN_ROUTE,
+                Answer::error(404, "not_found", "no such route (start with --control)"),
+            );
         }
         if !req.peer.is_some_and(|p| p.ip().is_loopback()) {
-            return Outcome::answer(label, Answer::error(403, "forbidden", "control routes answer loopback peers only"));
+            return Outcome::answer(
+                label,
+                Answer::error(
+                    403,
+                    "forbidden",
+                    "control routes answer loopback peers only",
+                ),
+            );
         }
         return Outcome::answer(label, crate::control::handle(shared, &route, req.body));
     }
@@ -162,13 +190,19 @@ pub(crate) fn process(shared: &Shared, req: &Incoming<'_>) -> Outcome {
     }
 
     let now = shared.clock.now();
-    let incoming = IncomingRequest { method: req.method, path: req.target, headers: req.headers, body: req.body };
+    let incoming = IncomingRequest {
+        method: req.method,
+        path: req.target,
+        headers: req.headers,
+        body: req.body,
+    };
     let verified = match shared.verifier.verify(&incoming, now) {
         Ok(v) => v,
         Err(e) => {
             let mut answer = Answer::from_payidem(&e);
             if e.code() == ErrorCode::TimestampOutOfWindow {
-                answer = answer.with_header("X-Server-Time", e.server_time().unwrap_or(now).to_string());
+                answer =
+                    answer.with_header("X-Server-Time", e.server_time().unwrap_or(now).to_string());
             }
             return Outcome::answer(label, answer);
         }
@@ -178,7 +212,12 @@ pub(crate) fn process(shared: &Shared, req: &Incoming<'_>) -> Outcome {
         Route::PaymentOfOrder { .. } | Route::GetPayment { .. } | Route::GetRefund { .. } => {
             if shared.dice.draw_status() {
                 let kind = FaultKind::StatusError503;
-                return Outcome { route: label, answer: fault_answer(kind), action: Action::Respond, fault: Some(kind) };
+                return Outcome {
+                    route: label,
+                    answer: fault_answer(kind),
+                    action: Action::Respond,
+                    fault: Some(kind),
+                };
             }
             Outcome::answer(label, query(shared, &route))
         }
@@ -186,30 +225,50 @@ pub(crate) fn process(shared: &Shared, req: &Incoming<'_>) -> Outcome {
             let key = verified.idempotency_key.unwrap_or_default();
             operate(shared, req, &route, verified.key_id, key, label)
         }
-        _ => Outcome::answer(label, Answer::error(500, "internal_error", "unrouted request")),
+        _ => Outcome::answer(
+            label,
+            Answer::error(500, "internal_error", "unrouted request"),
+        ),
     }
 }
 
 fn query(shared: &Shared, route: &Route) -> Answer {
     let state = shared.lock();
     match route {
-        Route::PaymentOfOrder { order_id: None } => Answer::invalid("order_id", "the order_id query parameter is required"),
-        Route::PaymentOfOrder { order_id: Some(order_id) } => {
-            match payidem::protocol::fields::check_order_id(order_id) {
-                Ok(()) => state.ledger.payment_of_order(order_id),
-                Err(e) => Answer::from_payidem(&e),
-            }
+        Route::PaymentOfOrder { order_id: None } => {
+            Answer::invalid("order_id", "the order_id query parameter is required")
         }
+        Route::PaymentOfOrder {
+            order_id: Some(order_id),
+        } => match payidem::protocol::fields::check_order_id(order_id) {
+            Ok(()) => state.ledger.payment_of_order(order_id),
+            Err(e) => Answer::from_payidem(&e),
+        },
         Route::GetPayment { payment_id } => state.ledger.get_payment(payment_id),
-        Route::GetRefund { payment_id, refund_id } => state.ledger.get_refund(payment_id, refund_id),
+        Route::GetRefund {
+            payment_id,
+            refund_id,
+        } => state.ledger.get_refund(payment_id, refund_id),
         _ => Answer::error(500, "internal_error", "not a query route"),
     }
 }
 
-fn operate(shared: &Shared, req: &Incoming<'_>, route: &Route, key_id: &str, key: &str, label: &'static str) -> Outcome {
+fn operate(
+    shared: &Shared,
+    req: &Incoming<'_>,
+    route: &Route,
+    key_id: &str,
+    key: &str,
+    label: &'static str,
+) -> Outcome {
     let (fault, delay_ms) = shared.dice.draw_post();
     if let Some(kind) = fault.filter(|k| !k.after_commit()) {
-        return Outcome { route: label, answer: fault_answer(kind), action: Action::Respond, fault: Some(kind) };
+        return Outcome {
+            route: label,
+            answer: fault_answer(kind),
+            action: Action::Respond,
+            fault: Some(kind),
+        };
     }
     let fp = fingerprint(req.method, req.target, req.body);
     let lookup = {
@@ -224,18 +283,31 @@ fn operate(shared: &Shared, req: &Incoming<'_>, route: &Route, key_id: &str, key
         Lookup::Conflict => {
             return Outcome::answer(
                 label,
-                Answer::error(409, "idempotency_conflict", "this Idempotency-Key was used with another request"),
+                Answer::error(
+                    409,
+                    "idempotency_conflict",
+                    "this Idempotency-Key was used with another request",
+                ),
             )
         }
         Lookup::InProgress => {
             return Outcome::answer(
                 label,
-                Answer::error(409, "idempotency_in_progress", "a request with this Idempotency-Key is still running"),
+                Answer::error(
+                    409,
+                    "idempotency_in_progress",
+                    "a request with this Idempotency-Key is still running",
+                ),
             )
         }
         Lookup::Finished(stored) => (*stored).clone().with_header("Idempotent-Replayed", "true"),
         Lookup::Claimed => {
-            let mut claim = Claim { shared, key_id, key, armed: true };
+            let mut claim = Claim {
+                shared,
+                key_id,
+                key,
+                armed: true,
+            };
             let pause = shared.processing_delay_ms.load(Ordering::Relaxed);
             if pause > 0 {
                 std::thread::sleep(Duration::from_millis(pause));
@@ -245,13 +317,19 @@ fn operate(shared: &Shared, req: &Incoming<'_>, route: &Route, key_id: &str, key
             let now = shared.clock.now();
             let answer = match route {
                 Route::CreatePayment => match CreatePayment::parse(req.body) {
-                    Ok(create) => state.ledger.create_payment(create, key, now, &mut state.stats),
+                    Ok(create) => state
+                        .ledger
+                        .create_payment(create, key, now, &mut state.stats),
                     Err(invalid) => invalid,
                 },
-                Route::CreateRefund { payment_id } => state.ledger.refund(payment_id, req.body, now),
+                Route::CreateRefund { payment_id } => {
+                    state.ledger.refund(payment_id, req.body, now)
+                }
                 _ => Answer::error(500, "internal_error", "not an operation route"),
             };
-            state.store.finish(key_id, key, Arc::new(answer.clone()), now);
+            state
+                .store
+                .finish(key_id, key, Arc::new(answer.clone()), now);
             claim.armed = false;
             answer
         }
@@ -262,5 +340,10 @@ fn operate(shared: &Shared, req: &Incoming<'_>, route: &Route, key_id: &str, key
         Some(kind) => (fault_answer(kind), Action::Respond),
         None => (answer, Action::Respond),
     };
-    Outcome { route: label, answer, action, fault }
+    Outcome {
+        route: label,
+        answer,
+        action,
+        fault,
+    }
 }

@@ -46,15 +46,26 @@ fn parse_object(body: &[u8]) -> Result<serde_json::Map<String, Value>, Answer> {
     match serde_json::from_slice::<Value>(body) {
         Ok(Value::Object(map)) => Ok(map),
         Ok(_) => Err(Answer::invalid("body", "the body must be a JSON object")),
-        Err(e) => Err(Answer::invalid("body", format!("the body is not valid JSON: {e}"))),
+        Err(e) => Err(Answer::invalid(
+            "body",
+            format!("the body is not valid JSON: {e}"),
+        )),
     }
 }
 
 fn amount_field(map: &serde_json::Map<String, Value>) -> Result<u64, Answer> {
-    let bad = || Answer::invalid("amount", format!("amount must be an integer in 1..={MAX_AMOUNT} (minor units)"));
+    let bad = || {
+        Answer::invalid(
+            "amount",
+            format!("amount must be an integer in 1..={MAX_AMOUNT} (minor units)"),
+        )
+    };
     match map.get("amount") {
         None => Err(Answer::invalid("amount", "amount is required")),
-        Some(v) => v.as_u64().filter(|a| (1..=MAX_AMOUNT).contains(a)).ok_or_else(bad),
+        Some(v) => v
+            .as_u64()
+            .filter(|a| (1..=MAX_AMOUNT).contains(a))
+            .ok_or_else(bad),
     }
 }
 
@@ -68,14 +79,26 @@ impl CreatePayment {
             Some(_) => return Err(Answer::invalid("order_id", "order_id must be a string")),
             None => return Err(Answer::invalid("order_id", "order_id is required")),
         };
-        payidem::protocol::fields::check_order_id(&order_id).map_err(|e| Answer::from_payidem(&e))?;
+        payidem::protocol::fields::check_order_id(&order_id)
+            .map_err(|e| Answer::from_payidem(&e))?;
         let amount = amount_field(&map)?;
         let currency = match map.get("currency") {
-            Some(Value::String(s)) if s.len() == 3 && s.bytes().all(|b| b.is_ascii_uppercase()) => s.clone(),
-            Some(_) => return Err(Answer::invalid("currency", "currency must be three upper-case letters")),
+            Some(Value::String(s)) if s.len() == 3 && s.bytes().all(|b| b.is_ascii_uppercase()) => {
+                s.clone()
+            }
+            Some(_) => {
+                return Err(Answer::invalid(
+                    "currency",
+                    "currency must be three upper-case letters",
+                ))
+            }
             None => return Err(Answer::invalid("currency", "currency is required")),
         };
-        Ok(CreatePayment { order_id, amount, currency })
+        Ok(CreatePayment {
+            order_id,
+            amount,
+            currency,
+        })
     }
 }
 
@@ -153,7 +176,8 @@ impl Ledger {
             amount_refunded: 0,
         };
         stats.payment_created(&req.order_id, idempotency_key);
-        let answer = Answer::json(201, &json!(payment)).with_header("Location", format!("/v1/payments/{payment_id}"));
+        let answer = Answer::json(201, &json!(payment))
+            .with_header("Location", format!("/v1/payments/{payment_id}"));
         self.by_order.insert(req.order_id, payment_id.clone());
         self.payments.insert(payment_id, payment);
         answer
@@ -186,7 +210,9 @@ impl Ledger {
             Err(answer) => return answer,
         };
         let refund_id = self.new_id("re_");
-        let Some(payment) = self.payments.get_mut(payment_id) else { return not_found("payment") };
+        let Some(payment) = self.payments.get_mut(payment_id) else {
+            return not_found("payment");
+        };
         let remaining = payment.amount - payment.amount_refunded;
         if amount > remaining {
             return Answer::error(
@@ -203,8 +229,10 @@ impl Ledger {
             status: "succeeded",
             created_at: now,
         };
-        let answer = Answer::json(201, &json!(refund))
-            .with_header("Location", format!("/v1/payments/{payment_id}/refunds/{refund_id}"));
+        let answer = Answer::json(201, &json!(refund)).with_header(
+            "Location",
+            format!("/v1/payments/{payment_id}/refunds/{refund_id}"),
+        );
         self.refunds.insert(refund_id, refund);
         answer
     }
@@ -237,11 +265,23 @@ mod tests {
             (b"{", "body"),
             (b"[]", "body"),
             (br#"{"amount":1,"currency":"EUR"}"#, "order_id"),
-            (br#"{"order_id":"a b","amount":1,"currency":"EUR"}"#, "order_id"),
+            (
+                br#"{"order_id":"a b","amount":1,"currency":"EUR"}"#,
+                "order_id",
+            ),
             (br#"{"order_id":"o","amount":0,"currency":"EUR"}"#, "amount"),
-            (br#"{"order_id":"o","amount":1.5,"currency":"EUR"}"#, "amount"),
-            (br#"{"order_id":"o","amount":-3,"currency":"EUR"}"#, "amount"),
-            (br#"{"order_id":"o","amount":3,"currency":"eur"}"#, "currency"),
+            (
+                br#"{"order_id":"o","amount":1.5,"currency":"EUR"}"#,
+                "amount",
+            ),
+            (
+                br#"{"order_id":"o","amount":-3,"currency":"EUR"}"#,
+                "amount",
+            ),
+            (
+                br#"{"order_id":"o","amount":3,"currency":"eur"}"#,
+                "currency",
+            ),
             (br#"{"order_id":"o","amount":3}"#, "currency"),
         ];
         for (body, want) in cases {
@@ -256,12 +296,30 @@ mod tests {
         let mut l = Ledger::new(1);
         let mut stats = Stats::default();
         let parse = |b: &str| CreatePayment::parse(b.as_bytes()).ok().unwrap();
-        let a = l.create_payment(parse(r#"{"order_id":"o1","amount":1402,"currency":"EUR"}"#), "k0", 5, &mut stats);
+        let a = l.create_payment(
+            parse(r#"{"order_id":"o1","amount":1402,"currency":"EUR"}"#),
+            "k0",
+            5,
+            &mut stats,
+        );
         assert_eq!(a.status, 402);
-        let a = l.create_payment(parse(r#"{"order_id":"o1","amount":1000,"currency":"EUR"}"#), "k1", 5, &mut stats);
+        let a = l.create_payment(
+            parse(r#"{"order_id":"o1","amount":1000,"currency":"EUR"}"#),
+            "k1",
+            5,
+            &mut stats,
+        );
         assert_eq!(a.status, 201);
-        let a = l.create_payment(parse(r#"{"order_id":"o1","amount":1000,"currency":"EUR"}"#), "k2", 5, &mut stats);
-        assert_eq!((a.status, a.code.as_deref()), (409, Some("duplicate_order")));
+        let a = l.create_payment(
+            parse(r#"{"order_id":"o1","amount":1000,"currency":"EUR"}"#),
+            "k2",
+            5,
+            &mut stats,
+        );
+        assert_eq!(
+            (a.status, a.code.as_deref()),
+            (409, Some("duplicate_order"))
+        );
         assert_eq!(stats.orders["o1"].payments_created, 1);
         assert_eq!(stats.orders["o1"].duplicate_keys, ["k2"]);
         let v: Value = serde_json::from_slice(&l.payment_of_order("o1").body).unwrap();

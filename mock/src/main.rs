@@ -81,7 +81,10 @@ struct Cli {
 }
 
 fn build(cli: &Cli) -> payidem::Result<MockConfig> {
-    let mut config = MockConfig { control: false, ..MockConfig::default() };
+    let mut config = MockConfig {
+        control: false,
+        ..MockConfig::default()
+    };
     if let Some(path) = &cli.config {
         config.apply_file(path)?;
     }
@@ -135,7 +138,10 @@ fn main() -> ExitCode {
         }
     };
     let mut out = std::io::stdout().lock();
-    if writeln!(out, "listening on {}", server.addr()).and_then(|()| out.flush()).is_err() {
+    if writeln!(out, "listening on {}", server.addr())
+        .and_then(|()| out.flush())
+        .is_err()
+    {
         return ExitCode::from(1);
     }
     drop(out);

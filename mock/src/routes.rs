@@ -4,10 +4,19 @@
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Route {
     CreatePayment,
-    PaymentOfOrder { order_id: Option<String> },
-    GetPayment { payment_id: String },
-    CreateRefund { payment_id: String },
-    GetRefund { payment_id: String, refund_id: String },
+    PaymentOfOrder {
+        order_id: Option<String>,
+    },
+    GetPayment {
+        payment_id: String,
+    },
+    CreateRefund {
+        payment_id: String,
+    },
+    GetRefund {
+        payment_id: String,
+        refund_id: String,
+    },
     Ping,
     Stats,
     Reset,
@@ -53,7 +62,10 @@ impl Route {
 
     /// Whether the route needs `--control`.
     pub(crate) fn is_control(&self) -> bool {
-        matches!(self, Route::Stats | Route::Reset | Route::GetFaults | Route::SetFaults)
+        matches!(
+            self,
+            Route::Stats | Route::Reset | Route::GetFaults | Route::SetFaults
+        )
     }
 }
 
@@ -86,26 +98,53 @@ pub(crate) fn route(method: &str, target: &str) -> Result<Route, NoRoute> {
             "GET, POST",
             &[
                 ("POST", Route::CreatePayment),
-                ("GET", Route::PaymentOfOrder { order_id: query_value(query, "order_id") }),
+                (
+                    "GET",
+                    Route::PaymentOfOrder {
+                        order_id: query_value(query, "order_id"),
+                    },
+                ),
             ],
         ),
-        ["v1", "payments", id] if !id.is_empty() => {
-            pick(method, "GET", &[("GET", Route::GetPayment { payment_id: (*id).to_owned() })])
-        }
-        ["v1", "payments", id, "refunds"] if !id.is_empty() => {
-            pick(method, "POST", &[("POST", Route::CreateRefund { payment_id: (*id).to_owned() })])
-        }
+        ["v1", "payments", id] if !id.is_empty() => pick(
+            method,
+            "GET",
+            &[(
+                "GET",
+                Route::GetPayment {
+                    payment_id: (*id).to_owned(),
+                },
+            )],
+        ),
+        ["v1", "payments", id, "refunds"] if !id.is_empty() => pick(
+            method,
+            "POST",
+            &[(
+                "POST",
+                Route::CreateRefund {
+                    payment_id: (*id).to_owned(),
+                },
+            )],
+        ),
         ["v1", "payments", id, "refunds", rid] if !id.is_empty() && !rid.is_empty() => pick(
             method,
             "GET",
-            &[("GET", Route::GetRefund { payment_id: (*id).to_owned(), refund_id: (*rid).to_owned() })],
+            &[(
+                "GET",
+                Route::GetRefund {
+                    payment_id: (*id).to_owned(),
+                    refund_id: (*rid).to_owned(),
+                },
+            )],
         ),
         ["_mock", "ping"] => pick(method, "GET", &[("GET", Route::Ping)]),
         ["_mock", "stats"] => pick(method, "GET", &[("GET", Route::Stats)]),
         ["_mock", "reset"] => pick(method, "POST", &[("POST", Route::Reset)]),
-        ["_mock", "faults"] => {
-            pick(method, "GET, POST", &[("GET", Route::GetFaults), ("POST", Route::SetFaults)])
-        }
+        ["_mock", "faults"] => pick(
+            method,
+            "GET, POST",
+            &[("GET", Route::GetFaults), ("POST", Route::SetFaults)],
+        ),
         _ => Err(NoRoute::NotFound),
     }
 }
@@ -119,17 +158,41 @@ mod tests {
         assert_eq!(route("POST", "/v1/payments"), Ok(Route::CreatePayment));
         assert_eq!(
             route("GET", "/v1/payments?x=1&order_id=o-1"),
-            Ok(Route::PaymentOfOrder { order_id: Some("o-1".into()) })
+            Ok(Route::PaymentOfOrder {
+                order_id: Some("o-1".into())
+            })
         );
-        assert_eq!(route("DELETE", "/v1/payments"), Err(NoRoute::MethodNotAllowed { allow: "GET, POST" }));
-        assert_eq!(route("GET", "/v1/payments/p1"), Ok(Route::GetPayment { payment_id: "p1".into() }));
-        assert_eq!(route("POST", "/v1/payments/p1"), Err(NoRoute::MethodNotAllowed { allow: "GET" }));
-        assert_eq!(route("POST", "/v1/payments/p1/refunds"), Ok(Route::CreateRefund { payment_id: "p1".into() }));
+        assert_eq!(
+            route("DELETE", "/v1/payments"),
+            Err(NoRoute::MethodNotAllowed { allow: "GET, POST" })
+        );
+        assert_eq!(
+            route("GET", "/v1/payments/p1"),
+            Ok(Route::GetPayment {
+                payment_id: "p1".into()
+            })
+        );
+        assert_eq!(
+            route("POST", "/v1/payments/p1"),
+            Err(NoRoute::MethodNotAllowed { allow: "GET" })
+        );
+        assert_eq!(
+            route("POST", "/v1/payments/p1/refunds"),
+            Ok(Route::CreateRefund {
+                payment_id: "p1".into()
+            })
+        );
         assert_eq!(
             route("GET", "/v1/payments/p1/refunds/r1"),
-            Ok(Route::GetRefund { payment_id: "p1".into(), refund_id: "r1".into() })
+            Ok(Route::GetRefund {
+                payment_id: "p1".into(),
+                refund_id: "r1".into()
+            })
         );
-        assert_eq!(route("GET", "/v1/payments//refunds"), Err(NoRoute::NotFound));
+        assert_eq!(
+            route("GET", "/v1/payments//refunds"),
+            Err(NoRoute::NotFound)
+        );
         assert_eq!(route("GET", "/v2/payments"), Err(NoRoute::NotFound));
         assert_eq!(route("GET", "/"), Err(NoRoute::NotFound));
         assert_eq!(route("GET", "*"), Err(NoRoute::NotFound));

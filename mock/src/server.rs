@@ -37,7 +37,9 @@ pub struct MockServer {
 
 impl std::fmt::Debug for MockServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MockServer").field("addr", &self.addr).finish_non_exhaustive()
+        f.debug_struct("MockServer")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
     }
 }
 
@@ -59,7 +61,11 @@ fn build_verifier(config: &MockConfig) -> payidem::Result<Verifier> {
     ids.sort_unstable();
     ids.dedup();
     for id in ids {
-        let secrets: Vec<&[u8]> = keys.iter().filter(|k| k.key_id == id).map(|k| &k.secret[..]).collect();
+        let secrets: Vec<&[u8]> = keys
+            .iter()
+            .filter(|k| k.key_id == id)
+            .map(|k| &k.secret[..])
+            .collect();
         verifier.add_key(id, &secrets)?;
     }
     Ok(verifier)
@@ -82,12 +88,18 @@ impl MockServer {
         let verifier = build_verifier(&config)?;
         let seed = config.seed.unwrap_or_else(random_seed);
         let bind = format!("{}:{}", config.host, config.port);
-        let http = tiny_http::Server::http(bind.as_str())
-            .map_err(|e| payidem::Error::new(payidem::ErrorCode::Transport, format!("cannot bind {bind}: {e}")))?;
-        let addr = http
-            .server_addr()
-            .to_ip()
-            .ok_or_else(|| payidem::Error::new(payidem::ErrorCode::Transport, "the server has no IP address"))?;
+        let http = tiny_http::Server::http(bind.as_str()).map_err(|e| {
+            payidem::Error::new(
+                payidem::ErrorCode::Transport,
+                format!("cannot bind {bind}: {e}"),
+            )
+        })?;
+        let addr = http.server_addr().to_ip().ok_or_else(|| {
+            payidem::Error::new(
+                payidem::ErrorCode::Transport,
+                "the server has no IP address",
+            )
+        })?;
         let shared = Arc::new(Shared {
             verifier,
             state: Mutex::new(State {
@@ -104,14 +116,26 @@ impl MockServer {
         let stop = Arc::new(AtomicBool::new(false));
         let workers = (0..config.workers)
             .map(|i| {
-                let (http, shared, stop) = (Arc::clone(&http), Arc::clone(&shared), Arc::clone(&stop));
+                let (http, shared, stop) =
+                    (Arc::clone(&http), Arc::clone(&shared), Arc::clone(&stop));
                 std::thread::Builder::new()
                     .name(format!("payidem-mock-{i}"))
                     .spawn(move || worker(&http, &shared, &stop, addr.port()))
-                    .map_err(|e| payidem::Error::new(payidem::ErrorCode::Transport, format!("cannot spawn a worker: {e}")))
+                    .map_err(|e| {
+                        payidem::Error::new(
+                            payidem::ErrorCode::Transport,
+                            format!("cannot spawn a worker: {e}"),
+                        )
+                    })
             })
             .collect::<payidem::Result<Vec<_>>>()?;
-        Ok(MockServer { shared, addr, stop, workers, _http: http })
+        Ok(MockServer {
+            shared,
+            addr,
+            stop,
+            workers,
+            _http: http,
+        })
     }
 
     /// The address the server listens on.
@@ -181,8 +205,12 @@ fn worker(http: &tiny_http::Server, shared: &Shared, stop: &AtomicBool, port: u1
 }
 
 fn to_response(shared: &Shared, answer: &Answer) -> tiny_http::Response<std::io::Cursor<Vec<u8>>> {
-    let mut response = tiny_http::Response::from_data(answer.body.clone()).with_status_code(answer.status);
-    let fixed = [("Content-Type", "application/json".to_owned()), ("Date", shared.clock.http_date())];
+    let mut response =
+        tiny_http::Response::from_data(answer.body.clone()).with_status_code(answer.status);
+    let fixed = [
+        ("Content-Type", "application/json".to_owned()),
+        ("Date", shared.clock.http_date()),
+    ];
     for (name, value) in fixed.iter().chain(answer.headers.iter()) {
         if let Ok(h) = tiny_http::Header::from_bytes(name.as_bytes(), value.as_bytes()) {
             response.add_header(h);
@@ -194,15 +222,21 @@ fn to_response(shared: &Shared, answer: &Answer) -> tiny_http::Response<std::io:
 fn record(shared: &Shared, outcome: &Outcome) {
     let mut state = shared.lock();
     let status = (outcome.action != Action::Drop).then_some(outcome.answer.status);
-    state.stats.request(outcome.route, status, outcome.answer.code.as_deref());
+    state
+        .stats
+        .request(outcome.route, status, outcome.answer.code.as_deref());
     if let Some(kind) = outcome.fault {
         state.stats.fault(kind.name());
     }
 }
 
 fn too_large() -> Answer {
-    Answer::error(413, "payload_too_large", format!("the body is larger than {MAX_BODY_BYTES} bytes"))
-        .with_header("Connection", "close")
+    Answer::error(
+        413,
+        "payload_too_large",
+        format!("the body is larger than {MAX_BODY_BYTES} bytes"),
+    )
+    .with_header("Connection", "close")
 }
 
 fn route_label(method: &str, target: &str) -> &'static str {
@@ -215,21 +249,37 @@ fn handle(shared: &Shared, mut request: tiny_http::Request, port: u16) {
     let peer = request.remote_addr().copied();
 
     if let Some(declared) = request.body_length().filter(|n| *n > MAX_BODY_BYTES) {
-        let outcome = Outcome { route: route_label(&method, &target), answer: too_large(), action: Action::Respond, fault: None };
+        let outcome = Outcome {
+            route: route_label(&method, &target),
+            answer: too_large(),
+            action: Action::Respond,
+            fault: None,
+        };
         record(shared, &outcome);
         refuse_declared_body(shared, request, &outcome.answer, declared, port, peer);
         return;
     }
 
     let mut body = Vec::new();
-    let read = request.as_reader().take(MAX_BODY_BYTES as u64 + 1).read_to_end(&mut body);
+    let read = request
+        .as_reader()
+        .take(MAX_BODY_BYTES as u64 + 1)
+        .read_to_end(&mut body);
     let early = match read {
-        Err(_) => Some(Answer::invalid("body", "the body could not be read (bad chunked encoding or a closed connection)")),
+        Err(_) => Some(Answer::invalid(
+            "body",
+            "the body could not be read (bad chunked encoding or a closed connection)",
+        )),
         Ok(_) if body.len() > MAX_BODY_BYTES => Some(too_large()),
         Ok(_) => None,
     };
     if let Some(answer) = early {
-        let outcome = Outcome { route: route_label(&method, &target), answer, action: Action::Respond, fault: None };
+        let outcome = Outcome {
+            route: route_label(&method, &target),
+            answer,
+            action: Action::Respond,
+            fault: None,
+        };
         record(shared, &outcome);
         // The rest of the body stays unread: end the connection after this.
         if let Some(peer) = peer {
@@ -242,16 +292,35 @@ fn handle(shared: &Shared, mut request: tiny_http::Request, port: u16) {
     let header_pairs: Vec<(String, String)> = request
         .headers()
         .iter()
-        .map(|h| (h.field.as_str().as_str().to_owned(), h.value.as_str().to_owned()))
+        .map(|h| {
+            (
+                h.field.as_str().as_str().to_owned(),
+                h.value.as_str().to_owned(),
+            )
+        })
         .collect();
-    let headers: Vec<(&str, &str)> = header_pairs.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
-    let incoming = Incoming { method: &method, target: &target, headers: &headers, body: &body, peer };
-    let outcome = catch_unwind(AssertUnwindSafe(|| process(shared, &incoming))).unwrap_or_else(|_| Outcome {
-        route: UNKNOWN_ROUTE,
-        answer: Answer::error(500, "internal_error", "the mock failed while handling this request"),
-        action: Action::Respond,
-        fault: None,
-    });
+    let headers: Vec<(&str, &str)> = header_pairs
+        .iter()
+        .map(|(n, v)| (n.as_str(), v.as_str()))
+        .collect();
+    let incoming = Incoming {
+        method: &method,
+        target: &target,
+        headers: &headers,
+        body: &body,
+        peer,
+    };
+    let outcome =
+        catch_unwind(AssertUnwindSafe(|| process(shared, &incoming))).unwrap_or_else(|_| Outcome {
+            route: UNKNOWN_ROUTE,
+            answer: Answer::error(
+                500,
+                "internal_error",
+                "the mock failed while handling this request",
+            ),
+            action: Action::Respond,
+            fault: None,
+        });
     record(shared, &outcome);
     match outcome.action {
         Action::Respond => {
@@ -265,10 +334,12 @@ fn handle(shared: &Shared, mut request: tiny_http::Request, port: u16) {
         }
         Action::Delay(ms) => {
             let response = to_response(shared, &outcome.answer);
-            let spawned = std::thread::Builder::new().name("payidem-mock-delay".into()).spawn(move || {
-                std::thread::sleep(Duration::from_millis(ms));
-                let _ = request.respond(response);
-            });
+            let spawned = std::thread::Builder::new()
+                .name("payidem-mock-delay".into())
+                .spawn(move || {
+                    std::thread::sleep(Duration::from_millis(ms));
+                    let _ = request.respond(response);
+                });
             if spawned.is_err() {
                 // The request went down with the failed spawn, which makes
                 // tiny_http answer 500: the delay fault still loses the answer.

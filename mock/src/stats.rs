@@ -72,7 +72,11 @@ impl Stats {
         let status = status.map_or_else(|| "dropped".to_owned(), |s| s.to_string());
         *self.requests.by_status.entry(status).or_default() += 1;
         if let Some(code) = code {
-            *self.requests.by_error_code.entry(code.to_owned()).or_default() += 1;
+            *self
+                .requests
+                .by_error_code
+                .entry(code.to_owned())
+                .or_default() += 1;
         }
     }
 

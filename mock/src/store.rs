@@ -56,7 +56,12 @@ pub(crate) struct Store {
 
 impl Store {
     pub(crate) fn new(retention_seconds: u64) -> Store {
-        Store { slots: HashMap::new(), expiry: VecDeque::new(), retention_seconds, len: 0 }
+        Store {
+            slots: HashMap::new(),
+            expiry: VecDeque::new(),
+            retention_seconds,
+            len: 0,
+        }
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -75,8 +80,12 @@ impl Store {
             if at.saturating_add(self.retention_seconds) > now {
                 break;
             }
-            let Some((at, key_id, key)) = self.expiry.pop_front() else { break };
-            let Some(keys) = self.slots.get_mut(&key_id) else { continue };
+            let Some((at, key_id, key)) = self.expiry.pop_front() else {
+                break;
+            };
+            let Some(keys) = self.slots.get_mut(&key_id) else {
+                continue;
+            };
             let expired = keys
                 .get(&key)
                 .is_some_and(|s| matches!(s.state, SlotState::Done(_)) && s.finished_at == at);
@@ -102,25 +111,40 @@ impl Store {
                 }
             };
         }
-        let slot = Slot { fingerprint: *fp, finished_at: 0, state: SlotState::Running };
-        self.slots.entry(key_id.to_owned()).or_default().insert(key.to_owned(), slot);
+        let slot = Slot {
+            fingerprint: *fp,
+            finished_at: 0,
+            state: SlotState::Running,
+        };
+        self.slots
+            .entry(key_id.to_owned())
+            .or_default()
+            .insert(key.to_owned(), slot);
         self.len += 1;
         Lookup::Claimed
     }
 
     /// Stores the answer of a claimed key.
     pub(crate) fn finish(&mut self, key_id: &str, key: &str, answer: Arc<Answer>, now: u64) {
-        if let Some(slot) = self.slots.get_mut(key_id).and_then(|keys| keys.get_mut(key)) {
+        if let Some(slot) = self
+            .slots
+            .get_mut(key_id)
+            .and_then(|keys| keys.get_mut(key))
+        {
             slot.state = SlotState::Done(answer);
             slot.finished_at = now;
-            self.expiry.push_back((now, key_id.to_owned(), key.to_owned()));
+            self.expiry
+                .push_back((now, key_id.to_owned(), key.to_owned()));
         }
     }
 
     /// Releases a claimed key whose operation never finished (a panic).
     pub(crate) fn abandon(&mut self, key_id: &str, key: &str) {
         if let Some(keys) = self.slots.get_mut(key_id) {
-            if keys.get(key).is_some_and(|s| matches!(s.state, SlotState::Running)) {
+            if keys
+                .get(key)
+                .is_some_and(|s| matches!(s.state, SlotState::Running))
+            {
                 keys.remove(key);
                 self.len -= 1;
             }

@@ -25,7 +25,10 @@ fn first_then_replay_byte_for_byte() {
     let again = c.create(&order, "create-1", 1_500);
     assert_eq!(again.status, 201);
     assert!(again.replayed());
-    assert_eq!(again.body, first.body, "the stored body comes back byte for byte");
+    assert_eq!(
+        again.body, first.body,
+        "the stored body comes back byte for byte"
+    );
     assert_eq!(again.header("Location"), first.header("Location"));
 
     let stats = server.stats();
@@ -56,8 +59,15 @@ fn conflict_on_another_fingerprint() {
     let r = c.create(&order, "k-c", 101);
     assert_eq!((r.status, r.code().as_str()), (409, "idempotency_conflict"));
     // The path is part of the fingerprint too.
-    let pid = c.get(&format!("/v1/payments?order_id={order}")).json()["payment_id"].as_str().unwrap().to_owned();
-    let r = c.post(&format!("/v1/payments/{pid}/refunds"), "k-c", &create_body(&order, 100));
+    let pid = c.get(&format!("/v1/payments?order_id={order}")).json()["payment_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let r = c.post(
+        &format!("/v1/payments/{pid}/refunds"),
+        "k-c",
+        &create_body(&order, 100),
+    );
     assert_eq!(r.code(), "idempotency_conflict");
     assert_eq!(server.stats().payments, 1);
 }
@@ -86,7 +96,10 @@ fn in_progress_while_the_first_runs() {
         let first = s.spawn(|| c.post("/v1/payments", "k-slow", &body));
         std::thread::sleep(Duration::from_millis(200));
         let second = c.post("/v1/payments", "k-slow", &body);
-        assert_eq!((second.status, second.code().as_str()), (409, "idempotency_in_progress"));
+        assert_eq!(
+            (second.status, second.code().as_str()),
+            (409, "idempotency_in_progress")
+        );
         // Another body under the running key is still a conflict.
         let other = c.post("/v1/payments", "k-slow", &create_body(&order, 701));
         assert_eq!(other.code(), "idempotency_conflict");
@@ -109,11 +122,24 @@ fn many_concurrent_attempts_create_one_payment() {
     let order = unique("o");
     let body = create_body(&order, 900);
     let statuses: Vec<(u16, bool)> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..8).map(|_| s.spawn(|| c.post("/v1/payments", "k-race", &body))).collect();
-        handles.into_iter().map(|h| h.join().unwrap()).map(|r| (r.status, r.replayed())).collect()
+        let handles: Vec<_> = (0..8)
+            .map(|_| s.spawn(|| c.post("/v1/payments", "k-race", &body)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .map(|r| (r.status, r.replayed()))
+            .collect()
     });
-    assert_eq!(statuses.iter().filter(|(s, r)| *s == 201 && !r).count(), 1, "{statuses:?}");
-    assert!(statuses.iter().all(|(s, _)| *s == 201 || *s == 409), "{statuses:?}");
+    assert_eq!(
+        statuses.iter().filter(|(s, r)| *s == 201 && !r).count(),
+        1,
+        "{statuses:?}"
+    );
+    assert!(
+        statuses.iter().all(|(s, _)| *s == 201 || *s == 409),
+        "{statuses:?}"
+    );
     assert_eq!(server.stats().orders[&order].payments_created, 1);
 }
 
@@ -147,11 +173,20 @@ fn duplicate_order_under_a_new_key_is_counted() {
     assert_eq!(c.create(&order, "k-1", 100).status, 201);
     let r = c.create(&order, "k-2", 100);
     assert_eq!((r.status, r.code().as_str()), (409, "duplicate_order"));
-    assert!(c.create(&order, "k-2", 100).replayed(), "the 409 is a finished answer, stored");
+    assert!(
+        c.create(&order, "k-2", 100).replayed(),
+        "the 409 is a finished answer, stored"
+    );
     let stats = c.stats();
     assert_eq!(stats["duplicate_order"], 1);
     assert_eq!(stats["orders"][&order]["payments_created"], 1);
-    assert_eq!(stats["orders"][&order]["idempotency_keys"], serde_json::json!(["k-1"]));
-    assert_eq!(stats["orders"][&order]["duplicate_keys"], serde_json::json!(["k-2"]));
+    assert_eq!(
+        stats["orders"][&order]["idempotency_keys"],
+        serde_json::json!(["k-1"])
+    );
+    assert_eq!(
+        stats["orders"][&order]["duplicate_keys"],
+        serde_json::json!(["k-2"])
+    );
     assert_eq!(server.stats().replays, 1);
 }

@@ -20,12 +20,33 @@ fn create_validation_names_the_field() {
     let (server, c) = start_default();
     let cases: Vec<(String, &str)> = vec![
         (r#"{"amount":100,"currency":"EUR"}"#.into(), "order_id"),
-        (r#"{"order_id":"has space","amount":100,"currency":"EUR"}"#.into(), "order_id"),
-        (format!(r#"{{"order_id":"{}","amount":100,"currency":"EUR"}}"#, "a".repeat(129)), "order_id"),
-        (r#"{"order_id":"o1","amount":0,"currency":"EUR"}"#.into(), "amount"),
-        (r#"{"order_id":"o1","amount":"100","currency":"EUR"}"#.into(), "amount"),
-        (r#"{"order_id":"o1","amount":10.5,"currency":"EUR"}"#.into(), "amount"),
-        (r#"{"order_id":"o1","amount":100,"currency":"EURO"}"#.into(), "currency"),
+        (
+            r#"{"order_id":"has space","amount":100,"currency":"EUR"}"#.into(),
+            "order_id",
+        ),
+        (
+            format!(
+                r#"{{"order_id":"{}","amount":100,"currency":"EUR"}}"#,
+                "a".repeat(129)
+            ),
+            "order_id",
+        ),
+        (
+            r#"{"order_id":"o1","amount":0,"currency":"EUR"}"#.into(),
+            "amount",
+        ),
+        (
+            r#"{"order_id":"o1","amount":"100","currency":"EUR"}"#.into(),
+            "amount",
+        ),
+        (
+            r#"{"order_id":"o1","amount":10.5,"currency":"EUR"}"#.into(),
+            "amount",
+        ),
+        (
+            r#"{"order_id":"o1","amount":100,"currency":"EURO"}"#.into(),
+            "currency",
+        ),
         (r#"{"order_id":"o1","amount":100}"#.into(), "currency"),
         ("{not json".into(), "body"),
         ("".into(), "body"),
@@ -33,7 +54,11 @@ fn create_validation_names_the_field() {
     ];
     for (body, field) in &cases {
         let r = c.post("/v1/payments", &unique("k"), body.as_bytes());
-        assert_eq!((r.status, r.code().as_str(), r.field().as_str()), (400, "invalid_request", *field), "{body}");
+        assert_eq!(
+            (r.status, r.code().as_str(), r.field().as_str()),
+            (400, "invalid_request", *field),
+            "{body}"
+        );
     }
     assert_eq!(server.stats().payments, 0);
     let long_ok = "A-z0.9_:".repeat(16);
@@ -44,7 +69,10 @@ fn create_validation_names_the_field() {
 fn status_queries() {
     let (_s, c) = start_default();
     let order = unique("o");
-    let pid = c.create(&order, "k", 4_000).json()["payment_id"].as_str().unwrap().to_owned();
+    let pid = c.create(&order, "k", 4_000).json()["payment_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let by_id = c.get(&format!("/v1/payments/{pid}"));
     assert_eq!(by_id.status, 200);
     assert_eq!(by_id.json()["order_id"], order.as_str());
@@ -66,7 +94,10 @@ fn refunds() {
     let r = c.post(&path, "r-1", br#"{"amount":600}"#);
     assert_eq!(r.status, 201);
     let refund = r.json();
-    assert_eq!((refund["payment_id"].as_str(), refund["amount"].as_u64()), (Some(pid.as_str()), Some(600)));
+    assert_eq!(
+        (refund["payment_id"].as_str(), refund["amount"].as_u64()),
+        (Some(pid.as_str()), Some(600))
+    );
     assert_eq!(refund["status"], "succeeded");
     let rid = refund["refund_id"].as_str().unwrap().to_owned();
     let got = c.get(&format!("{path}/{rid}"));
@@ -74,9 +105,15 @@ fn refunds() {
     assert_eq!(got.json(), refund);
     assert_eq!(c.get(&format!("{path}/re_nope")).status, 404);
     let r = c.post(&path, "r-2", br#"{"amount":401}"#);
-    assert_eq!((r.status, r.code().as_str()), (422, "refund_exceeds_payment"));
+    assert_eq!(
+        (r.status, r.code().as_str()),
+        (422, "refund_exceeds_payment")
+    );
     assert_eq!(c.post(&path, "r-3", br#"{"amount":400}"#).status, 201);
-    assert_eq!(c.get(&format!("/v1/payments/{pid}")).json()["amount_refunded"], 1_000);
+    assert_eq!(
+        c.get(&format!("/v1/payments/{pid}")).json()["amount_refunded"],
+        1_000
+    );
     assert_eq!(c.post(&path, "r-4", br#"{"amount":0}"#).field(), "amount");
     assert_eq!(c.post(&path, "r-5", b"{").field(), "body");
     let r = c.post("/v1/payments/pay_nope/refunds", "r-6", br#"{"amount":1}"#);
@@ -88,7 +125,13 @@ fn refunds() {
 #[test]
 fn unknown_routes_and_methods() {
     let (_s, c) = start_default();
-    for path in ["/", "/v2/payments", "/v1/payment", "/v1/payments/p/x", "/_mock/nothing"] {
+    for path in [
+        "/",
+        "/v2/payments",
+        "/v1/payment",
+        "/v1/payments/p/x",
+        "/_mock/nothing",
+    ] {
         let r = c.plain("GET", path, b"");
         assert_eq!((r.status, r.code().as_str()), (404, "not_found"), "{path}");
     }
@@ -96,8 +139,15 @@ fn unknown_routes_and_methods() {
     assert_eq!((r.status, r.code().as_str()), (405, "method_not_allowed"));
     assert_eq!(r.header("Allow"), Some("GET, POST"));
     assert_eq!(c.plain("PUT", "/v1/payments/p1", b"{}").status, 405);
-    assert_eq!(c.plain("GET", "/v1/payments/p1/refunds", b"").header("Allow"), Some("POST"));
-    assert_eq!(c.plain("GET", "/_mock/ping", b"").json(), serde_json::json!({"ok": true}));
+    assert_eq!(
+        c.plain("GET", "/v1/payments/p1/refunds", b"")
+            .header("Allow"),
+        Some("POST")
+    );
+    assert_eq!(
+        c.plain("GET", "/_mock/ping", b"").json(),
+        serde_json::json!({"ok": true})
+    );
 }
 
 fn raw_exchange(addr: std::net::SocketAddr, request: &[u8]) -> String {
@@ -121,7 +171,11 @@ fn raw_exchange_for(addr: std::net::SocketAddr, request: &[u8], wait: Duration) 
         if let Some(end) = text.find("\r\n\r\n") {
             let length = text[..end]
                 .lines()
-                .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().to_owned()))
+                .find_map(|l| {
+                    l.to_ascii_lowercase()
+                        .strip_prefix("content-length:")
+                        .map(|v| v.trim().to_owned())
+                })
                 .and_then(|v| v.parse::<usize>().ok())
                 .unwrap_or(0);
             if out.len() >= end + 4 + length {
@@ -137,13 +191,15 @@ fn oversized_bodies_are_refused_without_reading_them() {
     let (server, c) = start_default();
     // Declared over the limit, nothing sent.
     for declared in [(1usize << 20) + 1, 10 << 20, usize::MAX >> 1] {
-        let req = format!("POST /v1/payments HTTP/1.1\r\nHost: x\r\nContent-Length: {declared}\r\n\r\n");
+        let req =
+            format!("POST /v1/payments HTTP/1.1\r\nHost: x\r\nContent-Length: {declared}\r\n\r\n");
         let answer = raw_exchange(server.addr(), req.as_bytes());
         assert!(answer.starts_with("HTTP/1.1 413"), "{declared}: {answer}");
         assert!(answer.contains(r#""code":"payload_too_large""#), "{answer}");
     }
     // Chunked, over the limit once read.
-    let mut req = b"POST /v1/payments HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+    let mut req =
+        b"POST /v1/payments HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
     let chunk = vec![b'a'; 64 * 1024];
     for _ in 0..17 {
         req.extend_from_slice(format!("{:x}\r\n", chunk.len()).as_bytes());
@@ -158,7 +214,11 @@ fn oversized_bodies_are_refused_without_reading_them() {
     let r = c.post("/v1/payments", "k-big", &body);
     assert_eq!((r.status, r.field().as_str()), (400, "body"));
     assert_eq!(server.stats().requests.by_status["413"], 4);
-    assert_eq!(c.plain("GET", "/_mock/ping", b"").status, 200, "the server still answers");
+    assert_eq!(
+        c.plain("GET", "/_mock/ping", b"").status,
+        200,
+        "the server still answers"
+    );
 }
 
 #[test]
@@ -177,18 +237,38 @@ fn garbage_never_kills_the_server() {
         let started = std::time::Instant::now();
         let answer = raw_exchange_for(server.addr(), junk, Duration::from_secs(5));
         let closed = answer.is_empty() && started.elapsed() < Duration::from_secs(4);
-        assert!(answer.starts_with("HTTP/1.1 4") || closed, "{:?} got {answer:?}", String::from_utf8_lossy(junk));
+        assert!(
+            answer.starts_with("HTTP/1.1 4") || closed,
+            "{:?} got {answer:?}",
+            String::from_utf8_lossy(junk)
+        );
     }
     // Signature headers with odd bytes reach the verifier and are refused.
-    let h = vec![("X-Api-Key".to_owned(), "key_test_1".to_owned()), ("X-Timestamp".to_owned(), "99999999999999999999999".to_owned())];
-    assert_eq!(c.send("GET", "/v1/payments/p", &h, b"").unwrap().code(), "missing_signature");
+    let h = vec![
+        ("X-Api-Key".to_owned(), "key_test_1".to_owned()),
+        (
+            "X-Timestamp".to_owned(),
+            "99999999999999999999999".to_owned(),
+        ),
+    ];
+    assert_eq!(
+        c.send("GET", "/v1/payments/p", &h, b"").unwrap().code(),
+        "missing_signature"
+    );
     assert_eq!(c.plain("GET", "/_mock/ping", b"").status, 200);
 }
 
 #[test]
 fn control_routes_need_the_control_flag() {
-    let (server, c) = start(MockConfig { control: false, ..MockConfig::default() });
-    for (m, p) in [("GET", "/_mock/stats"), ("POST", "/_mock/reset"), ("POST", "/_mock/faults")] {
+    let (server, c) = start(MockConfig {
+        control: false,
+        ..MockConfig::default()
+    });
+    for (m, p) in [
+        ("GET", "/_mock/stats"),
+        ("POST", "/_mock/reset"),
+        ("POST", "/_mock/faults"),
+    ] {
         assert_eq!(c.plain(m, p, b"{}").status, 404, "{p}");
     }
     assert_eq!(c.plain("GET", "/_mock/ping", b"").status, 200);
@@ -202,7 +282,14 @@ fn reset_clears_state() {
     assert_eq!(c.create(&order, "k", 100).status, 201);
     assert_eq!(c.plain("POST", "/_mock/reset", b"").status, 200);
     let stats = server.stats();
-    assert_eq!((stats.payments, stats.idempotency_keys_stored, stats.orders.len()), (0, 0, 0));
+    assert_eq!(
+        (
+            stats.payments,
+            stats.idempotency_keys_stored,
+            stats.orders.len()
+        ),
+        (0, 0, 0)
+    );
     let r = c.create(&order, "k", 100);
     assert_eq!(r.status, 201);
     assert!(!r.replayed());

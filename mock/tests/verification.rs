@@ -10,13 +10,23 @@ use payidem_mock::{ClockSetting, KeySpec, MockConfig, DEFAULT_KEY_ID};
 const PATH: &str = "/v1/payments";
 
 fn without(headers: &[(String, String)], name: &str) -> Vec<(String, String)> {
-    headers.iter().filter(|(n, _)| !n.eq_ignore_ascii_case(name)).cloned().collect()
+    headers
+        .iter()
+        .filter(|(n, _)| !n.eq_ignore_ascii_case(name))
+        .cloned()
+        .collect()
 }
 
 fn replaced(headers: &[(String, String)], name: &str, value: &str) -> Vec<(String, String)> {
     headers
         .iter()
-        .map(|(n, v)| if n.eq_ignore_ascii_case(name) { (n.clone(), value.to_owned()) } else { (n.clone(), v.clone()) })
+        .map(|(n, v)| {
+            if n.eq_ignore_ascii_case(name) {
+                (n.clone(), value.to_owned())
+            } else {
+                (n.clone(), v.clone())
+            }
+        })
         .collect()
 }
 
@@ -27,18 +37,41 @@ fn missing_or_malformed_signature_headers() {
     let good = c.signed_headers("POST", PATH, "k-missing", &body, c.now());
     for name in ["X-Api-Key", "X-Timestamp", "X-Nonce", "X-Signature"] {
         let r = c.send("POST", PATH, &without(&good, name), &body).unwrap();
-        assert_eq!((r.status, r.code().as_str()), (401, "missing_signature"), "without {name}");
+        assert_eq!(
+            (r.status, r.code().as_str()),
+            (401, "missing_signature"),
+            "without {name}"
+        );
     }
-    for (name, value) in [("X-Timestamp", "012"), ("X-Nonce", "not-a-nonce"), ("X-Signature", "ABCD")] {
-        let r = c.send("POST", PATH, &replaced(&good, name, value), &body).unwrap();
-        assert_eq!((r.status, r.code().as_str()), (401, "missing_signature"), "malformed {name}");
+    for (name, value) in [
+        ("X-Timestamp", "012"),
+        ("X-Nonce", "not-a-nonce"),
+        ("X-Signature", "ABCD"),
+    ] {
+        let r = c
+            .send("POST", PATH, &replaced(&good, name, value), &body)
+            .unwrap();
+        assert_eq!(
+            (r.status, r.code().as_str()),
+            (401, "missing_signature"),
+            "malformed {name}"
+        );
     }
     let mut repeated = good.clone();
     repeated.push(("X-Nonce".into(), good[2].1.clone()));
-    assert_eq!(c.send("POST", PATH, &repeated, &body).unwrap().code(), "missing_signature");
+    assert_eq!(
+        c.send("POST", PATH, &repeated, &body).unwrap().code(),
+        "missing_signature"
+    );
     let r = c.send("POST", PATH, &[], &body).unwrap();
-    assert_eq!(r.json()["error"]["message"].as_str().map(|m| !m.is_empty()), Some(true));
-    assert_eq!(server.stats().requests.by_error_code["missing_signature"], 9);
+    assert_eq!(
+        r.json()["error"]["message"].as_str().map(|m| !m.is_empty()),
+        Some(true)
+    );
+    assert_eq!(
+        server.stats().requests.by_error_code["missing_signature"],
+        9
+    );
     assert_eq!(server.stats().payments, 0);
 }
 
@@ -53,18 +86,29 @@ fn unknown_api_key() {
 #[test]
 fn timestamp_out_of_window_carries_the_server_clock() {
     let fixed = 1_800_000_000;
-    let (server, mut c) = start(MockConfig { clock: ClockSetting::Fixed(fixed), ..MockConfig::default() });
+    let (server, mut c) = start(MockConfig {
+        clock: ClockSetting::Fixed(fixed),
+        ..MockConfig::default()
+    });
     c.fixed_now = Some(fixed + 301);
     let r = c.create(&unique("o"), "k1", 100);
-    assert_eq!((r.status, r.code().as_str()), (401, "timestamp_out_of_window"));
+    assert_eq!(
+        (r.status, r.code().as_str()),
+        (401, "timestamp_out_of_window")
+    );
     assert_eq!(r.header("X-Server-Time"), Some("1800000000"));
     let date = httpdate::parse_http_date(r.header("Date").unwrap()).unwrap();
-    assert_eq!(date, std::time::UNIX_EPOCH + std::time::Duration::from_secs(fixed));
+    assert_eq!(
+        date,
+        std::time::UNIX_EPOCH + std::time::Duration::from_secs(fixed)
+    );
     // Exactly 300 s away on either side is inside the window.
     c.fixed_now = Some(fixed - 300);
     assert_eq!(c.create(&unique("o"), &unique("k"), 100).status, 201);
     // A skewed server clock is honoured too.
-    server.set_clock(ClockSetting::System { skew_seconds: -3600 });
+    server.set_clock(ClockSetting::System {
+        skew_seconds: -3600,
+    });
     c.fixed_now = None;
     let r = c.create(&unique("o"), "k3", 100);
     assert_eq!(r.code(), "timestamp_out_of_window");
@@ -78,14 +122,26 @@ fn invalid_signature() {
     let body = create_body(&unique("o"), 100);
     let good = c.signed_headers("POST", PATH, "k1", &body, c.now());
     // Body changed after signing.
-    let r = c.send("POST", PATH, &good, &create_body("other", 100)).unwrap();
+    let r = c
+        .send("POST", PATH, &good, &create_body("other", 100))
+        .unwrap();
     assert_eq!((r.status, r.code().as_str()), (401, "invalid_signature"));
     // Another idempotency key than signed.
-    let r = c.send("POST", PATH, &replaced(&good, "Idempotency-Key", "k2"), &body).unwrap();
+    let r = c
+        .send(
+            "POST",
+            PATH,
+            &replaced(&good, "Idempotency-Key", "k2"),
+            &body,
+        )
+        .unwrap();
     assert_eq!(r.code(), "invalid_signature");
     // Wrong secret.
     let wrong = Client::with_key(&c.base, DEFAULT_KEY_ID, b"sk_test_not_the_right_secret");
-    assert_eq!(wrong.create(&unique("o"), "k1", 100).code(), "invalid_signature");
+    assert_eq!(
+        wrong.create(&unique("o"), "k1", 100).code(),
+        "invalid_signature"
+    );
 }
 
 #[test]
@@ -116,15 +172,24 @@ fn nonce_reused_and_idempotency_key_required() {
         ("X-Signature".to_owned(), sig.to_string()),
     ];
     let r = c.send("POST", PATH, &headers, &body).unwrap();
-    assert_eq!((r.status, r.code().as_str()), (400, "idempotency_key_required"));
+    assert_eq!(
+        (r.status, r.code().as_str()),
+        (400, "idempotency_key_required")
+    );
     let stats = server.stats();
     assert_eq!(stats.payments, 1);
-    assert_eq!(stats.idempotency_keys_stored, 1, "answers before the store are never stored");
+    assert_eq!(
+        stats.idempotency_keys_stored, 1,
+        "answers before the store are never stored"
+    );
 }
 
 #[test]
 fn replay_cache_full_with_a_tiny_capacity() {
-    let (server, c) = start(MockConfig { nonce_capacity: 2, ..MockConfig::default() });
+    let (server, c) = start(MockConfig {
+        nonce_capacity: 2,
+        ..MockConfig::default()
+    });
     assert_eq!(c.get("/v1/payments?order_id=a").status, 404);
     assert_eq!(c.get("/v1/payments?order_id=b").status, 404);
     let r = c.create(&unique("o"), "k1", 100);
@@ -143,5 +208,10 @@ fn rotated_secrets_are_both_active() {
         assert_eq!(c.create(&unique("o"), &unique("k"), 100).status, 201);
     }
     // Configured keys replace the default test key.
-    assert_eq!(Client::new(&server.url()).create(&unique("o"), "k", 1).code(), "unknown_api_key");
+    assert_eq!(
+        Client::new(&server.url())
+            .create(&unique("o"), "k", 1)
+            .code(),
+        "unknown_api_key"
+    );
 }

@@ -19,16 +19,26 @@ pub struct Resp {
 
 impl Resp {
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
     }
     pub fn json(&self) -> Value {
-        serde_json::from_slice(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
     }
     pub fn code(&self) -> String {
-        self.json()["error"]["code"].as_str().unwrap_or_default().to_owned()
+        self.json()["error"]["code"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
     }
     pub fn field(&self) -> String {
-        self.json()["error"]["field"].as_str().unwrap_or_default().to_owned()
+        self.json()["error"]["field"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
     }
     pub fn replayed(&self) -> bool {
         self.header("Idempotent-Replayed") == Some("true")
@@ -36,7 +46,10 @@ impl Resp {
 }
 
 pub fn unix_now() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs()
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
 }
 
 pub fn agent(timeout: Duration) -> ureq::Agent {
@@ -61,7 +74,11 @@ static NEXT: AtomicU64 = AtomicU64::new(1);
 
 /// A process-unique suffix for order ids and keys.
 pub fn unique(prefix: &str) -> String {
-    format!("{prefix}-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
+    format!(
+        "{prefix}-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
 }
 
 pub fn create_body(order_id: &str, amount: u64) -> Vec<u8> {
@@ -88,8 +105,22 @@ impl Client {
     }
 
     /// Signed headers for one attempt at `timestamp`.
-    pub fn signed_headers(&self, method: &str, path: &str, key: &str, body: &[u8], timestamp: u64) -> Vec<(String, String)> {
-        self.signed_headers_with_nonce(method, path, key, body, timestamp, OsNonceSource.next_nonce())
+    pub fn signed_headers(
+        &self,
+        method: &str,
+        path: &str,
+        key: &str,
+        body: &[u8],
+        timestamp: u64,
+    ) -> Vec<(String, String)> {
+        self.signed_headers_with_nonce(
+            method,
+            path,
+            key,
+            body,
+            timestamp,
+            OsNonceSource.next_nonce(),
+        )
     }
 
     pub fn signed_headers_with_nonce(
@@ -101,14 +132,28 @@ impl Client {
         timestamp: u64,
         nonce: Nonce,
     ) -> Vec<(String, String)> {
-        let attempt = self.signer.sign_attempt(method, path, key, body, timestamp, nonce).unwrap();
-        attempt.headers().map(|(n, v)| (n.to_owned(), v.to_owned())).collect()
+        let attempt = self
+            .signer
+            .sign_attempt(method, path, key, body, timestamp, nonce)
+            .unwrap();
+        attempt
+            .headers()
+            .map(|(n, v)| (n.to_owned(), v.to_owned()))
+            .collect()
     }
 
     /// Sends a request with exactly these headers.
-    pub fn send(&self, method: &str, path: &str, headers: &[(String, String)], body: &[u8]) -> Result<Resp, ureq::Error> {
+    pub fn send(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(String, String)],
+        body: &[u8],
+    ) -> Result<Resp, ureq::Error> {
         let url = format!("{}{}", self.base, path);
-        let mut builder = ureq::http::Request::builder().method(method).uri(url.as_str());
+        let mut builder = ureq::http::Request::builder()
+            .method(method)
+            .uri(url.as_str());
         for (n, v) in headers {
             builder = builder.header(n.as_str(), v.as_str());
         }
@@ -121,10 +166,19 @@ impl Client {
         let headers = response
             .headers()
             .iter()
-            .map(|(n, v)| (n.as_str().to_owned(), v.to_str().unwrap_or_default().to_owned()))
+            .map(|(n, v)| {
+                (
+                    n.as_str().to_owned(),
+                    v.to_str().unwrap_or_default().to_owned(),
+                )
+            })
             .collect();
         let body = response.body_mut().read_to_vec()?;
-        Ok(Resp { status, headers, body })
+        Ok(Resp {
+            status,
+            headers,
+            body,
+        })
     }
 
     pub fn try_post(&self, path: &str, key: &str, body: &[u8]) -> Result<Resp, ureq::Error> {
@@ -162,5 +216,8 @@ pub fn start(config: MockConfig) -> (MockServer, Client) {
 }
 
 pub fn start_default() -> (MockServer, Client) {
-    start(MockConfig { seed: Some(1), ..MockConfig::default() })
+    start(MockConfig {
+        seed: Some(1),
+        ..MockConfig::default()
+    })
 }

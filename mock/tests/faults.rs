@@ -161,11 +161,12 @@ fn after_commit_faults_leave_the_payment_created() {
     });
     let attempts = run(&c, N);
     let by = classify(&attempts, |a| match &a.result {
-        Err(_) => {
+        Err(e) => {
             assert!(
                 a.elapsed < Duration::from_secs(5),
                 "a dropped connection fails at once: {a:?}"
             );
+            assert!(!e.contains("timeout"), "closed, not timed out: {e}");
             Some("drop_after_commit")
         }
         Ok(r) => match (r.status, r.code().as_str()) {

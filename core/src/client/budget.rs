@@ -19,7 +19,12 @@ pub struct RetryBudgetConfig {
 
 impl Default for RetryBudgetConfig {
     fn default() -> Self {
-        RetryBudgetConfig { capacity: 500, retry_cost: 5, timeout_cost: 10, success_refund: 1 }
+        RetryBudgetConfig {
+            capacity: 500,
+            retry_cost: 5,
+            timeout_cost: 10,
+            success_refund: 1,
+        }
     }
 }
 
@@ -33,7 +38,10 @@ pub struct RetryBudget {
 impl RetryBudget {
     /// A full bucket.
     pub fn new(config: RetryBudgetConfig) -> RetryBudget {
-        RetryBudget { config, tokens: AtomicU32::new(config.capacity) }
+        RetryBudget {
+            config,
+            tokens: AtomicU32::new(config.capacity),
+        }
     }
 
     /// The settings.
@@ -59,7 +67,9 @@ impl RetryBudget {
         let cap = self.config.capacity;
         let _ = self
             .tokens
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| Some(t.saturating_add(amount).min(cap)));
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| {
+                Some(t.saturating_add(amount).min(cap))
+            });
     }
 }
 
@@ -69,7 +79,10 @@ mod tests {
 
     #[test]
     fn spends_refuses_and_refunds_within_capacity() {
-        let b = RetryBudget::new(RetryBudgetConfig { capacity: 10, ..Default::default() });
+        let b = RetryBudget::new(RetryBudgetConfig {
+            capacity: 10,
+            ..Default::default()
+        });
         assert!(b.try_spend(5));
         assert!(b.try_spend(5));
         assert!(!b.try_spend(1));

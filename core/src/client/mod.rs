@@ -17,12 +17,12 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::journal::{
-    Journal, Lease, MemoryJournal, OperationRecord, OperationState, Opened, SqliteJournal, SqliteJournalOptions,
-    StoredResponse,
+    Journal, Lease, MemoryJournal, Opened, OperationRecord, OperationState, SqliteJournal,
+    SqliteJournalOptions, StoredResponse,
 };
 use crate::operation::{
-    AttemptKind, CallLimits, CallTime, NextAction, Operation, OperationSpec, OsEntropy, Outcome, Reply, Settlement,
-    Step,
+    AttemptKind, CallLimits, CallTime, NextAction, Operation, OperationSpec, OsEntropy, Outcome,
+    Reply, Settlement, Step,
 };
 use crate::policy::ClockOffset;
 use crate::protocol::Signer;
@@ -78,7 +78,9 @@ impl std::fmt::Debug for Client {
 }
 
 fn unix_now() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 impl Client {
@@ -93,14 +95,22 @@ impl Client {
         };
         limits.check()?;
         if config.request_timeout.is_zero() {
-            return Err(Error::invalid("request_timeout", "must be longer than zero"));
+            return Err(Error::invalid(
+                "request_timeout",
+                "must be longer than zero",
+            ));
         }
         if config.connect_timeout.is_zero() {
-            return Err(Error::invalid("connect_timeout", "must be longer than zero"));
+            return Err(Error::invalid(
+                "connect_timeout",
+                "must be longer than zero",
+            ));
         }
         let transport = HttpTransport::new(&config.base_url, config.connect_timeout)?;
         let journal: Arc<dyn Journal> = match &config.journal {
-            config::JournalChoice::Sqlite(path) => Arc::new(SqliteJournal::open(path, SqliteJournalOptions::default())?),
+            config::JournalChoice::Sqlite(path) => {
+                Arc::new(SqliteJournal::open(path, SqliteJournalOptions::default())?)
+            }
             config::JournalChoice::Memory => Arc::new(MemoryJournal::new()),
             config::JournalChoice::Custom(journal) => Arc::clone(journal),
         };
@@ -115,7 +125,11 @@ impl Client {
             settled_retention: config.settled_retention,
             budget: RetryBudget::new(config.retry_budget),
             clock_offset: AtomicI64::new(0),
-            owner: format!("pid{}-{:016x}", std::process::id(), u64::from_ne_bytes(instance)),
+            owner: format!(
+                "pid{}-{:016x}",
+                std::process::id(),
+                u64::from_ne_bytes(instance)
+            ),
             calls: AtomicU64::new(0),
             hook: None,
         };
@@ -159,13 +173,19 @@ impl Client {
     }
 
     /// [`Client::execute`] with per-call options (cancellation, deadline).
-    pub fn execute_with(&self, spec: &OperationSpec<'_>, options: CallOptions<'_>) -> Result<Outcome> {
+    pub fn execute_with(
+        &self,
+        spec: &OperationSpec<'_>,
+        options: CallOptions<'_>,
+    ) -> Result<Outcome> {
         let operation = spec.freeze()?;
         let now = unix_now();
         let lease = self.new_lease(now);
         match self.journal.open(&operation, &lease, now)? {
             Opened::Settled(record) => settled_result(&record),
-            Opened::Created(record) | Opened::Resumable(record) => self.drive(record, lease, options),
+            Opened::Created(record) | Opened::Resumable(record) => {
+                self.drive(record, lease, options)
+            }
         }
     }
 
@@ -183,7 +203,9 @@ impl Client {
         let lease = self.new_lease(now);
         match self.journal.claim(order_id, &lease, now)? {
             Opened::Settled(record) => settled_result(&record),
-            Opened::Created(record) | Opened::Resumable(record) => self.drive(record, lease, options),
+            Opened::Created(record) | Opened::Resumable(record) => {
+                self.drive(record, lease, options)
+            }
         }
     }
 
@@ -196,7 +218,8 @@ impl Client {
     /// Operations whose outcome is unknown (in flight when a process died,
     /// or ended as `outcome_unknown`), oldest first.
     pub fn list_unknown(&self) -> Result<Vec<OperationRecord>> {
-        self.journal.list(&[OperationState::InFlight, OperationState::Unknown])
+        self.journal
+            .list(&[OperationState::InFlight, OperationState::Unknown])
     }
 
     /// Resumes every operation whose outcome is unknown; returns each order
@@ -228,16 +251,24 @@ impl Client {
         let timestamp = self.clock_offset().apply(unix_now());
         let nonce = crate::protocol::NonceSource::next_nonce(&crate::protocol::OsNonceSource);
         let signed = self.signer.sign_frozen(&request, timestamp, nonce);
-        let headers: Vec<(&'static str, String)> = signed.headers().map(|(n, v)| (n, v.to_owned())).collect();
-        match self.transport.send("GET", path, &headers, b"", self.request_timeout) {
+        let headers: Vec<(&'static str, String)> =
+            signed.headers().map(|(n, v)| (n, v.to_owned())).collect();
+        match self
+            .transport
+            .send("GET", path, &headers, b"", self.request_timeout)
+        {
             Reply::Response(response) => Ok(response),
-            other => Err(transport::transport_error(&other).unwrap_or_else(|| Error::new(ErrorCode::Internal, "no reply"))),
+            other => Err(transport::transport_error(&other)
+                .unwrap_or_else(|| Error::new(ErrorCode::Internal, "no reply"))),
         }
     }
 
     fn new_lease(&self, now: u64) -> Lease {
         let call = self.calls.fetch_add(1, Ordering::Relaxed);
-        Lease { owner: format!("{}-{call}", self.owner), expires_at: now.saturating_add(self.lease_ttl_secs()) }
+        Lease {
+            owner: format!("{}-{call}", self.owner),
+            expires_at: now.saturating_add(self.lease_ttl_secs()),
+        }
     }
 
     fn lease_ttl_secs(&self) -> u64 {
@@ -245,12 +276,20 @@ impl Client {
         (self.limits.policy.deadline + self.request_timeout).as_secs() + 30
     }
 
-    fn drive(&self, record: OperationRecord, mut lease: Lease, options: CallOptions<'_>) -> Result<Outcome> {
+    fn drive(
+        &self,
+        record: OperationRecord,
+        mut lease: Lease,
+        options: CallOptions<'_>,
+    ) -> Result<Outcome> {
         let order_id = record.operation.order_id.clone();
         let key = record.operation.idempotency_key.clone();
         let mut limits = self.limits;
         if let Some(deadline) = options.deadline {
-            limits.policy.deadline = limits.policy.deadline.min(deadline.max(Duration::from_millis(1)));
+            limits.policy.deadline = limits
+                .policy
+                .deadline
+                .min(deadline.max(Duration::from_millis(1)));
         }
         let started = Instant::now();
         let mut op = match Operation::start(&record, limits, self.clock_offset(), unix_now()) {
@@ -264,7 +303,10 @@ impl Client {
         let mut spent = 0u32;
         let mut was_cancelled = false;
         let settlement = loop {
-            let now = CallTime { unix: unix_now(), elapsed: started.elapsed() };
+            let now = CallTime {
+                unix: unix_now(),
+                elapsed: started.elapsed(),
+            };
             if cancelled() {
                 was_cancelled = true;
                 break op.abandon("cancelled by the caller");
@@ -280,21 +322,36 @@ impl Client {
                 Step::Send(attempt) => {
                     if attempt.kind == AttemptKind::Operation {
                         lease.expires_at = now.unix.saturating_add(self.lease_ttl_secs());
-                        if let Err(e) = self.journal.record_attempt(&order_id, &lease, attempt.number, now.unix) {
+                        if let Err(e) =
+                            self.journal
+                                .record_attempt(&order_id, &lease, attempt.number, now.unix)
+                        {
                             let _ = self.journal.release(&order_id, &lease);
                             return Err(e.with_operation(&order_id, &key));
                         }
                     }
                     let remaining = limits.policy.deadline.saturating_sub(now.elapsed);
-                    let timeout = self.request_timeout.min(remaining).max(Duration::from_millis(1));
+                    let timeout = self
+                        .request_timeout
+                        .min(remaining)
+                        .max(Duration::from_millis(1));
                     let sent_at = Instant::now();
-                    let reply =
-                        self.transport.send(&attempt.method, &attempt.path, &attempt.headers, &attempt.body, timeout);
+                    let reply = self.transport.send(
+                        &attempt.method,
+                        &attempt.path,
+                        &attempt.headers,
+                        &attempt.body,
+                        timeout,
+                    );
                     let duration = sent_at.elapsed();
                     let event_base = EventParts::of(&reply);
-                    let after = CallTime { unix: unix_now(), elapsed: started.elapsed() };
+                    let after = CallTime {
+                        unix: unix_now(),
+                        elapsed: started.elapsed(),
+                    };
                     let reaction = op.handle(reply, after, &OsEntropy);
-                    self.clock_offset.store(op.clock_offset().seconds(), Ordering::Relaxed);
+                    self.clock_offset
+                        .store(op.clock_offset().seconds(), Ordering::Relaxed);
                     let mut next = reaction.next;
                     if matches!(next, NextAction::RetryLater | NextAction::QueryLater) {
                         let cost = if event_base.timed_out {
@@ -315,7 +372,11 @@ impl Client {
                         attempt: attempt.number,
                         kind: attempt.kind,
                         next,
-                        wait: if next == NextAction::GiveUp { None } else { reaction.wait },
+                        wait: if next == NextAction::GiveUp {
+                            None
+                        } else {
+                            reaction.wait
+                        },
                         status: reaction.status,
                         error_code: reaction.error_code,
                         transport_error: event_base.transport_error,
@@ -327,13 +388,27 @@ impl Client {
         };
         let state = settlement.journal_state();
         self.journal
-            .finish(&order_id, &lease, state, settlement.stored_response(), unix_now())
+            .finish(
+                &order_id,
+                &lease,
+                state,
+                settlement.stored_response(),
+                unix_now(),
+            )
             .map_err(|e| e.with_operation(&order_id, &key))?;
         if matches!(settlement, Settlement::Succeeded(_)) {
-            self.budget.refund(if spent > 0 { spent } else { self.budget.config().success_refund });
+            self.budget.refund(if spent > 0 {
+                spent
+            } else {
+                self.budget.config().success_refund
+            });
         }
         if was_cancelled {
-            let resumable = if state.is_unresolved() { "resume it to learn the outcome" } else { "nothing was sent" };
+            let resumable = if state.is_unresolved() {
+                "resume it to learn the outcome"
+            } else {
+                "nothing was sent"
+            };
             return Err(Error::new(
                 ErrorCode::Cancelled,
                 format!("order {order_id}: cancelled; key {key} is kept ({resumable})"),
@@ -360,11 +435,21 @@ struct EventParts {
 impl EventParts {
     fn of(reply: &Reply) -> EventParts {
         match reply {
-            Reply::Response(r) => EventParts { transport_error: None, timed_out: false, replayed: r.replayed },
-            Reply::NotSent(why) => EventParts { transport_error: Some(why.clone()), timed_out: false, replayed: false },
-            Reply::SentNoResponse(why) => {
-                EventParts { transport_error: Some(why.clone()), timed_out: true, replayed: false }
-            }
+            Reply::Response(r) => EventParts {
+                transport_error: None,
+                timed_out: false,
+                replayed: r.replayed,
+            },
+            Reply::NotSent(why) => EventParts {
+                transport_error: Some(why.clone()),
+                timed_out: false,
+                replayed: false,
+            },
+            Reply::SentNoResponse(why) => EventParts {
+                transport_error: Some(why.clone()),
+                timed_out: true,
+                replayed: false,
+            },
         }
     }
 }
@@ -372,8 +457,13 @@ impl EventParts {
 fn settled_result(record: &OperationRecord) -> Result<Outcome> {
     let op = &record.operation;
     match Settlement::from_record(record) {
-        Some(settlement) => settlement.into_result(&op.order_id, &op.idempotency_key, record.attempts),
-        None => Err(Error::new(ErrorCode::Internal, "the journal reported an unsettled operation as settled")),
+        Some(settlement) => {
+            settlement.into_result(&op.order_id, &op.idempotency_key, record.attempts)
+        }
+        None => Err(Error::new(
+            ErrorCode::Internal,
+            "the journal reported an unsettled operation as settled",
+        )),
     }
 }
 

@@ -24,14 +24,23 @@ pub(crate) struct HttpTransport {
 impl HttpTransport {
     pub(crate) fn new(base_url: &str, connect_timeout: Duration) -> Result<HttpTransport> {
         let base_url = base_url.trim_end_matches('/');
-        let uri: http::Uri =
-            base_url.parse().map_err(|_| Error::invalid("base_url", "is not a valid absolute URL"))?;
+        let uri: http::Uri = base_url
+            .parse()
+            .map_err(|_| Error::invalid("base_url", "is not a valid absolute URL"))?;
         match uri.scheme_str() {
             Some("http") | Some("https") => {}
-            _ => return Err(Error::invalid("base_url", "must start with http:// or https://")),
+            _ => {
+                return Err(Error::invalid(
+                    "base_url",
+                    "must start with http:// or https://",
+                ))
+            }
         }
         if uri.host().is_none() || uri.query().is_some() {
-            return Err(Error::invalid("base_url", "must be scheme://host[:port][/prefix] with no query"));
+            return Err(Error::invalid(
+                "base_url",
+                "must be scheme://host[:port][/prefix] with no query",
+            ));
         }
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
@@ -40,7 +49,10 @@ impl HttpTransport {
             .user_agent(concat!("payidem/", env!("CARGO_PKG_VERSION")))
             .build()
             .into();
-        Ok(HttpTransport { agent, base_url: base_url.to_owned() })
+        Ok(HttpTransport {
+            agent,
+            base_url: base_url.to_owned(),
+        })
     }
 
     /// Sends one request and reports a response, or whether the request may
@@ -53,7 +65,9 @@ impl HttpTransport {
         body: &[u8],
         timeout: Duration,
     ) -> Reply {
-        let mut builder = http::Request::builder().method(method).uri(format!("{}{}", self.base_url, path));
+        let mut builder = http::Request::builder()
+            .method(method)
+            .uri(format!("{}{}", self.base_url, path));
         for (name, value) in headers {
             builder = builder.header(*name, value.as_str());
         }
@@ -64,20 +78,43 @@ impl HttpTransport {
             Ok(request) => request,
             Err(e) => return Reply::NotSent(format!("request could not be built: {e}")),
         };
-        let result = request.with_agent(&self.agent).configure().timeout_global(Some(timeout)).build().run();
+        let result = request
+            .with_agent(&self.agent)
+            .configure()
+            .timeout_global(Some(timeout))
+            .build()
+            .run();
         match result {
             Ok(mut response) => {
                 let status = response.status().as_u16();
                 let headers: Vec<(String, String)> = response
                     .headers()
                     .iter()
-                    .map(|(n, v)| (n.as_str().to_owned(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+                    .map(|(n, v)| {
+                        (
+                            n.as_str().to_owned(),
+                            String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                        )
+                    })
                     .collect();
-                match response.body_mut().with_config().limit(MAX_RESPONSE_BODY).read_to_vec() {
+                match response
+                    .body_mut()
+                    .with_config()
+                    .limit(MAX_RESPONSE_BODY)
+                    .read_to_vec()
+                {
                     Ok(body) => {
-                        let replayed = crate::protocol::headers::find(&headers, crate::protocol::headers::IDEMPOTENT_REPLAYED)
-                            .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
-                        Reply::Response(StoredResponse { status, headers, body, replayed })
+                        let replayed = crate::protocol::headers::find(
+                            &headers,
+                            crate::protocol::headers::IDEMPOTENT_REPLAYED,
+                        )
+                        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
+                        Reply::Response(StoredResponse {
+                            status,
+                            headers,
+                            body,
+                            replayed,
+                        })
                     }
                     Err(e) => Reply::SentNoResponse(format!("response body lost: {e}")),
                 }
@@ -101,7 +138,9 @@ fn never_sent(error: &ureq::Error) -> bool {
         | ureq::Error::Timeout(Timeout::Resolve | Timeout::Connect) => true,
         ureq::Error::Io(e) => matches!(
             e.kind(),
-            io::ErrorKind::ConnectionRefused | io::ErrorKind::AddrNotAvailable | io::ErrorKind::NotFound
+            io::ErrorKind::ConnectionRefused
+                | io::ErrorKind::AddrNotAvailable
+                | io::ErrorKind::NotFound
         ),
         _ => false,
     }
@@ -112,6 +151,9 @@ pub(crate) fn transport_error(reply: &Reply) -> Option<Error> {
     match reply {
         Reply::Response(_) => None,
         Reply::NotSent(why) => Some(Error::new(ErrorCode::Transport, format!("not sent: {why}"))),
-        Reply::SentNoResponse(why) => Some(Error::new(ErrorCode::Transport, format!("no response: {why}"))),
+        Reply::SentNoResponse(why) => Some(Error::new(
+            ErrorCode::Transport,
+            format!("no response: {why}"),
+        )),
     }
 }

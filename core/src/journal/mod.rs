@@ -70,7 +70,10 @@ impl OperationState {
 
     /// Whether the outcome is final (succeeded, rejected, conflict).
     pub fn is_settled(self) -> bool {
-        matches!(self, OperationState::Succeeded | OperationState::Rejected | OperationState::Conflict)
+        matches!(
+            self,
+            OperationState::Succeeded | OperationState::Rejected | OperationState::Conflict
+        )
     }
 
     /// Whether an attempt may have reached the platform without the outcome

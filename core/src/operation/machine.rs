@@ -6,8 +6,8 @@ use std::time::Duration;
 use crate::error::Result;
 use crate::journal::{NewOperation, OperationRecord, StoredResponse};
 use crate::policy::{
-    answered_before_the_operation, decide, error_code_from_body, AttemptResult, ClockOffset, Decision, Failure,
-    RetryPolicy,
+    answered_before_the_operation, decide, error_code_from_body, AttemptResult, ClockOffset,
+    Decision, Failure, RetryPolicy,
 };
 use crate::protocol::nonce::fill_random;
 use crate::protocol::{FrozenRequest, Nonce, NonceSource, OsNonceSource, Signer};
@@ -29,7 +29,10 @@ pub struct CallLimits {
 
 impl Default for CallLimits {
     fn default() -> Self {
-        CallLimits { policy: RetryPolicy::default(), key_retention_secs: PLATFORM_KEY_RETENTION_SECS }
+        CallLimits {
+            policy: RetryPolicy::default(),
+            key_retention_secs: PLATFORM_KEY_RETENTION_SECS,
+        }
     }
 }
 
@@ -38,7 +41,10 @@ impl CallLimits {
     pub fn check(&self) -> Result<()> {
         self.policy.check()?;
         if self.key_retention_secs > PLATFORM_KEY_RETENTION_SECS || self.key_retention_secs == 0 {
-            return Err(crate::Error::invalid("key_retention_secs", "must be 1..=172800 (48 hours)"));
+            return Err(crate::Error::invalid(
+                "key_retention_secs",
+                "must be 1..=172800 (48 hours)",
+            ));
         }
         Ok(())
     }
@@ -233,11 +239,20 @@ impl Operation {
     /// initial clock offset (e.g. learnt by earlier calls). An operation that
     /// may already have reached the platform and whose key is older than the
     /// retention is only ever queried, never sent again.
-    pub fn start(record: &OperationRecord, limits: CallLimits, clock: ClockOffset, now_unix: u64) -> Result<Operation> {
+    pub fn start(
+        record: &OperationRecord,
+        limits: CallLimits,
+        clock: ClockOffset,
+        now_unix: u64,
+    ) -> Result<Operation> {
         limits.check()?;
         let op: &NewOperation = &record.operation;
         let request = FrozenRequest::new(&op.method, &op.path, &op.idempotency_key, &op.body)?;
-        let query = op.status_path.as_deref().map(|p| FrozenRequest::new("GET", p, "", b"")).transpose()?;
+        let query = op
+            .status_path
+            .as_deref()
+            .map(|p| FrozenRequest::new("GET", p, "", b""))
+            .transpose()?;
         let maybe_landed = record.state.is_unresolved();
         let key_age = now_unix.saturating_sub(record.created_at);
         let key_expired = maybe_landed && key_age > limits.key_retention_secs;
@@ -263,7 +278,9 @@ impl Operation {
             machine.phase = if machine.query.is_some() {
                 Phase::Ready(Target::StatusQuery)
             } else {
-                Phase::Done(Settlement::KeyExpired { reason: format!("the key is {key_age} s old and no status path is known") })
+                Phase::Done(Settlement::KeyExpired {
+                    reason: format!("the key is {key_age} s old and no status path is known"),
+                })
             };
         } else if maybe_landed && machine.query.is_some() {
             // A call that resumes an operation whose attempt may have landed
@@ -323,11 +340,23 @@ impl Operation {
         }
     }
 
-    fn sign(&mut self, target: Target, signer: &Signer, now: CallTime, entropy: &dyn Entropy) -> Attempt {
+    fn sign(
+        &mut self,
+        target: Target,
+        signer: &Signer,
+        now: CallTime,
+        entropy: &dyn Entropy,
+    ) -> Attempt {
         let timestamp = self.clock.apply(now.unix);
         let (kind, request, body) = match (target, &self.query) {
-            (Target::StatusQuery, Some(query)) => (AttemptKind::StatusQuery, query, Arc::from(&[][..])),
-            _ => (AttemptKind::Operation, &self.request, Arc::clone(&self.body)),
+            (Target::StatusQuery, Some(query)) => {
+                (AttemptKind::StatusQuery, query, Arc::from(&[][..]))
+            }
+            _ => (
+                AttemptKind::Operation,
+                &self.request,
+                Arc::clone(&self.body),
+            ),
         };
         let signed = signer.sign_frozen(request, timestamp, entropy.nonce());
         let headers = signed.headers().map(|(n, v)| (n, v.to_owned())).collect();
@@ -350,7 +379,12 @@ impl Operation {
         let kind = match self.phase {
             Phase::Awaiting(kind) => kind,
             _ => {
-                return Reaction { next: NextAction::GiveUp, wait: None, status: None, error_code: None };
+                return Reaction {
+                    next: NextAction::GiveUp,
+                    wait: None,
+                    status: None,
+                    error_code: None,
+                };
             }
         };
         let (status, error_code) = match &reply {
@@ -358,10 +392,19 @@ impl Operation {
             _ => (None, None),
         };
         let (next, wait) = match kind {
-            AttemptKind::Operation => self.after_operation(reply, error_code.as_deref(), now, entropy),
-            AttemptKind::StatusQuery => self.after_query(reply, error_code.as_deref(), now, entropy),
+            AttemptKind::Operation => {
+                self.after_operation(reply, error_code.as_deref(), now, entropy)
+            }
+            AttemptKind::StatusQuery => {
+                self.after_query(reply, error_code.as_deref(), now, entropy)
+            }
         };
-        Reaction { next, wait, status, error_code }
+        Reaction {
+            next,
+            wait,
+            status,
+            error_code,
+        }
     }
 
     /// Ends the call now (cancelled, or out of retry budget) with what is
@@ -389,12 +432,22 @@ impl Operation {
         let has_status_path = self.query.is_some();
         let decision = match &reply {
             Reply::Response(r) => {
-                let headers: Vec<(&str, &str)> = r.headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
-                let result = AttemptResult::Response { status: r.status, error_code, headers: &headers };
+                let headers: Vec<(&str, &str)> = r
+                    .headers
+                    .iter()
+                    .map(|(n, v)| (n.as_str(), v.as_str()))
+                    .collect();
+                let result = AttemptResult::Response {
+                    status: r.status,
+                    error_code,
+                    headers: &headers,
+                };
                 decide(&result, has_status_path, now.unix)
             }
             Reply::NotSent(_) => decide(&AttemptResult::NotSent, has_status_path, now.unix),
-            Reply::SentNoResponse(_) => decide(&AttemptResult::SentNoResponse, has_status_path, now.unix),
+            Reply::SentNoResponse(_) => {
+                decide(&AttemptResult::SentNoResponse, has_status_path, now.unix)
+            }
         };
         self.maybe_landed |= match &reply {
             Reply::NotSent(_) => false,
@@ -407,7 +460,9 @@ impl Operation {
             _ => None,
         };
         match decision {
-            Decision::Done { .. } => self.settle(Settlement::Succeeded(response.unwrap_or_default())),
+            Decision::Done { .. } => {
+                self.settle(Settlement::Succeeded(response.unwrap_or_default()))
+            }
             Decision::Fail(Failure::IdempotencyConflict) => {
                 self.settle(Settlement::Conflict(response.unwrap_or_default()))
             }
@@ -419,7 +474,9 @@ impl Operation {
                     self.give_up()
                 }
             }
-            Decision::RetryNow => self.retry(Target::Operation, Duration::ZERO, NextAction::RetryNow, now),
+            Decision::RetryNow => {
+                self.retry(Target::Operation, Duration::ZERO, NextAction::RetryNow, now)
+            }
             Decision::RetryBackoff { .. } => {
                 let wait = self.backoff(entropy);
                 self.retry(Target::Operation, wait, NextAction::RetryLater, now)
@@ -427,7 +484,8 @@ impl Operation {
             Decision::RetryAfter { seconds } => {
                 let wait = Duration::from_secs(seconds);
                 if wait > self.limits.policy.cap {
-                    self.last_problem = format!("Retry-After of {seconds} s exceeds the backoff cap");
+                    self.last_problem =
+                        format!("Retry-After of {seconds} s exceeds the backoff cap");
                     return self.give_up();
                 }
                 self.retry(Target::Operation, wait, NextAction::RetryLater, now)
@@ -439,9 +497,19 @@ impl Operation {
                 }
                 self.clock_adjusted = true;
                 self.clock = ClockOffset::between(server_time, now.unix);
-                self.retry(Target::Operation, Duration::ZERO, NextAction::AdjustClock, now)
+                self.retry(
+                    Target::Operation,
+                    Duration::ZERO,
+                    NextAction::AdjustClock,
+                    now,
+                )
             }
-            Decision::QueryStatus => self.retry(Target::StatusQuery, Duration::ZERO, NextAction::QueryStatus, now),
+            Decision::QueryStatus => self.retry(
+                Target::StatusQuery,
+                Duration::ZERO,
+                NextAction::QueryStatus,
+                now,
+            ),
         }
     }
 
@@ -454,7 +522,9 @@ impl Operation {
     ) -> (NextAction, Option<Duration>) {
         self.note(&reply);
         match reply {
-            Reply::Response(r) if (200..300).contains(&r.status) => self.settle(Settlement::Succeeded(r)),
+            Reply::Response(r) if (200..300).contains(&r.status) => {
+                self.settle(Settlement::Succeeded(r))
+            }
             Reply::Response(r) if r.status == 404 => {
                 if self.key_expired {
                     self.settle(Settlement::KeyExpired {
@@ -466,16 +536,33 @@ impl Operation {
                     self.retry(Target::Operation, Duration::ZERO, NextAction::RetryNow, now)
                 }
             }
-            Reply::Response(r) if r.status == 409 && error_code == Some("nonce_reused") => {
-                self.retry(Target::StatusQuery, Duration::ZERO, NextAction::RetryNow, now)
-            }
-            Reply::Response(r) if r.status == 401 && error_code == Some("timestamp_out_of_window") && !self.clock_adjusted => {
-                let headers: Vec<(&str, &str)> = r.headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+            Reply::Response(r) if r.status == 409 && error_code == Some("nonce_reused") => self
+                .retry(
+                    Target::StatusQuery,
+                    Duration::ZERO,
+                    NextAction::RetryNow,
+                    now,
+                ),
+            Reply::Response(r)
+                if r.status == 401
+                    && error_code == Some("timestamp_out_of_window")
+                    && !self.clock_adjusted =>
+            {
+                let headers: Vec<(&str, &str)> = r
+                    .headers
+                    .iter()
+                    .map(|(n, v)| (n.as_str(), v.as_str()))
+                    .collect();
                 match crate::policy::server_time_from_headers(&headers) {
                     Some(server_time) => {
                         self.clock_adjusted = true;
                         self.clock = ClockOffset::between(server_time, now.unix);
-                        self.retry(Target::StatusQuery, Duration::ZERO, NextAction::AdjustClock, now)
+                        self.retry(
+                            Target::StatusQuery,
+                            Duration::ZERO,
+                            NextAction::AdjustClock,
+                            now,
+                        )
                     }
                     None => {
                         let wait = self.backoff(entropy);
@@ -512,21 +599,36 @@ impl Operation {
         (NextAction::Settle, None)
     }
 
-    fn retry(&mut self, then: Target, wait: Duration, action: NextAction, now: CallTime) -> (NextAction, Option<Duration>) {
+    fn retry(
+        &mut self,
+        then: Target,
+        wait: Duration,
+        action: NextAction,
+        now: CallTime,
+    ) -> (NextAction, Option<Duration>) {
         let policy = &self.limits.policy;
         if self.attempts_call >= policy.max_attempts {
-            self.last_problem = format!("{} attempts made; {}", self.attempts_call, self.last_problem);
+            self.last_problem = format!(
+                "{} attempts made; {}",
+                self.attempts_call, self.last_problem
+            );
             return self.give_up();
         }
         if !policy.fits_deadline(now.elapsed, wait) {
-            self.last_problem = format!("the call's deadline leaves no time to retry; {}", self.last_problem);
+            self.last_problem = format!(
+                "the call's deadline leaves no time to retry; {}",
+                self.last_problem
+            );
             return self.give_up();
         }
         if wait.is_zero() {
             self.phase = Phase::Ready(then);
             (action, None)
         } else {
-            self.phase = Phase::Waiting { until: now.elapsed + wait, then };
+            self.phase = Phase::Waiting {
+                until: now.elapsed + wait,
+                then,
+            };
             (action, Some(wait))
         }
     }
@@ -574,7 +676,11 @@ mod tests {
 
     const NOW: u64 = 1_767_225_600;
 
-    fn record(state: OperationState, status_path: Option<&str>, created_at: u64) -> OperationRecord {
+    fn record(
+        state: OperationState,
+        status_path: Option<&str>,
+        created_at: u64,
+    ) -> OperationRecord {
         OperationRecord {
             operation: NewOperation {
                 order_id: "ord-1".into(),
@@ -596,7 +702,10 @@ mod tests {
     fn response(status: u16, headers: &[(&str, &str)], body: &str) -> Reply {
         Reply::Response(StoredResponse {
             status,
-            headers: headers.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect(),
+            headers: headers
+                .iter()
+                .map(|(n, v)| (n.to_string(), v.to_string()))
+                .collect(),
             body: body.as_bytes().to_vec(),
             replayed: false,
         })
@@ -615,16 +724,24 @@ mod tests {
         let mut sent = Vec::new();
         let mut elapsed = Duration::ZERO;
         loop {
-            let now = CallTime { unix: NOW + elapsed.as_secs(), elapsed };
+            let now = CallTime {
+                unix: NOW + elapsed.as_secs(),
+                elapsed,
+            };
             match op.poll(&signer, now, &entropy) {
                 Step::Send(attempt) => {
                     sent.push(attempt);
-                    let reply = replies.next().expect("the machine sent more attempts than scripted");
+                    let reply = replies
+                        .next()
+                        .expect("the machine sent more attempts than scripted");
                     op.handle(reply, now, &entropy);
                 }
                 Step::Wait(d) => elapsed += d,
                 Step::Settled(s) => {
-                    assert!(replies.next().is_none(), "the machine settled before every scripted reply");
+                    assert!(
+                        replies.next().is_none(),
+                        "the machine settled before every scripted reply"
+                    );
                     return (sent, s, elapsed);
                 }
             }
@@ -632,11 +749,20 @@ mod tests {
     }
 
     fn start(state: OperationState, status_path: Option<&str>) -> Operation {
-        Operation::start(&record(state, status_path, NOW), CallLimits::default(), ClockOffset::ZERO, NOW).unwrap()
+        Operation::start(
+            &record(state, status_path, NOW),
+            CallLimits::default(),
+            ClockOffset::ZERO,
+            NOW,
+        )
+        .unwrap()
     }
 
     fn header<'a>(a: &'a Attempt, name: &str) -> Option<&'a str> {
-        a.headers.iter().find(|(n, _)| *n == name).map(|(_, v)| v.as_str())
+        a.headers
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.as_str())
     }
 
     #[test]
@@ -651,8 +777,14 @@ mod tests {
     #[test]
     fn retries_keep_key_and_body_but_resign() {
         let mut op = start(OperationState::Pending, None);
-        let (sent, s, elapsed) =
-            drive(&mut op, vec![response(500, &[], ""), response(502, &[], ""), response(200, &[], "{}")]);
+        let (sent, s, elapsed) = drive(
+            &mut op,
+            vec![
+                response(500, &[], ""),
+                response(502, &[], ""),
+                response(200, &[], "{}"),
+            ],
+        );
         assert!(matches!(s, Settlement::Succeeded(_)));
         assert_eq!(sent.len(), 3);
         assert!(elapsed > Duration::ZERO, "backoff waited");
@@ -660,9 +792,13 @@ mod tests {
             assert_eq!(header(a, "Idempotency-Key"), Some("create-ord-1"));
             assert_eq!(&*a.body, b"{\"amount\":1}");
         }
-        let nonces: std::collections::HashSet<_> = sent.iter().map(|a| header(a, "X-Nonce").unwrap()).collect();
+        let nonces: std::collections::HashSet<_> =
+            sent.iter().map(|a| header(a, "X-Nonce").unwrap()).collect();
         assert_eq!(nonces.len(), 3);
-        assert_eq!(sent.iter().map(|a| a.number).collect::<Vec<_>>(), vec![1, 2, 3]);
+        assert_eq!(
+            sent.iter().map(|a| a.number).collect::<Vec<_>>(),
+            vec![1, 2, 3]
+        );
     }
 
     #[test]
@@ -670,13 +806,21 @@ mod tests {
         let mut op = start(OperationState::Pending, Some("/v1/payments?order_id=ord-1"));
         let (sent, s, _) = drive(
             &mut op,
-            vec![response(504, &[], ""), response(404, &[], &err("not_found")), response(201, &[], "{}")],
+            vec![
+                response(504, &[], ""),
+                response(404, &[], &err("not_found")),
+                response(201, &[], "{}"),
+            ],
         );
         assert!(matches!(s, Settlement::Succeeded(ref r) if r.status == 201));
         let kinds: Vec<_> = sent.iter().map(|a| (a.kind, a.method.as_str())).collect();
         assert_eq!(
             kinds,
-            vec![(AttemptKind::Operation, "POST"), (AttemptKind::StatusQuery, "GET"), (AttemptKind::Operation, "POST")]
+            vec![
+                (AttemptKind::Operation, "POST"),
+                (AttemptKind::StatusQuery, "GET"),
+                (AttemptKind::Operation, "POST")
+            ]
         );
         assert_eq!(sent[1].path, "/v1/payments?order_id=ord-1");
         assert_eq!(header(&sent[1], "Idempotency-Key"), None);
@@ -686,14 +830,22 @@ mod tests {
     #[test]
     fn status_query_success_settles() {
         let mut op = start(OperationState::Pending, Some("/s"));
-        let (_, s, _) = drive(&mut op, vec![Reply::SentNoResponse("timeout".into()), response(200, &[], "{\"id\":1}")]);
+        let (_, s, _) = drive(
+            &mut op,
+            vec![
+                Reply::SentNoResponse("timeout".into()),
+                response(200, &[], "{\"id\":1}"),
+            ],
+        );
         assert!(matches!(s, Settlement::Succeeded(ref r) if r.body == b"{\"id\":1}"));
     }
 
     #[test]
     fn lost_responses_without_status_path_end_unknown_with_the_key() {
         let mut op = start(OperationState::Pending, None);
-        let replies = (0..8).map(|_| Reply::SentNoResponse("reset".into())).collect();
+        let replies = (0..8)
+            .map(|_| Reply::SentNoResponse("reset".into()))
+            .collect();
         let (sent, s, _) = drive(&mut op, replies);
         assert_eq!(sent.len(), 8);
         assert!(matches!(s, Settlement::Unknown { .. }));
@@ -724,8 +876,13 @@ mod tests {
     fn clock_skew_adjusts_once() {
         let mut op = start(OperationState::Pending, None);
         let skew = [("X-Server-Time", "1767229200")];
-        let (sent, s, _) =
-            drive(&mut op, vec![response(401, &skew, &err("timestamp_out_of_window")), response(201, &[], "{}")]);
+        let (sent, s, _) = drive(
+            &mut op,
+            vec![
+                response(401, &skew, &err("timestamp_out_of_window")),
+                response(201, &[], "{}"),
+            ],
+        );
         assert!(matches!(s, Settlement::Succeeded(_)));
         assert_eq!(header(&sent[1], "X-Timestamp"), Some("1767229200"));
         assert_eq!(op.clock_offset().seconds(), 3600);
@@ -733,9 +890,15 @@ mod tests {
         let mut op = start(OperationState::Pending, None);
         let (_, s, _) = drive(
             &mut op,
-            vec![response(401, &skew, &err("timestamp_out_of_window")), response(401, &skew, &err("timestamp_out_of_window"))],
+            vec![
+                response(401, &skew, &err("timestamp_out_of_window")),
+                response(401, &skew, &err("timestamp_out_of_window")),
+            ],
         );
-        assert!(matches!(s, Settlement::Refused(ref r) if r.status == 401), "{s:?}");
+        assert!(
+            matches!(s, Settlement::Refused(ref r) if r.status == 401),
+            "{s:?}"
+        );
     }
 
     #[test]
@@ -756,19 +919,31 @@ mod tests {
     #[test]
     fn final_answers() {
         let mut op = start(OperationState::Pending, None);
-        let (_, s, _) = drive(&mut op, vec![response(409, &[], &err("idempotency_conflict"))]);
+        let (_, s, _) = drive(
+            &mut op,
+            vec![response(409, &[], &err("idempotency_conflict"))],
+        );
         assert!(matches!(s, Settlement::Conflict(_)));
         let mut op = start(OperationState::Pending, None);
         let (_, s, _) = drive(&mut op, vec![response(402, &[], &err("card_declined"))]);
         let e = s.into_result("ord-1", "create-ord-1", 1).unwrap_err();
-        assert_eq!((e.code(), e.http_status()), (crate::ErrorCode::Rejected, Some(402)));
+        assert_eq!(
+            (e.code(), e.http_status()),
+            (crate::ErrorCode::Rejected, Some(402))
+        );
         assert!(e.body().unwrap().starts_with(b"{\"error\""));
     }
 
     #[test]
     fn nonce_reused_retries_at_once_with_a_fresh_nonce() {
         let mut op = start(OperationState::Pending, None);
-        let (sent, s, elapsed) = drive(&mut op, vec![response(409, &[], &err("nonce_reused")), response(201, &[], "{}")]);
+        let (sent, s, elapsed) = drive(
+            &mut op,
+            vec![
+                response(409, &[], &err("nonce_reused")),
+                response(201, &[], "{}"),
+            ],
+        );
         assert!(matches!(s, Settlement::Succeeded(_)));
         assert_eq!(elapsed, Duration::ZERO);
         assert_ne!(header(&sent[0], "X-Nonce"), header(&sent[1], "X-Nonce"));
@@ -777,7 +952,13 @@ mod tests {
     #[test]
     fn retry_after_is_honoured_and_capped() {
         let mut op = start(OperationState::Pending, None);
-        let (_, s, elapsed) = drive(&mut op, vec![response(429, &[("Retry-After", "3")], ""), response(201, &[], "{}")]);
+        let (_, s, elapsed) = drive(
+            &mut op,
+            vec![
+                response(429, &[("Retry-After", "3")], ""),
+                response(201, &[], "{}"),
+            ],
+        );
         assert!(matches!(s, Settlement::Succeeded(_)));
         assert_eq!(elapsed, Duration::from_secs(3));
         let mut op = start(OperationState::Pending, None);
@@ -789,14 +970,26 @@ mod tests {
     #[test]
     fn deadline_stops_waiting() {
         let limits = CallLimits {
-            policy: RetryPolicy { deadline: Duration::from_secs(1), ..RetryPolicy::default() },
+            policy: RetryPolicy {
+                deadline: Duration::from_secs(1),
+                ..RetryPolicy::default()
+            },
             ..CallLimits::default()
         };
-        let mut op = Operation::start(&record(OperationState::Pending, None, NOW), limits, ClockOffset::ZERO, NOW).unwrap();
+        let mut op = Operation::start(
+            &record(OperationState::Pending, None, NOW),
+            limits,
+            ClockOffset::ZERO,
+            NOW,
+        )
+        .unwrap();
         let (sent, s, elapsed) = drive(&mut op, vec![response(503, &[("Retry-After", "2")], "")]);
         assert_eq!(sent.len(), 1);
         assert!(elapsed < Duration::from_secs(1));
-        assert!(matches!(s, Settlement::Unknown { .. }), "a 503 may come after the operation ran: {s:?}");
+        assert!(
+            matches!(s, Settlement::Unknown { .. }),
+            "a 503 may come after the operation ran: {s:?}"
+        );
     }
 
     #[test]
@@ -810,16 +1003,24 @@ mod tests {
     #[test]
     fn expired_key_is_never_posted_again() {
         let old = NOW - PLATFORM_KEY_RETENTION_SECS - 1;
-        let mut op =
-            Operation::start(&record(OperationState::Unknown, None, old), CallLimits::default(), ClockOffset::ZERO, NOW)
-                .unwrap();
+        let mut op = Operation::start(
+            &record(OperationState::Unknown, None, old),
+            CallLimits::default(),
+            ClockOffset::ZERO,
+            NOW,
+        )
+        .unwrap();
         let (sent, s, _) = drive(&mut op, vec![]);
         assert!(sent.is_empty());
         assert!(matches!(s, Settlement::KeyExpired { .. }));
 
-        let mut op =
-            Operation::start(&record(OperationState::Unknown, Some("/s"), old), CallLimits::default(), ClockOffset::ZERO, NOW)
-                .unwrap();
+        let mut op = Operation::start(
+            &record(OperationState::Unknown, Some("/s"), old),
+            CallLimits::default(),
+            ClockOffset::ZERO,
+            NOW,
+        )
+        .unwrap();
         let (sent, s, _) = drive(&mut op, vec![response(404, &[], "")]);
         assert_eq!(sent.len(), 1);
         assert_eq!(sent[0].kind, AttemptKind::StatusQuery);
@@ -827,17 +1028,30 @@ mod tests {
         assert_eq!(e.code(), crate::ErrorCode::KeyExpired);
 
         // A pending operation never reached the platform: its age is harmless.
-        let mut op =
-            Operation::start(&record(OperationState::Pending, None, old), CallLimits::default(), ClockOffset::ZERO, NOW)
-                .unwrap();
+        let mut op = Operation::start(
+            &record(OperationState::Pending, None, old),
+            CallLimits::default(),
+            ClockOffset::ZERO,
+            NOW,
+        )
+        .unwrap();
         let (_, s, _) = drive(&mut op, vec![response(201, &[], "{}")]);
         assert!(matches!(s, Settlement::Succeeded(_)));
     }
 
     #[test]
     fn retention_above_48_hours_is_refused() {
-        let limits = CallLimits { key_retention_secs: PLATFORM_KEY_RETENTION_SECS + 1, ..CallLimits::default() };
-        let e = Operation::start(&record(OperationState::Pending, None, NOW), limits, ClockOffset::ZERO, NOW).unwrap_err();
+        let limits = CallLimits {
+            key_retention_secs: PLATFORM_KEY_RETENTION_SECS + 1,
+            ..CallLimits::default()
+        };
+        let e = Operation::start(
+            &record(OperationState::Pending, None, NOW),
+            limits,
+            ClockOffset::ZERO,
+            NOW,
+        )
+        .unwrap_err();
         assert_eq!(e.field(), Some("key_retention_secs"));
     }
 }

@@ -6,6 +6,9 @@ mod machine;
 mod outcome;
 mod spec;
 
-pub use machine::{PLATFORM_KEY_RETENTION_SECS, Attempt, AttemptKind, CallLimits, CallTime, Entropy, NextAction, Operation, OsEntropy, Reaction, Reply, Step};
+pub use machine::{
+    Attempt, AttemptKind, CallLimits, CallTime, Entropy, NextAction, Operation, OsEntropy,
+    Reaction, Reply, Step, PLATFORM_KEY_RETENTION_SECS,
+};
 pub use outcome::{Outcome, Settlement};
 pub use spec::OperationSpec;

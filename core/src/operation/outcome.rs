@@ -74,7 +74,12 @@ impl Settlement {
     /// (`rejected` with status and body, `idempotency_conflict`,
     /// `outcome_unknown` / `key_expired` with order id and key,
     /// `transport_error` when nothing was sent).
-    pub fn into_result(self, order_id: &str, idempotency_key: &str, attempts: u32) -> Result<Outcome> {
+    pub fn into_result(
+        self,
+        order_id: &str,
+        idempotency_key: &str,
+        attempts: u32,
+    ) -> Result<Outcome> {
         let op = |e: Error| e.with_operation(order_id, idempotency_key);
         match self {
             Settlement::Succeeded(response) => Ok(Outcome {

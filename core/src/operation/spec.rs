@@ -80,12 +80,48 @@ mod tests {
     #[test]
     fn every_field_is_named() {
         let cases: [(OperationSpec<'static>, &str); 6] = [
-            (OperationSpec { order_id: "o 1", ..spec() }, "order_id"),
-            (OperationSpec { method: "post", ..spec() }, "method"),
-            (OperationSpec { path: "v1", ..spec() }, "path"),
-            (OperationSpec { idempotency_key: Some(""), ..spec() }, "idempotency_key"),
-            (OperationSpec { idempotency_key: Some("a\nb"), ..spec() }, "idempotency_key"),
-            (OperationSpec { status_path: Some("/a b"), ..spec() }, "status_path"),
+            (
+                OperationSpec {
+                    order_id: "o 1",
+                    ..spec()
+                },
+                "order_id",
+            ),
+            (
+                OperationSpec {
+                    method: "post",
+                    ..spec()
+                },
+                "method",
+            ),
+            (
+                OperationSpec {
+                    path: "v1",
+                    ..spec()
+                },
+                "path",
+            ),
+            (
+                OperationSpec {
+                    idempotency_key: Some(""),
+                    ..spec()
+                },
+                "idempotency_key",
+            ),
+            (
+                OperationSpec {
+                    idempotency_key: Some("a\nb"),
+                    ..spec()
+                },
+                "idempotency_key",
+            ),
+            (
+                OperationSpec {
+                    status_path: Some("/a b"),
+                    ..spec()
+                },
+                "status_path",
+            ),
         ];
         for (case, field) in cases {
             let err = case.freeze().unwrap_err();

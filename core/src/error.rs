@@ -129,8 +129,7 @@ impl ErrorCode {
             | ErrorCode::UnknownApiKey
             | ErrorCode::TimestampOutOfWindow
             | ErrorCode::InvalidSignature => Some(401),
-            ErrorCode::NonceReused
-            | ErrorCode::IdempotencyConflict => Some(409),
+            ErrorCode::NonceReused | ErrorCode::IdempotencyConflict => Some(409),
             ErrorCode::ReplayCacheFull => Some(503),
             ErrorCode::IdempotencyKeyRequired | ErrorCode::InvalidArgument => Some(400),
             _ => None,
@@ -263,7 +262,8 @@ impl Error {
 impl fmt::Debug for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut d = f.debug_struct("Error");
-        d.field("code", &self.0.code).field("message", &self.0.message);
+        d.field("code", &self.0.code)
+            .field("message", &self.0.message);
         if let Some(field) = self.0.field {
             d.field("field", &field);
         }

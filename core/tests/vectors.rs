@@ -3,17 +3,26 @@
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use payidem::policy::{decide, AttemptResult, Decision, Failure};
-use payidem::protocol::{canonical_string, body_sha256_hex, CanonicalParts, IncomingRequest, Signer, Verifier, VerifierConfig};
+use payidem::protocol::{
+    body_sha256_hex, canonical_string, CanonicalParts, IncomingRequest, Signer, Verifier,
+    VerifierConfig,
+};
 use payidem::ErrorCode;
 use serde_json::Value;
 
 fn vectors() -> Value {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vectors/protocol-v1.json")).unwrap();
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/vectors/protocol-v1.json"
+    ))
+    .unwrap();
     serde_json::from_str(&text).unwrap()
 }
 
 fn s<'a>(v: &'a Value, key: &str) -> &'a str {
-    v[key].as_str().unwrap_or_else(|| panic!("{key} missing in {v}"))
+    v[key]
+        .as_str()
+        .unwrap_or_else(|| panic!("{key} missing in {v}"))
 }
 
 fn b64(v: &Value, key: &str) -> Vec<u8> {
@@ -39,10 +48,18 @@ fn sign_cases() {
         let name = s(case, "name");
         let body = b64(case, "body_b64");
         let expect = &case["expect"];
-        assert_eq!(canonical_string(&parts(case), &body).unwrap(), s(expect, "canonical"), "{name}");
+        assert_eq!(
+            canonical_string(&parts(case), &body).unwrap(),
+            s(expect, "canonical"),
+            "{name}"
+        );
         assert_eq!(body_sha256_hex(&body), s(expect, "body_sha256"), "{name}");
         let signer = Signer::new("key_live_1", &b64(case, "secret_b64")).unwrap();
-        assert_eq!(signer.sign(&parts(case), &body).unwrap().as_str(), s(expect, "signature"), "{name}");
+        assert_eq!(
+            signer.sign(&parts(case), &body).unwrap().as_str(),
+            s(expect, "signature"),
+            "{name}"
+        );
     }
 }
 
@@ -75,8 +92,12 @@ fn verify_sequence() {
     .unwrap();
     let keys = seq["keys_b64"].as_object().unwrap();
     for (key_id, secrets) in keys {
-        let secrets: Vec<Vec<u8>> =
-            secrets.as_array().unwrap().iter().map(|s| B64.decode(s.as_str().unwrap()).unwrap()).collect();
+        let secrets: Vec<Vec<u8>> = secrets
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| B64.decode(s.as_str().unwrap()).unwrap())
+            .collect();
         let refs: Vec<&[u8]> = secrets.iter().map(Vec::as_slice).collect();
         verifier.add_key(key_id, &refs).unwrap();
     }
@@ -84,10 +105,19 @@ fn verify_sequence() {
     assert_eq!(requests.len(), 20);
     for req in requests {
         let name = s(req, "name");
-        let headers: Vec<(&str, &str)> =
-            req["headers"].as_object().unwrap().iter().map(|(k, v)| (k.as_str(), v.as_str().unwrap())).collect();
+        let headers: Vec<(&str, &str)> = req["headers"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str().unwrap()))
+            .collect();
         let body = b64(req, "body_b64");
-        let incoming = IncomingRequest { method: s(req, "method"), path: s(req, "path"), headers: &headers, body: &body };
+        let incoming = IncomingRequest {
+            method: s(req, "method"),
+            path: s(req, "path"),
+            headers: &headers,
+            body: &body,
+        };
         let now = req["server_now"].as_u64().unwrap();
         let result = verifier.verify(&incoming, now);
         let expect = &req["expect"];
@@ -95,12 +125,19 @@ fn verify_sequence() {
             None => {
                 let ok = result.unwrap_or_else(|e| panic!("{name}: {e}"));
                 assert_eq!(expect["status"], 200, "{name}");
-                assert_eq!(ok.key_id, headers.iter().find(|h| h.0 == "X-Api-Key").unwrap().1);
+                assert_eq!(
+                    ok.key_id,
+                    headers.iter().find(|h| h.0 == "X-Api-Key").unwrap().1
+                );
             }
             Some(code) => {
                 let err = result.expect_err(name);
                 assert_eq!(err.code().as_str(), code, "{name}: {err}");
-                assert_eq!(u64::from(err.http_status().unwrap()), expect["status"].as_u64().unwrap(), "{name}");
+                assert_eq!(
+                    u64::from(err.http_status().unwrap()),
+                    expect["status"].as_u64().unwrap(),
+                    "{name}"
+                );
                 if code == "timestamp_out_of_window" {
                     assert_eq!(err.server_time(), Some(now), "{name}");
                 }
@@ -119,7 +156,11 @@ fn decide_cases() {
         let given = &case["given"];
         let headers: Vec<(&str, &str)> = given["headers"]
             .as_object()
-            .map(|h| h.iter().map(|(k, v)| (k.as_str(), v.as_str().unwrap())).collect())
+            .map(|h| {
+                h.iter()
+                    .map(|(k, v)| (k.as_str(), v.as_str().unwrap()))
+                    .collect()
+            })
             .unwrap_or_default();
         let result = match s(given, "outcome") {
             "response" => AttemptResult::Response {
@@ -135,16 +176,24 @@ fn decide_cases() {
         let got = decide(&result, has_status_path, 1_767_225_600);
         let expect = &case["expect"];
         let want = match s(expect, "decision") {
-            "done" => Decision::Done { replayed: expect["replayed"].as_bool().unwrap() },
+            "done" => Decision::Done {
+                replayed: expect["replayed"].as_bool().unwrap(),
+            },
             "fail" => Decision::Fail(match s(expect, "error") {
                 "idempotency_conflict" => Failure::IdempotencyConflict,
                 "rejected" => Failure::Rejected,
                 other => panic!("{name}: unknown error {other}"),
             }),
             "retry_now" => Decision::RetryNow,
-            "retry_backoff" => Decision::RetryBackoff { unknown: expect["unknown"].as_bool().unwrap_or(false) },
-            "retry_after" => Decision::RetryAfter { seconds: expect["seconds"].as_u64().unwrap() },
-            "adjust_clock_retry" => Decision::AdjustClockRetry { server_time: expect["server_time"].as_u64().unwrap() },
+            "retry_backoff" => Decision::RetryBackoff {
+                unknown: expect["unknown"].as_bool().unwrap_or(false),
+            },
+            "retry_after" => Decision::RetryAfter {
+                seconds: expect["seconds"].as_u64().unwrap(),
+            },
+            "adjust_clock_retry" => Decision::AdjustClockRetry {
+                server_time: expect["server_time"].as_u64().unwrap(),
+            },
             "query_status" => Decision::QueryStatus,
             other => panic!("{name}: unknown decision {other}"),
         };

@@ -35,7 +35,10 @@ impl RetryPolicy {
             return Err(Error::invalid("max_attempts", "must be at least 1"));
         }
         if self.base > self.cap {
-            return Err(Error::invalid("backoff_base", "must not exceed backoff_cap"));
+            return Err(Error::invalid(
+                "backoff_base",
+                "must not exceed backoff_cap",
+            ));
         }
         if self.deadline.is_zero() {
             return Err(Error::invalid("deadline", "must be longer than zero"));
@@ -89,9 +92,15 @@ mod tests {
 
     #[test]
     fn limits_are_checked() {
-        let bad = RetryPolicy { max_attempts: 0, ..Default::default() };
+        let bad = RetryPolicy {
+            max_attempts: 0,
+            ..Default::default()
+        };
         assert_eq!(bad.check().unwrap_err().field(), Some("max_attempts"));
-        let bad = RetryPolicy { base: Duration::from_secs(11), ..Default::default() };
+        let bad = RetryPolicy {
+            base: Duration::from_secs(11),
+            ..Default::default()
+        };
         assert_eq!(bad.check().unwrap_err().field(), Some("backoff_base"));
     }
 }

@@ -37,7 +37,9 @@ impl ClockOffset {
 
 /// The server's clock from a response's headers: `X-Server-Time` (decimal
 /// Unix seconds) when valid, else `Date` (an HTTP date), else `None`.
-pub fn server_time_from_headers<N: AsRef<str>, V: AsRef<str>>(response_headers: &[(N, V)]) -> Option<u64> {
+pub fn server_time_from_headers<N: AsRef<str>, V: AsRef<str>>(
+    response_headers: &[(N, V)],
+) -> Option<u64> {
     let explicit = headers::find(response_headers, headers::SERVER_TIME)
         .and_then(|v| crate::protocol::fields::parse_timestamp(v.trim()).ok());
     explicit.or_else(|| {
@@ -59,12 +61,18 @@ mod tests {
         let behind = ClockOffset::between(900, 1_000);
         assert_eq!(behind.apply(50), 0);
         assert_eq!(ClockOffset::between(u64::MAX, 0).seconds(), i64::MAX);
-        assert_eq!(ClockOffset::from_seconds(i64::MAX).apply(u64::MAX), u64::MAX);
+        assert_eq!(
+            ClockOffset::from_seconds(i64::MAX).apply(u64::MAX),
+            u64::MAX
+        );
     }
 
     #[test]
     fn server_time_prefers_x_server_time_then_date() {
-        let both = [("x-server-time", "1767226000"), ("Date", "Sun, 06 Nov 1994 08:49:37 GMT")];
+        let both = [
+            ("x-server-time", "1767226000"),
+            ("Date", "Sun, 06 Nov 1994 08:49:37 GMT"),
+        ];
         assert_eq!(server_time_from_headers(&both), Some(1_767_226_000));
         let date_only = [("date", "Sun, 06 Nov 1994 08:49:37 GMT")];
         assert_eq!(server_time_from_headers(&date_only), Some(784_111_777));

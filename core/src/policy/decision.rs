@@ -77,7 +77,11 @@ pub fn decide(result: &AttemptResult<'_>, has_status_path: bool, now_unix: u64) 
     let (status, error_code, response_headers) = match *result {
         AttemptResult::NotSent => return Decision::RetryBackoff { unknown: false },
         AttemptResult::SentNoResponse => return unknown,
-        AttemptResult::Response { status, error_code, headers } => (status, error_code, headers),
+        AttemptResult::Response {
+            status,
+            error_code,
+            headers,
+        } => (status, error_code, headers),
     };
     match status {
         200..=299 => Decision::Done {

@@ -23,10 +23,19 @@ mod tests {
     fn seconds_dates_and_garbage() {
         assert_eq!(parse_retry_after("3", 0), Some(3));
         assert_eq!(parse_retry_after(" 0 ", 0), Some(0));
-        assert_eq!(parse_retry_after("99999999999999999999999", 0), Some(u64::MAX));
+        assert_eq!(
+            parse_retry_after("99999999999999999999999", 0),
+            Some(u64::MAX)
+        );
         // 1994-11-06 08:49:37 UTC is 784111777.
-        assert_eq!(parse_retry_after("Sun, 06 Nov 1994 08:49:37 GMT", 784_111_770), Some(7));
-        assert_eq!(parse_retry_after("Sun, 06 Nov 1994 08:49:37 GMT", 784_111_999), Some(0));
+        assert_eq!(
+            parse_retry_after("Sun, 06 Nov 1994 08:49:37 GMT", 784_111_770),
+            Some(7)
+        );
+        assert_eq!(
+            parse_retry_after("Sun, 06 Nov 1994 08:49:37 GMT", 784_111_999),
+            Some(0)
+        );
         for garbage in ["", "-1", "1.5", "soon", "Sun, 06 Nov 1994", "3 s"] {
             assert_eq!(parse_retry_after(garbage, 0), None, "{garbage:?}");
         }

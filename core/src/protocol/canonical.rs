@@ -37,7 +37,13 @@ impl CanonicalParts<'_> {
     /// to `sink` piece by piece (no buffer is built). The parts must already
     /// be checked.
     pub(crate) fn feed(&self, body_sha256_hex: &[u8; 64], mut sink: impl FnMut(&[u8])) {
-        for part in [self.method, self.path, self.timestamp, self.nonce, self.idempotency_key] {
+        for part in [
+            self.method,
+            self.path,
+            self.timestamp,
+            self.nonce,
+            self.idempotency_key,
+        ] {
             sink(part.as_bytes());
             sink(b"\n");
         }
@@ -62,7 +68,12 @@ pub fn canonical_string(parts: &CanonicalParts<'_>, body: &[u8]) -> Result<Strin
     parts.check()?;
     let digest = body_sha256_hex_bytes(body);
     let mut out = Vec::with_capacity(
-        parts.method.len() + parts.path.len() + parts.timestamp.len() + 36 + parts.idempotency_key.len() + 69,
+        parts.method.len()
+            + parts.path.len()
+            + parts.timestamp.len()
+            + 36
+            + parts.idempotency_key.len()
+            + 69,
     );
     parts.feed(&digest, |piece| out.extend_from_slice(piece));
     Ok(String::from_utf8(out).expect("checked fields are ASCII"))

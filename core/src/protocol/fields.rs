@@ -33,7 +33,10 @@ fn check_token(field: &'static str, value: &str, max: usize) -> Result<()> {
     if value.len() > max {
         return Err(Error::invalid(
             field,
-            format_args!("is {} characters long, at most {max} are allowed", value.len()),
+            format_args!(
+                "is {} characters long, at most {max} are allowed",
+                value.len()
+            ),
         ));
     }
     if let Some(pos) = value.bytes().position(|b| !is_token_char(b)) {
@@ -54,7 +57,10 @@ pub fn check_method(method: &str) -> Result<()> {
         return Err(Error::invalid("method", "is longer than 16 characters"));
     }
     if !method.bytes().all(|b| b.is_ascii_uppercase()) {
-        return Err(Error::invalid("method", "must be upper-case letters A-Z only"));
+        return Err(Error::invalid(
+            "method",
+            "must be upper-case letters A-Z only",
+        ));
     }
     Ok(())
 }
@@ -68,7 +74,10 @@ pub fn check_path(path: &str) -> Result<()> {
     if path.len() > MAX_PATH_LEN {
         return Err(Error::invalid(
             "path",
-            format_args!("is {} bytes long, at most {MAX_PATH_LEN} are allowed", path.len()),
+            format_args!(
+                "is {} bytes long, at most {MAX_PATH_LEN} are allowed",
+                path.len()
+            ),
         ));
     }
     if let Some(pos) = path.bytes().position(|b| !(0x21..=0x7e).contains(&b)) {
@@ -90,7 +99,10 @@ pub fn parse_timestamp(timestamp: &str) -> Result<u64> {
         return Err(Error::invalid("timestamp", "must not be empty"));
     }
     if !bytes.iter().all(u8::is_ascii_digit) {
-        return Err(Error::invalid("timestamp", "must be decimal digits only, with no sign"));
+        return Err(Error::invalid(
+            "timestamp",
+            "must be decimal digits only, with no sign",
+        ));
     }
     if bytes.len() > 1 && bytes[0] == b'0' {
         return Err(Error::invalid("timestamp", "must not have leading zeros"));
@@ -199,7 +211,10 @@ mod tests {
     fn method_rules() {
         assert!(check_method("POST").is_ok());
         assert!(check_method("ABCDEFGHIJKLMNOP").is_ok());
-        assert_eq!(check_method("ABCDEFGHIJKLMNOPQ").unwrap_err().field(), Some("method"));
+        assert_eq!(
+            check_method("ABCDEFGHIJKLMNOPQ").unwrap_err().field(),
+            Some("method")
+        );
         assert!(check_method("Post").is_err());
         assert!(check_method("").is_err());
     }
@@ -225,11 +240,27 @@ mod tests {
     #[test]
     fn keys_and_order_ids() {
         assert_eq!(default_idempotency_key("ord-1").unwrap(), "create-ord-1");
-        assert_eq!(default_idempotency_key("ord 1").unwrap_err().field(), Some("order_id"));
-        assert_eq!(default_idempotency_key(&"a".repeat(129)).unwrap_err().field(), Some("order_id"));
+        assert_eq!(
+            default_idempotency_key("ord 1").unwrap_err().field(),
+            Some("order_id")
+        );
+        assert_eq!(
+            default_idempotency_key(&"a".repeat(129))
+                .unwrap_err()
+                .field(),
+            Some("order_id")
+        );
         assert!(check_order_id(&"a".repeat(128)).is_ok());
-        assert_eq!(prefixed_idempotency_key("refund", "o.1").unwrap(), "refund-o.1");
-        assert_eq!(prefixed_idempotency_key("re fund", "o").unwrap_err().field(), Some("idempotency_key"));
+        assert_eq!(
+            prefixed_idempotency_key("refund", "o.1").unwrap(),
+            "refund-o.1"
+        );
+        assert_eq!(
+            prefixed_idempotency_key("re fund", "o")
+                .unwrap_err()
+                .field(),
+            Some("idempotency_key")
+        );
         assert!(check_idempotency_key_or_empty("").is_ok());
         assert!(check_idempotency_key("").is_err());
     }

@@ -107,7 +107,11 @@ impl ThreadRng {
         getrandom::getrandom(&mut seed).expect("the operating system's RNG is unavailable");
         let rng = ChaCha20Rng::from_seed(seed);
         zeroize::Zeroize::zeroize(&mut seed);
-        ThreadRng { rng, epoch, produced: 0 }
+        ThreadRng {
+            rng,
+            epoch,
+            produced: 0,
+        }
     }
 }
 
@@ -187,7 +191,10 @@ impl ForkDetector {
 fn page_size() -> usize {
     // SAFETY: sysconf has no preconditions.
     let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    usize::try_from(size).ok().filter(|&s| s >= 8).unwrap_or(4096)
+    usize::try_from(size)
+        .ok()
+        .filter(|&s| s >= 8)
+        .unwrap_or(4096)
 }
 
 #[cfg(test)]

@@ -47,7 +47,12 @@ impl NonceCache {
         let shards = shards.max(1);
         NonceCache {
             shards: (0..shards)
-                .map(|_| Mutex::new(Shard { live: HashMap::new(), next_sweep: 0 }))
+                .map(|_| {
+                    Mutex::new(Shard {
+                        live: HashMap::new(),
+                        next_sweep: 0,
+                    })
+                })
                 .collect(),
             shard_capacity: capacity.div_ceil(shards),
             sweep_every: sweep_every.max(1),
@@ -56,7 +61,12 @@ impl NonceCache {
 
     /// Records `nonce`, which stays refused until `expires_at` (inclusive),
     /// unless it is already live. Never evicts a live nonce.
-    pub(crate) fn check_and_record(&self, nonce: [u8; 16], expires_at: u64, now: u64) -> Result<(), Refusal> {
+    pub(crate) fn check_and_record(
+        &self,
+        nonce: [u8; 16],
+        expires_at: u64,
+        now: u64,
+    ) -> Result<(), Refusal> {
         let expires_at = clamp_u32(expires_at);
         // A clock past 2106 must not make saturated entries look expired.
         let now32 = clamp_u32(now).min(u32::MAX - 1);
@@ -136,6 +146,9 @@ mod tests {
     fn saturated_expiry_is_never_forgotten() {
         let c = NonceCache::new(4, 1, 1);
         c.check_and_record(n(1), u64::MAX, 5_000_000_000).unwrap();
-        assert_eq!(c.check_and_record(n(1), u64::MAX, u64::MAX), Err(Refusal::Reused));
+        assert_eq!(
+            c.check_and_record(n(1), u64::MAX, u64::MAX),
+            Err(Refusal::Reused)
+        );
     }
 }

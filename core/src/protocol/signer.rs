@@ -51,12 +51,20 @@ impl FrozenRequest {
     /// Checks the fields and hashes the body. A POST must carry an
     /// idempotency key; an invalid field is an `invalid_argument` error
     /// naming it.
-    pub fn new(method: &str, path: &str, idempotency_key: &str, body: &[u8]) -> Result<FrozenRequest> {
+    pub fn new(
+        method: &str,
+        path: &str,
+        idempotency_key: &str,
+        body: &[u8],
+    ) -> Result<FrozenRequest> {
         fields::check_method(method)?;
         fields::check_path(path)?;
         fields::check_idempotency_key_or_empty(idempotency_key)?;
         if method == "POST" && idempotency_key.is_empty() {
-            return Err(Error::invalid("idempotency_key", "is required on every POST"));
+            return Err(Error::invalid(
+                "idempotency_key",
+                "is required on every POST",
+            ));
         }
         Ok(FrozenRequest {
             method: method.to_owned(),
@@ -151,7 +159,10 @@ impl SignedAttempt {
             (headers::SIGNATURE, self.signature.as_str()),
         ]
         .into_iter()
-        .chain(self.idempotency_key().map(|k| (headers::IDEMPOTENCY_KEY, k)))
+        .chain(
+            self.idempotency_key()
+                .map(|k| (headers::IDEMPOTENCY_KEY, k)),
+        )
     }
 }
 
@@ -180,7 +191,10 @@ impl TimestampText {
                 break;
             }
         }
-        TimestampText { buf, start: start as u8 }
+        TimestampText {
+            buf,
+            start: start as u8,
+        }
     }
 
     fn as_str(&self) -> &str {
@@ -203,7 +217,10 @@ impl Signer {
     /// `secret` (16..=1024 bytes).
     pub fn new(key_id: &str, secret: &[u8]) -> Result<Signer> {
         fields::check_key_id(key_id)?;
-        Ok(Signer { key_id: Arc::from(key_id), mac: KeyedMac::new(secret)? })
+        Ok(Signer {
+            key_id: Arc::from(key_id),
+            mac: KeyedMac::new(secret)?,
+        })
     }
 
     /// The key id sent in `X-Api-Key`.
@@ -226,7 +243,12 @@ impl Signer {
 
     /// Signs one attempt of a frozen request at `timestamp` (Unix seconds,
     /// with any clock offset already applied) with `nonce`.
-    pub fn sign_frozen(&self, request: &FrozenRequest, timestamp: u64, nonce: Nonce) -> SignedAttempt {
+    pub fn sign_frozen(
+        &self,
+        request: &FrozenRequest,
+        timestamp: u64,
+        nonce: Nonce,
+    ) -> SignedAttempt {
         let timestamp_text = TimestampText::new(timestamp);
         let parts = CanonicalParts {
             method: &request.method,
@@ -298,18 +320,30 @@ mod tests {
     fn post_requires_a_key_and_get_sends_none() {
         let signer = Signer::new("key_live_1", SECRET).unwrap();
         let nonce = Nonce::from_random_bytes([7; 16]);
-        let err = signer.sign_attempt("POST", "/v1/payments", "", b"{}", 1, nonce).unwrap_err();
+        let err = signer
+            .sign_attempt("POST", "/v1/payments", "", b"{}", 1, nonce)
+            .unwrap_err();
         assert_eq!(err.field(), Some("idempotency_key"));
-        let get = signer.sign_attempt("GET", "/v1/payments/p", "", b"", 1, nonce).unwrap();
+        let get = signer
+            .sign_attempt("GET", "/v1/payments/p", "", b"", 1, nonce)
+            .unwrap();
         assert_eq!(get.headers().count(), 4);
         assert!(get.idempotency_key().is_none());
-        let post = signer.sign_attempt("POST", "/v1/payments", "create-o", b"{}", 1, nonce).unwrap();
+        let post = signer
+            .sign_attempt("POST", "/v1/payments", "create-o", b"{}", 1, nonce)
+            .unwrap();
         assert_eq!(post.headers().last(), Some(("Idempotency-Key", "create-o")));
     }
 
     #[test]
     fn invalid_key_id_is_named() {
-        assert_eq!(Signer::new("key id", SECRET).unwrap_err().field(), Some("key_id"));
-        assert_eq!(Signer::new("k", b"short").unwrap_err().field(), Some("secret"));
+        assert_eq!(
+            Signer::new("key id", SECRET).unwrap_err().field(),
+            Some("key_id")
+        );
+        assert_eq!(
+            Signer::new("k", b"short").unwrap_err().field(),
+            Some("secret")
+        );
     }
 }

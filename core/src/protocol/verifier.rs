@@ -30,7 +30,11 @@ pub struct VerifierConfig {
 
 impl Default for VerifierConfig {
     fn default() -> Self {
-        VerifierConfig { window_seconds: 300, nonce_capacity_per_key: 4_000_000, shards: 64 }
+        VerifierConfig {
+            window_seconds: 300,
+            nonce_capacity_per_key: 4_000_000,
+            shards: 64,
+        }
     }
 }
 
@@ -76,7 +80,10 @@ pub struct Verifier {
 
 fn secrets_to_macs(secrets: &[&[u8]]) -> Result<Vec<KeyedMac>> {
     if secrets.is_empty() {
-        return Err(Error::invalid("secrets", "a key id needs at least one active secret"));
+        return Err(Error::invalid(
+            "secrets",
+            "a key id needs at least one active secret",
+        ));
     }
     secrets.iter().map(|s| KeyedMac::new(s)).collect()
 }
@@ -92,9 +99,15 @@ impl Verifier {
             return Err(Error::invalid("shards", "must be 1..=256"));
         }
         if config.nonce_capacity_per_key == 0 {
-            return Err(Error::invalid("nonce_capacity_per_key", "must be at least 1"));
+            return Err(Error::invalid(
+                "nonce_capacity_per_key",
+                "must be at least 1",
+            ));
         }
-        Ok(Verifier { keys: HashMap::new(), config })
+        Ok(Verifier {
+            keys: HashMap::new(),
+            config,
+        })
     }
 
     /// Adds `key_id` with its active `secrets` (each 16..=1024 bytes).
@@ -145,7 +158,10 @@ impl Verifier {
         let signed = SignedHeaders::find(request.headers)?;
 
         let entry = self.keys.get(signed.key_id).ok_or_else(|| {
-            refuse(ErrorCode::UnknownApiKey, "the key id in X-Api-Key is not known")
+            refuse(
+                ErrorCode::UnknownApiKey,
+                "the key id in X-Api-Key is not known",
+            )
         })?;
 
         let distance = now.abs_diff(signed.timestamp);
@@ -181,12 +197,10 @@ impl Verifier {
         let expires_at = signed.timestamp.saturating_add(self.config.window_seconds);
         match entry.nonces.check_and_record(signed.nonce, expires_at, now) {
             Ok(()) => {}
-            Err(Refusal::Reused) => {
-                return Err(refuse(
-                    ErrorCode::NonceReused,
-                    "X-Nonce was already used with this key id inside the window; sign a fresh attempt",
-                ))
-            }
+            Err(Refusal::Reused) => return Err(refuse(
+                ErrorCode::NonceReused,
+                "X-Nonce was already used with this key id inside the window; sign a fresh attempt",
+            )),
             Err(Refusal::Full) => {
                 return Err(refuse(
                     ErrorCode::ReplayCacheFull,
@@ -205,15 +219,27 @@ impl Verifier {
             fields::check_idempotency_key(key)?;
         }
         if signed.idempotency_key_repeated {
-            return Err(Error::invalid("idempotency_key", "the Idempotency-Key header is repeated"));
+            return Err(Error::invalid(
+                "idempotency_key",
+                "the Idempotency-Key header is repeated",
+            ));
         }
 
-        Ok(Verified { key_id: signed.key_id, timestamp: signed.timestamp, idempotency_key: signed.idempotency_key })
+        Ok(Verified {
+            key_id: signed.key_id,
+            timestamp: signed.timestamp,
+            idempotency_key: signed.idempotency_key,
+        })
     }
 }
 
 impl KeyEntry {
-    fn signature_matches(&self, parts: &CanonicalParts<'_>, body: &[u8], signature: &[u8; 32]) -> bool {
+    fn signature_matches(
+        &self,
+        parts: &CanonicalParts<'_>,
+        body: &[u8],
+        signature: &[u8; 32],
+    ) -> bool {
         let digest = body_sha256_hex_bytes(body);
         let secrets = self.secrets.read().unwrap_or_else(|p| p.into_inner());
         secrets.iter().any(|secret| {
@@ -256,9 +282,14 @@ impl<'a> SignedHeaders<'a> {
         let mut idempotency_key = None;
         let mut idempotency_key_repeated = false;
         for &(name, value) in headers {
-            let slot = [headers::API_KEY, headers::TIMESTAMP, headers::NONCE, headers::SIGNATURE]
-                .iter()
-                .position(|wanted| name.eq_ignore_ascii_case(wanted));
+            let slot = [
+                headers::API_KEY,
+                headers::TIMESTAMP,
+                headers::NONCE,
+                headers::SIGNATURE,
+            ]
+            .iter()
+            .position(|wanted| name.eq_ignore_ascii_case(wanted));
             if let Some(i) = slot {
                 repeated |= found[i].replace(value).is_some();
             } else if name.eq_ignore_ascii_case(headers::IDEMPOTENCY_KEY) && !value.is_empty() {
@@ -266,10 +297,16 @@ impl<'a> SignedHeaders<'a> {
             }
         }
         let missing = |what: &str| {
-            refuse(ErrorCode::MissingSignature, format!("{what} is missing, repeated or malformed"))
+            refuse(
+                ErrorCode::MissingSignature,
+                format!("{what} is missing, repeated or malformed"),
+            )
         };
         if repeated {
-            return Err(refuse(ErrorCode::MissingSignature, "a signature header is repeated"));
+            return Err(refuse(
+                ErrorCode::MissingSignature,
+                "a signature header is repeated",
+            ));
         }
         let [Some(key_id), Some(timestamp_text), Some(nonce_text), Some(signature)] = found else {
             return Err(refuse(
@@ -280,7 +317,8 @@ impl<'a> SignedHeaders<'a> {
         if key_id.is_empty() {
             return Err(missing("X-Api-Key"));
         }
-        let timestamp = fields::parse_timestamp(timestamp_text).map_err(|_| missing("X-Timestamp"))?;
+        let timestamp =
+            fields::parse_timestamp(timestamp_text).map_err(|_| missing("X-Timestamp"))?;
         fields::check_nonce(nonce_text).map_err(|_| missing("X-Nonce"))?;
         let nonce = nonce_bytes(nonce_text);
         let signature = hex::decode32(signature.as_bytes())
@@ -300,7 +338,9 @@ impl<'a> SignedHeaders<'a> {
 
 /// The 16 bytes of a checked nonce.
 fn nonce_bytes(nonce: &str) -> [u8; 16] {
-    uuid::Uuid::try_parse(nonce).expect("a checked nonce is a UUID").into_bytes()
+    uuid::Uuid::try_parse(nonce)
+        .expect("a checked nonce is a UUID")
+        .into_bytes()
 }
 
 #[cfg(test)]
@@ -310,19 +350,33 @@ mod tests {
     #[test]
     fn nonce_bytes_decodes_the_uuid() {
         let b = nonce_bytes("00112233-4455-4677-8899-aabbccddeeff");
-        assert_eq!(b, [0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x46, 0x77, 0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff]);
+        assert_eq!(
+            b,
+            [
+                0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x46, 0x77, 0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd,
+                0xee, 0xff
+            ]
+        );
     }
 
     #[test]
     fn config_is_checked() {
         assert_eq!(
-            Verifier::new(VerifierConfig { shards: 0, ..Default::default() }).unwrap_err().field(),
+            Verifier::new(VerifierConfig {
+                shards: 0,
+                ..Default::default()
+            })
+            .unwrap_err()
+            .field(),
             Some("shards")
         );
         let mut v = Verifier::new(VerifierConfig::default()).unwrap();
         assert_eq!(v.add_key("k", &[]).unwrap_err().field(), Some("secrets"));
         v.add_key("k", &[&[1u8; 16]]).unwrap();
-        assert_eq!(v.add_key("k", &[&[1u8; 16]]).unwrap_err().field(), Some("key_id"));
+        assert_eq!(
+            v.add_key("k", &[&[1u8; 16]]).unwrap_err().field(),
+            Some("key_id")
+        );
         assert!(!format!("{v:?}").contains("\\x01"));
     }
 }

@@ -176,6 +176,10 @@ impl Verifier {
             .with_server_time(now));
         }
 
+        // Start loading the nonce's cache line now; the signature check below
+        // hides the memory latency.
+        let located = entry.nonces.locate(signed.nonce);
+
         let idempotency_key = signed.idempotency_key.unwrap_or("");
         let parts = CanonicalParts {
             method: request.method,
@@ -195,7 +199,7 @@ impl Verifier {
         }
 
         let expires_at = signed.timestamp.saturating_add(self.config.window_seconds);
-        match entry.nonces.check_and_record(signed.nonce, expires_at, now) {
+        match entry.nonces.check_and_record(&located, expires_at, now) {
             Ok(()) => {}
             Err(Refusal::Reused) => return Err(refuse(
                 ErrorCode::NonceReused,

@@ -1,7 +1,5 @@
 //! The replay cache: nonces seen per key id while inside the window.
 
-use std::collections::hash_map::RandomState;
-use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -41,8 +39,13 @@ impl Bucket {
 enum Probe {
     /// The nonce is recorded at (bucket, slot).
     Found(usize, usize),
-    /// The nonce is absent; (bucket, slot) is where it goes.
-    Vacant(usize, usize),
+    /// The nonce is absent. `free` is the empty slot that ended the probe;
+    /// `expired` is the first slot before it holding an expired nonce, which
+    /// the absent nonce may take over.
+    Absent {
+        free: (usize, usize),
+        expired: Option<(usize, usize)>,
+    },
     /// The table has no empty slot to end the probe.
     NoRoom,
 }
@@ -75,21 +78,29 @@ impl Table {
         (self.used + 1) * 4 <= self.slots() * 3
     }
 
-    fn probe(&self, nonce: &[u8; 16], hash: u64) -> Probe {
+    /// Looks `nonce` up; slots whose expiry is before `now` count as expired.
+    fn probe(&self, nonce: &[u8; 16], hash: u64, now: u32) -> Probe {
         let count = self.buckets.len();
         if count == 0 {
             return Probe::NoRoom;
         }
         let mask = count - 1;
         let mut index = bucket_index(hash, mask);
+        let mut expired = None;
         for _ in 0..count {
             let bucket = &self.buckets[index];
             for slot in 0..SLOTS {
                 if bucket.expiries[slot] == 0 {
-                    return Probe::Vacant(index, slot);
+                    return Probe::Absent {
+                        free: (index, slot),
+                        expired,
+                    };
                 }
                 if bucket.nonces[slot] == *nonce {
                     return Probe::Found(index, slot);
+                }
+                if expired.is_none() && bucket.expiries[slot] < now {
+                    expired = Some((index, slot));
                 }
             }
             index = (index + 1) & mask;
@@ -98,10 +109,16 @@ impl Table {
     }
 
     fn insert_at(&mut self, bucket: usize, slot: usize, nonce: [u8; 16], expiry: u32) {
+        self.replace_at(bucket, slot, nonce, expiry);
+        self.used += 1;
+    }
+
+    /// Overwrites an occupied slot whose nonce has expired. The slot stays
+    /// occupied, so no probe sequence is cut short.
+    fn replace_at(&mut self, bucket: usize, slot: usize, nonce: [u8; 16], expiry: u32) {
         let b = &mut self.buckets[bucket];
         b.nonces[slot] = nonce;
         b.expiries[slot] = expiry;
-        self.used += 1;
         self.min_expiry = self.min_expiry.min(expiry);
     }
 
@@ -119,6 +136,33 @@ impl Table {
     }
 }
 
+/// A randomly keyed mix of a nonce into 64 bits (a folded multiply of the
+/// nonce's halves, each XORed with a secret key): nonces are chosen by
+/// clients, so where one lands must not be predictable. Not a MAC; it only
+/// spreads nonces over shards and buckets.
+struct NonceHasher([u64; 2]);
+
+impl NonceHasher {
+    fn random() -> NonceHasher {
+        let mut key = [0u8; 16];
+        super::nonce::fill_random(&mut key);
+        let (low, high) = key.split_at(8);
+        NonceHasher([
+            u64::from_le_bytes(low.try_into().expect("8 bytes")),
+            u64::from_le_bytes(high.try_into().expect("8 bytes")),
+        ])
+    }
+
+    fn hash_one(&self, nonce: [u8; 16]) -> u64 {
+        let (low, high) = nonce.split_at(8);
+        let low = u64::from_le_bytes(low.try_into().expect("8 bytes")) ^ self.0[0];
+        let high = u64::from_le_bytes(high.try_into().expect("8 bytes")) ^ self.0[1];
+        let product = u128::from(low) * u128::from(high);
+        // Truncations are intended: the two halves of the product are folded.
+        (product as u64) ^ ((product >> 64) as u64)
+    }
+}
+
 fn bucket_index(hash: u64, mask: usize) -> usize {
     // Truncation is intended: the low bits pick the bucket.
     (hash as usize) & mask
@@ -127,7 +171,7 @@ fn bucket_index(hash: u64, mask: usize) -> usize {
 /// Why a shard's table is rebuilt.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Rebuild {
-    /// The periodic sweep: forget expired nonces, shrink when mostly empty.
+    /// The periodic sweep: shrink a table that is mostly empty or expired.
     Sweep,
     /// An insert found no room: forget expired nonces, grow when needed.
     Room,
@@ -141,7 +185,7 @@ struct Shard {
 impl Shard {
     /// Rebuilds the table with only its live nonces, sized so the load stays
     /// at or under a half after a growth (a quarter after a shrink).
-    fn rebuild(&mut self, now: u32, why: Rebuild, hasher: &RandomState) {
+    fn rebuild(&mut self, now: u32, why: Rebuild, hasher: &NonceHasher) {
         if why == Rebuild::Sweep && !self.table.may_hold_expired(now) {
             return;
         }
@@ -166,13 +210,18 @@ impl Shard {
                 }
             }
         }
-        if why == Rebuild::Sweep && count == current && live == self.table.used {
+        if why == Rebuild::Sweep && count == current {
+            // Expired slots are taken over by new nonces; only a shrink is
+            // worth a rebuild.
             return;
         }
         let mut table = Table::with_buckets(count);
         for (nonce, expiry) in self.table.live_entries(now) {
-            match table.probe(&nonce, hasher.hash_one(nonce)) {
-                Probe::Vacant(bucket, slot) => table.insert_at(bucket, slot, nonce, expiry),
+            match table.probe(&nonce, hasher.hash_one(nonce), 0) {
+                Probe::Absent {
+                    free: (bucket, slot),
+                    ..
+                } => table.insert_at(bucket, slot, nonce, expiry),
                 // A nonce appears once in the old table and the new one has
                 // room for every live nonce plus one.
                 Probe::Found(..) | Probe::NoRoom => {
@@ -222,7 +271,7 @@ pub(crate) struct Located {
 /// randomly keyed hash, so clients cannot aim nonces at one shard or bucket.
 pub(crate) struct NonceCache {
     shards: Box<[ShardCell]>,
-    hasher: RandomState,
+    hasher: NonceHasher,
     shard_capacity: usize,
     sweep_every: u64,
 }
@@ -259,7 +308,7 @@ impl NonceCache {
                     mask: AtomicUsize::new(0),
                 })
                 .collect(),
-            hasher: RandomState::new(),
+            hasher: NonceHasher::random(),
             shard_capacity: capacity.div_ceil(shards),
             sweep_every: sweep_every.max(1),
         }
@@ -302,13 +351,25 @@ impl NonceCache {
             cell.publish(&shard.table);
             shard.next_sweep = now.saturating_add(self.sweep_every);
         }
-        if let Probe::Found(bucket, slot) = shard.table.probe(&nonce, hash) {
-            let recorded = &mut shard.table.buckets[bucket].expiries[slot];
-            if *recorded >= now32 {
-                return Err(Refusal::Reused);
+        match shard.table.probe(&nonce, hash, now32) {
+            Probe::Found(bucket, slot) => {
+                let recorded = &mut shard.table.buckets[bucket].expiries[slot];
+                if *recorded >= now32 {
+                    return Err(Refusal::Reused);
+                }
+                *recorded = expiry;
+                return Ok(());
             }
-            *recorded = expiry;
-            return Ok(());
+            // Taking over an expired slot keeps the count of occupied slots,
+            // which bounds the live nonces, unchanged.
+            Probe::Absent {
+                expired: Some((bucket, slot)),
+                ..
+            } => {
+                shard.table.replace_at(bucket, slot, nonce, expiry);
+                return Ok(());
+            }
+            Probe::Absent { expired: None, .. } | Probe::NoRoom => {}
         }
         if shard.table.used >= self.shard_capacity || !shard.table.fits_one_more() {
             if shard.table.used >= self.shard_capacity && !shard.table.may_hold_expired(now32) {
@@ -320,8 +381,11 @@ impl NonceCache {
                 return Err(Refusal::Full);
             }
         }
-        match shard.table.probe(&nonce, hash) {
-            Probe::Vacant(bucket, slot) => {
+        match shard.table.probe(&nonce, hash, now32) {
+            Probe::Absent {
+                free: (bucket, slot),
+                ..
+            } => {
                 shard.table.insert_at(bucket, slot, nonce, expiry);
                 Ok(())
             }
@@ -375,7 +439,12 @@ mod tests {
             assert_eq!(record(&c, n(i), 1300, 1100), Err(Refusal::Reused));
         }
         assert_eq!(record(&c, n(9), 1700, 1301), Ok(()));
-        assert_eq!(c.len(), 1);
+        // Expired slots are taken over; the live count is what is bounded.
+        for i in 10..13 {
+            assert_eq!(record(&c, n(i), 1700, 1301), Ok(()));
+        }
+        assert_eq!(record(&c, n(0), 1700, 1301), Err(Refusal::Full));
+        assert_eq!(c.len(), 4);
     }
 
     #[test]

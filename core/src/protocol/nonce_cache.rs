@@ -263,9 +263,9 @@ pub(crate) struct Located {
 /// lock.
 ///
 /// Each live nonce costs one 20-byte slot (16 bytes of UUID and a 4-byte
-/// expiry in Unix seconds) in 64-byte buckets of three slots, kept between
-/// three eighths and three quarters full (see BENCHMARKS.md for the measured
-/// bytes per nonce). Expiries past 2106 saturate to `u32::MAX`, which keeps
+/// expiry in Unix seconds) in 64-byte buckets of three slots, at most three
+/// quarters full (see BENCHMARKS.md for the measured bytes per nonce).
+/// Expiries past 2106 saturate to `u32::MAX`, which keeps
 /// such nonces (fails closed) rather than forgetting them early; an expiry of
 /// 0 is kept as 1 (one more second of refusal). Buckets are chosen by a
 /// randomly keyed hash, so clients cannot aim nonces at one shard or bucket.
@@ -396,7 +396,8 @@ impl NonceCache {
         }
     }
 
-    /// How many nonces the cache holds (live or awaiting a sweep).
+    /// How many nonces the cache holds: the live ones, and expired ones whose
+    /// slots are not yet reused or dropped.
     pub(crate) fn len(&self) -> usize {
         self.shards
             .iter()

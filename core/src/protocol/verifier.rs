@@ -145,7 +145,8 @@ impl Verifier {
         &self.config
     }
 
-    /// How many nonces are held for `key_id` (live or awaiting a sweep).
+    /// How many nonces are held for `key_id`: at least every live one, plus
+    /// expired ones whose slots are not yet reused or dropped.
     pub fn nonces_held(&self, key_id: &str) -> usize {
         self.keys.get(key_id).map_or(0, |k| k.nonces.len())
     }

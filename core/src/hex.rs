@@ -12,13 +12,17 @@ pub(crate) fn encode32(bytes: &[u8; 32]) -> [u8; 64] {
     out
 }
 
-fn lower_hex_value(c: u8) -> Option<u8> {
-    match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        _ => None,
+/// The value of every byte as a lower-case hex digit; 0xff for any other
+/// byte. A table lookup keeps decoding free of data-dependent branches.
+const LOWER_HEX_VALUES: [u8; 256] = {
+    let mut table = [0xffu8; 256];
+    let mut i = 0;
+    while i < 16 {
+        table[DIGITS[i] as usize] = i as u8;
+        i += 1;
     }
-}
+    table
+};
 
 /// Decodes exactly 64 lower-case hex digits into 32 bytes; anything else
 /// (another length, upper case, a non-hex byte) is `None`.
@@ -27,10 +31,15 @@ pub(crate) fn decode32(text: &[u8]) -> Option<[u8; 32]> {
         return None;
     }
     let mut out = [0u8; 32];
+    let mut invalid = 0u8;
     for (i, pair) in text.chunks_exact(2).enumerate() {
-        out[i] = (lower_hex_value(pair[0])? << 4) | lower_hex_value(pair[1])?;
+        let high = LOWER_HEX_VALUES[usize::from(pair[0])];
+        let low = LOWER_HEX_VALUES[usize::from(pair[1])];
+        invalid |= high | low;
+        out[i] = (high << 4) | (low & 0x0f);
     }
-    Some(out)
+    // Valid digits are below 16; the 0xff marker sets the high bits.
+    (invalid < 16).then_some(out)
 }
 
 #[cfg(test)]
@@ -46,5 +55,21 @@ mod tests {
         assert!(upper != text && decode32(&upper).is_none());
         assert!(decode32(&text[..63]).is_none());
         assert!(decode32(b"zz").is_none());
+        for bad in [b'g', b'G', b'A', b'/', b':', b'`', 0x80, 0xff, 0] {
+            for at in [0, 1, 31, 63] {
+                let mut broken = text;
+                broken[at] = bad;
+                assert!(decode32(&broken).is_none(), "{bad:#x} at {at}");
+            }
+        }
+        let all: Vec<u8> = (0..32u8)
+            .flat_map(|i| {
+                [
+                    DIGITS[usize::from(i % 16)],
+                    DIGITS[usize::from(15 - i % 16)],
+                ]
+            })
+            .collect();
+        assert_eq!(decode32(&all).unwrap()[1], 0x1e);
     }
 }

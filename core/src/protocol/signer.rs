@@ -47,6 +47,20 @@ pub struct FrozenRequest {
     body_sha256: [u8; 64],
 }
 
+/// The rules of an operation's unchanging fields, a POST's key included.
+fn check_request(method: &str, path: &str, idempotency_key: &str) -> Result<()> {
+    fields::check_method(method)?;
+    fields::check_path(path)?;
+    fields::check_idempotency_key_or_empty(idempotency_key)?;
+    if method == "POST" && idempotency_key.is_empty() {
+        return Err(Error::invalid(
+            "idempotency_key",
+            "is required on every POST",
+        ));
+    }
+    Ok(())
+}
+
 impl FrozenRequest {
     /// Checks the fields and hashes the body. A POST must carry an
     /// idempotency key; an invalid field is an `invalid_argument` error
@@ -57,15 +71,7 @@ impl FrozenRequest {
         idempotency_key: &str,
         body: &[u8],
     ) -> Result<FrozenRequest> {
-        fields::check_method(method)?;
-        fields::check_path(path)?;
-        fields::check_idempotency_key_or_empty(idempotency_key)?;
-        if method == "POST" && idempotency_key.is_empty() {
-            return Err(Error::invalid(
-                "idempotency_key",
-                "is required on every POST",
-            ));
-        }
+        check_request(method, path, idempotency_key)?;
         Ok(FrozenRequest {
             method: method.to_owned(),
             path: path.to_owned(),
@@ -249,23 +255,42 @@ impl Signer {
         timestamp: u64,
         nonce: Nonce,
     ) -> SignedAttempt {
+        self.sign_checked(
+            &request.method,
+            &request.path,
+            &request.idempotency_key,
+            &request.body_sha256,
+            timestamp,
+            nonce,
+        )
+    }
+
+    /// Signs fields that already passed `check_request`.
+    fn sign_checked(
+        &self,
+        method: &str,
+        path: &str,
+        idempotency_key: &str,
+        body_sha256: &[u8; 64],
+        timestamp: u64,
+        nonce: Nonce,
+    ) -> SignedAttempt {
         let timestamp_text = TimestampText::new(timestamp);
         let parts = CanonicalParts {
-            method: &request.method,
-            path: &request.path,
+            method,
+            path,
             timestamp: timestamp_text.as_str(),
             nonce: nonce.as_str(),
-            idempotency_key: &request.idempotency_key,
+            idempotency_key,
         };
-        let signature = self.sign_digest(&parts, &request.body_sha256);
+        let signature = self.sign_digest(&parts, body_sha256);
         SignedAttempt {
             key_id: Arc::clone(&self.key_id),
             timestamp,
             timestamp_text,
             nonce,
             signature,
-            idempotency_key: (!request.idempotency_key.is_empty())
-                .then(|| request.idempotency_key.clone()),
+            idempotency_key: (!idempotency_key.is_empty()).then(|| idempotency_key.to_owned()),
         }
     }
 
@@ -281,8 +306,16 @@ impl Signer {
         timestamp: u64,
         nonce: Nonce,
     ) -> Result<SignedAttempt> {
-        let request = FrozenRequest::new(method, path, idempotency_key, body)?;
-        Ok(self.sign_frozen(&request, timestamp, nonce))
+        check_request(method, path, idempotency_key)?;
+        let body_sha256 = body_sha256_hex_bytes(body);
+        Ok(self.sign_checked(
+            method,
+            path,
+            idempotency_key,
+            &body_sha256,
+            timestamp,
+            nonce,
+        ))
     }
 }
 

@@ -145,7 +145,8 @@ impl Verifier {
         &self.config
     }
 
-    /// How many nonces are held for `key_id` (live or awaiting a sweep).
+    /// How many nonces are held for `key_id`: at least every live one, plus
+    /// expired ones whose slots are not yet reused or dropped.
     pub fn nonces_held(&self, key_id: &str) -> usize {
         self.keys.get(key_id).map_or(0, |k| k.nonces.len())
     }
@@ -176,6 +177,10 @@ impl Verifier {
             .with_server_time(now));
         }
 
+        // Start loading the nonce's cache line now; the signature check below
+        // hides the memory latency.
+        let located = entry.nonces.locate(signed.nonce);
+
         let idempotency_key = signed.idempotency_key.unwrap_or("");
         let parts = CanonicalParts {
             method: request.method,
@@ -195,7 +200,7 @@ impl Verifier {
         }
 
         let expires_at = signed.timestamp.saturating_add(self.config.window_seconds);
-        match entry.nonces.check_and_record(signed.nonce, expires_at, now) {
+        match entry.nonces.check_and_record(&located, expires_at, now) {
             Ok(()) => {}
             Err(Refusal::Reused) => return Err(refuse(
                 ErrorCode::NonceReused,

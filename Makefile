@@ -1,0 +1,19 @@
+# payidem: one entry point for tests, lint and benchmarks.
+# Needs only a Rust toolchain (cargo, rustfmt, clippy) for now.
+
+CARGO ?= cargo
+
+.PHONY: test lint bench
+
+## test: run every test of the workspace
+test:
+	$(CARGO) test --workspace
+
+## lint: formatting and clippy, warnings are errors
+lint:
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+## bench: criterion benchmarks and the nonce memory measurement (see BENCHMARKS.md)
+bench:
+	$(CARGO) bench -p payidem

@@ -130,7 +130,10 @@ fn main() {
     if counts.is_empty() {
         counts = vec![100_000, 1_000_000, 4_000_000];
     }
-    println!("nonce_memory: heap held by one Verifier (64 shards), per live nonce");
+    println!(
+        "nonce_memory: heap held by one Verifier ({} shards), per live nonce",
+        VerifierConfig::default().shards
+    );
     println!(
         "{:>10} {:>14} {:>10} {:>14} {:>10}  target <= {TARGET_BYTES_PER_NONCE}",
         "nonces", "held bytes", "B/nonce", "peak bytes", "peak B/n"

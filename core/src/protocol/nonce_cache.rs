@@ -1,5 +1,7 @@
 //! The replay cache: nonces seen per key id while inside the window.
 
+use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
+use std::ptr::NonNull;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -29,13 +31,6 @@ struct Bucket {
 
 const _: () = assert!(std::mem::size_of::<Bucket>() == 64);
 
-impl Bucket {
-    const EMPTY: Bucket = Bucket {
-        nonces: [[0; 16]; SLOTS],
-        expiries: [0; SLOTS],
-    };
-}
-
 enum Probe {
     /// The nonce is recorded at (bucket, slot).
     Found(usize, usize),
@@ -50,10 +45,90 @@ enum Probe {
     NoRoom,
 }
 
+/// Zeroed bucket memory (an all-zero bucket has three empty slots). A table of 2 MiB
+/// or more is aligned to 2 MiB and advised for transparent huge pages before
+/// it is first touched, so a lookup in a large cache rarely misses the TLB.
+struct BucketMemory {
+    ptr: NonNull<Bucket>,
+    len: usize,
+}
+
+const HUGE_PAGE: usize = 2 << 20;
+
+impl BucketMemory {
+    fn layout(len: usize) -> Layout {
+        let size = len
+            .checked_mul(std::mem::size_of::<Bucket>())
+            .expect("table size overflows");
+        let align = if size >= HUGE_PAGE {
+            HUGE_PAGE
+        } else {
+            std::mem::align_of::<Bucket>()
+        };
+        Layout::from_size_align(size, align).expect("table layout is valid")
+    }
+
+    fn zeroed(len: usize) -> BucketMemory {
+        if len == 0 {
+            return BucketMemory {
+                ptr: NonNull::dangling(),
+                len,
+            };
+        }
+        let layout = Self::layout(len);
+        // SAFETY: the layout has a non-zero size; the memory is zeroed before
+        // any Bucket is read from it, and all-zero is a valid Bucket.
+        unsafe {
+            let raw = alloc(layout);
+            let Some(ptr) = NonNull::new(raw.cast::<Bucket>()) else {
+                handle_alloc_error(layout);
+            };
+            #[cfg(any(target_os = "linux", target_os = "android"))]
+            if layout.align() == HUGE_PAGE {
+                // Only a hint: without huge pages the table works the same.
+                libc::madvise(raw.cast(), layout.size(), libc::MADV_HUGEPAGE);
+            }
+            std::ptr::write_bytes(raw, 0, layout.size());
+            BucketMemory { ptr, len }
+        }
+    }
+}
+
+impl Drop for BucketMemory {
+    fn drop(&mut self) {
+        if self.len > 0 {
+            // SAFETY: allocated in `zeroed` with this same layout.
+            unsafe { dealloc(self.ptr.as_ptr().cast(), Self::layout(self.len)) }
+        }
+    }
+}
+
+impl std::ops::Deref for BucketMemory {
+    type Target = [Bucket];
+
+    fn deref(&self) -> &[Bucket] {
+        // SAFETY: `ptr` holds `len` initialised buckets (or is dangling with
+        // `len` 0), owned by self.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl std::ops::DerefMut for BucketMemory {
+    fn deref_mut(&mut self) -> &mut [Bucket] {
+        // SAFETY: as in `deref`, and `&mut self` makes the access unique.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+// SAFETY: BucketMemory owns plain data, like a Vec<Bucket>.
+unsafe impl Send for BucketMemory {}
+// SAFETY: shared access only reads, like &[Bucket].
+unsafe impl Sync for BucketMemory {}
+
 /// An open-addressing table of nonces: linear probing over 64-byte buckets,
 /// so a lookup or an insert usually touches one cache line.
 struct Table {
-    buckets: Vec<Bucket>,
+    buckets: BucketMemory,
     /// Occupied slots, live or expired.
     used: usize,
     /// No occupied slot expires before this (a lower bound).
@@ -63,7 +138,7 @@ struct Table {
 impl Table {
     fn with_buckets(count: usize) -> Table {
         Table {
-            buckets: vec![Bucket::EMPTY; count],
+            buckets: BucketMemory::zeroed(count),
             used: 0,
             min_expiry: u32::MAX,
         }

@@ -33,7 +33,7 @@ impl Default for VerifierConfig {
         VerifierConfig {
             window_seconds: 300,
             nonce_capacity_per_key: 4_000_000,
-            shards: 64,
+            shards: 16,
         }
     }
 }

@@ -102,13 +102,13 @@ impl Context {
 /// The connection and the `synchronous` level it is set to.
 struct Conn {
     db: Connection,
-    sync: Sync,
+    sync: SyncLevel,
 }
 
 /// `PRAGMA synchronous` levels the journal uses. SQLite refuses to change
 /// the level inside a transaction, so it is set before each one begins.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Sync {
+enum SyncLevel {
     /// WAL mode: commit writes the WAL without fsync.
     Normal,
     /// WAL mode: commit fsyncs the WAL.
@@ -116,11 +116,11 @@ enum Sync {
 }
 
 impl Conn {
-    fn set_sync(&mut self, sync: Sync, ctx: &Context) -> Result<()> {
+    fn set_sync(&mut self, sync: SyncLevel, ctx: &Context) -> Result<()> {
         if self.sync != sync {
             let value = match sync {
-                Sync::Normal => "NORMAL",
-                Sync::Full => "FULL",
+                SyncLevel::Normal => "NORMAL",
+                SyncLevel::Full => "FULL",
             };
             self.db
                 .pragma_update(None, "synchronous", value)
@@ -290,9 +290,9 @@ impl SqliteJournal {
         schema::prepare(&mut db, &ctx)?;
         let mut conn = Conn {
             db,
-            sync: Sync::Full,
+            sync: SyncLevel::Full,
         };
-        conn.set_sync(Sync::Normal, &ctx)?;
+        conn.set_sync(SyncLevel::Normal, &ctx)?;
         Ok(SqliteJournal {
             ctx,
             conn: Mutex::new(conn),
@@ -321,7 +321,7 @@ impl SqliteJournal {
     fn write<T>(
         &self,
         action: &str,
-        sync: Sync,
+        sync: SyncLevel,
         f: impl FnOnce(&Transaction<'_>) -> Result<T>,
     ) -> Result<T> {
         let mut guard = self.lock();
@@ -401,7 +401,7 @@ impl SqliteJournal {
         lease: &Lease,
         attempts: u32,
         now: u64,
-        sync: Sync,
+        sync: SyncLevel,
         action: &str,
     ) -> Result<AttemptOutcome> {
         self.write(action, sync, |tx| {
@@ -409,7 +409,7 @@ impl SqliteJournal {
             if !rules::lease_held(owner.as_deref(), lease) {
                 return Err(rules::lease_lost(order_id, &key));
             }
-            if state == OperationState::Pending.as_str() && sync != Sync::Full {
+            if state == OperationState::Pending.as_str() && sync != SyncLevel::Full {
                 return Ok(AttemptOutcome::NeedsFull);
             }
             tx.execute(
@@ -434,7 +434,7 @@ impl Journal for SqliteJournal {
         rules::check_now(now)?;
         rules::check_lease(lease)?;
         let action = format!("open order id {:?}", operation.order_id);
-        self.write(&action, Sync::Normal, |tx| {
+        self.write(&action, SyncLevel::Normal, |tx| {
             if let Some(stored) = self.load(tx, &operation.order_id, &action)? {
                 rules::same_request(&stored.record.operation, operation)?;
                 if stored.record.state.is_settled() {
@@ -488,7 +488,7 @@ impl Journal for SqliteJournal {
         rules::check_now(now)?;
         rules::check_lease(lease)?;
         let action = format!("claim order id {order_id:?}");
-        self.write(&action, Sync::Normal, |tx| {
+        self.write(&action, SyncLevel::Normal, |tx| {
             let stored = self
                 .load(tx, order_id, &action)?
                 .ok_or_else(|| rules::unknown_order(order_id))?;
@@ -526,9 +526,9 @@ impl Journal for SqliteJournal {
             .map_err(|e| self.ctx.db(&action, e))?
             .map_or(true, |state| state == OperationState::Pending.as_str());
         let first = if was_pending {
-            Sync::Full
+            SyncLevel::Full
         } else {
-            Sync::Normal
+            SyncLevel::Normal
         };
         match self.try_record_attempt(order_id, lease, attempts, now, first, &action)? {
             AttemptOutcome::Recorded => Ok(()),
@@ -538,7 +538,7 @@ impl Journal for SqliteJournal {
                     lease,
                     attempts,
                     now,
-                    Sync::Full,
+                    SyncLevel::Full,
                     &action,
                 )? {
                     AttemptOutcome::Recorded => Ok(()),
@@ -571,7 +571,7 @@ impl Journal for SqliteJournal {
             })?),
             None => None,
         };
-        self.write(&action, Sync::Normal, |tx| {
+        self.write(&action, SyncLevel::Normal, |tx| {
             let (owner, key, _) = self.holder(tx, order_id, &action)?;
             if !rules::lease_held(owner.as_deref(), lease) {
                 return Err(rules::lease_lost(order_id, &key));
@@ -597,7 +597,7 @@ impl Journal for SqliteJournal {
 
     fn release(&self, order_id: &str, lease: &Lease) -> Result<()> {
         let action = format!("release order id {order_id:?}");
-        self.write(&action, Sync::Normal, |tx| {
+        self.write(&action, SyncLevel::Normal, |tx| {
             self.holder(tx, order_id, &action)?;
             tx.execute(
                 "UPDATE operations SET lease_owner = NULL, lease_expires = NULL
@@ -653,7 +653,7 @@ impl Journal for SqliteJournal {
             "DELETE FROM operations WHERE state IN ({}) AND updated_at {cmp} ?1",
             settled.join(", ")
         );
-        self.write(action, Sync::Normal, |tx| {
+        self.write(action, SyncLevel::Normal, |tx| {
             tx.execute(&sql, [sql_time(bound)])
                 .map_err(|e| self.ctx.db(action, e))
         })

@@ -1,0 +1,325 @@
+//! What only the SQLite journal promises: durability across restarts,
+//! sharing one file between handles, and refusing files it must not use.
+
+use std::path::Path;
+use std::sync::Barrier;
+use std::time::Duration;
+
+use payidem::journal::{
+    Journal, Lease, NewOperation, Opened, OperationState, SqliteJournal, SqliteJournalOptions,
+    StoredResponse, SCHEMA_VERSION,
+};
+use payidem::{Error, ErrorCode};
+
+fn op(order_id: &str, body: &[u8]) -> NewOperation {
+    NewOperation {
+        order_id: order_id.into(),
+        idempotency_key: format!("key-{order_id}"),
+        method: "POST".into(),
+        path: "/payments".into(),
+        body: body.to_vec(),
+        body_sha256: payidem::protocol::body_sha256_hex(body),
+        status_path: None,
+    }
+}
+
+fn lease(owner: &str, expires_at: u64) -> Lease {
+    Lease {
+        owner: owner.into(),
+        expires_at,
+    }
+}
+
+fn open(path: &Path) -> SqliteJournal {
+    SqliteJournal::open(path, SqliteJournalOptions::default()).unwrap()
+}
+
+fn open_err(path: &Path) -> Error {
+    SqliteJournal::open(path, SqliteJournalOptions::default()).expect_err("must refuse")
+}
+
+fn assert_journal_error(err: &Error, path: &Path, words: &str) {
+    assert_eq!(err.code(), ErrorCode::Journal, "{err}");
+    assert!(
+        err.message().contains(&path.display().to_string()),
+        "path missing: {err}"
+    );
+    assert!(err.message().contains(words), "{words:?} missing: {err}");
+}
+
+#[test]
+fn everything_survives_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.db");
+    let answer = StoredResponse {
+        status: 201,
+        headers: vec![
+            ("Idempotent-Replayed".into(), "true".into()),
+            ("X-A".into(), "é \"q\"".into()),
+        ],
+        body: b"{\"id\":\"pay_1\"}\0\xff".to_vec(),
+        replayed: true,
+    };
+    let before = {
+        let j = open(&path);
+        let a = lease("a", 1_000);
+        for (id, state) in [
+            ("pending", OperationState::Pending),
+            ("in-flight", OperationState::InFlight),
+            ("unknown", OperationState::Unknown),
+            ("succeeded", OperationState::Succeeded),
+        ] {
+            j.open(&op(id, id.as_bytes()), &a, 10).unwrap();
+            if state != OperationState::Pending {
+                j.record_attempt(id, &a, 3, 11).unwrap();
+            }
+            if state == OperationState::Unknown {
+                j.finish(id, &a, state, None, 12).unwrap();
+            }
+            if state == OperationState::Succeeded {
+                j.finish(id, &a, state, Some(&answer), 12).unwrap();
+            }
+        }
+        j.list(&OperationState::ALL).unwrap()
+    };
+    assert_eq!(before.len(), 4);
+    let j = open(&path);
+    assert_eq!(j.list(&OperationState::ALL).unwrap(), before);
+    assert_eq!(j.get("succeeded").unwrap().unwrap().response, Some(answer));
+    // Leases survive too: `a` still holds the pending and in-flight ones.
+    assert_eq!(
+        j.claim("pending", &lease("b", 2_000), 500)
+            .unwrap_err()
+            .code(),
+        ErrorCode::OperationBusy
+    );
+    assert_eq!(
+        j.claim("in-flight", &lease("b", 2_000), 500)
+            .unwrap_err()
+            .code(),
+        ErrorCode::OperationBusy
+    );
+    assert!(matches!(
+        j.claim("unknown", &lease("b", 2_000), 500).unwrap(),
+        Opened::Resumable(_)
+    ));
+}
+
+#[test]
+fn one_lease_winner_among_eight_threads_on_two_handles() {
+    const ORDERS: usize = 25;
+    const THREADS: usize = 8;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.db");
+    let handles = [open(&path), open(&path)];
+    let operations: Vec<NewOperation> = (0..ORDERS)
+        .map(|i| op(&format!("order-{i}"), &[i as u8]))
+        .collect();
+    let barrier = Barrier::new(THREADS);
+    let outcome = |result: payidem::Result<Opened>| -> &'static str {
+        match result {
+            Ok(Opened::Created(_)) => "created",
+            Ok(Opened::Resumable(_)) => "resumable",
+            Ok(Opened::Settled(_)) => "settled",
+            Err(e) if e.code() == ErrorCode::OperationBusy => "busy",
+            Err(_) => "error",
+        }
+    };
+
+    // Phase 1: every thread opens every order. Phase 2: the winners finish
+    // as unknown. Phase 3: every thread claims every order. Threads never
+    // panic between barriers, so a failure cannot leave the others waiting.
+    let results: Vec<Vec<(usize, &str, &str)>> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let j = &handles[t % 2];
+                let (operations, barrier) = (&operations, &barrier);
+                s.spawn(move || {
+                    let me = lease(&format!("owner-{t}"), 1_000);
+                    let mut seen = Vec::new();
+                    barrier.wait();
+                    for o in operations {
+                        seen.push((1, o.order_id.as_str(), outcome(j.open(o, &me, 10))));
+                    }
+                    barrier.wait();
+                    for (_, id, what) in seen.clone() {
+                        if what == "created" {
+                            let done = j.finish(id, &me, OperationState::Unknown, None, 20);
+                            seen.push((2, id, if done.is_ok() { "finished" } else { "error" }));
+                        }
+                    }
+                    barrier.wait();
+                    for o in operations {
+                        seen.push((
+                            3,
+                            o.order_id.as_str(),
+                            outcome(j.claim(&o.order_id, &me, 30)),
+                        ));
+                    }
+                    seen
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    let all: Vec<&(usize, &str, &str)> = results.iter().flatten().collect();
+    for o in &operations {
+        let count = |phase: usize, what: &str| {
+            all.iter()
+                .filter(|(p, id, w)| *p == phase && *id == o.order_id && *w == what)
+                .count()
+        };
+        assert_eq!(
+            (count(1, "created"), count(1, "busy")),
+            (1, THREADS - 1),
+            "{}",
+            o.order_id
+        );
+        assert_eq!(count(2, "finished"), 1, "{}", o.order_id);
+        assert_eq!(
+            (count(3, "resumable"), count(3, "busy")),
+            (1, THREADS - 1),
+            "{}",
+            o.order_id
+        );
+    }
+    assert_eq!(
+        handles[0].list(&[OperationState::Unknown]).unwrap().len(),
+        ORDERS
+    );
+}
+
+#[test]
+fn fresh_file_gets_the_schema_in_wal_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.db");
+    std::fs::write(&path, b"").unwrap();
+    drop(open(&path));
+    drop(open(&path));
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    let version: u32 = raw
+        .query_row(
+            "SELECT value FROM meta WHERE key = 'schema_version'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(version, SCHEMA_VERSION);
+    let mode: String = raw
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode, "wal");
+}
+
+#[test]
+fn newer_schema_is_refused_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.db");
+    {
+        let j = open(&path);
+        j.open(&op("o", b"x"), &lease("a", 100), 1).unwrap();
+    }
+    {
+        let raw = rusqlite::Connection::open(&path).unwrap();
+        raw.execute(
+            "UPDATE meta SET value = ?1 WHERE key = 'schema_version'",
+            [SCHEMA_VERSION + 1],
+        )
+        .unwrap();
+    }
+    let bytes = std::fs::read(&path).unwrap();
+    let err = open_err(&path);
+    assert_journal_error(&err, &path, "newer");
+    assert_eq!(std::fs::read(&path).unwrap(), bytes);
+}
+
+#[test]
+fn garbage_file_is_refused_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.db");
+    let mut garbage = vec![0u8; 8192];
+    getrandom::getrandom(&mut garbage).unwrap();
+    garbage[..4].copy_from_slice(b"junk");
+    std::fs::write(&path, &garbage).unwrap();
+    assert_journal_error(&open_err(&path), &path, "not a SQLite database");
+    assert_eq!(std::fs::read(&path).unwrap(), garbage);
+}
+
+#[test]
+fn foreign_database_is_refused_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("app.db");
+    {
+        let raw = rusqlite::Connection::open(&path).unwrap();
+        raw.execute_batch(
+            "CREATE TABLE customers (id INTEGER PRIMARY KEY); INSERT INTO customers VALUES (1);",
+        )
+        .unwrap();
+    }
+    let bytes = std::fs::read(&path).unwrap();
+    assert_journal_error(&open_err(&path), &path, "not a payidem journal");
+    assert_eq!(std::fs::read(&path).unwrap(), bytes);
+}
+
+#[test]
+fn unopenable_paths_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("regular-file");
+    std::fs::write(&file, b"not a directory").unwrap();
+    let under_file = file.join("journal.db");
+    assert_journal_error(&open_err(&under_file), &under_file, "cannot open");
+    let missing_dir = dir.path().join("missing").join("journal.db");
+    assert_journal_error(&open_err(&missing_dir), &missing_dir, "cannot open");
+    let in_proc = Path::new("/proc/payidem-journal-test.db");
+    assert_eq!(open_err(in_proc).code(), ErrorCode::Journal);
+    assert!(!in_proc.exists());
+    // An in-memory database is no journal: never a silent fallback.
+    assert_journal_error(
+        &open_err(Path::new(":memory:")),
+        Path::new(":memory:"),
+        "WAL",
+    );
+}
+
+#[test]
+fn lock_held_past_the_busy_timeout_is_a_journal_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.db");
+    let options = SqliteJournalOptions {
+        busy_timeout: Duration::from_millis(50),
+    };
+    let j = SqliteJournal::open(&path, options.clone()).unwrap();
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    raw.execute_batch("BEGIN IMMEDIATE").unwrap();
+
+    let err = j.open(&op("o", b"x"), &lease("a", 100), 1).unwrap_err();
+    assert_journal_error(&err, &path, "locked");
+    assert!(err.message().contains("order id \"o\""), "{err}");
+    let err = SqliteJournal::open(&path, options).unwrap_err();
+    assert_journal_error(&err, &path, "locked");
+
+    raw.execute_batch("COMMIT").unwrap();
+    assert!(matches!(
+        j.open(&op("o", b"x"), &lease("a", 100), 1).unwrap(),
+        Opened::Created(_)
+    ));
+}
+
+#[test]
+fn errors_never_carry_the_body() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.db");
+    let j = open(&path);
+    let secret_body = b"card=4111111111111111";
+    j.open(&op("o", secret_body), &lease("a", 100), 1).unwrap();
+    let mut other = op("o", secret_body);
+    other.method = "PUT".into();
+    for err in [
+        j.open(&other, &lease("a", 100), 2).unwrap_err(),
+        j.open(&op("o", secret_body), &lease("b", 100), 2)
+            .unwrap_err(),
+    ] {
+        assert!(!err.to_string().contains("4111"), "{err}");
+        assert!(!format!("{err:?}").contains("4111"), "{err:?}");
+    }
+}

@@ -1,6 +1,10 @@
 //! Shared helpers of payidem's end-to-end tests, chaos test and demo: a
 //! mock platform on loopback and clients wired to it.
 
+pub mod plan;
+pub mod report;
+pub mod worker;
+
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;

@@ -12,7 +12,9 @@ use std::time::Duration;
 use payidem::client::{AttemptEvent, EventHook, RetryBudgetConfig};
 use payidem::policy::RetryPolicy;
 use payidem::{Client, ClientConfig, JournalChoice, OperationSpec};
-use payidem_mock::{MockConfig, MockServer, DEFAULT_KEY_ID, DEFAULT_SECRET};
+use payidem_mock::{
+    FaultKind, FaultSettings, MockConfig, MockServer, DEFAULT_KEY_ID, DEFAULT_SECRET,
+};
 
 /// A mock platform on 127.0.0.1 with a free port, control routes on.
 pub fn start_mock() -> MockServer {
@@ -29,6 +31,29 @@ pub fn start_mock_with(config: MockConfig) -> MockServer {
         ..config
     };
     MockServer::start(config).expect("the mock platform starts")
+}
+
+/// The chaos mix: every fault kind on, 44 % of operation attempts and 10 %
+/// of status queries faulted, `delay_after_commit` holding answers 600 ms
+/// (longer than a worker's request timeout).
+pub fn chaos_faults() -> FaultSettings {
+    let mut f = FaultSettings::none();
+    for (kind, p) in [
+        (FaultKind::Error500BeforeCommit, 0.06),
+        (FaultKind::Error500AfterCommit, 0.06),
+        (FaultKind::Error502, 0.06),
+        (FaultKind::Error503, 0.02),
+        (FaultKind::Error429, 0.02),
+        (FaultKind::Timeout504BeforeCommit, 0.06),
+        (FaultKind::Timeout504AfterCommit, 0.06),
+        (FaultKind::DropAfterCommit, 0.06),
+        (FaultKind::DelayAfterCommit, 0.04),
+        (FaultKind::StatusError503, 0.10),
+    ] {
+        f.set(kind, p).expect("the chaos mix is valid");
+    }
+    f.delay_ms = 600;
+    f
 }
 
 /// Retry settings fast enough for tests: short backoff, short timeouts.

@@ -9,35 +9,15 @@ use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use payidem_e2e::chaos_faults;
 use payidem_e2e::plan::Plan;
 use payidem_e2e::report::Figures;
 use payidem_e2e::worker::WorkerArgs;
-use payidem_mock::{FaultKind, FaultSettings, MockConfig, MockServer};
+use payidem_mock::{FaultKind, MockConfig, MockServer};
 
 const ORDERS: usize = 2000;
 const KILLS: usize = 22;
 const THREADS: usize = 12;
-
-/// Every kind on, 44 % of POSTs and 10 % of status queries.
-fn chaos_faults() -> FaultSettings {
-    let mut f = FaultSettings::none();
-    for (kind, p) in [
-        (FaultKind::Error500BeforeCommit, 0.06),
-        (FaultKind::Error500AfterCommit, 0.06),
-        (FaultKind::Error502, 0.06),
-        (FaultKind::Error503, 0.02),
-        (FaultKind::Error429, 0.02),
-        (FaultKind::Timeout504BeforeCommit, 0.06),
-        (FaultKind::Timeout504AfterCommit, 0.06),
-        (FaultKind::DropAfterCommit, 0.06),
-        (FaultKind::DelayAfterCommit, 0.04),
-        (FaultKind::StatusError503, 0.10),
-    ] {
-        f.set(kind, p).unwrap();
-    }
-    f.delay_ms = 600;
-    f
-}
 
 /// A xorshift stream for the kill moments (reproducible).
 struct Dice(u64);

@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 
-.PHONY: test lint bench
+.PHONY: test lint bench demo
 
 ## test: run every test of the workspace
 test:
@@ -17,3 +17,8 @@ lint:
 ## bench: criterion benchmarks and the nonce memory measurement (see BENCHMARKS.md)
 bench:
 	$(CARGO) bench -p payidem
+
+## demo: the main job (see README)
+demo:
+	$(CARGO) build --release -p payidem-mock -p payidem-e2e
+	$(CARGO) run --release -p payidem-e2e --bin payidem-demo

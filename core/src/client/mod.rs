@@ -350,8 +350,7 @@ impl Client {
                         elapsed: started.elapsed(),
                     };
                     let reaction = op.handle(reply, after, &OsEntropy);
-                    self.clock_offset
-                        .store(op.clock_offset().seconds(), Ordering::Relaxed);
+                    self.note_clock_offset(reaction.next, op.clock_offset());
                     let mut next = reaction.next;
                     if matches!(next, NextAction::RetryLater | NextAction::QueryLater) {
                         let cost = if event_base.timed_out {
@@ -418,6 +417,15 @@ impl Client {
         settlement.into_result(&order_id, &key, op.attempts())
     }
 
+    /// Shares the offset a call has just learnt from the platform. A call
+    /// that learnt nothing leaves the shared offset alone: it may have
+    /// started before another call learnt a newer one.
+    fn note_clock_offset(&self, next: NextAction, offset: ClockOffset) {
+        if next == NextAction::AdjustClock {
+            self.clock_offset.store(offset.seconds(), Ordering::Relaxed);
+        }
+    }
+
     fn emit(&self, event: AttemptEvent) {
         if let Some(hook) = &self.hook {
             // A failing logger must not abandon a payment half-way.
@@ -480,5 +488,31 @@ fn sleep_unless_cancelled(wait: Duration, cancelled: &dyn Fn() -> bool) -> bool 
             return true;
         }
         std::thread::sleep((until - now).min(SLICE));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_call_that_learnt_no_offset_keeps_the_one_another_call_learnt() {
+        let mut config = ClientConfig::new("http://127.0.0.1:9", "key_test_1");
+        config.journal = JournalChoice::Memory;
+        let client = Client::new(config, b"0123456789abcdef0123").unwrap();
+        // Call A learns the platform's clock.
+        client.note_clock_offset(NextAction::AdjustClock, ClockOffset::from_seconds(3600));
+        // Call B started before that, with offset 0, and settles.
+        for next in [
+            NextAction::Settle,
+            NextAction::RetryLater,
+            NextAction::QueryStatus,
+        ] {
+            client.note_clock_offset(next, ClockOffset::ZERO);
+        }
+        assert_eq!(client.clock_offset().seconds(), 3600);
+        // A later adjustment replaces it.
+        client.note_clock_offset(NextAction::AdjustClock, ClockOffset::from_seconds(-5));
+        assert_eq!(client.clock_offset().seconds(), -5);
     }
 }

@@ -641,8 +641,8 @@ extern "C" {
  * Threads: safe from any thread.
  * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `options_json` (not a JSON
  * object), an option (missing, mistyped, unknown or out of range, e.g.
- * `base_url`, `max_attempts`, `key_retention_secs`), `key_id`, `secret` or
- * `client_out`; `PAYIDEM_JOURNAL_ERROR` when the journal cannot be opened.
+ * `base_url`, `retry.max_attempts`, `key_retention_s`), `key_id`, `secret`
+ * or `client_out`; `PAYIDEM_JOURNAL_ERROR` when the journal cannot be opened.
  */
 payidem_result payidem_client_new(const char *options_json,
                                   const uint8_t *secret,
@@ -1367,7 +1367,9 @@ void payidem_signed_attempt_free(struct payidem_signed_attempt *attempt);
  * Creates a verifier with a timestamp window of `window_seconds` (300 in
  * protocol v1; 0 means exactly equal) and at most
  * `nonce_capacity_per_key` live nonces per key id (past it verification
- * fails closed with `PAYIDEM_REPLAY_CACHE_FULL`). Add key ids with
+ * fails closed with `PAYIDEM_REPLAY_CACHE_FULL`; the cache is split in up
+ * to 64 shards of equal size, so a capacity below 64 is exact and a larger
+ * one is rounded up to a multiple of 64). Add key ids with
  * `payidem_verifier_add_key`.
  *
  * Ownership: on success `*verifier_out` receives a new verifier the caller

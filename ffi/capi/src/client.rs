@@ -213,8 +213,8 @@ fn deliver(callback: &RwLock<Option<EventCallback>>, event: &AttemptEvent) {
 /// Threads: safe from any thread.
 /// Errors: `PAYIDEM_INVALID_ARGUMENT` naming `options_json` (not a JSON
 /// object), an option (missing, mistyped, unknown or out of range, e.g.
-/// `base_url`, `max_attempts`, `key_retention_secs`), `key_id`, `secret` or
-/// `client_out`; `PAYIDEM_JOURNAL_ERROR` when the journal cannot be opened.
+/// `base_url`, `retry.max_attempts`, `key_retention_s`), `key_id`, `secret`
+/// or `client_out`; `PAYIDEM_JOURNAL_ERROR` when the journal cannot be opened.
 #[no_mangle]
 pub unsafe extern "C" fn payidem_client_new(
     options_json: *const c_char,
@@ -233,8 +233,9 @@ pub unsafe extern "C" fn payidem_client_new(
         let config = options::parse(json)?;
         let callback: Arc<RwLock<Option<EventCallback>>> = Arc::new(RwLock::new(None));
         let hook_target = Arc::clone(&callback);
-        let inner =
-            Client::new(config, secret)?.with_event_hook(Arc::new(move |event: &AttemptEvent| {
+        let inner = Client::new(config, secret)
+            .map_err(|e| FfiError::from(e).rename_field(options::option_of_field))?
+            .with_event_hook(Arc::new(move |event: &AttemptEvent| {
                 deliver(&hook_target, event)
             }));
         slot.write(Box::into_raw(Box::new(payidem_client { inner, callback })));

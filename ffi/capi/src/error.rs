@@ -62,6 +62,23 @@ impl FfiError {
         e
     }
 
+    /// The same error with its field (and the message's leading field name)
+    /// renamed by `rename`, e.g. from a core field to the option that sets it.
+    pub(crate) fn rename_field(
+        mut self,
+        rename: impl Fn(&str) -> Option<&'static str>,
+    ) -> FfiError {
+        if let Some(old) = self.detail.field.clone() {
+            if let Some(new) = rename(&old) {
+                if let Some(rest) = self.detail.message.strip_prefix(old.as_str()) {
+                    self.detail.message = format!("{new}{rest}");
+                }
+                self.detail.field = Some(new.to_owned());
+            }
+        }
+        self
+    }
+
     /// `PAYIDEM_INTERNAL_ERROR`.
     pub(crate) fn internal(message: String) -> FfiError {
         FfiError::new(payidem_result::PAYIDEM_INTERNAL_ERROR, message)

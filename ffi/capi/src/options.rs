@@ -78,6 +78,19 @@ pub(crate) fn parse(json: &str) -> Result<ClientConfig, FfiError> {
     Ok(config)
 }
 
+/// The option that sets a field core names in its configuration errors.
+pub(crate) fn option_of_field(field: &str) -> Option<&'static str> {
+    Some(match field {
+        "max_attempts" => "retry.max_attempts",
+        "backoff_base" => "retry.base_ms",
+        "deadline" => "retry.deadline_ms",
+        "request_timeout" => "request_timeout_ms",
+        "connect_timeout" => "connect_timeout_ms",
+        "key_retention_secs" => "key_retention_s",
+        _ => return None,
+    })
+}
+
 const ROOT_KEYS: &[&str] = &[
     "base_url",
     "key_id",

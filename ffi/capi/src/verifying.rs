@@ -23,7 +23,9 @@ pub struct payidem_verifier {
 /// Creates a verifier with a timestamp window of `window_seconds` (300 in
 /// protocol v1; 0 means exactly equal) and at most
 /// `nonce_capacity_per_key` live nonces per key id (past it verification
-/// fails closed with `PAYIDEM_REPLAY_CACHE_FULL`). Add key ids with
+/// fails closed with `PAYIDEM_REPLAY_CACHE_FULL`; the cache is split in up
+/// to 64 shards of equal size, so a capacity below 64 is exact and a larger
+/// one is rounded up to a multiple of 64). Add key ids with
 /// `payidem_verifier_add_key`.
 ///
 /// Ownership: on success `*verifier_out` receives a new verifier the caller
@@ -41,10 +43,15 @@ pub unsafe extern "C" fn payidem_verifier_new(
 ) -> payidem_result {
     guard(err_out, || {
         let slot = out(verifier_out, "verifier_out")?;
+        // Fewer shards than nonces, so that a small capacity is exact.
+        let shards = VerifierConfig::default()
+            .shards
+            .min(nonce_capacity_per_key)
+            .max(1);
         let inner = Verifier::new(VerifierConfig {
             window_seconds,
             nonce_capacity_per_key,
-            ..VerifierConfig::default()
+            shards,
         })?;
         slot.write(Box::into_raw(Box::new(payidem_verifier {
             inner: RwLock::new(inner),

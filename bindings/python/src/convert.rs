@@ -1,10 +1,13 @@
 //! Python values to the core's argument types, with typed errors.
 
+use std::ffi::CStr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use payidem::protocol::headers;
 use pyo3::exceptions::PyTypeError;
+use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyInt, PyString};
+use pyo3::types::{PyBytes, PyDict, PyInt, PyString};
 
 use crate::errors::invalid;
 
@@ -73,55 +76,103 @@ pub(crate) fn timestamp_text(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResu
     unix_seconds(py, "timestamp", Some(value)).map(|t| t.to_string())
 }
 
-/// Headers given as a mapping (`dict`, any object with `items()`) or as a
-/// sequence of `(name, value)` pairs; names and values must be `str`.
-pub(crate) fn header_pairs(value: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<(String, String)>> {
-    let Some(value) = value else {
-        return Ok(Vec::new());
-    };
-    if value.is_none() {
-        return Ok(Vec::new());
-    }
-    let pair = |item: Bound<'_, PyAny>| -> PyResult<(String, String)> {
-        let (name, value): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item.extract().map_err(|_| {
-            PyTypeError::new_err("headers must be a mapping or a sequence of (name, value) pairs")
-        })?;
-        let text = |v: &Bound<'_, PyAny>| -> PyResult<String> {
-            v.cast::<PyString>()
-                .map_err(|_| PyTypeError::new_err("header names and values must be str"))?
-                .to_cow()
-                .map(std::borrow::Cow::into_owned)
-        };
-        Ok((text(&name)?, text(&value)?))
-    };
-    if let Ok(dict) = value.cast::<PyDict>() {
-        return dict.items().iter().map(pair).collect();
-    }
-    if value.is_instance_of::<PyString>() || value.is_instance_of::<pyo3::types::PyBytes>() {
-        return Err(PyTypeError::new_err(
-            "headers must be a mapping or a sequence of (name, value) pairs",
-        ));
-    }
-    let items = if value.hasattr("items")? {
-        value.call_method0("items")?
-    } else {
-        value.clone()
-    };
-    items
-        .try_iter()
-        .map_err(|_| {
-            PyTypeError::new_err("headers must be a mapping or a sequence of (name, value) pairs")
-        })?
-        .map(|item| pair(item?))
-        .collect()
+/// Text held by Python as UTF-8 bytes, borrowed as `&str` without a copy,
+/// or one of the protocol's header names.
+pub(crate) enum Utf8<'py> {
+    Held(Bound<'py, PyBytes>),
+    Known(&'static str),
 }
 
-/// Borrows owned header pairs as the core's `(&str, &str)` slices.
-pub(crate) fn borrowed(pairs: &[(String, String)]) -> Vec<(&str, &str)> {
-    pairs
-        .iter()
-        .map(|(n, v)| (n.as_str(), v.as_str()))
-        .collect()
+/// Header names compared without encoding (the spelling `Signer` sends).
+const KNOWN_NAMES: [(&CStr, &str); 5] = [
+    (c"X-Api-Key", headers::API_KEY),
+    (c"X-Timestamp", headers::TIMESTAMP),
+    (c"X-Nonce", headers::NONCE),
+    (c"X-Signature", headers::SIGNATURE),
+    (c"Idempotency-Key", headers::IDEMPOTENCY_KEY),
+];
+
+impl<'py> Utf8<'py> {
+    /// The UTF-8 of a `str`; anything else is a `TypeError` naming `what`.
+    pub(crate) fn of(value: &Bound<'py, PyAny>, what: &str) -> PyResult<Utf8<'py>> {
+        let text = value
+            .cast::<PyString>()
+            .map_err(|_| PyTypeError::new_err(format!("{what} must be str")))?;
+        Ok(Utf8::Held(text.encode_utf8()?))
+    }
+
+    /// Like [`Utf8::of`], recognising the protocol's header names as spelt
+    /// by `Signer` without encoding them.
+    fn header_name(value: &Bound<'py, PyAny>) -> PyResult<Utf8<'py>> {
+        if let Ok(text) = value.cast::<PyString>() {
+            for (c_name, name) in KNOWN_NAMES {
+                // SAFETY: `text` is a live `str` we hold a reference to and
+                // `c_name` is NUL-terminated ASCII; the call never raises.
+                if unsafe { ffi::PyUnicode_CompareWithASCIIString(text.as_ptr(), c_name.as_ptr()) }
+                    == 0
+                {
+                    return Ok(Utf8::Known(name));
+                }
+            }
+        }
+        Utf8::of(value, "header names and values")
+    }
+
+    pub(crate) fn as_str(&self) -> PyResult<&str> {
+        match self {
+            Utf8::Known(name) => Ok(name),
+            Utf8::Held(bytes) => std::str::from_utf8(bytes.as_bytes())
+                .map_err(|_| PyTypeError::new_err("str did not encode to UTF-8")),
+        }
+    }
+}
+
+const HEADERS_SHAPE: &str = "headers must be a mapping or a sequence of (name, value) pairs";
+
+/// Headers given as a mapping (`dict`, any object with `items()`) or as a
+/// sequence of `(name, value)` pairs; names and values must be `str`.
+pub(crate) struct HeaderTexts<'py>(Vec<(Utf8<'py>, Utf8<'py>)>);
+
+impl<'py> HeaderTexts<'py> {
+    pub(crate) fn collect(value: Option<&Bound<'py, PyAny>>) -> PyResult<HeaderTexts<'py>> {
+        let mut held = Vec::new();
+        let Some(value) = value.filter(|v| !v.is_none()) else {
+            return Ok(HeaderTexts(held));
+        };
+        let text = |v: &Bound<'py, PyAny>| Utf8::of(v, "header names and values");
+        if let Ok(dict) = value.cast::<PyDict>() {
+            for (name, value) in dict.iter() {
+                held.push((Utf8::header_name(&name)?, text(&value)?));
+            }
+            return Ok(HeaderTexts(held));
+        }
+        if value.is_instance_of::<PyString>() || value.is_instance_of::<PyBytes>() {
+            return Err(PyTypeError::new_err(HEADERS_SHAPE));
+        }
+        let items = if value.hasattr("items")? {
+            value.call_method0("items")?
+        } else {
+            value.clone()
+        };
+        let iter = items
+            .try_iter()
+            .map_err(|_| PyTypeError::new_err(HEADERS_SHAPE))?;
+        for item in iter {
+            let (name, value): (Bound<'py, PyAny>, Bound<'py, PyAny>) = item?
+                .extract()
+                .map_err(|_| PyTypeError::new_err(HEADERS_SHAPE))?;
+            held.push((Utf8::header_name(&name)?, text(&value)?));
+        }
+        Ok(HeaderTexts(held))
+    }
+
+    /// The headers as the core's `(&str, &str)` pairs.
+    pub(crate) fn pairs(&self) -> PyResult<Vec<(&str, &str)>> {
+        self.0
+            .iter()
+            .map(|(n, v)| Ok((n.as_str()?, v.as_str()?)))
+            .collect()
+    }
 }
 
 /// A whole number for `field` in `0..=max`.

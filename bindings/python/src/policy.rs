@@ -4,7 +4,7 @@ use pyo3::prelude::*;
 
 use payidem::policy::{self, AttemptResult, Decision, Failure};
 
-use crate::convert::{borrowed, header_pairs, unix_seconds};
+use crate::convert::{unix_seconds, HeaderTexts};
 use crate::errors::invalid;
 
 /// The decision as a tuple `(kind, replayed, error, unknown, seconds,
@@ -29,8 +29,8 @@ pub(crate) fn decide(
     has_status_path: bool,
     now: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<DecisionTuple> {
-    let pairs = header_pairs(headers)?;
-    let headers = borrowed(&pairs);
+    let texts = HeaderTexts::collect(headers)?;
+    let headers = texts.pairs()?;
     let now = unix_seconds(py, "now", now)?;
     let result = match outcome.as_str() {
         "response" => {

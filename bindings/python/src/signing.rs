@@ -63,7 +63,7 @@ impl Signer {
     }
 
     /// The signature (64 lower-case hex digits) of explicit canonical parts.
-    #[pyo3(signature = (method, path, timestamp, nonce, idempotency_key = String::new(), body = None))]
+    #[pyo3(signature = (method, path, timestamp, nonce, idempotency_key = None, body = None))]
     fn sign(
         &self,
         py: Python<'_>,
@@ -71,10 +71,11 @@ impl Signer {
         path: String,
         timestamp: &Bound<'_, PyAny>,
         nonce: String,
-        idempotency_key: String,
+        idempotency_key: Option<String>,
         body: Option<&[u8]>,
     ) -> PyResult<String> {
         let body = body.unwrap_or_default();
+        let idempotency_key = idempotency_key.unwrap_or_default();
         let timestamp = timestamp_text(py, timestamp)?;
         let parts = CanonicalParts {
             method: &method,
@@ -97,17 +98,18 @@ impl Signer {
 
 /// `method\npath\ntimestamp\nnonce\nidempotency_key\nbody_sha256`, checked.
 #[pyfunction]
-#[pyo3(signature = (method, path, timestamp, nonce, idempotency_key = String::new(), body = None))]
+#[pyo3(signature = (method, path, timestamp, nonce, idempotency_key = None, body = None))]
 pub(crate) fn canonical_string(
     py: Python<'_>,
     method: String,
     path: String,
     timestamp: &Bound<'_, PyAny>,
     nonce: String,
-    idempotency_key: String,
+    idempotency_key: Option<String>,
     body: Option<&[u8]>,
 ) -> PyResult<String> {
     let body = body.unwrap_or_default();
+    let idempotency_key = idempotency_key.unwrap_or_default();
     let timestamp = timestamp_text(py, timestamp)?;
     let parts = CanonicalParts {
         method: &method,

@@ -6,7 +6,7 @@ use pyo3::types::{PyBytes, PyDict, PyString};
 
 use payidem::protocol::{self, IncomingRequest, VerifierConfig};
 
-use crate::convert::{borrowed, hash_sized, header_pairs, repr_opt, unix_seconds, whole};
+use crate::convert::{hash_sized, repr_opt, unix_seconds, whole, HeaderTexts, Utf8};
 use crate::errors::{invalid, raise};
 
 /// What a successful verification established.
@@ -121,20 +121,23 @@ impl Verifier {
     fn verify(
         &self,
         py: Python<'_>,
-        method: String,
-        path: String,
+        method: &Bound<'_, PyAny>,
+        path: &Bound<'_, PyAny>,
         headers: &Bound<'_, PyAny>,
         body: Option<&[u8]>,
         now: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Verified> {
         let body = body.unwrap_or_default();
-        let pairs = header_pairs(Some(headers))?;
+        let method = Utf8::of(method, "method")?;
+        let path = Utf8::of(path, "path")?;
+        let texts = HeaderTexts::collect(Some(headers))?;
+        let headers = texts.pairs()?;
+        let (method, path) = (method.as_str()?, path.as_str()?);
         let now = unix_seconds(py, "now", now)?;
         let result = hash_sized(py, body.len(), || {
-            let headers = borrowed(&pairs);
             let request = IncomingRequest {
-                method: &method,
-                path: &path,
+                method,
+                path,
                 headers: &headers,
                 body,
             };

@@ -2,6 +2,21 @@
 
 from typing import Callable, Iterable, List, Mapping, Optional, Tuple, Union, final
 
+__all__ = [
+    "AttemptEvent",
+    "Client",
+    "ERROR_CODES",
+    "LARGE_BODY_BYTES",
+    "PROTOCOL",
+    "Signer",
+    "Verified",
+    "Verifier",
+    "__version__",
+    "body_sha256_hex",
+    "canonical_string",
+    "decide",
+]
+
 __version__: str
 PROTOCOL: str
 ERROR_CODES: List[str]
@@ -36,7 +51,7 @@ class Signer:
         path: str,
         timestamp: Union[str, int],
         nonce: str,
-        idempotency_key: str = "",
+        idempotency_key: Optional[str] = None,
         body: Optional[bytes] = None,
     ) -> str:
         """The signature (64 lower-case hex digits) of explicit parts."""
@@ -158,7 +173,7 @@ def canonical_string(
     path: str,
     timestamp: Union[str, int],
     nonce: str,
-    idempotency_key: str = "",
+    idempotency_key: Optional[str] = None,
     body: Optional[bytes] = None,
 ) -> str:
     """``method\\npath\\ntimestamp\\nnonce\\nidempotency_key\\nbody_sha256``."""

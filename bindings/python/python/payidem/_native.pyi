@@ -1,0 +1,191 @@
+"""Type stubs of ``payidem._native``, the PyO3 module over the Rust core."""
+
+from typing import Callable, Iterable, List, Mapping, Optional, Tuple, Union, final
+
+__all__ = [
+    "AttemptEvent",
+    "Client",
+    "ERROR_CODES",
+    "LARGE_BODY_BYTES",
+    "PROTOCOL",
+    "Signer",
+    "Verified",
+    "Verifier",
+    "__version__",
+    "body_sha256_hex",
+    "canonical_string",
+    "decide",
+]
+
+__version__: str
+PROTOCOL: str
+ERROR_CODES: List[str]
+LARGE_BODY_BYTES: int
+
+_Headers = Union[Mapping[str, str], Iterable[Tuple[str, str]]]
+_Response = Tuple[int, List[Tuple[str, str]], bytes, bool]
+_Outcome = Tuple[str, str, int, int, List[Tuple[str, str]], bytes, bool]
+_Status = Tuple[str, str, int, str, int, int, str, str, Optional[str], str]
+
+@final
+class Signer:
+    """Signs attempts with one key id and secret (16..=1024 bytes)."""
+
+    def __new__(cls, key_id: str, secret: bytes) -> Signer: ...
+    @property
+    def key_id(self) -> str: ...
+    def sign_attempt(
+        self,
+        method: str,
+        path: str,
+        body: Optional[bytes] = None,
+        idempotency_key: Optional[str] = None,
+        timestamp: Optional[int] = None,
+        nonce: Optional[str] = None,
+    ) -> dict[str, str]:
+        """The headers of one signed attempt; a fresh nonce and the current
+        time unless given."""
+    def sign(
+        self,
+        method: str,
+        path: str,
+        timestamp: Union[str, int],
+        nonce: str,
+        idempotency_key: Optional[str] = None,
+        body: Optional[bytes] = None,
+    ) -> str:
+        """The signature (64 lower-case hex digits) of explicit parts."""
+
+@final
+class Verified:
+    """What a successful verification established."""
+
+    @property
+    def key_id(self) -> str: ...
+    @property
+    def timestamp(self) -> int: ...
+    @property
+    def idempotency_key(self) -> Optional[str]: ...
+
+@final
+class Verifier:
+    """Verifies signed requests for a set of key ids, refusing replays."""
+
+    def __new__(
+        cls,
+        keys: dict[str, List[bytes]],
+        window_seconds: int = 300,
+        nonce_capacity_per_key: int = 4000000,
+    ) -> Verifier: ...
+    @property
+    def window_seconds(self) -> int: ...
+    def set_secrets(self, key_id: str, secrets: Iterable[bytes]) -> None: ...
+    def verify(
+        self,
+        method: str,
+        path: str,
+        headers: _Headers,
+        body: Optional[bytes] = None,
+        now: Optional[int] = None,
+    ) -> Verified:
+        """Raises the ``VerificationError`` of the protocol's answer."""
+
+@final
+class AttemptEvent:
+    """What happened in one attempt; holds no secret and no body."""
+
+    @property
+    def order_id(self) -> str: ...
+    @property
+    def idempotency_key(self) -> str: ...
+    @property
+    def attempt(self) -> int: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def next(self) -> str: ...
+    @property
+    def wait(self) -> Optional[float]: ...
+    @property
+    def status(self) -> Optional[int]: ...
+    @property
+    def error_code(self) -> Optional[str]: ...
+    @property
+    def transport_error(self) -> Optional[str]: ...
+    @property
+    def replayed(self) -> bool: ...
+    @property
+    def duration(self) -> float: ...
+
+@final
+class Client:
+    """The core's client; ``payidem.Client`` is the public face."""
+
+    def __new__(
+        cls,
+        base_url: str,
+        key_id: str,
+        secret: bytes,
+        *,
+        journal: Optional[str],
+        connect_timeout: float,
+        request_timeout: float,
+        max_attempts: int,
+        backoff_base: float,
+        backoff_cap: float,
+        deadline: float,
+        key_retention: float,
+        settled_retention: float,
+        retry_budget: int,
+        on_attempt: Optional[Callable[[AttemptEvent], object]],
+    ) -> Client: ...
+    @property
+    def key_id(self) -> str: ...
+    @property
+    def closed(self) -> bool: ...
+    def close(self) -> None: ...
+    def execute(
+        self,
+        order_id: str,
+        method: str,
+        path: str,
+        body: bytes,
+        *,
+        status_path: Optional[str],
+        idempotency_key: Optional[str],
+        deadline: Optional[float],
+        cancel: Optional[Callable[[], object]],
+    ) -> _Outcome: ...
+    def resume(
+        self,
+        order_id: str,
+        *,
+        deadline: Optional[float],
+        cancel: Optional[Callable[[], object]],
+    ) -> _Outcome: ...
+    def status(self, order_id: str) -> Optional[_Status]: ...
+    def list_unknown(self) -> List[_Status]: ...
+    def get(self, path: str) -> _Response: ...
+    def purge_settled(self) -> int: ...
+
+def canonical_string(
+    method: str,
+    path: str,
+    timestamp: Union[str, int],
+    nonce: str,
+    idempotency_key: Optional[str] = None,
+    body: Optional[bytes] = None,
+) -> str:
+    """``method\\npath\\ntimestamp\\nnonce\\nidempotency_key\\nbody_sha256``."""
+
+def body_sha256_hex(body: bytes) -> str:
+    """The body's SHA-256 as 64 lower-case hex digits."""
+
+def decide(
+    outcome: str,
+    status: Optional[int] = None,
+    error_code: Optional[str] = None,
+    headers: Optional[_Headers] = None,
+    has_status_path: bool = False,
+    now: Optional[int] = None,
+) -> Tuple[str, bool, Optional[str], bool, Optional[int], Optional[int]]: ...

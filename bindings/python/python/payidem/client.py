@@ -1,0 +1,275 @@
+"""``payidem.Client``: payments that happen once, however often they are retried."""
+
+from __future__ import annotations
+
+import json
+import os
+from types import TracebackType
+from typing import Any, Callable, Dict, List, Optional, Tuple, Type, Union
+
+from . import _native
+from ._native import AttemptEvent
+from ._types import Headers, OperationStatus, Outcome, Response, _status
+from .errors import Error, InvalidArgument
+
+__all__ = ["Client", "Body", "freeze_body"]
+
+Body = Union[bytes, bytearray, memoryview, Dict[str, Any], List[Any]]
+"""What ``Client.execute`` accepts as a body."""
+
+MEMORY = ":memory:"
+
+
+def freeze_body(body: Body) -> bytes:
+    """The exact bytes an operation sends, on every attempt.
+
+    ``bytes`` are taken as they are (``bytearray`` and ``memoryview`` are
+    copied once). A ``dict`` or ``list`` is serialised once, as compact JSON
+    with sorted keys (``json.dumps(body, separators=(",", ":"),
+    sort_keys=True)``, ASCII-only, no NaN or infinity), encoded as UTF-8.
+    """
+    if isinstance(body, bytes):
+        return body
+    if isinstance(body, (bytearray, memoryview)):
+        return bytes(body)
+    if isinstance(body, (dict, list)):
+        try:
+            text = json.dumps(body, separators=(",", ":"), sort_keys=True, allow_nan=False)
+        except (TypeError, ValueError) as e:
+            raise InvalidArgument(f"body: cannot be serialised as JSON ({e})", field="body") from e
+        return text.encode("utf-8")
+    raise TypeError(
+        f"body must be bytes, a dict or a list, not {type(body).__name__}"
+        " (encode text yourself: the bytes are what gets signed)"
+    )
+
+
+def _seconds(name: str, value: Union[int, float]) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number of seconds, not {type(value).__name__}")
+    return float(value)
+
+
+def _optional_seconds(name: str, value: Optional[Union[int, float]]) -> Optional[float]:
+    return None if value is None else _seconds(name, value)
+
+
+def _count(name: str, value: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    return value
+
+
+def _journal_path(journal: Union[str, "os.PathLike[str]", None]) -> Optional[str]:
+    if journal is None:
+        return None
+    if not isinstance(journal, (str, os.PathLike)):
+        raise TypeError(f"journal must be a path, ':memory:' or None, not {type(journal).__name__}")
+    path = os.fsdecode(os.fspath(journal))
+    return None if path == MEMORY else path
+
+
+def _outcome(t: Tuple[str, str, int, int, List[Tuple[str, str]], bytes, bool]) -> Outcome:
+    order_id, key, attempts, status, headers, body, replayed = t
+    return Outcome(
+        order_id=order_id,
+        idempotency_key=key,
+        attempts=attempts,
+        status=status,
+        headers=Headers(headers),
+        body=body,
+        replayed=replayed,
+    )
+
+
+class Client:
+    """Runs payment operations against the platform with protocol v1:
+    every operation gets one idempotency key, frozen with its body in a
+    durable journal, and is retried (with the same key) until its outcome is
+    known, so a payment happens at most once.
+
+    One client is safe to share between threads; every network call, backoff
+    sleep and journal write runs with the GIL released. Use it as a context
+    manager, or call :meth:`close` (idempotent). A closed client raises
+    ``ValueError``.
+
+    ``journal`` is the SQLite file that keeps operations across crashes and
+    restarts; ``None`` or ``":memory:"`` keeps them in memory only (tests).
+    Durations are seconds. ``on_attempt`` receives an :class:`AttemptEvent`
+    after every attempt, from the calling thread; an exception it raises is
+    logged to the ``payidem`` logger and never breaks the payment.
+    ``retry_budget`` is the capacity of the retry token bucket shared by every
+    call of this client (a retry costs 5, a retry after a timeout 10).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        key_id: str,
+        secret: bytes,
+        *,
+        journal: Union[str, "os.PathLike[str]", None] = None,
+        connect_timeout: float = 5.0,
+        request_timeout: float = 30.0,
+        max_attempts: int = 8,
+        backoff_base: float = 0.2,
+        backoff_cap: float = 10.0,
+        deadline: float = 60.0,
+        key_retention: float = 172800,
+        settled_retention: float = 7 * 24 * 3600,
+        retry_budget: int = 500,
+        on_attempt: Optional[Callable[[AttemptEvent], object]] = None,
+    ) -> None:
+        if not isinstance(secret, bytes):
+            raise TypeError(f"secret must be bytes, not {type(secret).__name__}")
+        if on_attempt is not None and not callable(on_attempt):
+            raise TypeError("on_attempt must be callable or None")
+        self._native = _native.Client(
+            base_url,
+            key_id,
+            secret,
+            journal=_journal_path(journal),
+            connect_timeout=_seconds("connect_timeout", connect_timeout),
+            request_timeout=_seconds("request_timeout", request_timeout),
+            max_attempts=_count("max_attempts", max_attempts),
+            backoff_base=_seconds("backoff_base", backoff_base),
+            backoff_cap=_seconds("backoff_cap", backoff_cap),
+            deadline=_seconds("deadline", deadline),
+            key_retention=_seconds("key_retention", key_retention),
+            settled_retention=_seconds("settled_retention", settled_retention),
+            retry_budget=_count("retry_budget", retry_budget),
+            on_attempt=on_attempt,
+        )
+
+    @property
+    def key_id(self) -> str:
+        """The key id this client signs with."""
+        return self._native.key_id
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._native.closed
+
+    def close(self) -> None:
+        """Closes the client; calls still running finish first. Idempotent."""
+        self._native.close()
+
+    def __enter__(self) -> Client:
+        if self._native.closed:
+            raise ValueError("this payidem.Client is closed")
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return repr(self._native)
+
+    def execute(
+        self,
+        order_id: str,
+        method: str,
+        path: str,
+        body: Body,
+        *,
+        status_path: Optional[str] = None,
+        idempotency_key: Optional[str] = None,
+        deadline: Optional[float] = None,
+        cancel: Optional[Callable[[], object]] = None,
+    ) -> Outcome:
+        """Runs one business operation to a settled outcome.
+
+        ``body`` is frozen once (see :func:`freeze_body`): those exact bytes
+        are journaled and sent on every attempt, and calling ``execute`` again
+        with the same ``order_id`` continues the same operation (a settled one
+        answers from the journal without any network call). The key is
+        ``create-{order_id}`` unless ``idempotency_key`` is given.
+        ``status_path`` is where a signed GET tells whether the operation
+        landed (e.g. ``/v1/payments?order_id=...``), used when an attempt's
+        outcome is unknown. ``deadline`` shortens the client's deadline for
+        this call. ``cancel`` is polled between attempts and during waits; a
+        true answer ends the call with :class:`~payidem.Cancelled`.
+
+        Ctrl-C (or any signal handler that raises) during a wait or between
+        attempts stops the call promptly: the handler's exception (e.g.
+        ``KeyboardInterrupt``) propagates with the ``Cancelled`` error as its
+        ``__context__``, and the operation stays in the journal with its key
+        for :meth:`resume`. An attempt already on the wire finishes first
+        (at most ``request_timeout``).
+
+        Raises :class:`~payidem.Rejected`, :class:`~payidem.IdempotencyConflict`,
+        :class:`~payidem.OutcomeUnknown`, :class:`~payidem.KeyExpired`,
+        :class:`~payidem.TransportError` (nothing reached the platform),
+        :class:`~payidem.OperationBusy`, :class:`~payidem.JournalError`,
+        :class:`~payidem.InvalidArgument` or :class:`~payidem.Cancelled`.
+        """
+        frozen = freeze_body(body)
+        return _outcome(
+            self._native.execute(
+                order_id,
+                method,
+                path,
+                frozen,
+                status_path=status_path,
+                idempotency_key=idempotency_key,
+                deadline=_optional_seconds("deadline", deadline),
+                cancel=cancel,
+            )
+        )
+
+    def resume(
+        self,
+        order_id: str,
+        *,
+        deadline: Optional[float] = None,
+        cancel: Optional[Callable[[], object]] = None,
+    ) -> Outcome:
+        """Drives an unsettled operation of the journal again, with its own
+        key and body (after a crash or after ``OutcomeUnknown``); a settled one
+        answers its stored outcome. An order id the journal does not hold
+        raises :class:`~payidem.InvalidArgument` (``field == "order_id"``)."""
+        return _outcome(
+            self._native.resume(
+                order_id,
+                deadline=_optional_seconds("deadline", deadline),
+                cancel=cancel,
+            )
+        )
+
+    def status(self, order_id: str) -> Optional[OperationStatus]:
+        """The journal's record of an operation, or ``None``."""
+        record = self._native.status(order_id)
+        return None if record is None else _status(record)
+
+    def list_unknown(self) -> List[OperationStatus]:
+        """Operations whose outcome is unknown (``in_flight`` or ``unknown``),
+        oldest first."""
+        return [_status(r) for r in self._native.list_unknown()]
+
+    def resume_unknown(self) -> List[Tuple[str, Union[Outcome, Error]]]:
+        """Resumes every operation whose outcome is unknown; returns each
+        order id with its outcome or its error."""
+        results: List[Tuple[str, Union[Outcome, Error]]] = []
+        for record in self.list_unknown():
+            try:
+                results.append((record.order_id, self.resume(record.order_id)))
+            except Error as e:
+                results.append((record.order_id, e))
+        return results
+
+    def get(self, path: str) -> Response:
+        """One signed GET of ``path`` (no journal, no retries), e.g. to read a
+        payment. A network failure raises :class:`~payidem.TransportError`."""
+        status, headers, body, replayed = self._native.get(path)
+        return Response(status=status, headers=Headers(headers), body=body, replayed=replayed)
+
+    def purge_settled(self) -> int:
+        """Deletes settled operations older than ``settled_retention``; never
+        an unsettled one. Returns how many went."""
+        return self._native.purge_settled()

@@ -1,0 +1,43 @@
+"""Feeding attempt events to :mod:`logging`."""
+
+from __future__ import annotations
+
+import logging
+from typing import Callable
+
+from ._native import AttemptEvent
+
+__all__ = ["log_attempts"]
+
+
+def log_attempts(
+    logger: logging.Logger, level: int = logging.INFO
+) -> Callable[[AttemptEvent], None]:
+    """An ``on_attempt`` hook that logs one line per attempt to ``logger``
+    at ``level`` (``WARNING`` when the client gives up). The event itself is
+    attached to the record as ``payidem_event``. Nothing secret is logged.
+
+    ``Client(..., on_attempt=payidem.log_attempts(logging.getLogger("payidem")))``
+    """
+
+    def hook(event: AttemptEvent) -> None:
+        lvl = logging.WARNING if event.next == "give_up" else level
+        if not logger.isEnabledFor(lvl):
+            return
+        logger.log(
+            lvl,
+            "payidem order=%s key=%s attempt=%d kind=%s status=%s error=%s next=%s wait=%s replayed=%s duration=%.3fs",
+            event.order_id,
+            event.idempotency_key,
+            event.attempt,
+            event.kind,
+            event.status,
+            event.error_code or event.transport_error,
+            event.next,
+            "-" if event.wait is None else f"{event.wait:.3f}s",
+            event.replayed,
+            event.duration,
+            extra={"payidem_event": event},
+        )
+
+    return hook

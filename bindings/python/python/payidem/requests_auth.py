@@ -1,0 +1,65 @@
+"""Signing for callers that send with ``requests``.
+
+``requests`` is not a dependency of payidem and is never imported by it: an
+auth object is any callable that takes and returns a ``PreparedRequest``.
+
+    import requests, payidem
+    from payidem.requests_auth import PayidemAuth
+
+    auth = PayidemAuth("key_live_1", secret)
+    requests.post(url + "/v1/payments", data=body, auth=auth,
+                  headers={"Idempotency-Key": "create-ord-1",
+                           "Content-Type": "application/json"})
+
+This signs one attempt; retries, keys and the journal remain the caller's
+job (``payidem.Client`` does all of that).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, TypeVar, Union
+
+from ._native import Signer
+
+__all__ = ["PayidemAuth"]
+
+R = TypeVar("R")
+
+
+def _body_bytes(body: Union[bytes, str, None, Any]) -> bytes:
+    if body is None:
+        return b""
+    if isinstance(body, bytes):
+        return body
+    if isinstance(body, str):
+        return body.encode("utf-8")
+    raise TypeError(
+        "PayidemAuth can only sign a body known in full (bytes or str); "
+        "streamed bodies and files cannot be signed"
+    )
+
+
+class PayidemAuth:
+    """A ``requests`` auth that signs each prepared request with protocol v1
+    headers. The ``Idempotency-Key`` header of the request, if any, is signed
+    and kept; a POST without one is refused with
+    :class:`~payidem.InvalidArgument`. Every call signs afresh (new nonce and
+    timestamp), so a retry by ``requests`` is a new, valid attempt."""
+
+    def __init__(self, key_id: str, secret: bytes, *, signer: Optional[Signer] = None) -> None:
+        self.signer = signer if signer is not None else Signer(key_id, secret)
+
+    def __call__(self, request: R) -> R:
+        r: Any = request
+        key = r.headers.get("Idempotency-Key")
+        signed = self.signer.sign_attempt(
+            r.method.upper(),
+            r.path_url,
+            _body_bytes(r.body),
+            key if key else None,
+        )
+        r.headers.update(signed)
+        return request
+
+    def __repr__(self) -> str:
+        return f"PayidemAuth(key_id={self.signer.key_id!r}, secret=<redacted>)"

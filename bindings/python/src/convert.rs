@@ -1,0 +1,191 @@
+//! Python values to the core's argument types, with typed errors.
+
+use std::ffi::CStr;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use payidem::protocol::headers;
+use pyo3::exceptions::PyTypeError;
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyInt, PyString};
+
+use crate::errors::invalid;
+
+/// Bodies at least this large are hashed with the GIL released.
+pub(crate) const DETACH_BODY_BYTES: usize = 64 * 1024;
+
+/// Runs `f` with the GIL released when `body_len` makes it worth it.
+pub(crate) fn hash_sized<T, F>(py: Python<'_>, body_len: usize, f: F) -> T
+where
+    F: FnOnce() -> T + Send,
+    T: Send,
+{
+    if body_len >= DETACH_BODY_BYTES {
+        py.detach(f)
+    } else {
+        f()
+    }
+}
+
+/// The local clock in Unix seconds.
+pub(crate) fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// A duration in seconds (int or float) that must be positive and finite.
+pub(crate) fn seconds(py: Python<'_>, field: &'static str, value: f64) -> PyResult<Duration> {
+    match Duration::try_from_secs_f64(value) {
+        Ok(d) if !d.is_zero() => Ok(d),
+        _ => Err(invalid(
+            py,
+            field,
+            "must be a positive, finite number of seconds",
+        )),
+    }
+}
+
+/// A Unix timestamp: an `int` in 0..=2^64-1, or `None` for the local clock.
+pub(crate) fn unix_seconds(
+    py: Python<'_>,
+    field: &'static str,
+    value: Option<&Bound<'_, PyAny>>,
+) -> PyResult<u64> {
+    match value {
+        None => Ok(unix_now()),
+        Some(v) if v.is_none() => Ok(unix_now()),
+        Some(v) => {
+            if !v.is_instance_of::<PyInt>() || v.is_instance_of::<pyo3::types::PyBool>() {
+                return Err(PyTypeError::new_err(format!(
+                    "{field} must be an int (Unix seconds) or None"
+                )));
+            }
+            v.extract::<u64>()
+                .map_err(|_| invalid(py, field, "must be 0..=18446744073709551615 Unix seconds"))
+        }
+    }
+}
+
+/// A timestamp as the canonical string's text: a `str` taken as is (its rule
+/// is checked by the core), or a non-negative `int`.
+pub(crate) fn timestamp_text(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<String> {
+    if let Ok(text) = value.cast::<PyString>() {
+        return Ok(text.to_cow()?.into_owned());
+    }
+    unix_seconds(py, "timestamp", Some(value)).map(|t| t.to_string())
+}
+
+/// Text held by Python as UTF-8 bytes, borrowed as `&str` without a copy,
+/// or one of the protocol's header names.
+pub(crate) enum Utf8<'py> {
+    Held(Bound<'py, PyBytes>),
+    Known(&'static str),
+}
+
+/// Header names compared without encoding (the spelling `Signer` sends).
+const KNOWN_NAMES: [(&CStr, &str); 5] = [
+    (c"X-Api-Key", headers::API_KEY),
+    (c"X-Timestamp", headers::TIMESTAMP),
+    (c"X-Nonce", headers::NONCE),
+    (c"X-Signature", headers::SIGNATURE),
+    (c"Idempotency-Key", headers::IDEMPOTENCY_KEY),
+];
+
+impl<'py> Utf8<'py> {
+    /// The UTF-8 of a `str`; anything else is a `TypeError` naming `what`.
+    pub(crate) fn of(value: &Bound<'py, PyAny>, what: &str) -> PyResult<Utf8<'py>> {
+        let text = value
+            .cast::<PyString>()
+            .map_err(|_| PyTypeError::new_err(format!("{what} must be str")))?;
+        Ok(Utf8::Held(text.encode_utf8()?))
+    }
+
+    /// Like [`Utf8::of`], recognising the protocol's header names as spelt
+    /// by `Signer` without encoding them.
+    fn header_name(value: &Bound<'py, PyAny>) -> PyResult<Utf8<'py>> {
+        if let Ok(text) = value.cast::<PyString>() {
+            for (c_name, name) in KNOWN_NAMES {
+                // SAFETY: `text` is a live `str` we hold a reference to and
+                // `c_name` is NUL-terminated ASCII; the call never raises.
+                if unsafe { ffi::PyUnicode_CompareWithASCIIString(text.as_ptr(), c_name.as_ptr()) }
+                    == 0
+                {
+                    return Ok(Utf8::Known(name));
+                }
+            }
+        }
+        Utf8::of(value, "header names and values")
+    }
+
+    pub(crate) fn as_str(&self) -> PyResult<&str> {
+        match self {
+            Utf8::Known(name) => Ok(name),
+            Utf8::Held(bytes) => std::str::from_utf8(bytes.as_bytes())
+                .map_err(|_| PyTypeError::new_err("str did not encode to UTF-8")),
+        }
+    }
+}
+
+const HEADERS_SHAPE: &str = "headers must be a mapping or a sequence of (name, value) pairs";
+
+/// Headers given as a mapping (`dict`, any object with `items()`) or as a
+/// sequence of `(name, value)` pairs; names and values must be `str`.
+pub(crate) struct HeaderTexts<'py>(Vec<(Utf8<'py>, Utf8<'py>)>);
+
+impl<'py> HeaderTexts<'py> {
+    pub(crate) fn collect(value: Option<&Bound<'py, PyAny>>) -> PyResult<HeaderTexts<'py>> {
+        let mut held = Vec::new();
+        let Some(value) = value.filter(|v| !v.is_none()) else {
+            return Ok(HeaderTexts(held));
+        };
+        let text = |v: &Bound<'py, PyAny>| Utf8::of(v, "header names and values");
+        if let Ok(dict) = value.cast::<PyDict>() {
+            for (name, value) in dict.iter() {
+                held.push((Utf8::header_name(&name)?, text(&value)?));
+            }
+            return Ok(HeaderTexts(held));
+        }
+        if value.is_instance_of::<PyString>() || value.is_instance_of::<PyBytes>() {
+            return Err(PyTypeError::new_err(HEADERS_SHAPE));
+        }
+        let items = if value.hasattr("items")? {
+            value.call_method0("items")?
+        } else {
+            value.clone()
+        };
+        let iter = items
+            .try_iter()
+            .map_err(|_| PyTypeError::new_err(HEADERS_SHAPE))?;
+        for item in iter {
+            let (name, value): (Bound<'py, PyAny>, Bound<'py, PyAny>) = item?
+                .extract()
+                .map_err(|_| PyTypeError::new_err(HEADERS_SHAPE))?;
+            held.push((Utf8::header_name(&name)?, text(&value)?));
+        }
+        Ok(HeaderTexts(held))
+    }
+
+    /// The headers as the core's `(&str, &str)` pairs.
+    pub(crate) fn pairs(&self) -> PyResult<Vec<(&str, &str)>> {
+        self.0
+            .iter()
+            .map(|(n, v)| Ok((n.as_str()?, v.as_str()?)))
+            .collect()
+    }
+}
+
+/// A whole number for `field` in `0..=max`.
+pub(crate) fn whole(py: Python<'_>, field: &'static str, value: i128, max: u64) -> PyResult<u64> {
+    u64::try_from(value)
+        .ok()
+        .filter(|n| *n <= max)
+        .ok_or_else(|| invalid(py, field, &format!("must be 0..={max}")))
+}
+
+/// `None` or the value's `Debug` text, for `__repr__`.
+pub(crate) fn repr_opt<T: std::fmt::Debug>(value: &Option<T>) -> String {
+    value
+        .as_ref()
+        .map_or_else(|| "None".to_owned(), |v| format!("{v:?}"))
+}

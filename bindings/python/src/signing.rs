@@ -1,0 +1,129 @@
+//! `Signer`, `canonical_string` and `body_sha256_hex`: protocol section 2.
+
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use payidem::protocol::{self, CanonicalParts, Nonce, NonceSource, OsNonceSource};
+
+use crate::convert::{hash_sized, timestamp_text, unix_seconds};
+use crate::errors::raise;
+
+/// Signs attempts with one key id and secret. The secret is kept only as
+/// keyed HMAC state inside the Rust core, wiped when the signer goes, and
+/// never shown by `repr`.
+#[pyclass(frozen, module = "payidem._native")]
+pub(crate) struct Signer {
+    inner: protocol::Signer,
+}
+
+#[pymethods]
+impl Signer {
+    #[new]
+    fn new(py: Python<'_>, key_id: String, secret: &[u8]) -> PyResult<Signer> {
+        let inner = raise(py, protocol::Signer::new(&key_id, secret))?;
+        Ok(Signer { inner })
+    }
+
+    /// The key id sent in `X-Api-Key`.
+    #[getter]
+    fn key_id(&self) -> &str {
+        self.inner.key_id()
+    }
+
+    /// The headers of one signed attempt: `X-Api-Key`, `X-Timestamp`,
+    /// `X-Nonce`, `X-Signature` and, when a key is given, `Idempotency-Key`.
+    #[pyo3(signature = (method, path, body = None, idempotency_key = None, timestamp = None, nonce = None))]
+    fn sign_attempt<'py>(
+        &self,
+        py: Python<'py>,
+        method: String,
+        path: String,
+        body: Option<&[u8]>,
+        idempotency_key: Option<String>,
+        timestamp: Option<&Bound<'py, PyAny>>,
+        nonce: Option<String>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let body = body.unwrap_or_default();
+        let timestamp = unix_seconds(py, "timestamp", timestamp)?;
+        let nonce = match nonce {
+            Some(text) => raise(py, Nonce::parse(&text))?,
+            None => OsNonceSource.next_nonce(),
+        };
+        let key = idempotency_key.unwrap_or_default();
+        let signed = hash_sized(py, body.len(), || {
+            self.inner
+                .sign_attempt(&method, &path, &key, body, timestamp, nonce)
+        });
+        let signed = raise(py, signed)?;
+        let headers = PyDict::new(py);
+        for (name, value) in signed.headers() {
+            headers.set_item(name, value)?;
+        }
+        Ok(headers)
+    }
+
+    /// The signature (64 lower-case hex digits) of explicit canonical parts.
+    #[pyo3(signature = (method, path, timestamp, nonce, idempotency_key = None, body = None))]
+    fn sign(
+        &self,
+        py: Python<'_>,
+        method: String,
+        path: String,
+        timestamp: &Bound<'_, PyAny>,
+        nonce: String,
+        idempotency_key: Option<String>,
+        body: Option<&[u8]>,
+    ) -> PyResult<String> {
+        let body = body.unwrap_or_default();
+        let idempotency_key = idempotency_key.unwrap_or_default();
+        let timestamp = timestamp_text(py, timestamp)?;
+        let parts = CanonicalParts {
+            method: &method,
+            path: &path,
+            timestamp: &timestamp,
+            nonce: &nonce,
+            idempotency_key: &idempotency_key,
+        };
+        let signature = hash_sized(py, body.len(), || self.inner.sign(&parts, body));
+        Ok(raise(py, signature)?.as_str().to_owned())
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Signer(key_id={:?}, secret=<redacted>)",
+            self.inner.key_id()
+        )
+    }
+}
+
+/// `method\npath\ntimestamp\nnonce\nidempotency_key\nbody_sha256`, checked.
+#[pyfunction]
+#[pyo3(signature = (method, path, timestamp, nonce, idempotency_key = None, body = None))]
+pub(crate) fn canonical_string(
+    py: Python<'_>,
+    method: String,
+    path: String,
+    timestamp: &Bound<'_, PyAny>,
+    nonce: String,
+    idempotency_key: Option<String>,
+    body: Option<&[u8]>,
+) -> PyResult<String> {
+    let body = body.unwrap_or_default();
+    let idempotency_key = idempotency_key.unwrap_or_default();
+    let timestamp = timestamp_text(py, timestamp)?;
+    let parts = CanonicalParts {
+        method: &method,
+        path: &path,
+        timestamp: &timestamp,
+        nonce: &nonce,
+        idempotency_key: &idempotency_key,
+    };
+    let text = hash_sized(py, body.len(), || protocol::canonical_string(&parts, body));
+    raise(py, text)
+}
+
+/// The body's SHA-256 as 64 lower-case hex digits.
+#[pyfunction]
+pub(crate) fn body_sha256_hex(py: Python<'_>, body: &[u8]) -> String {
+    hash_sized(py, body.len(), || protocol::body_sha256_hex(body))
+}

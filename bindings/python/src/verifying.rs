@@ -1,0 +1,159 @@
+//! `Verifier` and `Verified`: protocol section 3, for platforms and tests.
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyString};
+
+use payidem::protocol::{self, IncomingRequest, VerifierConfig};
+
+use crate::convert::{hash_sized, repr_opt, unix_seconds, whole, HeaderTexts, Utf8};
+use crate::errors::{invalid, raise};
+
+/// What a successful verification established.
+#[pyclass(frozen, module = "payidem._native")]
+pub(crate) struct Verified {
+    /// The key id that signed the request.
+    #[pyo3(get)]
+    key_id: String,
+    /// The signed timestamp (Unix seconds).
+    #[pyo3(get)]
+    timestamp: u64,
+    /// The request's idempotency key, when it carries one.
+    #[pyo3(get)]
+    idempotency_key: Option<String>,
+}
+
+#[pymethods]
+impl Verified {
+    fn __repr__(&self) -> String {
+        format!(
+            "Verified(key_id={:?}, timestamp={}, idempotency_key={})",
+            self.key_id,
+            self.timestamp,
+            repr_opt(&self.idempotency_key)
+        )
+    }
+}
+
+/// Verifies signed requests for a set of key ids and refuses replays.
+/// Thread-safe: threads verify concurrently with the GIL released for large
+/// bodies.
+#[pyclass(frozen, module = "payidem._native")]
+pub(crate) struct Verifier {
+    inner: protocol::Verifier,
+}
+
+fn secrets_of(value: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<u8>>> {
+    let not_bytes = || PyTypeError::new_err("each key id maps to a list of secrets (bytes)");
+    if value.is_instance_of::<PyBytes>() || value.is_instance_of::<PyString>() {
+        return Err(not_bytes());
+    }
+    value
+        .try_iter()
+        .map_err(|_| not_bytes())?
+        .map(|item| {
+            let item = item?;
+            item.cast::<PyBytes>()
+                .map(|b| b.as_bytes().to_vec())
+                .map_err(|_| not_bytes())
+        })
+        .collect()
+}
+
+#[pymethods]
+impl Verifier {
+    #[new]
+    #[pyo3(signature = (keys, window_seconds = 300, nonce_capacity_per_key = 4_000_000))]
+    fn new(
+        py: Python<'_>,
+        keys: &Bound<'_, PyDict>,
+        window_seconds: i128,
+        nonce_capacity_per_key: i128,
+    ) -> PyResult<Verifier> {
+        let config = VerifierConfig {
+            window_seconds: whole(py, "window_seconds", window_seconds, u64::MAX)?,
+            nonce_capacity_per_key: whole(
+                py,
+                "nonce_capacity_per_key",
+                nonce_capacity_per_key,
+                usize::MAX as u64,
+            )? as usize,
+            ..VerifierConfig::default()
+        };
+        let mut inner = raise(py, protocol::Verifier::new(config))?;
+        for (key_id, secrets) in keys.iter() {
+            let key_id: String = key_id
+                .extract()
+                .map_err(|_| PyTypeError::new_err("key ids must be str"))?;
+            let secrets = secrets_of(&secrets)?;
+            let refs: Vec<&[u8]> = secrets.iter().map(Vec::as_slice).collect();
+            raise(py, inner.add_key(&key_id, &refs))?;
+        }
+        if keys.is_empty() {
+            return Err(invalid(py, "keys", "at least one key id is required"));
+        }
+        Ok(Verifier { inner })
+    }
+
+    /// Replaces the active secrets of a configured key id (rotation), keeping
+    /// its nonce memory.
+    fn set_secrets(
+        &self,
+        py: Python<'_>,
+        key_id: String,
+        secrets: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let secrets = secrets_of(secrets)?;
+        let refs: Vec<&[u8]> = secrets.iter().map(Vec::as_slice).collect();
+        raise(py, self.inner.set_secrets(&key_id, &refs))
+    }
+
+    /// The allowed clock distance in seconds.
+    #[getter]
+    fn window_seconds(&self) -> u64 {
+        self.inner.config().window_seconds
+    }
+
+    /// Verifies one request at the server's clock `now` (Unix seconds;
+    /// default: the local clock). Raises the `VerificationError` subclass of
+    /// the protocol's answer, whose `http_status` is the status to answer.
+    #[pyo3(signature = (method, path, headers, body = None, now = None))]
+    fn verify(
+        &self,
+        py: Python<'_>,
+        method: &Bound<'_, PyAny>,
+        path: &Bound<'_, PyAny>,
+        headers: &Bound<'_, PyAny>,
+        body: Option<&[u8]>,
+        now: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Verified> {
+        let body = body.unwrap_or_default();
+        let method = Utf8::of(method, "method")?;
+        let path = Utf8::of(path, "path")?;
+        let texts = HeaderTexts::collect(Some(headers))?;
+        let headers = texts.pairs()?;
+        let (method, path) = (method.as_str()?, path.as_str()?);
+        let now = unix_seconds(py, "now", now)?;
+        let result = hash_sized(py, body.len(), || {
+            let request = IncomingRequest {
+                method,
+                path,
+                headers: &headers,
+                body,
+            };
+            self.inner.verify(&request, now).map(|v| Verified {
+                key_id: v.key_id.to_owned(),
+                timestamp: v.timestamp,
+                idempotency_key: v.idempotency_key.map(str::to_owned),
+            })
+        });
+        raise(py, result)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Verifier(window_seconds={}, secrets=<redacted>)",
+            self.inner.config().window_seconds
+        )
+    }
+}

@@ -1,0 +1,150 @@
+"""Shared fixtures: the mock payment platform and clients wired to it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import urllib.request
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterator, Optional
+
+import pytest
+
+import payidem
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent.parent
+VECTORS = REPO / "core" / "tests" / "vectors" / "protocol-v1.json"
+
+MOCK_KEY_ID = "key_test_1"
+MOCK_SECRET = b"sk_test_payidem_mock_secret_0001"
+
+
+def mock_binary() -> Path:
+    """The payidem-mock binary: $PAYIDEM_MOCK_BIN, else the workspace's debug
+    build, built with cargo when missing."""
+    explicit = os.environ.get("PAYIDEM_MOCK_BIN")
+    if explicit:
+        return Path(explicit)
+    target = Path(os.environ.get("CARGO_TARGET_DIR") or REPO / "target")
+    if not target.is_absolute():
+        target = REPO / target
+    binary = target / "debug" / "payidem-mock"
+    if not binary.exists():
+        subprocess.run(["cargo", "build", "-p", "payidem-mock"], cwd=REPO, check=True)
+    return binary
+
+
+class Mock:
+    """A running payidem-mock on 127.0.0.1, with its control routes."""
+
+    def __init__(self, *extra_args: str) -> None:
+        self.process = subprocess.Popen(
+            [str(mock_binary()), "--port", "0", "--control", "--seed", "7", *extra_args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline().strip()
+        if not line.startswith("listening on "):
+            self.process.kill()
+            raise RuntimeError(f"payidem-mock did not start: {line!r}")
+        self.url = "http://" + line[len("listening on ") :]
+        threading.Thread(target=self.process.stdout.read, daemon=True).start()
+
+    def control(self, method: str, path: str, body: Optional[Dict[str, Any]] = None) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.url + path, data=data, method=method)
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return json.loads(response.read())
+
+    def faults(self, **kinds: Any) -> None:
+        """Sets faults; kinds not named go back to 0."""
+        self.control("POST", "/_mock/faults", kinds)
+
+    def stats(self) -> Any:
+        return self.control("GET", "/_mock/stats")
+
+    def payments_created(self, order_id: str) -> int:
+        order = self.stats()["orders"].get(order_id)
+        return 0 if order is None else int(order["payments_created"])
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def mock_server() -> Iterator[Mock]:
+    server = Mock()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def mock(mock_server: Mock) -> Iterator[Mock]:
+    """The shared mock with no faults, before and after the test."""
+    mock_server.faults()
+    yield mock_server
+    mock_server.faults()
+
+
+def fast_options(**overrides: Any) -> Dict[str, Any]:
+    options: Dict[str, Any] = dict(
+        connect_timeout=0.5,
+        request_timeout=2.0,
+        max_attempts=8,
+        backoff_base=0.005,
+        backoff_cap=1.0,
+        deadline=20.0,
+        retry_budget=1_000_000,
+    )
+    options.update(overrides)
+    return options
+
+
+@pytest.fixture
+def make_client(mock: Mock) -> Iterator[Callable[..., payidem.Client]]:
+    made = []
+
+    def make(**overrides: Any) -> payidem.Client:
+        url = overrides.pop("base_url", mock.url)
+        secret = overrides.pop("secret", MOCK_SECRET)
+        client = payidem.Client(url, MOCK_KEY_ID, secret, **fast_options(**overrides))
+        made.append(client)
+        return client
+
+    yield make
+    for client in made:
+        client.close()
+
+
+def payment(order_id: str, amount: int = 1250) -> Dict[str, Any]:
+    return {"order_id": order_id, "amount": amount, "currency": "EUR"}
+
+
+def status_path(order_id: str) -> str:
+    return f"/v1/payments?order_id={order_id}"
+
+
+_counter = iter(range(1, 10**9))
+_counter_lock = threading.Lock()
+
+
+def new_order(prefix: str = "ord") -> str:
+    """An order id unique within this test run (and across runs of the shared
+    session mock)."""
+    with _counter_lock:
+        n = next(_counter)
+    return f"{prefix}-{os.getpid()}-{n}"
+
+
+PYTHON = sys.executable

@@ -1,0 +1,241 @@
+"""Every exception class, raised by a real situation."""
+
+from __future__ import annotations
+
+import pickle
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Callable, Dict, List
+
+import pytest
+
+import payidem
+from payidem import _native, errors
+from conftest import MOCK_SECRET, Mock, new_order, payment, status_path
+
+MakeClient = Callable[..., payidem.Client]
+SECRET = b"sk_test_0123456789abcdef0123456789abcdef"
+
+
+def test_every_core_code_has_its_class() -> None:
+    assert set(_native.ERROR_CODES) == set(errors._BY_CODE)
+    for code in _native.ERROR_CODES:
+        cls = errors.error_class(code)
+        assert cls.CODE == code
+        assert issubclass(cls, payidem.Error)
+    verification = {
+        "missing_signature",
+        "unknown_api_key",
+        "timestamp_out_of_window",
+        "invalid_signature",
+        "nonce_reused",
+        "replay_cache_full",
+        "idempotency_key_required",
+    }
+    for code in verification:
+        assert issubclass(errors.error_class(code), payidem.VerificationError)
+    # A code from a newer core still raises a payidem error.
+    assert errors.error_class("from_the_future") is payidem.InternalError
+    unknown = errors._from_native("from_the_future", "text")
+    assert isinstance(unknown, payidem.InternalError) and "from_the_future" in unknown.message
+
+
+def test_errors_pickle_with_their_context() -> None:
+    e = errors._from_native("rejected", "no", http_status=402, status=402, body=b"{}", order_id="o", idempotency_key="k")
+    back = pickle.loads(pickle.dumps(e))
+    assert isinstance(back, payidem.Rejected)
+    assert (back.status, back.body, back.order_id, back.idempotency_key) == (402, b"{}", "o", "k")
+
+
+def test_invalid_argument(mock: Mock, make_client: MakeClient) -> None:
+    with pytest.raises(payidem.InvalidArgument) as info:
+        make_client().execute("ord 1", "POST", "/v1/payments", b"{}")
+    assert info.value.field == "order_id" and info.value.code == "invalid_argument"
+    assert info.value.http_status == 400
+
+
+def test_idempotency_conflict_local_and_platform(mock: Mock, make_client: MakeClient) -> None:
+    client = make_client()
+    order = new_order()
+    client.execute(order, "POST", "/v1/payments", payment(order, 100))
+    with pytest.raises(payidem.IdempotencyConflict) as local:
+        client.execute(order, "POST", "/v1/payments", payment(order, 200))
+    assert local.value.code == "idempotency_conflict"
+    # Another client (its own journal) reusing the key for another body: the
+    # platform refuses, and the key is never re-keyed.
+    other = make_client()
+    with pytest.raises(payidem.IdempotencyConflict) as platform:
+        other.execute(order, "POST", "/v1/payments", payment(order, 300))
+    assert platform.value.status == 409
+    assert platform.value.body is not None and b"idempotency_conflict" in platform.value.body
+    assert mock.payments_created(order) == 1
+
+
+def test_rejected(mock: Mock, make_client: MakeClient) -> None:
+    order = new_order()
+    with pytest.raises(payidem.Rejected) as info:
+        make_client().execute(order, "POST", "/v1/payments", payment(order, 1402))
+    assert info.value.status == 402 and info.value.http_status == 402
+    assert info.value.body is not None and b"card_declined" in info.value.body
+    assert info.value.order_id == order
+
+
+def test_rejected_with_a_wrong_secret(mock: Mock, make_client: MakeClient) -> None:
+    order = new_order()
+    with pytest.raises(payidem.Rejected) as info:
+        make_client(secret=b"x" * 32).execute(order, "POST", "/v1/payments", payment(order))
+    assert info.value.status == 401
+    assert mock.payments_created(order) == 0
+
+
+def test_outcome_unknown(mock: Mock, make_client: MakeClient) -> None:
+    mock.faults(drop_after_commit=1.0)
+    order = new_order()
+    with pytest.raises(payidem.OutcomeUnknown) as info:
+        make_client(max_attempts=2).execute(order, "POST", "/v1/payments", payment(order))
+    assert info.value.order_id == order and info.value.idempotency_key == f"create-{order}"
+
+
+def test_key_expired(mock: Mock, make_client: MakeClient) -> None:
+    mock.faults(timeout_504_after_commit=1.0)
+    client = make_client(max_attempts=1, key_retention=1)
+    order = new_order()
+    with pytest.raises(payidem.OutcomeUnknown):
+        client.execute(order, "POST", "/v1/payments", payment(order))
+    mock.faults()
+    time.sleep(2.2)
+    with pytest.raises(payidem.KeyExpired) as info:
+        client.resume(order)
+    assert info.value.order_id == order
+    assert mock.payments_created(order) == 1
+
+
+def test_operation_busy(mock: Mock, make_client: MakeClient) -> None:
+    mock.control("POST", "/_mock/faults", {"delay_after_commit": 1.0, "delay_ms": 1500})
+    client = make_client(request_timeout=5.0)
+    order = new_order()
+    started = threading.Event()
+    results: List[object] = []
+
+    def first() -> None:
+        started.set()
+        results.append(client.execute(order, "POST", "/v1/payments", payment(order)))
+
+    t = threading.Thread(target=first)
+    t.start()
+    started.wait()
+    time.sleep(0.5)
+    with pytest.raises(payidem.OperationBusy):
+        client.execute(order, "POST", "/v1/payments", payment(order))
+    t.join(timeout=30)
+    assert isinstance(results[0], payidem.Outcome)
+    assert mock.payments_created(order) == 1
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_transport_error(make_client: MakeClient) -> None:
+    client = make_client(base_url=f"http://127.0.0.1:{closed_port()}", max_attempts=2)
+    with pytest.raises(payidem.TransportError) as info:
+        client.execute("ord-t", "POST", "/v1/payments", payment("ord-t"))
+    assert info.value.order_id == "ord-t"
+    status = client.status("ord-t")
+    assert status is not None and status.state == "pending"
+    with pytest.raises(payidem.TransportError):
+        client.get("/v1/payments/p")
+
+
+def test_journal_error(mock: Mock, tmp_path: Path) -> None:
+    garbage = tmp_path / "not-a-database"
+    garbage.write_bytes(b"this is not SQLite" * 100)
+    with pytest.raises(payidem.JournalError):
+        payidem.Client(mock.url, "key_test_1", MOCK_SECRET, journal=garbage)
+    with pytest.raises(payidem.JournalError):
+        payidem.Client(mock.url, "key_test_1", MOCK_SECRET, journal=tmp_path / "missing-dir" / "j.sqlite3")
+
+
+def test_cancelled(mock: Mock, make_client: MakeClient) -> None:
+    mock.faults(error_503=1.0)
+    stop = threading.Event()
+    client = make_client(on_attempt=lambda event: stop.set())
+    order = new_order()
+    started = time.monotonic()
+    with pytest.raises(payidem.Cancelled) as info:
+        client.execute(order, "POST", "/v1/payments", payment(order), cancel=stop.is_set)
+    assert time.monotonic() - started < 0.9  # the 1 s Retry-After was cut short
+    assert info.value.order_id == order
+    mock.faults()
+    assert client.resume(order).status == 201
+
+
+def test_a_raising_cancel_callable_propagates(mock: Mock, make_client: MakeClient) -> None:
+    def broken() -> bool:
+        raise LookupError("cancel bug")
+
+    order = new_order()
+    with pytest.raises(LookupError) as info:
+        make_client().execute(order, "POST", "/v1/payments", payment(order), cancel=broken)
+    assert isinstance(info.value.__context__, payidem.Cancelled)
+
+
+def make_verifier(**options: int) -> payidem.Verifier:
+    return payidem.Verifier({"key_live_1": [SECRET]}, **options)
+
+
+def signed(body: bytes = b"{}", key: str = "create-o1", now: int = 1_767_225_600) -> Dict[str, str]:
+    return payidem.Signer("key_live_1", SECRET).sign_attempt("POST", "/v1/payments", body, key, timestamp=now)
+
+
+NOW = 1_767_225_600
+
+
+def test_verification_errors() -> None:
+    v = make_verifier()
+    headers = signed()
+    missing = {k: val for k, val in headers.items() if k != "X-Nonce"}
+    cases = [
+        (payidem.MissingSignature, 401, missing, b"{}", NOW),
+        (payidem.UnknownApiKey, 401, {**headers, "X-Api-Key": "key_other"}, b"{}", NOW),
+        (payidem.TimestampOutOfWindow, 401, headers, b"{}", NOW + 301),
+        (payidem.InvalidSignature, 401, headers, b'{"x":1}', NOW),
+    ]
+    for cls, status, h, body, now in cases:
+        with pytest.raises(cls) as info:
+            v.verify("POST", "/v1/payments", h, body, now=now)
+        assert info.value.http_status == status and info.value.code == cls.CODE
+    v.verify("POST", "/v1/payments", headers, b"{}", now=NOW)
+    with pytest.raises(payidem.NonceReused) as reused:
+        v.verify("POST", "/v1/payments", headers, b"{}", now=NOW)
+    assert reused.value.http_status == 409
+
+
+def test_timestamp_out_of_window_carries_server_time() -> None:
+    with pytest.raises(payidem.TimestampOutOfWindow) as info:
+        make_verifier().verify("POST", "/v1/payments", signed(), b"{}", now=NOW - 1000)
+    assert info.value.server_time == NOW - 1000
+
+
+def test_replay_cache_full() -> None:
+    # The capacity is spread over the cache's 64 lock shards: past 64 live
+    # nonces some shard is full, and the verifier fails closed.
+    v = make_verifier(nonce_capacity_per_key=1)
+    with pytest.raises(payidem.ReplayCacheFull) as info:
+        for _ in range(65):
+            v.verify("POST", "/v1/payments", signed(), b"{}", now=NOW)
+    assert info.value.http_status == 503
+
+
+def test_idempotency_key_required() -> None:
+    signer = payidem.Signer("key_live_1", SECRET)
+    nonce = "6f1c2a4e-9b3d-4c5e-8f70-1a2b3c4d5e6f"
+    signature = signer.sign("POST", "/v1/payments", NOW, nonce, "", b"{}")
+    headers = {"X-Api-Key": "key_live_1", "X-Timestamp": str(NOW), "X-Nonce": nonce, "X-Signature": signature}
+    with pytest.raises(payidem.IdempotencyKeyRequired) as info:
+        make_verifier().verify("POST", "/v1/payments", headers, b"{}", now=NOW)
+    assert info.value.http_status == 400

@@ -1,0 +1,73 @@
+"""Ctrl-C during a call stops it promptly and leaves it resumable."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+import payidem
+from conftest import MOCK_KEY_ID, MOCK_SECRET, Mock, new_order, payment
+
+CHILD = textwrap.dedent(
+    """
+    import sys, payidem
+    url, journal, order = sys.argv[1:4]
+    body = {"order_id": order, "amount": 1250, "currency": "EUR"}
+    def announce(event):
+        print("attempt", event.attempt, event.status, flush=True)
+    client = payidem.Client(url, "key_test_1", b"sk_test_payidem_mock_secret_0001", journal=journal,
+                            backoff_base=3.0, backoff_cap=10.0, max_attempts=8, deadline=60.0,
+                            retry_budget=1000000, on_attempt=announce)
+    client.execute(order, "POST", "/v1/payments", body)
+    print("settled", flush=True)
+    """
+)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_ctrl_c_interrupts_promptly_and_the_operation_resumes(mock: Mock, tmp_path: Path) -> None:
+    # Every answer is a 504 after the payment committed: the client backs off
+    # (up to 3 s, then 6 s, ...) and retries with the same key for a minute.
+    mock.faults(timeout_504_after_commit=1.0)
+    journal = tmp_path / "journal.sqlite3"
+    order = new_order("sigint")
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, mock.url, str(journal), order],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        assert child.stdout is not None
+        first = child.stdout.readline()
+        assert first.startswith("attempt 1 504"), first
+        time.sleep(0.2)
+        sent = time.monotonic()
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=20)
+        elapsed = time.monotonic() - sent
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert child.returncode == -signal.SIGINT, err
+    assert "KeyboardInterrupt" in err
+    assert "Cancelled" in err and "resume it" in err
+    assert "settled" not in out
+    assert elapsed < 1.5, f"took {elapsed:.2f}s to stop"
+
+    mock.faults()
+    with payidem.Client(mock.url, MOCK_KEY_ID, MOCK_SECRET, journal=journal) as client:
+        status = client.status(order)
+        assert status is not None and status.unresolved
+        outcome = client.resume(order)
+        assert outcome.replayed and outcome.status == 201
+    assert mock.payments_created(order) == 1

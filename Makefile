@@ -40,7 +40,7 @@ bench:
 
 ## demo: the main job (see README)
 demo:
-	$(CARGO) build --release -p payidem-mock -p payidem-e2e
+	$(CARGO) build --release -p payidem-mock --bin payidem-mock
 	$(CARGO) run --release -p payidem-e2e --bin payidem-demo
 CC ?= cc
 CXX ?= g++

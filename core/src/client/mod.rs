@@ -62,7 +62,8 @@ pub struct Client {
     settled_retention: Duration,
     budget: RetryBudget,
     clock_offset: AtomicI64,
-    owner: String,
+    /// This client instance's random id, part of every lease owner id.
+    instance: String,
     calls: AtomicU64,
     hook: Option<EventHook>,
 }
@@ -125,11 +126,7 @@ impl Client {
             settled_retention: config.settled_retention,
             budget: RetryBudget::new(config.retry_budget),
             clock_offset: AtomicI64::new(0),
-            owner: format!(
-                "pid{}-{:016x}",
-                std::process::id(),
-                u64::from_ne_bytes(instance)
-            ),
+            instance: format!("{:016x}", u64::from_ne_bytes(instance)),
             calls: AtomicU64::new(0),
             hook: None,
         };
@@ -266,7 +263,7 @@ impl Client {
     fn new_lease(&self, now: u64) -> Lease {
         let call = self.calls.fetch_add(1, Ordering::Relaxed);
         Lease {
-            owner: format!("{}-{call}", self.owner),
+            owner: crate::journal::process_owner(&self.instance, call),
             expires_at: now.saturating_add(self.lease_ttl_secs()),
         }
     }

@@ -13,10 +13,12 @@
 //!   No key is ever minted for an operation the journal has seen.
 
 mod memory;
+mod owner;
 mod rules;
 mod sqlite;
 
 pub use memory::MemoryJournal;
+pub use owner::process_owner;
 pub use sqlite::{SqliteJournal, SqliteJournalOptions, SCHEMA_VERSION};
 
 use crate::error::Result;

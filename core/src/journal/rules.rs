@@ -85,7 +85,8 @@ pub(super) fn key_taken(new: &NewOperation, other_order_id: &str) -> Error {
 
 /// Whether `lease` may take an operation whose lease is held by `holder`
 /// until `expires` (both `None` when free): free, expired at `now`
-/// (`expires <= now`), or held by the same owner.
+/// (`expires <= now`), held by the same owner, or held by a process of this
+/// machine that no longer exists.
 pub(super) fn lease_free(
     holder: Option<&str>,
     expires: Option<u64>,
@@ -95,9 +96,9 @@ pub(super) fn lease_free(
     match holder {
         None => true,
         Some(owner) if owner == lease.owner => true,
-        Some(_) => match expires {
+        Some(owner) => match expires {
             None => true,
-            Some(at) => at <= now,
+            Some(at) => at <= now || super::owner::owner_is_gone(owner),
         },
     }
 }

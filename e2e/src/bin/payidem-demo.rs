@@ -62,34 +62,18 @@ fn main() -> ExitCode {
     }
 }
 
-/// Builds the mock binary next to this one (same profile) and returns it.
-fn build_mock() -> Result<PathBuf, String> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let mut command = Command::new(cargo);
-    command.args([
-        "build",
-        "--quiet",
-        "-p",
-        "payidem-mock",
-        "--bin",
-        "payidem-mock",
-    ]);
-    if !cfg!(debug_assertions) {
-        command.arg("--release");
-    }
-    let status = command
-        .status()
-        .map_err(|e| format!("cannot run cargo: {e}"))?;
-    if !status.success() {
-        return Err(format!("building payidem-mock failed: {status}"));
-    }
+/// The mock binary next to this one (`make demo` builds it first).
+fn mock_binary() -> Result<PathBuf, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let mock = exe
         .parent()
         .ok_or("no directory of the demo binary")?
         .join("payidem-mock");
     if !mock.exists() {
-        return Err(format!("{} is missing", mock.display()));
+        return Err(format!(
+            "{} is missing: run `make demo`, which builds it",
+            mock.display()
+        ));
     }
     Ok(mock)
 }
@@ -149,7 +133,7 @@ fn stats(url: &str) -> Result<serde_json::Value, String> {
 
 fn demo() -> Result<bool, String> {
     let started = Instant::now();
-    let mock_binary = build_mock()?;
+    let mock_binary = mock_binary()?;
     let (_mock, url) = start_mock(&mock_binary)?;
     println!("payidem demo: mock platform at {url}, every fault kind on (seed {SEED})");
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
@@ -194,8 +178,8 @@ fn demo() -> Result<bool, String> {
         }
     }
     println!(
-        "  a new worker resumes from the same journal (operations the killed \
-         workers held are resumed once their lease lapses, ~35 s)"
+        "  a new worker resumes from the same journal (the leases of the killed \
+         workers are free at once: their processes are gone)"
     );
     args.seed = 99;
     let mut last = spawn_worker(&args)?;

@@ -3,8 +3,6 @@
 
 CARGO ?= cargo
 
-.PHONY: test lint bench
-
 ## test: run every test of the workspace
 test:
 	$(CARGO) test --workspace
@@ -17,3 +15,93 @@ lint:
 ## bench: criterion benchmarks and the nonce memory measurement (see BENCHMARKS.md)
 bench:
 	$(CARGO) bench -p payidem
+
+# payidem build targets.
+#
+# C ABI (ffi/):
+#   make lib                      libpayidem.so (SONAME libpayidem.so.0) and libpayidem.a
+#   make header                   regenerate include/payidem.h with cbindgen
+#   make test-c                   every C ABI test (see ffi/README.md); installs
+#                                 libcjson-dev, valgrind and pkg-config if missing
+#   make install PREFIX=/usr/local
+#   make bench-c                  signing through the C ABI vs. Rust
+
+CC ?= cc
+CXX ?= g++
+PREFIX ?= /usr/local
+DESTDIR ?=
+
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
+ABI_VERSION := 0
+RELEASE := target/release
+C_OUT := target/c
+C_LIB := $(C_OUT)/lib
+C_TESTS := ffi/tests-c
+C_FLAGS := -std=c99 -Wall -Wextra -Werror -pedantic -O1 -g -Iinclude -I$(C_TESTS)
+C_LINK := -L$(C_LIB) -lpayidem -Wl,-rpath,$(CURDIR)/$(C_LIB)
+CJSON := -I/usr/include/cjson -lcjson
+VALGRIND := valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect --show-possibly-lost=no
+TEST_ENV := PAYIDEM_MOCK=$(CURDIR)/$(RELEASE)/payidem-mock PAYIDEM_VECTORS=$(CURDIR)/core/tests/vectors/protocol-v1.json
+
+.PHONY: test lint bench lib header test-c install bench-c c-deps c-artifacts
+
+lib:
+	$(CARGO) build --release -p payidem-ffi
+
+header:
+	PAYIDEM_WRITE_HEADER=1 $(CARGO) test -q -p payidem-capi --test header committed_header_matches_a_fresh_generation
+
+# Installs what the C tests need on a Debian machine, only when missing.
+c-deps:
+	@missing=""; \
+	dpkg -s libcjson-dev >/dev/null 2>&1 || missing="$$missing libcjson-dev"; \
+	command -v valgrind >/dev/null 2>&1 || missing="$$missing valgrind"; \
+	command -v pkg-config >/dev/null 2>&1 || missing="$$missing pkg-config"; \
+	if [ -n "$$missing" ]; then \
+		echo "installing$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+# The release library and mock, plus a directory where libpayidem.so.0
+# resolves (the SONAME) for the test programs.
+c-artifacts:
+	$(CARGO) build --release -p payidem-ffi -p payidem-mock
+	@mkdir -p $(C_LIB)
+	@ln -sf $(CURDIR)/$(RELEASE)/libpayidem.so $(C_LIB)/libpayidem.so.$(ABI_VERSION)
+	@ln -sf libpayidem.so.$(ABI_VERSION) $(C_LIB)/libpayidem.so
+
+test-c: c-deps
+	@echo "== Rust side: header drift, version macros, code mapping, panic boundary"
+	$(CARGO) test -p payidem-capi
+	@$(MAKE) --no-print-directory c-artifacts
+	@echo "== exported symbols and SONAME"
+	$(C_TESTS)/check-symbols.sh $(RELEASE)/libpayidem.so include/payidem.h
+	@echo "== header as C++11"
+	$(CXX) -x c++ -std=c++11 -Wall -Wextra -Werror -pedantic -fsyntax-only -Iinclude $(C_TESTS)/header_cxx.cpp
+	@echo "== C tests"
+	$(CC) $(C_FLAGS) $(C_TESTS)/test_ffi.c -o $(C_OUT)/test_ffi $(C_LINK) $(CJSON)
+	$(TEST_ENV) $(C_OUT)/test_ffi
+	@echo "== C tests under AddressSanitizer + UndefinedBehaviorSanitizer"
+	$(CC) $(C_FLAGS) -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer \
+		$(C_TESTS)/test_ffi.c -o $(C_OUT)/test_ffi_asan $(C_LINK) $(CJSON)
+	$(TEST_ENV) ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 $(C_OUT)/test_ffi_asan
+	@echo "== C tests under valgrind"
+	$(TEST_ENV) $(VALGRIND) $(C_OUT)/test_ffi
+	@echo "== 8 threads sharing a signer, a verifier and a client, under ThreadSanitizer"
+	$(CC) $(C_FLAGS) -fsanitize=thread $(C_TESTS)/test_threads.c -o $(C_OUT)/test_threads_tsan -pthread $(C_LINK)
+	$(TEST_ENV) TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/$(C_TESTS)/tsan.supp" $(C_OUT)/test_threads_tsan
+	@echo "== install, pkg-config and the example against the mock"
+	$(C_TESTS)/install-example.sh $(CURDIR)/$(RELEASE)/payidem-mock
+
+install: lib
+	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
+	install -m 0755 $(RELEASE)/libpayidem.so $(DESTDIR)$(PREFIX)/lib/libpayidem.so.$(VERSION)
+	ln -sf libpayidem.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libpayidem.so.$(ABI_VERSION)
+	ln -sf libpayidem.so.$(ABI_VERSION) $(DESTDIR)$(PREFIX)/lib/libpayidem.so
+	install -m 0644 $(RELEASE)/libpayidem.a $(DESTDIR)$(PREFIX)/lib/libpayidem.a
+	install -m 0644 include/payidem.h $(DESTDIR)$(PREFIX)/include/payidem.h
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' ffi/payidem.pc.in \
+		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/payidem.pc
+
+bench-c:
+	$(CARGO) bench -p payidem-capi --bench sign_ffi

@@ -1,0 +1,69 @@
+/*
+ * One payment through libpayidem: create a client with a memory journal,
+ * run the operation to a settled outcome, print it.
+ *
+ *   cc pay.c $(pkg-config --cflags --libs payidem) -o pay
+ *   ./pay http://127.0.0.1:PORT            # e.g. against payidem-mock
+ *
+ * Uses the mock's public test key; a real integration reads its key id and
+ * secret from its own configuration and uses a journal file.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include <payidem.h>
+
+static void on_event(void *userdata, const payidem_attempt_event *ev) {
+    (void)userdata;
+    fprintf(stderr, "attempt %u of %s: HTTP %u\n", ev->attempt, ev->order_id, ev->http_status);
+}
+
+int main(int argc, char **argv) {
+    static const char secret[] = "sk_test_payidem_mock_secret_0001";
+    const char *body = "{\"order_id\":\"example-1\",\"amount\":1000,\"currency\":\"EUR\"}";
+    char options[512];
+    payidem_client *client = NULL;
+    payidem_outcome *outcome = NULL;
+    payidem_error *err = NULL;
+    const uint8_t *response = NULL;
+    size_t response_len = 0;
+    payidem_result rc;
+
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s BASE_URL\n", argv[0]);
+        return 2;
+    }
+    if (strcmp(payidem_version(), PAYIDEM_VERSION) != 0) {
+        fprintf(stderr, "header %s does not match library %s\n", PAYIDEM_VERSION, payidem_version());
+        return 1;
+    }
+    snprintf(options, sizeof options,
+             "{\"base_url\":\"%s\",\"key_id\":\"key_test_1\",\"journal_path\":\":memory:\","
+             "\"retry\":{\"max_attempts\":4,\"deadline_ms\":10000}}",
+             argv[1]);
+    rc = payidem_client_new(options, (const uint8_t *)secret, strlen(secret), &client, &err);
+    if (rc != PAYIDEM_OK) {
+        fprintf(stderr, "client: %s\n", payidem_error_message(err));
+        payidem_error_free(err);
+        return 1;
+    }
+    payidem_client_set_event_callback(client, on_event, NULL);
+    rc = payidem_client_execute(client, "example-1", "POST", "/v1/payments", (const uint8_t *)body,
+                                strlen(body), NULL, "/v1/payments?order_id=example-1", &outcome,
+                                &err);
+    if (rc == PAYIDEM_OK) {
+        payidem_outcome_body(outcome, &response, &response_len);
+        printf("HTTP %u key=%s attempts=%u body=%.*s\n", payidem_outcome_http_status(outcome),
+               payidem_outcome_idempotency_key(outcome), payidem_outcome_attempts(outcome),
+               (int)response_len, (const char *)response);
+    } else if (rc == PAYIDEM_OUTCOME_UNKNOWN) {
+        fprintf(stderr, "unknown; resume order %s later: %s\n", payidem_error_order_id(err),
+                payidem_error_message(err));
+    } else {
+        fprintf(stderr, "%s: %s\n", payidem_result_name(rc), payidem_error_message(err));
+    }
+    payidem_outcome_free(outcome);
+    payidem_error_free(err);
+    payidem_client_free(client);
+    return rc == PAYIDEM_OK ? 0 : 1;
+}

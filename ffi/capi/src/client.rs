@@ -1,0 +1,596 @@
+//! The blocking client: operations run to a settled outcome, journaled.
+
+use std::ffi::{c_char, c_int, c_void, CString};
+use std::ptr;
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::Duration;
+
+use payidem::client::AttemptEvent;
+use payidem::journal::OperationState;
+use payidem::operation::{AttemptKind, NextAction};
+use payidem::{CallOptions, Client, OperationSpec};
+
+use crate::boundary::{guard, guard_value};
+use crate::error::{payidem_error, FfiError};
+use crate::options;
+use crate::outcome::{payidem_order_list, payidem_outcome};
+use crate::result::payidem_result;
+use crate::text::{bytes, c_string, handle, opt_str, out, req_str};
+
+/// Runs business operations against the platform, one idempotency key per
+/// operation, keeping each operation's key and frozen body in a journal.
+///
+/// Share freely: every function taking a `const payidem_client *` may be
+/// called from any number of threads at once. Two calls never drive the
+/// same operation at once; the second gets `PAYIDEM_OPERATION_BUSY`.
+pub struct payidem_client {
+    inner: Client,
+    callback: Arc<RwLock<Option<EventCallback>>>,
+}
+
+/// The kind of an attempt.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum payidem_attempt_kind {
+    /// The operation's own request (same method, path, body and key every
+    /// time).
+    PAYIDEM_ATTEMPT_KIND_OPERATION = 1,
+    /// A signed GET of the operation's status path.
+    PAYIDEM_ATTEMPT_KIND_STATUS_QUERY = 2,
+}
+
+/// What the client does after an attempt.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum payidem_next_action {
+    /// The call settled.
+    PAYIDEM_NEXT_SETTLE = 1,
+    /// Retry at once with a fresh signature.
+    PAYIDEM_NEXT_RETRY_NOW = 2,
+    /// Retry after a backoff or `Retry-After`.
+    PAYIDEM_NEXT_RETRY_LATER = 3,
+    /// Adjust the clock offset and retry at once.
+    PAYIDEM_NEXT_ADJUST_CLOCK = 4,
+    /// Query the operation's status.
+    PAYIDEM_NEXT_QUERY_STATUS = 5,
+    /// Query the status again after a backoff.
+    PAYIDEM_NEXT_QUERY_LATER = 6,
+    /// Give up: attempts, deadline or budget exhausted.
+    PAYIDEM_NEXT_GIVE_UP = 7,
+}
+
+/// Where an operation stands in the journal.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum payidem_operation_state {
+    /// Not in the journal.
+    PAYIDEM_STATE_NOT_FOUND = 0,
+    /// Prepared; nothing sent, so nothing can have happened.
+    PAYIDEM_STATE_PENDING = 1,
+    /// An attempt may have reached the platform and the call has not ended
+    /// (or the process died during it).
+    PAYIDEM_STATE_IN_FLIGHT = 2,
+    /// A call ended without learning the outcome; resumable.
+    PAYIDEM_STATE_UNKNOWN = 3,
+    /// Settled: the platform answered 2xx.
+    PAYIDEM_STATE_SUCCEEDED = 4,
+    /// Settled: the platform refused it with a final answer.
+    PAYIDEM_STATE_REJECTED = 5,
+    /// Settled: the platform reported an idempotency conflict.
+    PAYIDEM_STATE_CONFLICT = 6,
+}
+
+impl From<OperationState> for payidem_operation_state {
+    fn from(s: OperationState) -> payidem_operation_state {
+        match s {
+            OperationState::Pending => payidem_operation_state::PAYIDEM_STATE_PENDING,
+            OperationState::InFlight => payidem_operation_state::PAYIDEM_STATE_IN_FLIGHT,
+            OperationState::Unknown => payidem_operation_state::PAYIDEM_STATE_UNKNOWN,
+            OperationState::Succeeded => payidem_operation_state::PAYIDEM_STATE_SUCCEEDED,
+            OperationState::Rejected => payidem_operation_state::PAYIDEM_STATE_REJECTED,
+            OperationState::Conflict => payidem_operation_state::PAYIDEM_STATE_CONFLICT,
+        }
+    }
+}
+
+/// One attempt's event, for logs and metrics. Holds no secret and no body.
+/// Every pointer is borrowed and valid only during the callback.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct payidem_attempt_event {
+    /// The operation's order id.
+    pub order_id: *const c_char,
+    /// The operation's idempotency key.
+    pub idempotency_key: *const c_char,
+    /// The attempt's number over every call of the operation (1 = first).
+    pub attempt: u32,
+    /// The operation's own request or a status query.
+    pub kind: payidem_attempt_kind,
+    /// What the client does next.
+    pub next: payidem_next_action,
+    /// The HTTP status; 0 when no response came.
+    pub http_status: u16,
+    /// Whether the platform replayed a stored answer.
+    pub replayed: bool,
+    /// Whether `wait_ms` holds a wait before the next attempt.
+    pub has_wait: bool,
+    /// The wait before the next attempt, in milliseconds.
+    pub wait_ms: u64,
+    /// How long the attempt took, in microseconds.
+    pub duration_us: u64,
+    /// The response's error code; NULL when none.
+    pub error_code: *const c_char,
+    /// The transport failure; NULL when a response came.
+    pub transport_error: *const c_char,
+}
+
+/// Receives every attempt's event, on the thread that made the attempt.
+/// `userdata` is the pointer given to `payidem_client_set_event_callback`.
+pub type payidem_event_callback =
+    Option<unsafe extern "C" fn(userdata: *mut c_void, event: *const payidem_attempt_event)>;
+
+/// Polled before every attempt and during waits (about every 20 ms) on the
+/// calling thread; a non-zero return cancels the call.
+pub type payidem_cancel_callback = Option<unsafe extern "C" fn(userdata: *mut c_void) -> c_int>;
+
+#[derive(Clone, Copy)]
+struct EventCallback {
+    function: unsafe extern "C" fn(*mut c_void, *const payidem_attempt_event),
+    userdata: *mut c_void,
+}
+
+// SAFETY: the caller promises (in the header) that the callback and its
+// userdata may be used from any thread calling the client.
+unsafe impl Send for EventCallback {}
+unsafe impl Sync for EventCallback {}
+
+fn deliver(callback: &RwLock<Option<EventCallback>>, event: &AttemptEvent) {
+    let guard = callback.read().unwrap_or_else(PoisonError::into_inner);
+    let Some(cb) = *guard else { return };
+    let order_id = c_string(event.order_id.as_str());
+    let key = c_string(event.idempotency_key.as_str());
+    let error_code = event.error_code.as_deref().map(c_string);
+    let transport_error = event.transport_error.as_deref().map(c_string);
+    let c_event = payidem_attempt_event {
+        order_id: order_id.as_ptr(),
+        idempotency_key: key.as_ptr(),
+        attempt: event.attempt,
+        kind: match event.kind {
+            AttemptKind::Operation => payidem_attempt_kind::PAYIDEM_ATTEMPT_KIND_OPERATION,
+            AttemptKind::StatusQuery => payidem_attempt_kind::PAYIDEM_ATTEMPT_KIND_STATUS_QUERY,
+        },
+        next: match event.next {
+            NextAction::Settle => payidem_next_action::PAYIDEM_NEXT_SETTLE,
+            NextAction::RetryNow => payidem_next_action::PAYIDEM_NEXT_RETRY_NOW,
+            NextAction::RetryLater => payidem_next_action::PAYIDEM_NEXT_RETRY_LATER,
+            NextAction::AdjustClock => payidem_next_action::PAYIDEM_NEXT_ADJUST_CLOCK,
+            NextAction::QueryStatus => payidem_next_action::PAYIDEM_NEXT_QUERY_STATUS,
+            NextAction::QueryLater => payidem_next_action::PAYIDEM_NEXT_QUERY_LATER,
+            NextAction::GiveUp => payidem_next_action::PAYIDEM_NEXT_GIVE_UP,
+        },
+        http_status: event.status.unwrap_or(0),
+        replayed: event.replayed,
+        has_wait: event.wait.is_some(),
+        wait_ms: event
+            .wait
+            .map_or(0, |w| u64::try_from(w.as_millis()).unwrap_or(u64::MAX)),
+        duration_us: u64::try_from(event.duration.as_micros()).unwrap_or(u64::MAX),
+        error_code: error_code.as_ref().map_or(ptr::null(), |c| c.as_ptr()),
+        transport_error: transport_error.as_ref().map_or(ptr::null(), |c| c.as_ptr()),
+    };
+    // SAFETY: the caller registered a valid callback for this userdata.
+    unsafe { (cb.function)(cb.userdata, &c_event) };
+}
+
+/// Creates a client from `options_json`, a JSON object, and the key's
+/// `secret` (16..=1024 bytes; copied into keyed MAC state, wiped on free).
+/// Opens (or creates) the journal and purges settled operations older than
+/// the settled retention.
+///
+/// Options (unknown keys are `PAYIDEM_INVALID_ARGUMENT` naming them, e.g.
+/// `"retry.bogus"`; every number is a non-negative integer):
+/// - `base_url` (string, required): e.g. `"https://api.example.com"`; a
+///   path prefix is allowed, no query.
+/// - `key_id` (string, required): sent in `X-Api-Key`.
+/// - `journal_path` (string): SQLite file, created if missing; `":memory:"`
+///   for a memory journal (operations die with the process; tests only).
+///   Default `"payidem-journal.sqlite3"` in the working directory.
+/// - `connect_timeout_ms` (default 5000), `request_timeout_ms` (one
+///   attempt's whole response, default 30000): both above 0.
+/// - `retry`: object with `base_ms` (200), `cap_ms` (10000), `max_attempts`
+///   (8, at least 1), `deadline_ms` (60000, above 0; per call).
+/// - `retry_budget`: object with `capacity` (500), `retry_cost` (5),
+///   `timeout_cost` (10), `success_refund` (1): tokens shared by all calls.
+/// - `key_retention_s` (172800 = 48 h, 1..=172800): an unknown operation
+///   whose key is older is never POSTed again (`PAYIDEM_KEY_EXPIRED`).
+/// - `settled_retention_s` (604800 = 7 days): settled operations older than
+///   this are purged from the journal.
+///
+/// Ownership: on success `*client_out` receives a new client the caller
+/// frees with `payidem_client_free`; the inputs are only read.
+/// NULL: `options_json`, `secret` and `client_out` must not be NULL;
+/// `err_out` may be NULL.
+/// Threads: safe from any thread.
+/// Errors: `PAYIDEM_INVALID_ARGUMENT` naming `options_json` (not a JSON
+/// object), an option (missing, mistyped, unknown or out of range, e.g.
+/// `base_url`, `retry.max_attempts`, `key_retention_s`), `key_id`, `secret`
+/// or `client_out`; `PAYIDEM_JOURNAL_ERROR` when the journal cannot be opened.
+#[no_mangle]
+pub unsafe extern "C" fn payidem_client_new(
+    options_json: *const c_char,
+    secret: *const u8,
+    secret_len: usize,
+    client_out: *mut *mut payidem_client,
+    err_out: *mut *mut payidem_error,
+) -> payidem_result {
+    guard(err_out, || {
+        let json = req_str(options_json, "options_json")?;
+        if secret.is_null() {
+            return Err(FfiError::null("secret"));
+        }
+        let secret = bytes(secret, secret_len, "secret")?;
+        let slot = out(client_out, "client_out")?;
+        let config = options::parse(json)?;
+        let callback: Arc<RwLock<Option<EventCallback>>> = Arc::new(RwLock::new(None));
+        let hook_target = Arc::clone(&callback);
+        let inner = Client::new(config, secret)
+            .map_err(|e| FfiError::from(e).rename_field(options::option_of_field))?
+            .with_event_hook(Arc::new(move |event: &AttemptEvent| {
+                deliver(&hook_target, event)
+            }));
+        slot.write(Box::into_raw(Box::new(payidem_client { inner, callback })));
+        Ok(())
+    })
+}
+
+/// Sets (or, with `callback` NULL, removes) the function that receives
+/// every attempt's event, with `userdata` as its first argument. It runs on
+/// whichever thread made the attempt, so it and `userdata` must be safe to
+/// use from every thread calling the client. Once this function returns, no
+/// call of the previous callback is running or will start. The callback
+/// must not call `payidem_client_set_event_callback` itself; it may call
+/// any other function.
+///
+/// Ownership: `userdata` stays the caller's; it must outlive its
+/// registration.
+/// NULL: `client` must not be NULL (nothing happens); `callback` and
+/// `userdata` may be NULL.
+/// Threads: safe at any time; it waits for a running callback to return.
+/// Errors: none.
+#[no_mangle]
+pub unsafe extern "C" fn payidem_client_set_event_callback(
+    client: *const payidem_client,
+    callback: payidem_event_callback,
+    userdata: *mut c_void,
+) {
+    guard_value((), || {
+        if let Some(client) = client.as_ref() {
+            *client
+                .callback
+                .write()
+                .unwrap_or_else(PoisonError::into_inner) =
+                callback.map(|function| EventCallback { function, userdata });
+        }
+    })
+}
+
+struct Cancel {
+    function: unsafe extern "C" fn(*mut c_void) -> c_int,
+    userdata: *mut c_void,
+}
+
+// SAFETY: the cancel hook is polled only on the thread that made the call;
+// Sync is needed only to satisfy the type of `CallOptions::cancel`.
+unsafe impl Sync for Cancel {}
+
+impl Cancel {
+    fn cancelled(&self) -> bool {
+        // SAFETY: the caller passed a valid function for this userdata.
+        unsafe { (self.function)(self.userdata) != 0 }
+    }
+}
+
+fn deadline_of(deadline_ms: u64) -> Option<Duration> {
+    (deadline_ms > 0).then(|| Duration::from_millis(deadline_ms))
+}
+
+unsafe fn execute(
+    client: *const payidem_client,
+    order_id: *const c_char,
+    method: *const c_char,
+    path: *const c_char,
+    body: *const u8,
+    body_len: usize,
+    idempotency_key: *const c_char,
+    status_path: *const c_char,
+    deadline_ms: u64,
+    cancel: payidem_cancel_callback,
+    cancel_userdata: *mut c_void,
+    outcome_out: *mut *mut payidem_outcome,
+) -> Result<(), FfiError> {
+    let client = handle(client, "client")?;
+    let spec = OperationSpec {
+        order_id: req_str(order_id, "order_id")?,
+        method: req_str(method, "method")?,
+        path: req_str(path, "path")?,
+        body: bytes(body, body_len, "body")?,
+        idempotency_key: opt_str(idempotency_key, "idempotency_key")?,
+        status_path: opt_str(status_path, "status_path")?,
+    };
+    let slot = out(outcome_out, "outcome_out")?;
+    let hook = cancel.map(|function| Cancel {
+        function,
+        userdata: cancel_userdata,
+    });
+    let poll = || hook.as_ref().is_some_and(Cancel::cancelled);
+    let options = CallOptions {
+        cancel: Some(&poll),
+        deadline: deadline_of(deadline_ms),
+    };
+    let outcome = client.inner.execute_with(&spec, options)?;
+    slot.write(Box::into_raw(Box::new(payidem_outcome::from(outcome))));
+    Ok(())
+}
+
+/// Runs one business operation to a settled outcome: `method` `path` with
+/// the exact `body`, keyed by `idempotency_key` (NULL for the default
+/// `create-{order_id}`), with `status_path` (NULL when none) as the signed
+/// GET that tells whether it landed. The operation is journaled before
+/// anything is sent; an order id already in the journal with the same
+/// request continues that operation (a settled one answers from the journal
+/// without any network call).
+///
+/// Ownership: on success `*outcome_out` receives a new outcome the caller
+/// frees with `payidem_outcome_free`; the inputs are only read (the body is
+/// copied into the journal).
+/// NULL: `client`, `order_id`, `method`, `path` and `outcome_out` must not
+/// be NULL; `body` may be NULL when `body_len` is 0; `idempotency_key`,
+/// `status_path` and `err_out` may be NULL.
+/// Threads: safe from any number of threads on one client.
+/// Errors: `PAYIDEM_REJECTED` (status and body in the error),
+/// `PAYIDEM_IDEMPOTENCY_CONFLICT`, `PAYIDEM_OUTCOME_UNKNOWN` (resumable:
+/// order id and key in the error), `PAYIDEM_KEY_EXPIRED`,
+/// `PAYIDEM_TRANSPORT_ERROR` (nothing reached the platform; key kept),
+/// `PAYIDEM_OPERATION_BUSY`, `PAYIDEM_JOURNAL_ERROR`,
+/// `PAYIDEM_INVALID_ARGUMENT` naming `client`, `order_id`, `method`,
+/// `path`, `body`, `idempotency_key`, `status_path` or `outcome_out`.
+#[no_mangle]
+pub unsafe extern "C" fn payidem_client_execute(
+    client: *const payidem_client,
+    order_id: *const c_char,
+    method: *const c_char,
+    path: *const c_char,
+    body: *const u8,
+    body_len: usize,
+    idempotency_key: *const c_char,
+    status_path: *const c_char,
+    outcome_out: *mut *mut payidem_outcome,
+    err_out: *mut *mut payidem_error,
+) -> payidem_result {
+    guard(err_out, || {
+        execute(
+            client,
+            order_id,
+            method,
+            path,
+            body,
+            body_len,
+            idempotency_key,
+            status_path,
+            0,
+            None,
+            ptr::null_mut(),
+            outcome_out,
+        )
+    })
+}
+
+/// `payidem_client_execute` with a per-call deadline and a cancellation
+/// hook. `deadline_ms` (0 for none) shortens the client's retry deadline
+/// for this call. `cancel` (NULL for none) is polled with `cancel_userdata`
+/// on the calling thread before every attempt and during waits; when it
+/// returns non-zero the call ends with `PAYIDEM_CANCELLED` and the
+/// operation keeps its key (resume it if an attempt may have landed).
+///
+/// Ownership: as `payidem_client_execute`; `cancel_userdata` stays the
+/// caller's.
+/// NULL: as `payidem_client_execute`; `cancel` and `cancel_userdata` may be
+/// NULL.
+/// Threads: safe from any number of threads on one client.
+/// Errors: those of `payidem_client_execute`, and `PAYIDEM_CANCELLED`
+/// (order id and key in the error); a deadline that runs out ends as the
+/// call would when its retries run out (e.g. `PAYIDEM_OUTCOME_UNKNOWN`).
+#[no_mangle]
+pub unsafe extern "C" fn payidem_client_execute_with_deadline(
+    client: *const payidem_client,
+    order_id: *const c_char,
+    method: *const c_char,
+    path: *const c_char,
+    body: *const u8,
+    body_len: usize,
+    idempotency_key: *const c_char,
+    status_path: *const c_char,
+    deadline_ms: u64,
+    cancel: payidem_cancel_callback,
+    cancel_userdata: *mut c_void,
+    outcome_out: *mut *mut payidem_outcome,
+    err_out: *mut *mut payidem_error,
+) -> payidem_result {
+    guard(err_out, || {
+        execute(
+            client,
+            order_id,
+            method,
+            path,
+            body,
+            body_len,
+            idempotency_key,
+            status_path,
+            deadline_ms,
+            cancel,
+            cancel_userdata,
+            outcome_out,
+        )
+    })
+}
+
+unsafe fn resume(
+    client: *const payidem_client,
+    order_id: *const c_char,
+    deadline_ms: u64,
+    cancel: payidem_cancel_callback,
+    cancel_userdata: *mut c_void,
+    outcome_out: *mut *mut payidem_outcome,
+) -> Result<(), FfiError> {
+    let client = handle(client, "client")?;
+    let order_id = req_str(order_id, "order_id")?;
+    let slot = out(outcome_out, "outcome_out")?;
+    let hook = cancel.map(|function| Cancel {
+        function,
+        userdata: cancel_userdata,
+    });
+    let poll = || hook.as_ref().is_some_and(Cancel::cancelled);
+    let options = CallOptions {
+        cancel: Some(&poll),
+        deadline: deadline_of(deadline_ms),
+    };
+    let outcome = client.inner.resume_with(order_id, options)?;
+    slot.write(Box::into_raw(Box::new(payidem_outcome::from(outcome))));
+    Ok(())
+}
+
+/// Drives an unsettled operation of the journal again with its own key and
+/// body (after a crash, or after `PAYIDEM_OUTCOME_UNKNOWN`); a settled one
+/// answers its stored outcome.
+///
+/// Ownership: on success `*outcome_out` receives a new outcome the caller
+/// frees with `payidem_outcome_free`.
+/// NULL: `client`, `order_id` and `outcome_out` must not be NULL; `err_out`
+/// may be NULL.
+/// Threads: safe from any number of threads on one client.
+/// Errors: those of `payidem_client_execute`; `PAYIDEM_INVALID_ARGUMENT`
+/// naming `order_id` also when the journal does not hold it.
+#[no_mangle]
+pub unsafe extern "C" fn payidem_client_resume(
+    client: *const payidem_client,
+    order_id: *const c_char,
+    outcome_out: *mut *mut payidem_outcome,
+    err_out: *mut *mut payidem_error,
+) -> payidem_result {
+    guard(err_out, || {
+        resume(client, order_id, 0, None, ptr::null_mut(), outcome_out)
+    })
+}
+
+/// `payidem_client_resume` with a per-call deadline (0 for none) and a
+/// cancellation hook, as in `payidem_client_execute_with_deadline`.
+///
+/// Ownership: as `payidem_client_resume`; `cancel_userdata` stays the
+/// caller's.
+/// NULL: as `payidem_client_resume`; `cancel` and `cancel_userdata` may be
+/// NULL.
+/// Threads: safe from any number of threads on one client.
+/// Errors: those of `payidem_client_resume`, and `PAYIDEM_CANCELLED`.
+#[no_mangle]
+pub unsafe extern "C" fn payidem_client_resume_with_deadline(
+    client: *const payidem_client,
+    order_id: *const c_char,
+    deadline_ms: u64,
+    cancel: payidem_cancel_callback,
+    cancel_userdata: *mut c_void,
+    outcome_out: *mut *mut payidem_outcome,
+    err_out: *mut *mut payidem_error,
+) -> payidem_result {
+    guard(err_out, || {
+        resume(
+            client,
+            order_id,
+            deadline_ms,
+            cancel,
+            cancel_userdata,
+            outcome_out,
+        )
+    })
+}
+
+/// The journal's record of an operation: `*found_out` tells whether it
+/// exists; when it does, `*state_out` and `*attempts_out` receive its state
+/// and attempts so far, otherwise `PAYIDEM_STATE_NOT_FOUND` and 0.
+///
+/// Ownership: the outputs are caller memory, written only on success.
+/// NULL: `client`, `order_id`, `found_out`, `state_out` and `attempts_out`
+/// must not be NULL; `err_out` may be NULL.
+/// Threads: safe from any number of threads on one client.
+/// Errors: `PAYIDEM_JOURNAL_ERROR`; `PAYIDEM_INVALID_ARGUMENT` naming
+/// `client`, `order_id`, `found_out`, `state_out` or `attempts_out`.
+#[no_mangle]
+pub unsafe extern "C" fn payidem_client_status(
+    client: *const payidem_client,
+    order_id: *const c_char,
+    found_out: *mut bool,
+    state_out: *mut payidem_operation_state,
+    attempts_out: *mut u32,
+    err_out: *mut *mut payidem_error,
+) -> payidem_result {
+    guard(err_out, || {
+        let client = handle(client, "client")?;
+        let order_id = req_str(order_id, "order_id")?;
+        let found_slot = out(found_out, "found_out")?;
+        let state_slot = out(state_out, "state_out")?;
+        let attempts_slot = out(attempts_out, "attempts_out")?;
+        let record = client.inner.status(order_id)?;
+        found_slot.write(record.is_some());
+        state_slot.write(
+            record
+                .as_ref()
+                .map_or(payidem_operation_state::PAYIDEM_STATE_NOT_FOUND, |r| {
+                    r.state.into()
+                }),
+        );
+        attempts_slot.write(record.map_or(0, |r| r.attempts));
+        Ok(())
+    })
+}
+
+/// The order ids of operations whose outcome is unknown (in flight when a
+/// process died, or ended as `PAYIDEM_OUTCOME_UNKNOWN`), oldest first:
+/// resume each with `payidem_client_resume`.
+///
+/// Ownership: on success `*list_out` receives a new list the caller frees
+/// with `payidem_order_list_free`.
+/// NULL: `client` and `list_out` must not be NULL; `err_out` may be NULL.
+/// Threads: safe from any number of threads on one client.
+/// Errors: `PAYIDEM_JOURNAL_ERROR`; `PAYIDEM_INVALID_ARGUMENT` naming
+/// `client` or `list_out`.
+#[no_mangle]
+pub unsafe extern "C" fn payidem_client_list_unknown(
+    client: *const payidem_client,
+    list_out: *mut *mut payidem_order_list,
+    err_out: *mut *mut payidem_error,
+) -> payidem_result {
+    guard(err_out, || {
+        let client = handle(client, "client")?;
+        let slot = out(list_out, "list_out")?;
+        let ids: Vec<CString> = client
+            .inner
+            .list_unknown()?
+            .into_iter()
+            .map(|r| c_string(r.operation.order_id))
+            .collect();
+        slot.write(Box::into_raw(Box::new(payidem_order_list { ids })));
+        Ok(())
+    })
+}
+
+/// Frees a client, closing its journal and wiping its secret.
+///
+/// Ownership: takes `client`.
+/// NULL: `client` may be NULL (nothing happens).
+/// Threads: no call on `client` may be running or start.
+/// Errors: none.
+#[no_mangle]
+pub unsafe extern "C" fn payidem_client_free(client: *mut payidem_client) {
+    if !client.is_null() {
+        guard_value((), || drop(Box::from_raw(client)));
+    }
+}

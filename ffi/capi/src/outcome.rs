@@ -1,0 +1,250 @@
+//! The settled outcome of an operation, and lists of order ids.
+
+use std::ffi::{c_char, CString};
+use std::ptr;
+
+use payidem::Outcome;
+
+use crate::boundary::{guard, guard_value};
+use crate::error::{payidem_error, FfiError};
+use crate::result::payidem_result;
+use crate::text::{c_string, handle, out};
+
+/// The settled outcome of an operation: the platform's 2xx answer (status,
+/// headers, body), the order id, the idempotency key and the attempts made.
+///
+/// Single owner: it may move between threads but must not be used by two at
+/// once; free it with `payidem_outcome_free`.
+pub struct payidem_outcome {
+    order_id: CString,
+    idempotency_key: CString,
+    attempts: u32,
+    status: u16,
+    replayed: bool,
+    headers: Vec<(CString, CString)>,
+    body: Vec<u8>,
+}
+
+impl From<Outcome> for payidem_outcome {
+    fn from(o: Outcome) -> payidem_outcome {
+        payidem_outcome {
+            order_id: c_string(o.order_id),
+            idempotency_key: c_string(o.idempotency_key),
+            attempts: o.attempts,
+            status: o.response.status,
+            replayed: o.response.replayed,
+            headers: o
+                .response
+                .headers
+                .into_iter()
+                .map(|(n, v)| (c_string(n), c_string(v)))
+                .collect(),
+            body: o.response.body,
+        }
+    }
+}
+
+/// The platform's HTTP status (2xx); 0 for a NULL outcome.
+///
+/// Ownership: borrows `outcome`.
+/// NULL: `outcome` may be NULL, giving 0.
+/// Threads: read-only; not while another thread frees `outcome`.
+/// Errors: none.
+#[no_mangle]
+pub unsafe extern "C" fn payidem_outcome_http_status(outcome: *const payidem_outcome) -> u16 {
+    guard_value(0, || outcome.as_ref().map_or(0, |o| o.status))
+}
+
+/// The response body: sets `*body_out` and `*len_out` (the bytes are not
+/// NUL-terminated; an empty body gives a non-NULL pointer and 0) and returns
+/// true; returns false and leaves them untouched for NULL arguments.
+///
+/// Ownership: the bytes are borrowed from `outcome`, valid until
+/// `payidem_outcome_free(outcome)`.
+/// NULL: none of the arguments may be NULL (false).
+/// Threads: read-only; not while another thread frees `outcome`.
+/// Errors: none.
+#[no_mangle]
+pub unsafe extern "C" fn payidem_outcome_body(
+    outcome: *const payidem_outcome,
+    body_out: *mut *const u8,
+    len_out: *mut usize,
+) -> bool {
+    guard_value(false, || match outcome.as_ref() {
+        Some(o) if !body_out.is_null() && !len_out.is_null() => {
+            body_out.write(o.body.as_ptr());
+            len_out.write(o.body.len());
+            true
+        }
+        _ => false,
+    })
+}
+
+/// Whether the platform replayed a stored answer (`Idempotent-Replayed:
+/// true`): the operation had already happened, exactly once.
+///
+/// Ownership: borrows `outcome`.
+/// NULL: `outcome` may be NULL, giving false.
+/// Threads: read-only; not while another thread frees `outcome`.
+/// Errors: none.
+#[no_mangle]
+pub unsafe extern "C" fn payidem_outcome_replayed(outcome: *const payidem_outcome) -> bool {
+    guard_value(false, || outcome.as_ref().is_some_and(|o| o.replayed))
+}
+
+/// The operation's idempotency key.
+///
+/// Ownership: borrowed from `outcome`, valid until it is freed.
+/// NULL: `outcome` may be NULL, giving NULL.
+/// Threads: read-only; not while another thread frees `outcome`.
+/// Errors: none.
+#[no_mangle]
+pub unsafe extern "C" fn payidem_outcome_idempotency_key(
+    outcome: *const payidem_outcome,
+) -> *const c_char {
+    guard_value(ptr::null(), || {
+        outcome
+            .as_ref()
+            .map_or(ptr::null(), |o| o.idempotency_key.as_ptr())
+    })
+}
+
+/// The operation's order id.
+///
+/// Ownership: borrowed from `outcome`, valid until it is freed.
+/// NULL: `outcome` may be NULL, giving NULL.
+/// Threads: read-only; not while another thread frees `outcome`.
+/// Errors: none.
+#[no_mangle]
+pub unsafe extern "C" fn payidem_outcome_order_id(
+    outcome: *const payidem_outcome,
+) -> *const c_char {
+    guard_value(ptr::null(), || {
+        outcome
+            .as_ref()
+            .map_or(ptr::null(), |o| o.order_id.as_ptr())
+    })
+}
+
+/// Attempts made over every call of the operation (status queries
+/// included); 0 for a NULL outcome.
+///
+/// Ownership: borrows `outcome`.
+/// NULL: `outcome` may be NULL, giving 0.
+/// Threads: read-only; not while another thread frees `outcome`.
+/// Errors: none.
+#[no_mangle]
+pub unsafe extern "C" fn payidem_outcome_attempts(outcome: *const payidem_outcome) -> u32 {
+    guard_value(0, || outcome.as_ref().map_or(0, |o| o.attempts))
+}
+
+/// How many response headers the outcome kept; 0 for a NULL outcome.
+///
+/// Ownership: borrows `outcome`.
+/// NULL: `outcome` may be NULL, giving 0.
+/// Threads: read-only; not while another thread frees `outcome`.
+/// Errors: none.
+#[no_mangle]
+pub unsafe extern "C" fn payidem_outcome_header_count(outcome: *const payidem_outcome) -> usize {
+    guard_value(0, || outcome.as_ref().map_or(0, |o| o.headers.len()))
+}
+
+/// The response header at `index` (0-based, in the order received).
+///
+/// Ownership: `*name_out` and `*value_out` are borrowed from `outcome`,
+/// valid until `payidem_outcome_free(outcome)`.
+/// NULL: `outcome`, `name_out` and `value_out` must not be NULL; `err_out`
+/// may be NULL.
+/// Threads: read-only; not while another thread frees `outcome`.
+/// Errors: `PAYIDEM_INVALID_ARGUMENT` naming `outcome`, `index` (out of
+/// range), `name_out` or `value_out`.
+#[no_mangle]
+pub unsafe extern "C" fn payidem_outcome_header_at(
+    outcome: *const payidem_outcome,
+    index: usize,
+    name_out: *mut *const c_char,
+    value_out: *mut *const c_char,
+    err_out: *mut *mut payidem_error,
+) -> payidem_result {
+    guard(err_out, || {
+        let outcome = handle(outcome, "outcome")?;
+        let name_slot = out(name_out, "name_out")?;
+        let value_slot = out(value_out, "value_out")?;
+        let (name, value) = outcome.headers.get(index).ok_or_else(|| {
+            FfiError::invalid(
+                "index",
+                format!(
+                    "is {index}; the outcome has {} headers",
+                    outcome.headers.len()
+                ),
+            )
+        })?;
+        name_slot.write(name.as_ptr());
+        value_slot.write(value.as_ptr());
+        Ok(())
+    })
+}
+
+/// Frees an outcome.
+///
+/// Ownership: takes `outcome`; every string and buffer borrowed from it dies.
+/// NULL: `outcome` may be NULL (nothing happens).
+/// Threads: the caller must own `outcome`; free it once.
+/// Errors: none.
+#[no_mangle]
+pub unsafe extern "C" fn payidem_outcome_free(outcome: *mut payidem_outcome) {
+    if !outcome.is_null() {
+        guard_value((), || drop(Box::from_raw(outcome)));
+    }
+}
+
+/// A list of order ids (from `payidem_client_list_unknown`).
+///
+/// Single owner: it may move between threads but must not be used by two at
+/// once; free it with `payidem_order_list_free`.
+pub struct payidem_order_list {
+    pub(crate) ids: Vec<CString>,
+}
+
+/// How many order ids the list holds; 0 for a NULL list.
+///
+/// Ownership: borrows `list`.
+/// NULL: `list` may be NULL, giving 0.
+/// Threads: read-only; not while another thread frees `list`.
+/// Errors: none.
+#[no_mangle]
+pub unsafe extern "C" fn payidem_order_list_len(list: *const payidem_order_list) -> usize {
+    guard_value(0, || list.as_ref().map_or(0, |l| l.ids.len()))
+}
+
+/// The order id at `index` (0-based, oldest operation first); NULL when
+/// `index` is out of range.
+///
+/// Ownership: borrowed from `list`, valid until `payidem_order_list_free`.
+/// NULL: `list` may be NULL, giving NULL.
+/// Threads: read-only; not while another thread frees `list`.
+/// Errors: none (NULL for an index out of range).
+#[no_mangle]
+pub unsafe extern "C" fn payidem_order_list_get(
+    list: *const payidem_order_list,
+    index: usize,
+) -> *const c_char {
+    guard_value(ptr::null(), || {
+        list.as_ref()
+            .and_then(|l| l.ids.get(index))
+            .map_or(ptr::null(), |id| id.as_ptr())
+    })
+}
+
+/// Frees a list of order ids.
+///
+/// Ownership: takes `list`; every string borrowed from it dies.
+/// NULL: `list` may be NULL (nothing happens).
+/// Threads: the caller must own `list`; free it once.
+/// Errors: none.
+#[no_mangle]
+pub unsafe extern "C" fn payidem_order_list_free(list: *mut payidem_order_list) {
+    if !list.is_null() {
+        guard_value((), || drop(Box::from_raw(list)));
+    }
+}

@@ -1,0 +1,196 @@
+//! The result code of every fallible call.
+
+use std::ffi::c_char;
+
+use payidem::ErrorCode;
+
+/// The result of every fallible call. `PAYIDEM_OK` (0) is success; codes 1 to
+/// 99 are exactly payidem's stable error codes (the same numbers and names in
+/// every binding); codes from 100 up exist only in the C ABI. A number is
+/// never reused or renumbered; new codes may be added, so treat an unknown
+/// one like `PAYIDEM_INTERNAL_ERROR`.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum payidem_result {
+    /// Success.
+    PAYIDEM_OK = 0,
+    /// An argument broke its rule; `payidem_error_field` names it.
+    PAYIDEM_INVALID_ARGUMENT = 1,
+    /// The idempotency key was used with another request. Never retried.
+    PAYIDEM_IDEMPOTENCY_CONFLICT = 2,
+    /// The platform refused the operation with a final answer (status and
+    /// body in the error).
+    PAYIDEM_REJECTED = 3,
+    /// The operation may or may not have happened; its key is kept and it
+    /// can be resumed.
+    PAYIDEM_OUTCOME_UNKNOWN = 4,
+    /// The outcome is unknown and the key is past the platform's retention:
+    /// the operation is never sent again.
+    PAYIDEM_KEY_EXPIRED = 5,
+    /// Another call is driving the same operation right now.
+    PAYIDEM_OPERATION_BUSY = 6,
+    /// A network failure before anything reached the platform.
+    PAYIDEM_TRANSPORT_ERROR = 7,
+    /// The journal could not be opened, read or written.
+    PAYIDEM_JOURNAL_ERROR = 8,
+    /// Verification: a signature header is missing, repeated or malformed.
+    PAYIDEM_MISSING_SIGNATURE = 9,
+    /// Verification: the key id is not known.
+    PAYIDEM_UNKNOWN_API_KEY = 10,
+    /// Verification: the timestamp is outside the window.
+    PAYIDEM_TIMESTAMP_OUT_OF_WINDOW = 11,
+    /// Verification: the signature does not match.
+    PAYIDEM_INVALID_SIGNATURE = 12,
+    /// Verification: the nonce was already used inside the window.
+    PAYIDEM_NONCE_REUSED = 13,
+    /// Verification: the replay cache is full and fails closed.
+    PAYIDEM_REPLAY_CACHE_FULL = 14,
+    /// Verification: a POST carried no `Idempotency-Key`.
+    PAYIDEM_IDEMPOTENCY_KEY_REQUIRED = 15,
+    /// A bug inside payidem (a panic caught at the boundary). Never expected.
+    PAYIDEM_INTERNAL_ERROR = 16,
+    /// The caller cancelled the call; the operation keeps its key.
+    PAYIDEM_CANCELLED = 17,
+    /// C ABI only: the caller's buffer is too small; the error message and
+    /// the call's length output say how much is needed.
+    PAYIDEM_BUFFER_TOO_SMALL = 100,
+}
+
+impl payidem_result {
+    /// Every code, in number order.
+    pub(crate) const ALL: [payidem_result; 19] = [
+        payidem_result::PAYIDEM_OK,
+        payidem_result::PAYIDEM_INVALID_ARGUMENT,
+        payidem_result::PAYIDEM_IDEMPOTENCY_CONFLICT,
+        payidem_result::PAYIDEM_REJECTED,
+        payidem_result::PAYIDEM_OUTCOME_UNKNOWN,
+        payidem_result::PAYIDEM_KEY_EXPIRED,
+        payidem_result::PAYIDEM_OPERATION_BUSY,
+        payidem_result::PAYIDEM_TRANSPORT_ERROR,
+        payidem_result::PAYIDEM_JOURNAL_ERROR,
+        payidem_result::PAYIDEM_MISSING_SIGNATURE,
+        payidem_result::PAYIDEM_UNKNOWN_API_KEY,
+        payidem_result::PAYIDEM_TIMESTAMP_OUT_OF_WINDOW,
+        payidem_result::PAYIDEM_INVALID_SIGNATURE,
+        payidem_result::PAYIDEM_NONCE_REUSED,
+        payidem_result::PAYIDEM_REPLAY_CACHE_FULL,
+        payidem_result::PAYIDEM_IDEMPOTENCY_KEY_REQUIRED,
+        payidem_result::PAYIDEM_INTERNAL_ERROR,
+        payidem_result::PAYIDEM_CANCELLED,
+        payidem_result::PAYIDEM_BUFFER_TOO_SMALL,
+    ];
+
+    /// The stable snake_case name: core's name for codes 1 to 99, `ok` and
+    /// `buffer_too_small` for the others.
+    pub fn name(self) -> &'static str {
+        match self {
+            payidem_result::PAYIDEM_OK => "ok",
+            payidem_result::PAYIDEM_BUFFER_TOO_SMALL => "buffer_too_small",
+            other => other
+                .error_code()
+                .map_or("internal_error", ErrorCode::as_str),
+        }
+    }
+
+    /// The same name as a NUL-terminated C string.
+    fn c_name(self) -> &'static std::ffi::CStr {
+        match self {
+            payidem_result::PAYIDEM_OK => c"ok",
+            payidem_result::PAYIDEM_INVALID_ARGUMENT => c"invalid_argument",
+            payidem_result::PAYIDEM_IDEMPOTENCY_CONFLICT => c"idempotency_conflict",
+            payidem_result::PAYIDEM_REJECTED => c"rejected",
+            payidem_result::PAYIDEM_OUTCOME_UNKNOWN => c"outcome_unknown",
+            payidem_result::PAYIDEM_KEY_EXPIRED => c"key_expired",
+            payidem_result::PAYIDEM_OPERATION_BUSY => c"operation_busy",
+            payidem_result::PAYIDEM_TRANSPORT_ERROR => c"transport_error",
+            payidem_result::PAYIDEM_JOURNAL_ERROR => c"journal_error",
+            payidem_result::PAYIDEM_MISSING_SIGNATURE => c"missing_signature",
+            payidem_result::PAYIDEM_UNKNOWN_API_KEY => c"unknown_api_key",
+            payidem_result::PAYIDEM_TIMESTAMP_OUT_OF_WINDOW => c"timestamp_out_of_window",
+            payidem_result::PAYIDEM_INVALID_SIGNATURE => c"invalid_signature",
+            payidem_result::PAYIDEM_NONCE_REUSED => c"nonce_reused",
+            payidem_result::PAYIDEM_REPLAY_CACHE_FULL => c"replay_cache_full",
+            payidem_result::PAYIDEM_IDEMPOTENCY_KEY_REQUIRED => c"idempotency_key_required",
+            payidem_result::PAYIDEM_INTERNAL_ERROR => c"internal_error",
+            payidem_result::PAYIDEM_CANCELLED => c"cancelled",
+            payidem_result::PAYIDEM_BUFFER_TOO_SMALL => c"buffer_too_small",
+        }
+    }
+
+    /// Core's code for codes 1 to 99.
+    pub fn error_code(self) -> Option<ErrorCode> {
+        ErrorCode::ALL
+            .into_iter()
+            .find(|c| c.number() == self as u32)
+    }
+
+    /// The code with this number, if any.
+    pub fn from_number(number: u32) -> Option<payidem_result> {
+        payidem_result::ALL
+            .into_iter()
+            .find(|r| *r as u32 == number)
+    }
+}
+
+impl From<ErrorCode> for payidem_result {
+    fn from(code: ErrorCode) -> payidem_result {
+        payidem_result::from_number(code.number())
+            .filter(|r| (1..100).contains(&(*r as u32)))
+            .unwrap_or(payidem_result::PAYIDEM_INTERNAL_ERROR)
+    }
+}
+
+/// The stable snake_case name of a result number (`"ok"`,
+/// `"invalid_argument"`, ..., `"buffer_too_small"`), the same name every
+/// binding uses; NULL for a number that is no code.
+///
+/// Ownership: the string is static; never free it.
+/// NULL: never takes a pointer.
+/// Threads: safe from any thread.
+/// Errors: none; an unknown number gives NULL.
+#[no_mangle]
+pub extern "C" fn payidem_result_name(code: u32) -> *const c_char {
+    payidem_result::from_number(code).map_or(std::ptr::null(), |r| r.c_name().as_ptr())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_codes_map_one_to_one_with_core() {
+        for code in ErrorCode::ALL {
+            let result = payidem_result::from(code);
+            assert_eq!(result as u32, code.number(), "{code}");
+            assert_eq!(result.name(), code.as_str());
+            assert_eq!(result.c_name().to_str().unwrap(), code.as_str());
+            assert_eq!(result.error_code(), Some(code));
+        }
+        let abi_codes: Vec<u32> = payidem_result::ALL
+            .iter()
+            .map(|r| *r as u32)
+            .filter(|n| (1..100).contains(n))
+            .collect();
+        let core_codes: Vec<u32> = ErrorCode::ALL.iter().map(|c| c.number()).collect();
+        assert_eq!(
+            abi_codes, core_codes,
+            "codes 1..99 are exactly core's codes"
+        );
+    }
+
+    #[test]
+    fn names_are_unique_and_abi_codes_start_at_100() {
+        let mut names: Vec<&str> = payidem_result::ALL.iter().map(|r| r.name()).collect();
+        for r in payidem_result::ALL {
+            assert_eq!(r.name(), r.c_name().to_str().unwrap());
+            assert_eq!(payidem_result::from_number(r as u32), Some(r));
+            let n = r as u32;
+            assert!(n == 0 || r.error_code().is_some() || n >= 100, "{n}");
+        }
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), payidem_result::ALL.len());
+        assert!(payidem_result_name(18).is_null());
+        assert!(payidem_result_name(99).is_null());
+    }
+}

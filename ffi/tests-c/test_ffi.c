@@ -1,0 +1,1436 @@
+/*
+ * C tests of libpayidem through include/payidem.h: every conformance vector
+ * of core/tests/vectors/protocol-v1.json, every reachable error code, NULL
+ * and bad lengths for every function, and operations end to end against
+ * payidem-mock (started here on port 0).
+ *
+ * Environment: PAYIDEM_VECTORS (default core/tests/vectors/protocol-v1.json)
+ * and PAYIDEM_MOCK (default target/release/payidem-mock).
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <cJSON.h>
+#include <stdint.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#include "harness.h"
+
+/* ---- helpers ---------------------------------------------------------- */
+
+static int reached[128];
+
+/* Checks that a call failed with `code` (and names `field` when given),
+ * that the error object agrees, then frees it. */
+static void expect_error_at(const char *file, int line, payidem_result rc,
+                            payidem_error *err, payidem_result code,
+                            const char *field) {
+    if (rc != code || payidem_error_code(err) != code) {
+        fprintf(stderr, "  %s:%d: got %u (%s: %s), expected %u (%s)\n", file,
+                line, (unsigned)rc, payidem_result_name(rc),
+                err ? payidem_error_message(err) : "no error", (unsigned)code,
+                payidem_result_name(code));
+        harness_current_failed = 1;
+    } else {
+        if (code < 128) {
+            reached[code] = 1;
+        }
+        if (payidem_error_message(err) == NULL) {
+            fprintf(stderr, "  %s:%d: error without message\n", file, line);
+            harness_current_failed = 1;
+        }
+        if (field != NULL) {
+            const char *got = payidem_error_field(err);
+            if (got == NULL || strcmp(got, field) != 0) {
+                fprintf(stderr, "  %s:%d: field \"%s\", expected \"%s\" (%s)\n",
+                        file, line, got ? got : "(null)", field,
+                        payidem_error_message(err));
+                harness_current_failed = 1;
+            } else if (strncmp(payidem_error_message(err), field,
+                               strlen(field)) != 0) {
+                fprintf(stderr, "  %s:%d: message does not start with %s\n",
+                        file, line, field);
+                harness_current_failed = 1;
+            }
+        }
+    }
+    payidem_error_free(err);
+}
+
+/* The call runs first, then its error is read. */
+#define EXPECT_ERR(rc, err, code, field)                                      \
+    do {                                                                       \
+        payidem_result err_rc_ = (rc);                                         \
+        expect_error_at(__FILE__, __LINE__, err_rc_, (err), (code), (field));  \
+        (err) = NULL;                                                          \
+    } while (0)
+
+#define EXPECT_OK(rc, err)                                                     \
+    do {                                                                       \
+        payidem_result ok_rc_ = (rc);                                          \
+        if (ok_rc_ != PAYIDEM_OK) {                                            \
+            fprintf(stderr, "  %s:%d: %s failed: %s\n", __FILE__, __LINE__,    \
+                    #rc, payidem_error_message(err));                          \
+            harness_current_failed = 1;                                        \
+            payidem_error_free(err);                                           \
+            err = NULL;                                                        \
+        } else {                                                               \
+            CHECK(err == NULL);                                                \
+        }                                                                      \
+    } while (0)
+
+static char *read_file(const char *path) {
+    FILE *f = fopen(path, "rb");
+    long size;
+    char *text;
+    if (f == NULL) {
+        return NULL;
+    }
+    fseek(f, 0, SEEK_END);
+    size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    text = malloc((size_t)size + 1);
+    if (text && fread(text, 1, (size_t)size, f) != (size_t)size) {
+        free(text);
+        text = NULL;
+    }
+    if (text) {
+        text[size] = '\0';
+    }
+    fclose(f);
+    return text;
+}
+
+static int b64_value(int c) {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+}
+
+/* Decodes standard base64; the caller frees the result (never NULL). */
+static uint8_t *b64_decode(const char *text, size_t *len_out) {
+    size_t n = strlen(text);
+    uint8_t *out = malloc(n / 4 * 3 + 3);
+    size_t len = 0;
+    unsigned acc = 0;
+    int bits = 0;
+    size_t i;
+    for (i = 0; i < n; i++) {
+        int v = b64_value((unsigned char)text[i]);
+        if (v < 0) {
+            continue;
+        }
+        acc = (acc << 6) | (unsigned)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out[len++] = (uint8_t)((acc >> bits) & 0xff);
+        }
+    }
+    *len_out = len;
+    return out;
+}
+
+static cJSON *vectors;
+
+static const char *jstr(const cJSON *obj, const char *key) {
+    const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, key);
+    return cJSON_IsString(item) ? item->valuestring : NULL;
+}
+
+static uint64_t parse_u64(const char *text) {
+    return (uint64_t)strtoull(text, NULL, 10);
+}
+
+static const uint8_t SECRET[] = "sk_test_0123456789abcdef0123456789abcdef";
+#define SECRET_LEN (sizeof SECRET - 1)
+static const char NONCE[] = "6f1c2a4e-9b3d-4c5e-8f70-1a2b3c4d5e6f";
+static const uint8_t BODY[] = "{\"order_id\":\"ord-1\",\"amount\":1000,\"currency\":\"EUR\"}";
+#define BODY_LEN (sizeof BODY - 1)
+
+static payidem_signer *new_signer(void) {
+    payidem_signer *signer = NULL;
+    payidem_error *err = NULL;
+    EXPECT_OK(payidem_signer_new("key_live_1", SECRET, SECRET_LEN, &signer, &err), err);
+    return signer;
+}
+
+/* ---- version and codes ------------------------------------------------ */
+
+static void test_version_matches_header(void) {
+    char text[32];
+    snprintf(text, sizeof text, "%d.%d.%d", PAYIDEM_VERSION_MAJOR,
+             PAYIDEM_VERSION_MINOR, PAYIDEM_VERSION_PATCH);
+    CHECK_STR(payidem_version(), PAYIDEM_VERSION);
+    CHECK_STR(text, PAYIDEM_VERSION);
+    CHECK(payidem_abi_version() == PAYIDEM_ABI_VERSION);
+}
+
+static void test_result_names_are_the_stable_codes(void) {
+    static const char *const names[] = {
+        "ok", "invalid_argument", "idempotency_conflict", "rejected",
+        "outcome_unknown", "key_expired", "operation_busy", "transport_error",
+        "journal_error", "missing_signature", "unknown_api_key",
+        "timestamp_out_of_window", "invalid_signature", "nonce_reused",
+        "replay_cache_full", "idempotency_key_required", "internal_error",
+        "cancelled"};
+    unsigned i;
+    for (i = 0; i < sizeof names / sizeof names[0]; i++) {
+        CHECK_STR(payidem_result_name(i), names[i]);
+    }
+    CHECK(PAYIDEM_CANCELLED == 17);
+    CHECK(PAYIDEM_INTERNAL_ERROR == 16);
+    CHECK_STR(payidem_result_name(PAYIDEM_BUFFER_TOO_SMALL), "buffer_too_small");
+    CHECK(PAYIDEM_BUFFER_TOO_SMALL == 100);
+    CHECK(payidem_result_name(18) == NULL);
+    CHECK(payidem_result_name(99) == NULL);
+    CHECK(payidem_result_name(101) == NULL);
+    CHECK(sizeof(payidem_result) == 4);
+}
+
+/* ---- conformance vectors ---------------------------------------------- */
+
+static void test_vectors_sign(void) {
+    const cJSON *cases = cJSON_GetObjectItemCaseSensitive(vectors, "sign");
+    const cJSON *c;
+    int count = 0;
+    CHECK(cJSON_GetArraySize(cases) == 11);
+    cJSON_ArrayForEach(c, cases) {
+        const cJSON *expect = cJSON_GetObjectItemCaseSensitive(c, "expect");
+        size_t secret_len, body_len, len = 0;
+        uint8_t *secret = b64_decode(jstr(c, "secret_b64"), &secret_len);
+        uint8_t *body = b64_decode(jstr(c, "body_b64"), &body_len);
+        const char *key = jstr(c, "idempotency_key");
+        char canonical[4096], sha[PAYIDEM_SHA256_HEX_BUF_LEN],
+            sig[PAYIDEM_SIGNATURE_BUF_LEN];
+        payidem_signer *signer = NULL;
+        payidem_signed_attempt *attempt = NULL;
+        payidem_error *err = NULL;
+        payidem_result rc;
+
+        /* A size query first, then the string itself. */
+        rc = payidem_canonical_string(jstr(c, "method"), jstr(c, "path"),
+                                      jstr(c, "timestamp"), jstr(c, "nonce"),
+                                      key, body, body_len, NULL, 0, &len, &err);
+        EXPECT_ERR(rc, err, PAYIDEM_BUFFER_TOO_SMALL, "buf");
+        CHECK(len == strlen(jstr(expect, "canonical")));
+        EXPECT_OK(payidem_canonical_string(
+                      jstr(c, "method"), jstr(c, "path"), jstr(c, "timestamp"),
+                      jstr(c, "nonce"), key, body, body_len, canonical,
+                      sizeof canonical, &len, &err),
+                  err);
+        CHECK_STR(canonical, jstr(expect, "canonical"));
+        CHECK(len == strlen(canonical));
+        EXPECT_OK(payidem_body_sha256_hex(body, body_len, sha, sizeof sha, &err), err);
+        CHECK_STR(sha, jstr(expect, "body_sha256"));
+
+        EXPECT_OK(payidem_signer_new("key_live_1", secret, secret_len, &signer, &err), err);
+        EXPECT_OK(payidem_signer_sign_parts(signer, jstr(c, "method"),
+                                            jstr(c, "path"), jstr(c, "timestamp"),
+                                            jstr(c, "nonce"), key, body, body_len,
+                                            sig, sizeof sig, &err),
+                  err);
+        CHECK_STR(sig, jstr(expect, "signature"));
+
+        /* The same attempt through the handle API, timestamp as a number. */
+        EXPECT_OK(payidem_signer_sign_attempt_with_nonce(
+                      signer, jstr(c, "method"), jstr(c, "path"), key, body,
+                      body_len, parse_u64(jstr(c, "timestamp")),
+                      jstr(c, "nonce"), &attempt, &err),
+                  err);
+        if (attempt) {
+            const char *name = NULL, *value = NULL;
+            size_t headers = payidem_signed_attempt_header_count(attempt);
+            CHECK_STR(payidem_signed_attempt_signature(attempt), jstr(expect, "signature"));
+            CHECK_STR(payidem_signed_attempt_nonce(attempt), jstr(c, "nonce"));
+            CHECK(payidem_signed_attempt_timestamp(attempt) ==
+                  parse_u64(jstr(c, "timestamp")));
+            CHECK(headers == (key[0] ? 5u : 4u));
+            EXPECT_OK(payidem_signed_attempt_header_at(attempt, 0, &name, &value, &err), err);
+            CHECK_STR(name, PAYIDEM_HEADER_API_KEY);
+            CHECK_STR(value, "key_live_1");
+            EXPECT_OK(payidem_signed_attempt_header_at(attempt, 1, &name, &value, &err), err);
+            CHECK_STR(name, PAYIDEM_HEADER_TIMESTAMP);
+            CHECK_STR(value, jstr(c, "timestamp"));
+            EXPECT_OK(payidem_signed_attempt_header_at(attempt, 3, &name, &value, &err), err);
+            CHECK_STR(name, PAYIDEM_HEADER_SIGNATURE);
+            CHECK_STR(value, jstr(expect, "signature"));
+            if (key[0]) {
+                EXPECT_OK(payidem_signed_attempt_header_at(attempt, 4, &name, &value, &err), err);
+                CHECK_STR(name, PAYIDEM_HEADER_IDEMPOTENCY_KEY);
+                CHECK_STR(value, key);
+            }
+            EXPECT_ERR(payidem_signed_attempt_header_at(attempt, headers, &name, &value, &err),
+                       err, PAYIDEM_INVALID_ARGUMENT, "index");
+        }
+        payidem_signed_attempt_free(attempt);
+        payidem_signer_free(signer);
+        free(secret);
+        free(body);
+        count++;
+    }
+    CHECK(count == 11);
+}
+
+static void test_vectors_sign_invalid(void) {
+    const cJSON *cases = cJSON_GetObjectItemCaseSensitive(vectors, "sign_invalid");
+    const cJSON *c;
+    int count = 0;
+    CHECK(cJSON_GetArraySize(cases) == 18);
+    cJSON_ArrayForEach(c, cases) {
+        size_t secret_len, body_len, len = 0;
+        uint8_t *secret = b64_decode(jstr(c, "secret_b64"), &secret_len);
+        uint8_t *body = b64_decode(jstr(c, "body_b64"), &body_len);
+        const char *field = jstr(c, "field");
+        char buf[4096];
+        payidem_signer *signer = NULL;
+        payidem_error *err = NULL;
+        payidem_result rc;
+        CHECK_STR(jstr(c, "expect_error"), "invalid_argument");
+        rc = payidem_signer_new("key_live_1", secret_len ? secret : (const uint8_t *)"",
+                                secret_len, &signer, &err);
+        if (strcmp(field, "secret") == 0) {
+            EXPECT_ERR(rc, err, PAYIDEM_INVALID_ARGUMENT, "secret");
+            CHECK(signer == NULL);
+        } else {
+            EXPECT_OK(rc, err);
+            rc = payidem_signer_sign_parts(signer, jstr(c, "method"), jstr(c, "path"),
+                                           jstr(c, "timestamp"), jstr(c, "nonce"),
+                                           jstr(c, "idempotency_key"), body, body_len,
+                                           buf, sizeof buf, &err);
+            EXPECT_ERR(rc, err, PAYIDEM_INVALID_ARGUMENT, field);
+            rc = payidem_canonical_string(jstr(c, "method"), jstr(c, "path"),
+                                          jstr(c, "timestamp"), jstr(c, "nonce"),
+                                          jstr(c, "idempotency_key"), body, body_len,
+                                          buf, sizeof buf, &len, &err);
+            EXPECT_ERR(rc, err, PAYIDEM_INVALID_ARGUMENT, field);
+        }
+        payidem_signer_free(signer);
+        free(secret);
+        free(body);
+        count++;
+    }
+    CHECK(count == 18);
+}
+
+static void test_vectors_verify_sequence(void) {
+    const cJSON *seq = cJSON_GetObjectItemCaseSensitive(vectors, "verify_sequence");
+    const cJSON *keys = cJSON_GetObjectItemCaseSensitive(seq, "keys_b64");
+    const cJSON *requests = cJSON_GetObjectItemCaseSensitive(seq, "requests");
+    const cJSON *window = cJSON_GetObjectItemCaseSensitive(seq, "window_seconds");
+    const cJSON *key, *req;
+    payidem_verifier *verifier = NULL;
+    payidem_error *err = NULL;
+    int count = 0;
+    EXPECT_OK(payidem_verifier_new((uint64_t)window->valuedouble, 1000, &verifier, &err), err);
+    cJSON_ArrayForEach(key, keys) {
+        const uint8_t *secrets[8];
+        size_t lens[8];
+        uint8_t *owned[8];
+        size_t n = 0, i;
+        const cJSON *s;
+        cJSON_ArrayForEach(s, key) {
+            if (n < 8) {
+                owned[n] = b64_decode(s->valuestring, &lens[n]);
+                secrets[n] = owned[n];
+                n++;
+            }
+        }
+        EXPECT_OK(payidem_verifier_add_key(verifier, key->string, secrets, lens, n, &err), err);
+        for (i = 0; i < n; i++) {
+            free(owned[i]);
+        }
+    }
+    CHECK(cJSON_GetArraySize(requests) == 20);
+    cJSON_ArrayForEach(req, requests) {
+        const cJSON *headers = cJSON_GetObjectItemCaseSensitive(req, "headers");
+        const cJSON *expect = cJSON_GetObjectItemCaseSensitive(req, "expect");
+        const char *code = jstr(expect, "code");
+        int status = cJSON_GetObjectItemCaseSensitive(expect, "status")->valueint;
+        uint64_t now = (uint64_t)cJSON_GetObjectItemCaseSensitive(req, "server_now")->valuedouble;
+        payidem_header hs[16];
+        size_t n = 0, body_len;
+        uint8_t *body = b64_decode(jstr(req, "body_b64"), &body_len);
+        uint16_t http_status = 0;
+        const cJSON *h;
+        payidem_result rc;
+        cJSON_ArrayForEach(h, headers) {
+            if (n < 16) {
+                hs[n].name = h->string;
+                hs[n].value = h->valuestring;
+                n++;
+            }
+        }
+        rc = payidem_verifier_verify(verifier, jstr(req, "method"), jstr(req, "path"),
+                                     hs, n, body, body_len, now, &http_status, &err);
+        CHECK(http_status == status);
+        if (code == NULL) {
+            if (rc != PAYIDEM_OK) {
+                fprintf(stderr, "  %s: %s\n", jstr(req, "name"), payidem_error_message(err));
+            }
+            EXPECT_OK(rc, err);
+        } else {
+            uint64_t server_time = 0;
+            CHECK_STR(payidem_result_name(rc), code);
+            CHECK(payidem_error_http_status(err) == status);
+            if (strcmp(code, "timestamp_out_of_window") == 0) {
+                CHECK(payidem_error_server_time(err, &server_time));
+                CHECK(server_time == now);
+            } else {
+                CHECK(!payidem_error_server_time(err, &server_time));
+            }
+            if (rc < 128) {
+                reached[rc] = 1;
+            }
+            payidem_error_free(err);
+            err = NULL;
+        }
+        free(body);
+        count++;
+    }
+    CHECK(count == 20);
+    payidem_verifier_free(verifier);
+}
+
+static void test_vectors_decide(void) {
+    const cJSON *cases = cJSON_GetObjectItemCaseSensitive(vectors, "decide");
+    const cJSON *c;
+    int count = 0;
+    CHECK(cJSON_GetArraySize(cases) == 21);
+    cJSON_ArrayForEach(c, cases) {
+        const cJSON *given = cJSON_GetObjectItemCaseSensitive(c, "given");
+        const cJSON *expect = cJSON_GetObjectItemCaseSensitive(c, "expect");
+        const cJSON *headers = cJSON_GetObjectItemCaseSensitive(given, "headers");
+        const cJSON *status = cJSON_GetObjectItemCaseSensitive(given, "status");
+        const cJSON *path = cJSON_GetObjectItemCaseSensitive(given, "has_status_path");
+        const char *outcome = jstr(given, "outcome");
+        const char *want = jstr(expect, "decision");
+        const cJSON *flag;
+        payidem_header hs[8];
+        size_t n = 0;
+        uint32_t kind = 0;
+        payidem_decision d;
+        payidem_error *err = NULL;
+        const cJSON *h;
+        cJSON_ArrayForEach(h, headers) {
+            if (n < 8) {
+                hs[n].name = h->string;
+                hs[n].value = h->valuestring;
+                n++;
+            }
+        }
+        if (strcmp(outcome, "response") == 0) kind = PAYIDEM_ATTEMPT_RESPONSE;
+        if (strcmp(outcome, "not_sent") == 0) kind = PAYIDEM_ATTEMPT_NOT_SENT;
+        if (strcmp(outcome, "sent_no_response") == 0) kind = PAYIDEM_ATTEMPT_SENT_NO_RESPONSE;
+        memset(&d, 0xff, sizeof d);
+        EXPECT_OK(payidem_decide(kind, status ? (uint16_t)status->valueint : 0,
+                                 jstr(given, "error_code"), hs, n,
+                                 cJSON_IsTrue(path), 1767225600u, &d, &err),
+                  err);
+        if (strcmp(want, "done") == 0) {
+            CHECK(d.kind == PAYIDEM_DECISION_DONE);
+            CHECK(d.replayed == cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(expect, "replayed")));
+        } else if (strcmp(want, "fail") == 0) {
+            CHECK(d.kind == PAYIDEM_DECISION_FAIL);
+            CHECK_STR(payidem_result_name(d.failure), jstr(expect, "error"));
+        } else if (strcmp(want, "retry_now") == 0) {
+            CHECK(d.kind == PAYIDEM_DECISION_RETRY_NOW);
+        } else if (strcmp(want, "retry_backoff") == 0) {
+            flag = cJSON_GetObjectItemCaseSensitive(expect, "unknown");
+            CHECK(d.kind == PAYIDEM_DECISION_RETRY_BACKOFF);
+            CHECK(d.unknown == cJSON_IsTrue(flag));
+        } else if (strcmp(want, "retry_after") == 0) {
+            CHECK(d.kind == PAYIDEM_DECISION_RETRY_AFTER);
+            CHECK(d.seconds == (uint64_t)cJSON_GetObjectItemCaseSensitive(expect, "seconds")->valuedouble);
+        } else if (strcmp(want, "adjust_clock_retry") == 0) {
+            CHECK(d.kind == PAYIDEM_DECISION_ADJUST_CLOCK_RETRY);
+            CHECK(d.server_time == (uint64_t)cJSON_GetObjectItemCaseSensitive(expect, "server_time")->valuedouble);
+        } else if (strcmp(want, "query_status") == 0) {
+            CHECK(d.kind == PAYIDEM_DECISION_QUERY_STATUS);
+        } else {
+            fprintf(stderr, "  unknown decision %s\n", want);
+            CHECK(0);
+        }
+        if (d.kind != PAYIDEM_DECISION_FAIL) {
+            CHECK(d.failure == PAYIDEM_OK);
+        }
+        count++;
+    }
+    CHECK(count == 21);
+}
+
+/* ---- signing without vectors -------------------------------------------- */
+
+static void test_sign_into_verifies_and_matches_the_handle_api(void) {
+    payidem_signer *signer = new_signer();
+    payidem_verifier *verifier = NULL;
+    payidem_error *err = NULL;
+    payidem_signed_headers out;
+    payidem_header hs[5];
+    const uint8_t *secrets[1];
+    size_t lens[1];
+    uint16_t status = 0;
+    char sig[PAYIDEM_SIGNATURE_BUF_LEN];
+    uint64_t now = 1767225600u;
+    secrets[0] = SECRET;
+    lens[0] = SECRET_LEN;
+    EXPECT_OK(payidem_verifier_new(300, 100, &verifier, &err), err);
+    EXPECT_OK(payidem_verifier_add_key(verifier, "key_live_1", secrets, lens, 1, &err), err);
+
+    memset(&out, 'x', sizeof out);
+    EXPECT_OK(payidem_signer_sign_into(signer, "POST", "/v1/payments", "create-ord-1",
+                                       BODY, BODY_LEN, now, &out, &err),
+              err);
+    CHECK_STR(out.api_key, "key_live_1");
+    CHECK_STR(out.timestamp, "1767225600");
+    CHECK(strlen(out.nonce) == 36 && out.nonce[14] == '4');
+    CHECK(strlen(out.signature) == 64);
+    CHECK_STR(out.idempotency_key, "create-ord-1");
+    /* The signature is the one of its own parts. */
+    EXPECT_OK(payidem_signer_sign_parts(signer, "POST", "/v1/payments", out.timestamp,
+                                        out.nonce, out.idempotency_key, BODY, BODY_LEN,
+                                        sig, sizeof sig, &err),
+              err);
+    CHECK_STR(sig, out.signature);
+
+    hs[0].name = PAYIDEM_HEADER_API_KEY;
+    hs[0].value = out.api_key;
+    hs[1].name = "x-timestamp"; /* names compare case-insensitively */
+    hs[1].value = out.timestamp;
+    hs[2].name = PAYIDEM_HEADER_NONCE;
+    hs[2].value = out.nonce;
+    hs[3].name = PAYIDEM_HEADER_SIGNATURE;
+    hs[3].value = out.signature;
+    hs[4].name = PAYIDEM_HEADER_IDEMPOTENCY_KEY;
+    hs[4].value = out.idempotency_key;
+    EXPECT_OK(payidem_verifier_verify(verifier, "POST", "/v1/payments", hs, 5, BODY,
+                                      BODY_LEN, now + 10, &status, &err),
+              err);
+    CHECK(status == 200);
+    /* The same nonce again is a replay. */
+    EXPECT_ERR(payidem_verifier_verify(verifier, "POST", "/v1/payments", hs, 5, BODY,
+                                       BODY_LEN, now + 11, &status, &err),
+               err, PAYIDEM_NONCE_REUSED, NULL);
+    CHECK(status == 409);
+
+    /* A GET carries no key: four headers, an empty key field. */
+    EXPECT_OK(payidem_signer_sign_into(signer, "GET", "/v1/payments/p1", "", NULL, 0,
+                                       now, &out, &err),
+              err);
+    CHECK_STR(out.idempotency_key, "");
+    EXPECT_OK(payidem_signer_sign_into(signer, "GET", "/v1/payments/p1", NULL, NULL, 0,
+                                       now, &out, &err),
+              err);
+    CHECK_STR(out.idempotency_key, "");
+    /* Two random nonces differ. */
+    {
+        payidem_signed_attempt *a = NULL, *b = NULL;
+        EXPECT_OK(payidem_signer_sign_attempt(signer, "GET", "/v1/x", NULL, NULL, 0, now,
+                                              &a, &err),
+                  err);
+        EXPECT_OK(payidem_signer_sign_attempt(signer, "GET", "/v1/x", NULL, NULL, 0, now,
+                                              &b, &err),
+                  err);
+        CHECK(payidem_signed_attempt_header_count(a) == 4);
+        CHECK(strcmp(payidem_signed_attempt_nonce(a), payidem_signed_attempt_nonce(b)) != 0);
+        payidem_signed_attempt_free(a);
+        payidem_signed_attempt_free(b);
+    }
+    payidem_verifier_free(verifier);
+    payidem_signer_free(signer);
+}
+
+static void test_buffers_too_small_report_the_size(void) {
+    char small[10];
+    char sha[PAYIDEM_SHA256_HEX_BUF_LEN];
+    size_t len = 0;
+    payidem_error *err = NULL;
+    payidem_signer *signer = new_signer();
+    memset(small, 'z', sizeof small);
+    EXPECT_ERR(payidem_canonical_string("GET", "/v1/x", "1", NONCE, NULL, NULL, 0, small,
+                                        sizeof small, &len, &err),
+               err, PAYIDEM_BUFFER_TOO_SMALL, "buf");
+    CHECK(len == strlen("GET\n/v1/x\n1\n") + 36 + 1 + 1 + 64);
+    CHECK(small[0] == 'z'); /* nothing written */
+    EXPECT_ERR(payidem_body_sha256_hex(NULL, 0, sha, 64, &err), err,
+               PAYIDEM_BUFFER_TOO_SMALL, "buf");
+    EXPECT_OK(payidem_body_sha256_hex(NULL, 0, sha, 65, &err), err);
+    CHECK_STR(sha, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    EXPECT_ERR(payidem_signer_sign_parts(signer, "GET", "/v1/x", "1", NONCE, NULL, NULL, 0,
+                                         small, sizeof small, &err),
+               err, PAYIDEM_BUFFER_TOO_SMALL, "buf");
+    EXPECT_ERR(payidem_error_code_from_body((const uint8_t *)"{\"error\":{\"code\":\"nonce_reused\"}}",
+                                            33, small, 5, &len, &err),
+               err, PAYIDEM_BUFFER_TOO_SMALL, "buf");
+    CHECK(len == strlen("nonce_reused"));
+    EXPECT_OK(payidem_error_code_from_body((const uint8_t *)"{\"error\":{\"code\":\"nonce_reused\"}}",
+                                           33, sha, sizeof sha, &len, &err),
+              err);
+    CHECK_STR(sha, "nonce_reused");
+    EXPECT_OK(payidem_error_code_from_body((const uint8_t *)"<html>", 6, sha, sizeof sha,
+                                           &len, &err),
+              err);
+    CHECK_STR(sha, "");
+    CHECK(len == 0);
+    payidem_signer_free(signer);
+}
+
+static void test_verifier_reaches_every_verification_code(void) {
+    payidem_signer *signer = new_signer();
+    payidem_verifier *verifier = NULL, *tiny = NULL;
+    payidem_error *err = NULL;
+    payidem_signed_headers s;
+    payidem_header hs[5];
+    const uint8_t *secrets[2];
+    size_t lens[2];
+    uint16_t status = 0;
+    uint64_t now = 1800000000u;
+    secrets[0] = SECRET;
+    lens[0] = SECRET_LEN;
+    EXPECT_OK(payidem_verifier_new(300, 100, &verifier, &err), err);
+    EXPECT_OK(payidem_verifier_add_key(verifier, "key_live_1", secrets, lens, 1, &err), err);
+    EXPECT_ERR(payidem_verifier_add_key(verifier, "key_live_1", secrets, lens, 1, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "key_id");
+    EXPECT_ERR(payidem_verifier_add_key(verifier, "key_2", secrets, lens, 0, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "secrets");
+    EXPECT_OK(payidem_signer_sign_into(signer, "POST", "/v1/p", "k-1", BODY, BODY_LEN, now,
+                                       &s, &err),
+              err);
+    hs[0].name = "X-Api-Key";
+    hs[0].value = s.api_key;
+    hs[1].name = "X-Timestamp";
+    hs[1].value = s.timestamp;
+    hs[2].name = "X-Nonce";
+    hs[2].value = s.nonce;
+    hs[3].name = "X-Signature";
+    hs[3].value = s.signature;
+    hs[4].name = "Idempotency-Key";
+    hs[4].value = s.idempotency_key;
+
+    EXPECT_ERR(payidem_verifier_verify(verifier, "POST", "/v1/p", hs, 3, BODY, BODY_LEN,
+                                       now, &status, &err),
+               err, PAYIDEM_MISSING_SIGNATURE, NULL);
+    CHECK(status == 401);
+    hs[0].value = "key_other";
+    EXPECT_ERR(payidem_verifier_verify(verifier, "POST", "/v1/p", hs, 5, BODY, BODY_LEN,
+                                       now, &status, &err),
+               err, PAYIDEM_UNKNOWN_API_KEY, NULL);
+    hs[0].value = s.api_key;
+    EXPECT_ERR(payidem_verifier_verify(verifier, "POST", "/v1/p", hs, 5, BODY, BODY_LEN,
+                                       now + 301, &status, &err),
+               err, PAYIDEM_TIMESTAMP_OUT_OF_WINDOW, NULL);
+    CHECK(status == 401);
+    EXPECT_ERR(payidem_verifier_verify(verifier, "POST", "/v1/p", hs, 5, BODY, BODY_LEN - 1,
+                                       now, &status, &err),
+               err, PAYIDEM_INVALID_SIGNATURE, NULL);
+    /* Rotation: a new secret only, the old signature no longer matches. */
+    secrets[0] = (const uint8_t *)"another_secret_of_enough_length";
+    lens[0] = strlen((const char *)secrets[0]);
+    EXPECT_OK(payidem_verifier_set_secrets(verifier, "key_live_1", secrets, lens, 1, &err), err);
+    EXPECT_ERR(payidem_verifier_verify(verifier, "POST", "/v1/p", hs, 5, BODY, BODY_LEN, now,
+                                       &status, &err),
+               err, PAYIDEM_INVALID_SIGNATURE, NULL);
+    secrets[1] = SECRET;
+    lens[1] = SECRET_LEN;
+    EXPECT_OK(payidem_verifier_set_secrets(verifier, "key_live_1", secrets, lens, 2, &err), err);
+    EXPECT_OK(payidem_verifier_verify(verifier, "POST", "/v1/p", hs, 5, BODY, BODY_LEN, now,
+                                      &status, &err),
+              err);
+    EXPECT_ERR(payidem_verifier_verify(verifier, "POST", "/v1/p", hs, 5, BODY, BODY_LEN, now,
+                                       &status, &err),
+               err, PAYIDEM_NONCE_REUSED, NULL);
+    EXPECT_ERR(payidem_verifier_set_secrets(verifier, "key_unknown", secrets, lens, 1, &err),
+               err, PAYIDEM_INVALID_ARGUMENT, "key_id");
+
+    /* A POST signed without a key. */
+    {
+        char sig[PAYIDEM_SIGNATURE_BUF_LEN];
+        EXPECT_OK(payidem_signer_sign_parts(signer, "POST", "/v1/p", s.timestamp,
+                                            "11111111-2222-4333-8444-555555555555", "",
+                                            BODY, BODY_LEN, sig, sizeof sig, &err),
+                  err);
+        hs[2].value = "11111111-2222-4333-8444-555555555555";
+        hs[3].value = sig;
+        EXPECT_ERR(payidem_verifier_verify(verifier, "POST", "/v1/p", hs, 4, BODY, BODY_LEN,
+                                           now, &status, &err),
+                   err, PAYIDEM_IDEMPOTENCY_KEY_REQUIRED, NULL);
+        CHECK(status == 400);
+    }
+
+    /* A cache of one nonce fails closed on the second. */
+    secrets[0] = SECRET;
+    lens[0] = SECRET_LEN;
+    EXPECT_OK(payidem_verifier_new(300, 1, &tiny, &err), err);
+    EXPECT_OK(payidem_verifier_add_key(tiny, "key_live_1", secrets, lens, 1, &err), err);
+    hs[2].value = s.nonce;
+    hs[3].value = s.signature;
+    EXPECT_OK(payidem_verifier_verify(tiny, "POST", "/v1/p", hs, 5, BODY, BODY_LEN, now,
+                                      &status, &err),
+              err);
+    EXPECT_OK(payidem_signer_sign_into(signer, "POST", "/v1/p", "k-1", BODY, BODY_LEN, now,
+                                       &s, &err),
+              err);
+    hs[2].value = s.nonce;
+    hs[3].value = s.signature;
+    EXPECT_ERR(payidem_verifier_verify(tiny, "POST", "/v1/p", hs, 5, BODY, BODY_LEN, now,
+                                       &status, &err),
+               err, PAYIDEM_REPLAY_CACHE_FULL, NULL);
+    CHECK(status == 503);
+    EXPECT_ERR(payidem_verifier_new(300, 0, &tiny, &err), err, PAYIDEM_INVALID_ARGUMENT,
+               "nonce_capacity_per_key");
+    payidem_verifier_free(tiny);
+    payidem_verifier_free(verifier);
+    payidem_signer_free(signer);
+}
+
+/* ---- NULL, bad lengths, bad UTF-8 ---------------------------------------- */
+
+static void test_null_and_bad_lengths_are_named(void) {
+    payidem_signer *signer = new_signer();
+    payidem_signer *no_signer = NULL;
+    payidem_verifier *verifier = NULL;
+    payidem_error *err = NULL;
+    payidem_signed_attempt *attempt = NULL;
+    payidem_signed_headers sh;
+    payidem_decision d;
+    payidem_header bad_header;
+    char buf[256];
+    size_t len;
+    uint16_t status;
+    const uint8_t *secrets[1];
+    size_t lens[1];
+    const char *name, *value;
+    secrets[0] = SECRET;
+    lens[0] = SECRET_LEN;
+
+    /* signer_new */
+    EXPECT_ERR(payidem_signer_new(NULL, SECRET, SECRET_LEN, &no_signer, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "key_id");
+    EXPECT_ERR(payidem_signer_new("k", NULL, SECRET_LEN, &no_signer, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "secret");
+    EXPECT_ERR(payidem_signer_new("k", NULL, 0, &no_signer, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "secret");
+    EXPECT_ERR(payidem_signer_new("k", SECRET, SECRET_LEN, NULL, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "signer_out");
+    EXPECT_ERR(payidem_signer_new("k", SECRET, (size_t)-1, &no_signer, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "secret");
+    EXPECT_ERR(payidem_signer_new("key id", SECRET, SECRET_LEN, &no_signer, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "key_id");
+    CHECK(no_signer == NULL);
+    /* A NULL err_out is allowed. */
+    CHECK(payidem_signer_new(NULL, SECRET, SECRET_LEN, &no_signer, NULL) ==
+          PAYIDEM_INVALID_ARGUMENT);
+
+    /* sign_attempt and friends */
+    EXPECT_ERR(payidem_signer_sign_attempt(NULL, "GET", "/x", NULL, NULL, 0, 1, &attempt, &err),
+               err, PAYIDEM_INVALID_ARGUMENT, "signer");
+    EXPECT_ERR(payidem_signer_sign_attempt(signer, NULL, "/x", NULL, NULL, 0, 1, &attempt, &err),
+               err, PAYIDEM_INVALID_ARGUMENT, "method");
+    EXPECT_ERR(payidem_signer_sign_attempt(signer, "GET", NULL, NULL, NULL, 0, 1, &attempt, &err),
+               err, PAYIDEM_INVALID_ARGUMENT, "path");
+    EXPECT_ERR(payidem_signer_sign_attempt(signer, "GET", "/x", NULL, NULL, 3, 1, &attempt, &err),
+               err, PAYIDEM_INVALID_ARGUMENT, "body");
+    EXPECT_ERR(payidem_signer_sign_attempt(signer, "GET", "/x", NULL, BODY, (size_t)-1, 1,
+                                           &attempt, &err),
+               err, PAYIDEM_INVALID_ARGUMENT, "body");
+    EXPECT_ERR(payidem_signer_sign_attempt(signer, "GET", "/x", NULL, NULL, 0, 1, NULL, &err),
+               err, PAYIDEM_INVALID_ARGUMENT, "attempt_out");
+    EXPECT_ERR(payidem_signer_sign_attempt(signer, "POST", "/x", NULL, BODY, BODY_LEN, 1,
+                                           &attempt, &err),
+               err, PAYIDEM_INVALID_ARGUMENT, "idempotency_key");
+    EXPECT_ERR(payidem_signer_sign_attempt(signer, "GET", "/x", "bad key", NULL, 0, 1, &attempt,
+                                           &err),
+               err, PAYIDEM_INVALID_ARGUMENT, "idempotency_key");
+    CHECK(attempt == NULL);
+    EXPECT_ERR(payidem_signer_sign_attempt_with_nonce(signer, "GET", "/x", NULL, NULL, 0, 1,
+                                                      NULL, &attempt, &err),
+               err, PAYIDEM_INVALID_ARGUMENT, "nonce");
+    EXPECT_ERR(payidem_signer_sign_attempt_with_nonce(signer, "GET", "/x", NULL, NULL, 0, 1,
+                                                      "not-a-nonce", &attempt, &err),
+               err, PAYIDEM_INVALID_ARGUMENT, "nonce");
+    EXPECT_ERR(payidem_signer_sign_attempt_with_nonce(signer, "GET", "/x", NULL, NULL, 0, 1,
+                                                      NONCE, NULL, &err),
+               err, PAYIDEM_INVALID_ARGUMENT, "attempt_out");
+    EXPECT_ERR(payidem_signer_sign_into(signer, "GET", "/x", NULL, NULL, 0, 1, NULL, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "headers_out");
+    EXPECT_ERR(payidem_signer_sign_into(NULL, "GET", "/x", NULL, NULL, 0, 1, &sh, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "signer");
+    EXPECT_ERR(payidem_signer_sign_into(signer, "get", "/x", NULL, NULL, 0, 1, &sh, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "method");
+    EXPECT_ERR(payidem_signer_sign_parts(NULL, "GET", "/x", "1", NONCE, NULL, NULL, 0, buf,
+                                         sizeof buf, &err),
+               err, PAYIDEM_INVALID_ARGUMENT, "signer");
+    EXPECT_ERR(payidem_signer_sign_parts(signer, "GET", "/x", NULL, NONCE, NULL, NULL, 0, buf,
+                                         sizeof buf, &err),
+               err, PAYIDEM_INVALID_ARGUMENT, "timestamp");
+    EXPECT_ERR(payidem_signer_sign_parts(signer, "GET", "/x", "1", NONCE, NULL, NULL, 0, NULL,
+                                         sizeof buf, &err),
+               err, PAYIDEM_INVALID_ARGUMENT, "buf");
+    EXPECT_ERR(payidem_canonical_string(NULL, "/x", "1", NONCE, NULL, NULL, 0, buf, sizeof buf,
+                                        &len, &err),
+               err, PAYIDEM_INVALID_ARGUMENT, "method");
+    EXPECT_ERR(payidem_canonical_string("GET", "/x", "1", NULL, NULL, NULL, 0, buf, sizeof buf,
+                                        &len, &err),
+               err, PAYIDEM_INVALID_ARGUMENT, "nonce");
+    EXPECT_ERR(payidem_canonical_string("GET", "/x", "1", NONCE, NULL, NULL, 0, NULL, 10, &len,
+                                        &err),
+               err, PAYIDEM_INVALID_ARGUMENT, "buf");
+    EXPECT_ERR(payidem_canonical_string("GET", "/x", "1", NONCE, NULL, NULL, 9, buf, sizeof buf,
+                                        &len, &err),
+               err, PAYIDEM_INVALID_ARGUMENT, "body");
+    EXPECT_OK(payidem_canonical_string("GET", "/x", "1", NONCE, NULL, NULL, 0, buf, sizeof buf,
+                                       NULL, &err),
+              err);
+    EXPECT_ERR(payidem_body_sha256_hex(NULL, 1, buf, sizeof buf, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "body");
+    EXPECT_ERR(payidem_body_sha256_hex(BODY, BODY_LEN, NULL, 65, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "buf");
+    EXPECT_ERR(payidem_error_code_from_body(NULL, 4, buf, sizeof buf, &len, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "body");
+    EXPECT_ERR(payidem_error_code_from_body(BODY, BODY_LEN, NULL, 4, &len, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "buf");
+
+    /* Invalid UTF-8 is named. */
+    EXPECT_ERR(payidem_signer_sign_into(signer, "GET", "/\xff", NULL, NULL, 0, 1, &sh, &err),
+               err, PAYIDEM_INVALID_ARGUMENT, "path");
+    EXPECT_ERR(payidem_signer_new("\xc3(", SECRET, SECRET_LEN, &no_signer, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "key_id");
+
+    /* signed attempt accessors */
+    EXPECT_ERR(payidem_signed_attempt_header_at(NULL, 0, &name, &value, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "attempt");
+    EXPECT_OK(payidem_signer_sign_attempt(signer, "GET", "/x", NULL, NULL, 0, 1, &attempt, &err),
+              err);
+    EXPECT_ERR(payidem_signed_attempt_header_at(attempt, 0, NULL, &value, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "name_out");
+    EXPECT_ERR(payidem_signed_attempt_header_at(attempt, 0, &name, NULL, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "value_out");
+    payidem_signed_attempt_free(attempt);
+    CHECK(payidem_signed_attempt_header_count(NULL) == 0);
+    CHECK(payidem_signed_attempt_timestamp(NULL) == 0);
+    CHECK(payidem_signed_attempt_nonce(NULL) == NULL);
+    CHECK(payidem_signed_attempt_signature(NULL) == NULL);
+
+    /* verifier */
+    EXPECT_ERR(payidem_verifier_new(300, 10, NULL, &err), err, PAYIDEM_INVALID_ARGUMENT,
+               "verifier_out");
+    EXPECT_OK(payidem_verifier_new(300, 10, &verifier, &err), err);
+    EXPECT_ERR(payidem_verifier_add_key(NULL, "k", secrets, lens, 1, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "verifier");
+    EXPECT_ERR(payidem_verifier_add_key(verifier, NULL, secrets, lens, 1, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "key_id");
+    EXPECT_ERR(payidem_verifier_add_key(verifier, "k", NULL, lens, 1, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "secrets");
+    EXPECT_ERR(payidem_verifier_add_key(verifier, "k", secrets, NULL, 1, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "secret_lens");
+    {
+        const uint8_t *null_secret[1];
+        null_secret[0] = NULL;
+        EXPECT_ERR(payidem_verifier_add_key(verifier, "k", null_secret, lens, 1, &err), err,
+                   PAYIDEM_INVALID_ARGUMENT, "secrets[0]");
+    }
+    lens[0] = 3;
+    EXPECT_ERR(payidem_verifier_add_key(verifier, "k", secrets, lens, 1, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "secret");
+    lens[0] = SECRET_LEN;
+    EXPECT_ERR(payidem_verifier_set_secrets(NULL, "k", secrets, lens, 1, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "verifier");
+    EXPECT_ERR(payidem_verifier_verify(NULL, "GET", "/x", NULL, 0, NULL, 0, 1, &status, &err),
+               err, PAYIDEM_INVALID_ARGUMENT, "verifier");
+    CHECK(status == 400);
+    EXPECT_ERR(payidem_verifier_verify(verifier, NULL, "/x", NULL, 0, NULL, 0, 1, &status, &err),
+               err, PAYIDEM_INVALID_ARGUMENT, "method");
+    EXPECT_ERR(payidem_verifier_verify(verifier, "GET", NULL, NULL, 0, NULL, 0, 1, &status,
+                                       &err),
+               err, PAYIDEM_INVALID_ARGUMENT, "path");
+    EXPECT_ERR(payidem_verifier_verify(verifier, "GET", "/x", NULL, 2, NULL, 0, 1, &status,
+                                       &err),
+               err, PAYIDEM_INVALID_ARGUMENT, "headers");
+    bad_header.name = "X-Nonce";
+    bad_header.value = NULL;
+    EXPECT_ERR(payidem_verifier_verify(verifier, "GET", "/x", &bad_header, 1, NULL, 0, 1,
+                                       &status, &err),
+               err, PAYIDEM_INVALID_ARGUMENT, "headers[0].value");
+    EXPECT_ERR(payidem_verifier_verify(verifier, "GET", "/x", NULL, 0, NULL, 5, 1, NULL, &err),
+               err, PAYIDEM_INVALID_ARGUMENT, "body");
+    /* Bytes from the network that are not UTF-8 are no argument error. */
+    bad_header.value = "\xff\xfe";
+    EXPECT_ERR(payidem_verifier_verify(verifier, "GET", "/x", &bad_header, 1, NULL, 0, 1,
+                                       &status, &err),
+               err, PAYIDEM_MISSING_SIGNATURE, NULL);
+    payidem_verifier_free(verifier);
+
+    /* decide */
+    EXPECT_ERR(payidem_decide(PAYIDEM_ATTEMPT_RESPONSE, 200, NULL, NULL, 0, false, 1, NULL, &err),
+               err, PAYIDEM_INVALID_ARGUMENT, "decision_out");
+    EXPECT_ERR(payidem_decide(0, 200, NULL, NULL, 0, false, 1, &d, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "outcome");
+    EXPECT_ERR(payidem_decide(4, 200, NULL, NULL, 0, false, 1, &d, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "outcome");
+    EXPECT_ERR(payidem_decide(PAYIDEM_ATTEMPT_RESPONSE, 200, NULL, NULL, 1, false, 1, &d, &err),
+               err, PAYIDEM_INVALID_ARGUMENT, "headers");
+    EXPECT_ERR(payidem_decide(PAYIDEM_ATTEMPT_RESPONSE, 409, "\xff", NULL, 0, false, 1, &d, &err),
+               err, PAYIDEM_INVALID_ARGUMENT, "error_code");
+
+    /* error accessors on NULL */
+    CHECK(payidem_error_code(NULL) == PAYIDEM_OK);
+    CHECK(payidem_error_message(NULL) == NULL);
+    CHECK(payidem_error_field(NULL) == NULL);
+    CHECK(payidem_error_http_status(NULL) == 0);
+    CHECK(payidem_error_order_id(NULL) == NULL);
+    CHECK(payidem_error_idempotency_key(NULL) == NULL);
+    {
+        const uint8_t *body = NULL;
+        uint64_t t = 0;
+        CHECK(!payidem_error_body(NULL, &body, &len));
+        CHECK(!payidem_error_server_time(NULL, &t));
+    }
+
+    /* outcome and list accessors on NULL */
+    CHECK(payidem_outcome_http_status(NULL) == 0);
+    CHECK(!payidem_outcome_replayed(NULL));
+    CHECK(payidem_outcome_order_id(NULL) == NULL);
+    CHECK(payidem_outcome_idempotency_key(NULL) == NULL);
+    CHECK(payidem_outcome_attempts(NULL) == 0);
+    CHECK(payidem_outcome_header_count(NULL) == 0);
+    {
+        const uint8_t *body = NULL;
+        CHECK(!payidem_outcome_body(NULL, &body, &len));
+    }
+    EXPECT_ERR(payidem_outcome_header_at(NULL, 0, &name, &value, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "outcome");
+    CHECK(payidem_order_list_len(NULL) == 0);
+    CHECK(payidem_order_list_get(NULL, 0) == NULL);
+
+    /* every free takes NULL */
+    payidem_error_free(NULL);
+    payidem_signer_free(NULL);
+    payidem_signed_attempt_free(NULL);
+    payidem_verifier_free(NULL);
+    payidem_client_free(NULL);
+    payidem_outcome_free(NULL);
+    payidem_order_list_free(NULL);
+    payidem_client_set_event_callback(NULL, NULL, NULL);
+    payidem_signer_free(signer);
+}
+
+static void test_client_options_are_checked(void) {
+    payidem_client *client = NULL;
+    payidem_error *err = NULL;
+    const uint8_t *s = (const uint8_t *)MOCK_SECRET;
+    size_t n = strlen(MOCK_SECRET);
+    const char *memory = "\"journal_path\":\":memory:\"";
+    char json[512];
+    EXPECT_ERR(payidem_client_new(NULL, s, n, &client, &err), err, PAYIDEM_INVALID_ARGUMENT,
+               "options_json");
+    EXPECT_ERR(payidem_client_new("{\"base_url\":\"http://127.0.0.1:1\",\"key_id\":\"k\"}", NULL,
+                                  n, &client, &err),
+               err, PAYIDEM_INVALID_ARGUMENT, "secret");
+    EXPECT_ERR(payidem_client_new("{\"base_url\":\"http://127.0.0.1:1\",\"key_id\":\"k\"}", s, n,
+                                  NULL, &err),
+               err, PAYIDEM_INVALID_ARGUMENT, "client_out");
+    EXPECT_ERR(payidem_client_new("not json", s, n, &client, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "options_json");
+    EXPECT_ERR(payidem_client_new("{\"key_id\":\"k\"}", s, n, &client, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "base_url");
+    snprintf(json, sizeof json, "{\"base_url\":\"http://127.0.0.1:1\",\"key_id\":\"k\",%s,\"bogus\":1}", memory);
+    EXPECT_ERR(payidem_client_new(json, s, n, &client, &err), err, PAYIDEM_INVALID_ARGUMENT,
+               "bogus");
+    snprintf(json, sizeof json, "{\"base_url\":\"http://127.0.0.1:1\",\"key_id\":\"k\",%s,\"retry\":{\"bogus\":1}}", memory);
+    EXPECT_ERR(payidem_client_new(json, s, n, &client, &err), err, PAYIDEM_INVALID_ARGUMENT,
+               "retry.bogus");
+    snprintf(json, sizeof json, "{\"base_url\":\"http://127.0.0.1:1\",\"key_id\":\"k\",%s,\"retry\":{\"max_attempts\":0}}", memory);
+    EXPECT_ERR(payidem_client_new(json, s, n, &client, &err), err, PAYIDEM_INVALID_ARGUMENT,
+               "retry.max_attempts");
+    snprintf(json, sizeof json, "{\"base_url\":\"http://127.0.0.1:1\",\"key_id\":\"k\",%s,\"key_retention_s\":172801}", memory);
+    EXPECT_ERR(payidem_client_new(json, s, n, &client, &err), err, PAYIDEM_INVALID_ARGUMENT,
+               "key_retention_s");
+    snprintf(json, sizeof json, "{\"base_url\":\"http://127.0.0.1:1\",\"key_id\":\"k\",%s,\"request_timeout_ms\":\"5\"}", memory);
+    EXPECT_ERR(payidem_client_new(json, s, n, &client, &err), err, PAYIDEM_INVALID_ARGUMENT,
+               "request_timeout_ms");
+    snprintf(json, sizeof json, "{\"base_url\":\"http://127.0.0.1:1\",\"key_id\":\"key id\",%s}", memory);
+    EXPECT_ERR(payidem_client_new(json, s, n, &client, &err), err, PAYIDEM_INVALID_ARGUMENT,
+               "key_id");
+    EXPECT_ERR(payidem_client_new("{\"base_url\":\"http://127.0.0.1:1\",\"key_id\":\"k\","
+                                  "\"journal_path\":\"/nonexistent-payidem-dir/sub/j.sqlite3\"}",
+                                  s, n, &client, &err),
+               err, PAYIDEM_JOURNAL_ERROR, NULL);
+    CHECK(client == NULL);
+}
+
+/* ---- end to end against payidem-mock ----------------------------------- */
+
+static struct mock mock_ok;
+static int mock_ok_started;
+
+struct events {
+    int count;
+    int settled;
+    char last_order[64];
+    uint16_t last_status;
+};
+
+static void on_event(void *userdata, const payidem_attempt_event *ev) {
+    struct events *e = userdata;
+    e->count++;
+    snprintf(e->last_order, sizeof e->last_order, "%s", ev->order_id);
+    e->last_status = ev->http_status;
+    if (ev->next == PAYIDEM_NEXT_SETTLE && ev->kind == PAYIDEM_ATTEMPT_KIND_OPERATION) {
+        e->settled++;
+    }
+}
+
+static void payment_body(char *buf, size_t len, const char *order, long amount) {
+    snprintf(buf, len, "{\"order_id\":\"%s\",\"amount\":%ld,\"currency\":\"EUR\"}", order, amount);
+}
+
+static void status_path(char *buf, size_t len, const char *order) {
+    snprintf(buf, len, "/v1/payments?order_id=%s", order);
+}
+
+static void test_e2e_payment_succeeds_and_replays_from_the_journal(void) {
+    payidem_client *client;
+    payidem_outcome *outcome = NULL, *again = NULL;
+    payidem_error *err = NULL;
+    struct events events;
+    char body[128], sp[128];
+    const uint8_t *bytes = NULL;
+    size_t len = 0, i;
+    bool found = false;
+    payidem_operation_state state = PAYIDEM_STATE_NOT_FOUND;
+    uint32_t attempts = 0;
+    int has_location = 0;
+    CHECK(mock_ok_started);
+    if (!mock_ok_started) return;
+    client = new_client(mock_ok.base_url, "\"retry\":{\"base_ms\":5,\"cap_ms\":50}");
+    CHECK(client != NULL);
+    if (!client) return;
+    memset(&events, 0, sizeof events);
+    payidem_client_set_event_callback(client, on_event, &events);
+
+    EXPECT_OK(payidem_client_status(client, "c-ord-1", &found, &state, &attempts, &err), err);
+    CHECK(!found && state == PAYIDEM_STATE_NOT_FOUND && attempts == 0);
+
+    payment_body(body, sizeof body, "c-ord-1", 1250);
+    status_path(sp, sizeof sp, "c-ord-1");
+    EXPECT_OK(payidem_client_execute(client, "c-ord-1", "POST", "/v1/payments",
+                                     (const uint8_t *)body, strlen(body), NULL, sp, &outcome,
+                                     &err),
+              err);
+    CHECK(outcome != NULL);
+    if (outcome) {
+        const char *name, *value;
+        CHECK(payidem_outcome_http_status(outcome) == 201);
+        CHECK(!payidem_outcome_replayed(outcome));
+        CHECK_STR(payidem_outcome_order_id(outcome), "c-ord-1");
+        CHECK_STR(payidem_outcome_idempotency_key(outcome), "create-c-ord-1");
+        CHECK(payidem_outcome_attempts(outcome) == 1);
+        CHECK(payidem_outcome_body(outcome, &bytes, &len));
+        CHECK(len > 0 && bytes != NULL);
+        if (bytes) {
+            char *text = malloc(len + 1);
+            memcpy(text, bytes, len);
+            text[len] = '\0';
+            CHECK(strstr(text, "\"payment_id\"") != NULL);
+            CHECK(strstr(text, "c-ord-1") != NULL);
+            free(text);
+        }
+        for (i = 0; i < payidem_outcome_header_count(outcome); i++) {
+            EXPECT_OK(payidem_outcome_header_at(outcome, i, &name, &value, &err), err);
+            if (name && strcasecmp(name, "Location") == 0 && strncmp(value, "/v1/payments/", 13) == 0) {
+                has_location = 1;
+            }
+        }
+        CHECK(has_location);
+        EXPECT_ERR(payidem_outcome_header_at(outcome, i, &name, &value, &err), err,
+                   PAYIDEM_INVALID_ARGUMENT, "index");
+    }
+    CHECK(events.count == 1 && events.settled == 1);
+    CHECK_STR(events.last_order, "c-ord-1");
+    CHECK(events.last_status == 201);
+
+    /* The same operation again answers from the journal, no new attempt. */
+    payidem_client_set_event_callback(client, NULL, NULL);
+    EXPECT_OK(payidem_client_execute(client, "c-ord-1", "POST", "/v1/payments",
+                                     (const uint8_t *)body, strlen(body), NULL, sp, &again,
+                                     &err),
+              err);
+    CHECK(payidem_outcome_http_status(again) == 201);
+    CHECK(payidem_outcome_attempts(again) == 1);
+    CHECK(events.count == 1);
+    EXPECT_OK(payidem_client_status(client, "c-ord-1", &found, &state, &attempts, &err), err);
+    CHECK(found && state == PAYIDEM_STATE_SUCCEEDED && attempts == 1);
+
+    /* NULL arguments of the client functions. */
+    EXPECT_ERR(payidem_client_execute(NULL, "o", "POST", "/v1/payments", NULL, 0, NULL, NULL,
+                                      &outcome, &err),
+               err, PAYIDEM_INVALID_ARGUMENT, "client");
+    EXPECT_ERR(payidem_client_execute(client, NULL, "POST", "/v1/payments", NULL, 0, NULL, NULL,
+                                      &outcome, &err),
+               err, PAYIDEM_INVALID_ARGUMENT, "order_id");
+    EXPECT_ERR(payidem_client_execute(client, "o", NULL, "/v1/payments", NULL, 0, NULL, NULL,
+                                      &outcome, &err),
+               err, PAYIDEM_INVALID_ARGUMENT, "method");
+    EXPECT_ERR(payidem_client_execute(client, "o", "POST", NULL, NULL, 0, NULL, NULL, &outcome,
+                                      &err),
+               err, PAYIDEM_INVALID_ARGUMENT, "path");
+    EXPECT_ERR(payidem_client_execute(client, "o", "POST", "/v1/payments", NULL, 4, NULL, NULL,
+                                      &outcome, &err),
+               err, PAYIDEM_INVALID_ARGUMENT, "body");
+    EXPECT_ERR(payidem_client_execute(client, "o", "POST", "/v1/payments", NULL, 0, NULL, NULL,
+                                      NULL, &err),
+               err, PAYIDEM_INVALID_ARGUMENT, "outcome_out");
+    EXPECT_ERR(payidem_client_execute(client, "o d", "POST", "/v1/payments", NULL, 0, NULL, NULL,
+                                      &outcome, &err),
+               err, PAYIDEM_INVALID_ARGUMENT, "order_id");
+    EXPECT_ERR(payidem_client_execute(client, "o", "POST", "/v1/payments", NULL, 0, "\xff", NULL,
+                                      &outcome, &err),
+               err, PAYIDEM_INVALID_ARGUMENT, "idempotency_key");
+    EXPECT_ERR(payidem_client_execute_with_deadline(client, "o", "POST", "/v1/payments", NULL, 0,
+                                                    NULL, "\xff", 0, NULL, NULL, &outcome, &err),
+               err, PAYIDEM_INVALID_ARGUMENT, "status_path");
+    EXPECT_ERR(payidem_client_resume(NULL, "o", &outcome, &err), err, PAYIDEM_INVALID_ARGUMENT,
+               "client");
+    EXPECT_ERR(payidem_client_resume(client, NULL, &outcome, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "order_id");
+    EXPECT_ERR(payidem_client_resume(client, "c-ord-1", NULL, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "outcome_out");
+    EXPECT_ERR(payidem_client_status(NULL, "o", &found, &state, &attempts, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "client");
+    EXPECT_ERR(payidem_client_status(client, NULL, &found, &state, &attempts, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "order_id");
+    EXPECT_ERR(payidem_client_status(client, "o", NULL, &state, &attempts, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "found_out");
+    EXPECT_ERR(payidem_client_status(client, "o", &found, NULL, &attempts, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "state_out");
+    EXPECT_ERR(payidem_client_status(client, "o", &found, &state, NULL, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "attempts_out");
+    EXPECT_ERR(payidem_client_list_unknown(NULL, NULL, &err), err, PAYIDEM_INVALID_ARGUMENT,
+               "client");
+    EXPECT_ERR(payidem_client_list_unknown(client, NULL, &err), err, PAYIDEM_INVALID_ARGUMENT,
+               "list_out");
+
+    payidem_outcome_free(outcome);
+    payidem_outcome_free(again);
+    payidem_client_free(client);
+}
+
+static void test_e2e_rejected_and_conflicts(void) {
+    payidem_client *client;
+    payidem_outcome *outcome = NULL;
+    payidem_error *err = NULL;
+    char body[128], other[128];
+    const uint8_t *bytes = NULL;
+    size_t len = 0;
+    payidem_result rc;
+    CHECK(mock_ok_started);
+    if (!mock_ok_started) return;
+    client = new_client(mock_ok.base_url, "");
+    CHECK(client != NULL);
+    if (!client) return;
+
+    /* amount % 1000 == 402: a card decline, kept with status and body. */
+    payment_body(body, sizeof body, "c-ord-declined", 1402);
+    rc = payidem_client_execute(client, "c-ord-declined", "POST", "/v1/payments",
+                                (const uint8_t *)body, strlen(body), NULL, NULL, &outcome, &err);
+    CHECK(rc == PAYIDEM_REJECTED);
+    CHECK(outcome == NULL);
+    CHECK(payidem_error_http_status(err) == 402);
+    CHECK(payidem_error_body(err, &bytes, &len));
+    CHECK(len > 0 && bytes != NULL && memchr(bytes, 'c', len) != NULL);
+    if (bytes) {
+        char *text = malloc(len + 1);
+        memcpy(text, bytes, len);
+        text[len] = '\0';
+        CHECK(strstr(text, "card_declined") != NULL);
+        free(text);
+    }
+    EXPECT_ERR(rc, err, PAYIDEM_REJECTED, NULL);
+
+    /* The same order id with another body: a local conflict, nothing sent. */
+    payment_body(body, sizeof body, "c-ord-2", 2000);
+    EXPECT_OK(payidem_client_execute(client, "c-ord-2", "POST", "/v1/payments",
+                                     (const uint8_t *)body, strlen(body), NULL, NULL, &outcome,
+                                     &err),
+              err);
+    payidem_outcome_free(outcome);
+    outcome = NULL;
+    payment_body(other, sizeof other, "c-ord-2", 3000);
+    EXPECT_ERR(payidem_client_execute(client, "c-ord-2", "POST", "/v1/payments",
+                                      (const uint8_t *)other, strlen(other), NULL, NULL,
+                                      &outcome, &err),
+               err, PAYIDEM_IDEMPOTENCY_CONFLICT, NULL);
+
+    /* Another order reusing that key with another body: refused by the
+     * journal, and by the platform for a client with another journal. */
+    payment_body(other, sizeof other, "c-ord-3", 3000);
+    EXPECT_ERR(payidem_client_execute(client, "c-ord-3", "POST", "/v1/payments",
+                                      (const uint8_t *)other, strlen(other), "create-c-ord-2",
+                                      NULL, &outcome, &err),
+               err, PAYIDEM_IDEMPOTENCY_CONFLICT, NULL);
+    payidem_client_free(client);
+    client = new_client(mock_ok.base_url, "");
+    CHECK(client != NULL);
+    if (!client) return;
+    rc = payidem_client_execute(client, "c-ord-3", "POST", "/v1/payments",
+                                (const uint8_t *)other, strlen(other), "create-c-ord-2", NULL,
+                                &outcome, &err);
+    CHECK(payidem_error_http_status(err) == 409);
+    CHECK(payidem_error_body(err, &bytes, &len));
+    CHECK(len > 0 && bytes != NULL);
+    EXPECT_ERR(rc, err, PAYIDEM_IDEMPOTENCY_CONFLICT, NULL);
+    CHECK(outcome == NULL);
+    payidem_client_free(client);
+}
+
+struct cancel_state {
+    payidem_client *client;
+    int polls;
+    int answer;
+    payidem_result inner;
+};
+
+static int cancel_now(void *userdata) {
+    struct cancel_state *s = userdata;
+    s->polls++;
+    return s->answer;
+}
+
+/* Polled while the outer call holds the operation: a second call on the
+ * same operation must be refused. */
+static int execute_same_operation(void *userdata) {
+    struct cancel_state *s = userdata;
+    payidem_outcome *outcome = NULL;
+    payidem_error *err = NULL;
+    char body[128];
+    if (s->polls++ == 0) {
+        payment_body(body, sizeof body, "c-ord-busy", 1000);
+        s->inner = payidem_client_execute(s->client, "c-ord-busy", "POST", "/v1/payments",
+                                          (const uint8_t *)body, strlen(body), NULL, NULL,
+                                          &outcome, &err);
+        if (s->inner == PAYIDEM_OPERATION_BUSY && payidem_error_code(err) == PAYIDEM_OPERATION_BUSY) {
+            reached[PAYIDEM_OPERATION_BUSY] = 1;
+        }
+        payidem_outcome_free(outcome);
+        payidem_error_free(err);
+    }
+    return 0;
+}
+
+static void test_e2e_cancel_busy_and_transport(void) {
+    payidem_client *client, *nowhere;
+    payidem_outcome *outcome = NULL;
+    payidem_error *err = NULL;
+    struct cancel_state s;
+    char body[128];
+    payidem_result rc;
+    bool found;
+    payidem_operation_state state;
+    uint32_t attempts;
+    CHECK(mock_ok_started);
+    if (!mock_ok_started) return;
+    client = new_client(mock_ok.base_url, "");
+    CHECK(client != NULL);
+    if (!client) return;
+
+    memset(&s, 0, sizeof s);
+    s.client = client;
+    s.answer = 1;
+    payment_body(body, sizeof body, "c-ord-cancel", 1000);
+    rc = payidem_client_execute_with_deadline(client, "c-ord-cancel", "POST", "/v1/payments",
+                                              (const uint8_t *)body, strlen(body), NULL, NULL,
+                                              5000, cancel_now, &s, &outcome, &err);
+    CHECK(s.polls >= 1);
+    CHECK_STR(payidem_error_order_id(err), "c-ord-cancel");
+    CHECK_STR(payidem_error_idempotency_key(err), "create-c-ord-cancel");
+    EXPECT_ERR(rc, err, PAYIDEM_CANCELLED, NULL);
+    CHECK(outcome == NULL);
+    EXPECT_OK(payidem_client_status(client, "c-ord-cancel", &found, &state, &attempts, &err), err);
+    CHECK(found && attempts == 0);
+    /* Nothing was sent: resuming runs it for real. */
+    s.answer = 0;
+    EXPECT_OK(payidem_client_resume_with_deadline(client, "c-ord-cancel", 5000, cancel_now, &s,
+                                                  &outcome, &err),
+              err);
+    CHECK(payidem_outcome_http_status(outcome) == 201);
+    payidem_outcome_free(outcome);
+    outcome = NULL;
+
+    memset(&s, 0, sizeof s);
+    s.client = client;
+    payment_body(body, sizeof body, "c-ord-busy", 1000);
+    EXPECT_OK(payidem_client_execute_with_deadline(client, "c-ord-busy", "POST", "/v1/payments",
+                                                   (const uint8_t *)body, strlen(body), NULL,
+                                                   NULL, 0, execute_same_operation, &s,
+                                                   &outcome, &err),
+              err);
+    CHECK(s.inner == PAYIDEM_OPERATION_BUSY);
+    payidem_outcome_free(outcome);
+    outcome = NULL;
+
+    EXPECT_ERR(payidem_client_resume(client, "c-ord-never", &outcome, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "order_id");
+    payidem_client_free(client);
+
+    /* Nothing listens on port 1: the request is never sent. */
+    nowhere = new_client("http://127.0.0.1:1", "\"retry\":{\"max_attempts\":1}");
+    CHECK(nowhere != NULL);
+    if (!nowhere) return;
+    payment_body(body, sizeof body, "c-ord-nowhere", 1000);
+    rc = payidem_client_execute(nowhere, "c-ord-nowhere", "POST", "/v1/payments",
+                                (const uint8_t *)body, strlen(body), NULL, NULL, &outcome, &err);
+    EXPECT_ERR(rc, err, PAYIDEM_TRANSPORT_ERROR, NULL);
+    payidem_client_free(nowhere);
+}
+
+static void test_e2e_unknown_outcome_resume_and_key_expiry(void) {
+    static const char *const faulty[] = {"--fault", "timeout_504_after_commit=1", NULL};
+    struct mock m;
+    payidem_client *client = NULL, *short_keys = NULL;
+    payidem_outcome *outcome = NULL;
+    payidem_order_list *list = NULL;
+    payidem_error *err = NULL;
+    char body[128];
+    payidem_result rc;
+    bool found;
+    payidem_operation_state state;
+    uint32_t attempts;
+    CHECK(mock_start(&m, faulty) == 0);
+    if (m.port <= 0) {
+        mock_stop(&m);
+        return;
+    }
+    client = new_client(m.base_url, "\"retry\":{\"base_ms\":1,\"cap_ms\":5,\"max_attempts\":2}");
+    short_keys = new_client(m.base_url,
+                            "\"retry\":{\"base_ms\":1,\"cap_ms\":5,\"max_attempts\":2},"
+                            "\"key_retention_s\":1");
+    CHECK(client != NULL && short_keys != NULL);
+    if (client && short_keys) {
+        payment_body(body, sizeof body, "c-ord-unknown", 1000);
+        rc = payidem_client_execute(client, "c-ord-unknown", "POST", "/v1/payments",
+                                    (const uint8_t *)body, strlen(body), NULL, NULL, &outcome,
+                                    &err);
+        CHECK_STR(payidem_error_order_id(err), "c-ord-unknown");
+        CHECK_STR(payidem_error_idempotency_key(err), "create-c-ord-unknown");
+        EXPECT_ERR(rc, err, PAYIDEM_OUTCOME_UNKNOWN, NULL);
+        CHECK(outcome == NULL);
+        EXPECT_OK(payidem_client_status(client, "c-ord-unknown", &found, &state, &attempts, &err),
+                  err);
+        CHECK(found && state == PAYIDEM_STATE_UNKNOWN && attempts == 2);
+        EXPECT_OK(payidem_client_list_unknown(client, &list, &err), err);
+        CHECK(payidem_order_list_len(list) == 1);
+        CHECK_STR(payidem_order_list_get(list, 0), "c-ord-unknown");
+        CHECK(payidem_order_list_get(list, 1) == NULL);
+        payidem_order_list_free(list);
+        EXPECT_ERR(payidem_client_resume(client, "c-ord-unknown", &outcome, &err), err,
+                   PAYIDEM_OUTCOME_UNKNOWN, NULL);
+
+        payment_body(body, sizeof body, "c-ord-expiring", 1000);
+        EXPECT_ERR(payidem_client_execute(short_keys, "c-ord-expiring", "POST", "/v1/payments",
+                                          (const uint8_t *)body, strlen(body), NULL, NULL,
+                                          &outcome, &err),
+                   err, PAYIDEM_OUTCOME_UNKNOWN, NULL);
+        sleep_ms(2100);
+        rc = payidem_client_resume(short_keys, "c-ord-expiring", &outcome, &err);
+        CHECK_STR(payidem_error_order_id(err), "c-ord-expiring");
+        EXPECT_ERR(rc, err, PAYIDEM_KEY_EXPIRED, NULL);
+    }
+    payidem_client_free(client);
+    payidem_client_free(short_keys);
+    mock_stop(&m);
+}
+
+static void test_e2e_sqlite_journal_survives_the_client(void) {
+    char dir[] = "/tmp/payidem-c-XXXXXX";
+    char path[256], extra[512], body[128], wal[300], shm[300];
+    payidem_client *client;
+    payidem_outcome *outcome = NULL;
+    payidem_error *err = NULL;
+    bool found = false;
+    payidem_operation_state state = PAYIDEM_STATE_NOT_FOUND;
+    uint32_t attempts = 0;
+    CHECK(mock_ok_started);
+    if (!mock_ok_started || mkdtemp(dir) == NULL) return;
+    snprintf(path, sizeof path, "%s/journal.sqlite3", dir);
+    snprintf(extra, sizeof extra, "\"journal_path\":\"%s\"", path);
+    client = new_client(mock_ok.base_url, extra);
+    CHECK(client != NULL);
+    payment_body(body, sizeof body, "c-ord-durable", 1000);
+    if (client) {
+        EXPECT_OK(payidem_client_execute(client, "c-ord-durable", "POST", "/v1/payments",
+                                         (const uint8_t *)body, strlen(body), NULL, NULL,
+                                         &outcome, &err),
+                  err);
+        payidem_outcome_free(outcome);
+        outcome = NULL;
+        payidem_client_free(client);
+    }
+    client = new_client(mock_ok.base_url, extra);
+    CHECK(client != NULL);
+    if (client) {
+        EXPECT_OK(payidem_client_status(client, "c-ord-durable", &found, &state, &attempts, &err),
+                  err);
+        CHECK(found && state == PAYIDEM_STATE_SUCCEEDED && attempts == 1);
+        payidem_client_free(client);
+    }
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    snprintf(shm, sizeof shm, "%s-shm", path);
+    unlink(wal);
+    unlink(shm);
+    unlink(path);
+    rmdir(dir);
+}
+
+static void test_every_reachable_code_was_reached(void) {
+    unsigned code;
+    for (code = 1; code <= 17; code++) {
+        if (code == PAYIDEM_INTERNAL_ERROR) {
+            continue; /* only a panic gives it; the Rust tests cover that */
+        }
+        if (!reached[code]) {
+            fprintf(stderr, "  code %u (%s) was never reached\n", code, payidem_result_name(code));
+            harness_current_failed = 1;
+        }
+    }
+    CHECK(reached[PAYIDEM_BUFFER_TOO_SMALL]);
+}
+
+int main(void) {
+    const char *path = getenv("PAYIDEM_VECTORS");
+    char *text = read_file(path ? path : "core/tests/vectors/protocol-v1.json");
+    int rc;
+    if (text == NULL || (vectors = cJSON_Parse(text)) == NULL) {
+        fprintf(stderr, "cannot read the conformance vectors\n");
+        free(text);
+        printf("0 passed, 1 failed\n");
+        return 1;
+    }
+    free(text);
+    mock_ok_started = mock_start(&mock_ok, NULL) == 0;
+
+    RUN(test_version_matches_header);
+    RUN(test_result_names_are_the_stable_codes);
+    RUN(test_vectors_sign);
+    RUN(test_vectors_sign_invalid);
+    RUN(test_vectors_verify_sequence);
+    RUN(test_vectors_decide);
+    RUN(test_sign_into_verifies_and_matches_the_handle_api);
+    RUN(test_buffers_too_small_report_the_size);
+    RUN(test_verifier_reaches_every_verification_code);
+    RUN(test_null_and_bad_lengths_are_named);
+    RUN(test_client_options_are_checked);
+    RUN(test_e2e_payment_succeeds_and_replays_from_the_journal);
+    RUN(test_e2e_rejected_and_conflicts);
+    RUN(test_e2e_cancel_busy_and_transport);
+    RUN(test_e2e_unknown_outcome_resume_and_key_expiry);
+    RUN(test_e2e_sqlite_journal_survives_the_client);
+    RUN(test_every_reachable_code_was_reached);
+
+    mock_stop(&mock_ok);
+    cJSON_Delete(vectors);
+    rc = harness_finish();
+    return rc;
+}

@@ -233,3 +233,9 @@ func invalid(field, msg string) error {
 func ResultName(code uint32) string {
 	return goStringOrEmpty(C.payidem_result_name(C.uint32_t(code)))
 }
+
+// errorOfResult is the error of a bare result number, as a call failing
+// without error details would give.
+func errorOfResult(rc uint32) error {
+	return newError(C.payidem_result(rc), nil, nil)
+}

@@ -22,7 +22,7 @@ bench:
 #   make lib                      libpayidem.so (SONAME libpayidem.so.0) and libpayidem.a
 #   make header                   regenerate include/payidem.h with cbindgen
 #   make test-c                   every C ABI test (see ffi/README.md); installs
-#                                 libcjson-dev, valgrind and pkg-config if missing
+#                                 libcjson-dev, valgrind, pkg-config and g++ if missing
 #   make install PREFIX=/usr/local
 #   make bench-c                  signing through the C ABI vs. Rust
 
@@ -57,6 +57,7 @@ c-deps:
 	dpkg -s libcjson-dev >/dev/null 2>&1 || missing="$$missing libcjson-dev"; \
 	command -v valgrind >/dev/null 2>&1 || missing="$$missing valgrind"; \
 	command -v pkg-config >/dev/null 2>&1 || missing="$$missing pkg-config"; \
+	command -v $(CXX) >/dev/null 2>&1 || missing="$$missing g++"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \

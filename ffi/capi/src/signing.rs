@@ -97,14 +97,27 @@ pub struct payidem_signed_headers {
     pub idempotency_key: [c_char; PAYIDEM_IDEMPOTENCY_KEY_BUF_LEN],
 }
 
+/// Copies exactly `N` bytes of `text` and a NUL into `field` (fixed-size
+/// values: nonce, signature), a copy the compiler inlines.
+fn fill_fixed<const N: usize>(field: &mut [c_char], text: &str) {
+    match <&[u8; N]>::try_from(text.as_bytes()) {
+        Ok(bytes) => {
+            for (slot, byte) in field[..N].iter_mut().zip(bytes) {
+                *slot = *byte as c_char;
+            }
+            field[N] = 0;
+        }
+        Err(_) => fill(field, text),
+    }
+}
+
 /// Copies `text` and a NUL into `field` (the text is known to fit).
 fn fill(field: &mut [c_char], text: &str) {
     let bytes = text.as_bytes();
-    debug_assert!(bytes.len() < field.len());
-    for (slot, byte) in field.iter_mut().zip(bytes) {
-        *slot = *byte as c_char;
-    }
-    field[bytes.len()] = 0;
+    let len = bytes.len().min(field.len() - 1);
+    // SAFETY: `len` bytes fit in `field` with room for the NUL.
+    unsafe { ptr::copy_nonoverlapping(bytes.as_ptr(), field.as_mut_ptr().cast::<u8>(), len) };
+    field[len] = 0;
 }
 
 /// Writes `text` and its NUL into the caller's `buf` of `buf_len` bytes.
@@ -331,8 +344,8 @@ pub unsafe extern "C" fn payidem_signer_sign_into(
         let target = &mut *headers_out;
         fill(&mut target.api_key, signed.key_id());
         fill(&mut target.timestamp, signed.timestamp_text());
-        fill(&mut target.nonce, signed.nonce().as_str());
-        fill(&mut target.signature, signed.signature().as_str());
+        fill_fixed::<36>(&mut target.nonce, signed.nonce().as_str());
+        fill_fixed::<64>(&mut target.signature, signed.signature().as_str());
         fill(
             &mut target.idempotency_key,
             signed.idempotency_key().unwrap_or(""),

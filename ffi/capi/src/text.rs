@@ -11,9 +11,12 @@ pub(crate) unsafe fn req_str<'a>(ptr: *const c_char, name: &str) -> Result<&'a s
     if ptr.is_null() {
         return Err(FfiError::null(name));
     }
-    CStr::from_ptr(ptr)
-        .to_str()
-        .map_err(|_| FfiError::invalid(name, "is not valid UTF-8"))
+    let bytes = CStr::from_ptr(ptr).to_bytes();
+    if bytes.is_ascii() {
+        // SAFETY: ASCII is UTF-8.
+        return Ok(std::str::from_utf8_unchecked(bytes));
+    }
+    std::str::from_utf8(bytes).map_err(|_| FfiError::invalid(name, "is not valid UTF-8"))
 }
 
 /// An optional NUL-terminated UTF-8 string (NULL is `None`).

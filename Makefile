@@ -2,7 +2,7 @@
 # Every target installs what it needs on a fresh Debian machine that has
 # Rust, Go, Python 3 with pip, gcc and apt.
 #
-#   make test        every test: Rust, C, Python (and Go)
+#   make test        every test: Rust, C, Python and Go
 #   make demo        the main job: payments through faults and crashes
 #   make lint        rustfmt check and clippy with warnings as errors
 #   make bench       Rust benchmarks (see BENCHMARKS.md)
@@ -16,10 +16,10 @@
 
 CARGO ?= cargo
 
-.PHONY: test test-rust test-c test-python lint bench demo lib header install bench-c c-deps c-artifacts
+.PHONY: test test-rust test-c test-python test-go lint bench demo lib header install bench-c c-deps c-artifacts
 
 ## test: every test of every language
-test: test-rust test-c test-python
+test: test-rust test-c test-python test-go
 
 ## test-rust: every Rust test of the workspace (core, mock, e2e with the chaos test, C ABI crate)
 test-rust:
@@ -28,6 +28,11 @@ test-rust:
 ## test-python: builds and installs the Python package in a venv, runs pytest, mypy and stubtest
 test-python:
 	bindings/python/run-tests.sh
+
+## test-go: builds the static library and the mock, then go vet, go test -race,
+## the GOGC=1 cgocheck run, the dynamic-link run and a short benchmark
+test-go:
+	bindings/go/run-tests.sh
 
 ## lint: formatting and clippy, warnings are errors
 lint:

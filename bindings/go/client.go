@@ -1,0 +1,347 @@
+package payidem
+
+/*
+#include <stdlib.h>
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"context"
+	"net/http"
+	"runtime"
+	"runtime/cgo"
+	"sync"
+	"time"
+	"unsafe"
+)
+
+// Client runs business operations against the platform: one idempotency
+// key per operation, retries and status queries by the protocol, every
+// operation journaled before anything is sent. Safe for concurrent use by
+// many goroutines; two calls never drive the same order at once (the second
+// gets ErrOperationBusy).
+type Client struct {
+	mu    sync.RWMutex // read-held by every call, write-held by Close
+	ptr   *C.payidem_client
+	event cgo.Handle // 0 when no OnAttempt hook
+}
+
+// Operation is one business operation: an order id, one unchanging request
+// and one idempotency key.
+type Operation struct {
+	// OrderID: 1..=128 of [A-Za-z0-9._:-]; names the operation in the journal.
+	OrderID string
+	// Method and Path of the request, Path exactly as sent (with its query).
+	Method string
+	Path   string
+	// Body is sent byte for byte on every attempt.
+	Body []byte
+	// IdempotencyKey; "" for the default "create-{OrderID}".
+	IdempotencyKey string
+	// StatusPath is the path of a signed GET telling whether the operation
+	// landed (e.g. "/v1/payments?order_id=..."); "" when none.
+	StatusPath string
+}
+
+// Outcome is the settled answer of an operation (a 2xx from the platform).
+type Outcome struct {
+	Status  int
+	Headers http.Header
+	Body    []byte
+	// Replayed: the platform answered from its idempotency store; the
+	// operation had already happened, exactly once.
+	Replayed       bool
+	IdempotencyKey string
+	OrderID        string
+	// Attempts over every call of the operation, status queries included.
+	Attempts int
+}
+
+// State is where an operation stands in the journal.
+type State int
+
+// The journal states.
+const (
+	StateNotFound  State = C.PAYIDEM_STATE_NOT_FOUND
+	StatePending   State = C.PAYIDEM_STATE_PENDING
+	StateInFlight  State = C.PAYIDEM_STATE_IN_FLIGHT
+	StateUnknown   State = C.PAYIDEM_STATE_UNKNOWN
+	StateSucceeded State = C.PAYIDEM_STATE_SUCCEEDED
+	StateRejected  State = C.PAYIDEM_STATE_REJECTED
+	StateConflict  State = C.PAYIDEM_STATE_CONFLICT
+)
+
+func (s State) String() string {
+	switch s {
+	case StateNotFound:
+		return "not_found"
+	case StatePending:
+		return "pending"
+	case StateInFlight:
+		return "in_flight"
+	case StateUnknown:
+		return "unknown"
+	case StateSucceeded:
+		return "succeeded"
+	case StateRejected:
+		return "rejected"
+	case StateConflict:
+		return "conflict"
+	}
+	return "state(" + itoa(int(s)) + ")"
+}
+
+// OperationStatus is the journal's record of an operation.
+type OperationStatus struct {
+	State    State
+	Attempts int
+}
+
+// NewClient opens the journal and creates a client. Close it when done; a
+// finalizer closes a forgotten one.
+func NewClient(cfg Config) (*Client, error) {
+	opts, err := cfg.optionsJSON()
+	if err != nil {
+		return nil, err
+	}
+	var args cstrings
+	off, err := args.add("options_json", string(opts))
+	if err != nil {
+		return nil, err
+	}
+	var ptr *C.payidem_client
+	var cerr *C.payidem_error
+	secret := cfg.Secret
+	if secret == nil {
+		secret = []byte{}
+	}
+	// A NULL secret would name "secret"; an empty one fails its length rule.
+	var zero byte
+	secretPtr := (*C.uint8_t)(unsafe.Pointer(&zero))
+	if len(secret) > 0 {
+		secretPtr = (*C.uint8_t)(unsafe.Pointer(&secret[0]))
+	}
+	rc := C.payidem_client_new(args.ptr(off), secretPtr, C.size_t(len(secret)), &ptr, &cerr)
+	if rc != C.PAYIDEM_OK {
+		return nil, renameOptionField(newError(rc, cerr, nil))
+	}
+	c := &Client{ptr: ptr}
+	if cfg.OnAttempt != nil {
+		c.event = cgo.NewHandle(cfg.OnAttempt)
+		C.payidem_go_set_event_handle(ptr, C.uintptr_t(c.event))
+	}
+	liveHandles.Add(1)
+	runtime.SetFinalizer(c, (*Client).Close)
+	return c, nil
+}
+
+// renameOptionField gives an invalid option the name of its Config field.
+func renameOptionField(err error) error {
+	if ia, ok := err.(*InvalidArgumentError); ok {
+		if name, found := goFieldOfOption[ia.Field]; found {
+			ia.Field, ia.Err.Field = name, name
+		}
+	}
+	return err
+}
+
+// Close waits for running calls, then closes the journal and wipes the
+// secret. Later calls fail with ErrClosed. Calling it again does nothing.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ptr == nil {
+		return nil
+	}
+	C.payidem_client_free(c.ptr)
+	c.ptr = nil
+	if c.event != 0 {
+		c.event.Delete()
+		c.event = 0
+	}
+	liveHandles.Add(-1)
+	runtime.SetFinalizer(c, nil)
+	return nil
+}
+
+// callControl maps ctx onto the call: its deadline becomes the call's
+// deadline in milliseconds (rounded up, at least 1) and, when ctx can be
+// done, a handle to it is polled by the library's cancel hook. release
+// frees the handle.
+func callControl(ctx context.Context) (deadlineMS uint64, handle cgo.Handle, release func()) {
+	if d, ok := ctx.Deadline(); ok {
+		left := time.Until(d)
+		deadlineMS = 1
+		if left > 0 {
+			deadlineMS = uint64((left + time.Millisecond - 1) / time.Millisecond)
+		}
+	}
+	if ctx.Done() == nil {
+		return deadlineMS, 0, func() {}
+	}
+	handle = cgo.NewHandle(ctx)
+	return deadlineMS, handle, handle.Delete
+}
+
+// Execute runs op to a settled outcome. The operation is journaled before
+// anything is sent; an order already in the journal with the same request
+// continues (a settled one answers from the journal without a network
+// call). ctx's deadline shortens the call's deadline; when ctx is done the
+// call ends with an error matching both ErrCancelled and ctx.Err(), and the
+// operation keeps its key: Resume it. A request already on the wire is not
+// interrupted; cancellation takes effect before the next attempt or during
+// a wait.
+func (c *Client) Execute(ctx context.Context, op Operation) (*Outcome, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	var args cstrings
+	order, err := args.add("order_id", op.OrderID)
+	if err != nil {
+		return nil, err
+	}
+	method, err := args.add("method", op.Method)
+	if err != nil {
+		return nil, err
+	}
+	path, err := args.add("path", op.Path)
+	if err != nil {
+		return nil, err
+	}
+	key, err := args.addOpt("idempotency_key", op.IdempotencyKey)
+	if err != nil {
+		return nil, err
+	}
+	status, err := args.addOpt("status_path", op.StatusPath)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.ptr == nil {
+		return nil, ErrClosed
+	}
+	deadlineMS, handle, release := callControl(ctx)
+	defer release()
+	var out *C.payidem_outcome
+	var cerr *C.payidem_error
+	rc := C.payidem_go_execute(c.ptr, args.ptr(order), args.ptr(method), args.ptr(path),
+		bytesPtr(op.Body), C.size_t(len(op.Body)), args.ptr(key), args.ptr(status),
+		C.uint64_t(deadlineMS), C.uintptr_t(handle), &out, &cerr)
+	runtime.KeepAlive(c)
+	if rc != C.PAYIDEM_OK {
+		return nil, newError(rc, cerr, ctx.Err())
+	}
+	return takeOutcome(out), nil
+}
+
+// Resume drives an unsettled operation of the journal again with its own
+// key and body (after a crash, ErrOutcomeUnknown or ErrCancelled); a
+// settled one answers its stored outcome. An order id the journal does not
+// hold is ErrInvalidArgument naming "order_id". ctx as in Execute.
+func (c *Client) Resume(ctx context.Context, orderID string) (*Outcome, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	var args cstrings
+	order, err := args.add("order_id", orderID)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.ptr == nil {
+		return nil, ErrClosed
+	}
+	deadlineMS, handle, release := callControl(ctx)
+	defer release()
+	var out *C.payidem_outcome
+	var cerr *C.payidem_error
+	rc := C.payidem_go_resume(c.ptr, args.ptr(order), C.uint64_t(deadlineMS),
+		C.uintptr_t(handle), &out, &cerr)
+	runtime.KeepAlive(c)
+	if rc != C.PAYIDEM_OK {
+		return nil, newError(rc, cerr, ctx.Err())
+	}
+	return takeOutcome(out), nil
+}
+
+// Status is the journal's record of an order (StateNotFound when absent).
+func (c *Client) Status(orderID string) (OperationStatus, error) {
+	var args cstrings
+	order, err := args.add("order_id", orderID)
+	if err != nil {
+		return OperationStatus{}, err
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.ptr == nil {
+		return OperationStatus{}, ErrClosed
+	}
+	var found C.bool
+	var state C.payidem_operation_state
+	var attempts C.uint32_t
+	var cerr *C.payidem_error
+	rc := C.payidem_client_status(c.ptr, args.ptr(order), &found, &state, &attempts, &cerr)
+	runtime.KeepAlive(c)
+	if rc != C.PAYIDEM_OK {
+		return OperationStatus{}, newError(rc, cerr, nil)
+	}
+	if !found {
+		return OperationStatus{State: StateNotFound}, nil
+	}
+	return OperationStatus{State: State(state), Attempts: int(attempts)}, nil
+}
+
+// ListUnknown gives the order ids whose outcome is unknown (in flight when
+// a process died, or ended with ErrOutcomeUnknown), oldest first: Resume
+// each.
+func (c *Client) ListUnknown() ([]string, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.ptr == nil {
+		return nil, ErrClosed
+	}
+	var list *C.payidem_order_list
+	var cerr *C.payidem_error
+	rc := C.payidem_client_list_unknown(c.ptr, &list, &cerr)
+	runtime.KeepAlive(c)
+	if rc != C.PAYIDEM_OK {
+		return nil, newError(rc, cerr, nil)
+	}
+	defer C.payidem_order_list_free(list)
+	n := int(C.payidem_order_list_len(list))
+	ids := make([]string, 0, n)
+	for i := 0; i < n; i++ {
+		ids = append(ids, goStringOrEmpty(C.payidem_order_list_get(list, C.size_t(i))))
+	}
+	return ids, nil
+}
+
+// takeOutcome copies a C outcome into Go and frees it.
+func takeOutcome(out *C.payidem_outcome) *Outcome {
+	defer C.payidem_outcome_free(out)
+	o := &Outcome{
+		Status:         int(C.payidem_outcome_http_status(out)),
+		Replayed:       bool(C.payidem_outcome_replayed(out)),
+		IdempotencyKey: goStringOrEmpty(C.payidem_outcome_idempotency_key(out)),
+		OrderID:        goStringOrEmpty(C.payidem_outcome_order_id(out)),
+		Attempts:       int(C.payidem_outcome_attempts(out)),
+		Headers:        http.Header{},
+		Body:           []byte{},
+	}
+	var body *C.uint8_t
+	var n C.size_t
+	if C.payidem_outcome_body(out, &body, &n) && n > 0 {
+		o.Body = C.GoBytes(unsafe.Pointer(body), C.int(n))
+	}
+	count := int(C.payidem_outcome_header_count(out))
+	for i := 0; i < count; i++ {
+		var name, value *C.char
+		if C.payidem_outcome_header_at(out, C.size_t(i), &name, &value, nil) == C.PAYIDEM_OK {
+			o.Headers.Add(C.GoString(name), C.GoString(value))
+		}
+	}
+	return o
+}

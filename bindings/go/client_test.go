@@ -1,0 +1,419 @@
+package payidem
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestClientPaysOnceAndAnswersAgainFromTheJournal(t *testing.T) {
+	m := startMock(t)
+	c := newTestClient(t, fastConfig(m.URL))
+	order := orderID("pay")
+	op := payment(order, 125000)
+
+	first, err := c.Execute(bg(), op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Status != 201 || first.Replayed || first.Attempts != 1 || first.OrderID != order || first.IdempotencyKey != "create-"+order {
+		t.Fatalf("first outcome %+v", first)
+	}
+	var p struct {
+		PaymentID string `json:"payment_id"`
+		OrderID   string `json:"order_id"`
+		Amount    int    `json:"amount"`
+	}
+	if err := json.Unmarshal(first.Body, &p); err != nil || p.OrderID != order || p.Amount != 125000 || p.PaymentID == "" {
+		t.Fatalf("body %s: %v", first.Body, err)
+	}
+	if !strings.Contains(first.Headers.Get("Content-Type"), "json") {
+		t.Errorf("headers %v", first.Headers)
+	}
+
+	again, err := c.Execute(bg(), op)
+	if err != nil || again.Status != 201 || !bytes.Equal(again.Body, first.Body) {
+		t.Fatalf("second call %+v, %v", again, err)
+	}
+	st, err := c.Status(order)
+	if err != nil || st.State != StateSucceeded || st.Attempts != 1 {
+		t.Fatalf("status %+v %v", st, err)
+	}
+	if st, _ := c.Status(orderID("never")); st.State != StateNotFound {
+		t.Errorf("status of an unknown order: %v", st.State)
+	}
+	m.assertOnePaymentEach(t, []string{order})
+}
+
+func TestClientRejectedKeepsStatusAndBody(t *testing.T) {
+	m := startMock(t)
+	c := newTestClient(t, fastConfig(m.URL))
+	order := orderID("declined")
+	_, err := c.Execute(bg(), payment(order, 1402))
+	var rejected *RejectedError
+	if !errors.As(err, &rejected) || !errors.Is(err, ErrRejected) {
+		t.Fatalf("err = %v, want rejected", err)
+	}
+	if rejected.Status != 402 || !bytes.Contains(rejected.Body, []byte("card_declined")) {
+		t.Errorf("rejected %d %s", rejected.Status, rejected.Body)
+	}
+	var e *Error
+	if !errors.As(err, &e) || e.Code != CodeRejected || e.HTTPStatus != 402 {
+		t.Errorf("as *Error: %+v", e)
+	}
+	if errors.Is(err, ErrOutcomeUnknown) || errors.Is(err, ErrCancelled) {
+		t.Error("a rejection matches another sentinel")
+	}
+	if st, _ := c.Status(order); st.State != StateRejected {
+		t.Errorf("state %v, want rejected", st.State)
+	}
+}
+
+func TestClientIdempotencyConflict(t *testing.T) {
+	m := startMock(t)
+	order := orderID("conflict")
+	op := payment(order, 1000)
+	op.IdempotencyKey = "shared-" + order
+	if _, err := newTestClient(t, fastConfig(m.URL)).Execute(bg(), op); err != nil {
+		t.Fatal(err)
+	}
+	// Another process (its own journal) reuses the key for another body.
+	other := op
+	other.Body = []byte(strings.Replace(string(op.Body), "1000", "2000", 1))
+	_, err := newTestClient(t, fastConfig(m.URL)).Execute(bg(), other)
+	if !errors.Is(err, ErrIdempotencyConflict) {
+		t.Fatalf("err = %v, want idempotency_conflict", err)
+	}
+	var e *Error
+	if errors.As(err, &e); e == nil || e.Code != CodeIdempotencyConflict {
+		t.Errorf("as *Error: %v", err)
+	}
+	m.assertOnePaymentEach(t, []string{order})
+}
+
+func TestClientOutcomeUnknownIsResumable(t *testing.T) {
+	m := startMock(t)
+	cfg := fastConfig(m.URL)
+	cfg.MaxAttempts = 2
+	c := newTestClient(t, cfg)
+	m.setFaults(t, map[string]any{"drop_after_commit": 1.0})
+	order := orderID("unknown")
+	op := payment(order, 777)
+	op.StatusPath = "" // nothing but the POST can tell: the outcome stays unknown
+	_, err := c.Execute(bg(), op)
+	var e *Error
+	if !errors.Is(err, ErrOutcomeUnknown) || !errors.As(err, &e) {
+		t.Fatalf("err = %v, want outcome_unknown", err)
+	}
+	if e.OrderID != order || e.IdempotencyKey != "create-"+order {
+		t.Errorf("error names %q %q", e.OrderID, e.IdempotencyKey)
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		t.Error("an unknown outcome without a context claims a context error")
+	}
+	unknown, err := c.ListUnknown()
+	if err != nil || len(unknown) != 1 || unknown[0] != order {
+		t.Fatalf("ListUnknown = %v, %v", unknown, err)
+	}
+	if st, _ := c.Status(order); st.State != StateUnknown || st.Attempts != 2 {
+		t.Errorf("status %+v, want unknown after 2 attempts", st)
+	}
+
+	m.setFaults(t, map[string]any{})
+	out, err := c.Resume(bg(), order)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Status != 201 || !out.Replayed || out.Attempts != 3 {
+		t.Errorf("resumed outcome %+v", out)
+	}
+	if unknown, _ := c.ListUnknown(); len(unknown) != 0 {
+		t.Errorf("still unknown: %v", unknown)
+	}
+	m.assertOnePaymentEach(t, []string{order})
+}
+
+func TestClientFaultsNeverChargeTwice(t *testing.T) {
+	m := startMock(t)
+	c := newTestClient(t, fastConfig(m.URL))
+	m.setFaults(t, map[string]any{
+		"error_503": 0.1, "error_500_after_commit": 0.1, "timeout_504_after_commit": 0.1,
+		"drop_after_commit": 0.1, "error_502": 0.1, "timeout_504_before_commit": 0.05,
+		"status_error_503": 0.2,
+	})
+	var orders []string
+	for i := 0; i < 25; i++ {
+		order := orderID("faulty")
+		orders = append(orders, order)
+		settle(t, c, payment(order, 1000+i))
+	}
+	if s := m.stats(t); len(s.Faults) == 0 {
+		t.Error("no fault was injected")
+	}
+	m.assertOnePaymentEach(t, orders)
+}
+
+// settle executes op and resumes it while its outcome is unknown, a
+// bounded number of times.
+func settle(t testing.TB, c *Client, op Operation) *Outcome {
+	t.Helper()
+	out, err := c.Execute(bg(), op)
+	for i := 0; i < 20 && (errors.Is(err, ErrOutcomeUnknown) || errors.Is(err, ErrTransport)); i++ {
+		out, err = c.Resume(bg(), op.OrderID)
+	}
+	if err != nil {
+		t.Fatalf("order %s: %v", op.OrderID, err)
+	}
+	if out.Status < 200 || out.Status > 299 {
+		t.Fatalf("order %s: status %d", op.OrderID, out.Status)
+	}
+	return out
+}
+
+func TestClientTransportError(t *testing.T) {
+	m := startMock(t)
+	url := m.URL
+	_ = m.cmd.Process.Kill()
+	_ = m.cmd.Wait()
+	cfg := fastConfig(url)
+	cfg.MaxAttempts = 2
+	c := newTestClient(t, cfg)
+	order := orderID("down")
+	_, err := c.Execute(bg(), payment(order, 5))
+	if !errors.Is(err, ErrTransport) {
+		t.Fatalf("err = %v, want transport_error", err)
+	}
+	if st, _ := c.Status(order); st.State == StateNotFound || st.State == StateSucceeded {
+		t.Errorf("state %v: the operation must stay journaled with its key", st.State)
+	}
+}
+
+func TestClientOperationBusy(t *testing.T) {
+	m := startMock(t)
+	m.setFaults(t, map[string]any{"processing_delay_ms": 1500})
+	c := newTestClient(t, fastConfig(m.URL))
+	op := payment(orderID("busy"), 10)
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Execute(bg(), op)
+		done <- err
+	}()
+	var err error
+	for i := 0; i < 100; i++ {
+		if st, _ := c.Status(op.OrderID); st.State == StateInFlight {
+			_, err = c.Execute(bg(), op)
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !errors.Is(err, ErrOperationBusy) {
+		t.Errorf("second call: %v, want operation_busy", err)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("first call: %v", err)
+	}
+	m.assertOnePaymentEach(t, []string{op.OrderID})
+}
+
+func TestClientKeyExpired(t *testing.T) {
+	m := startMock(t)
+	cfg := fastConfig(m.URL)
+	cfg.MaxAttempts = 1
+	cfg.KeyRetention = time.Second
+	c := newTestClient(t, cfg)
+	m.setFaults(t, map[string]any{"drop_after_commit": 1.0})
+	op := payment(orderID("expired"), 20)
+	op.StatusPath = ""
+	if _, err := c.Execute(bg(), op); !errors.Is(err, ErrOutcomeUnknown) {
+		t.Fatalf("err = %v, want outcome_unknown", err)
+	}
+	m.setFaults(t, map[string]any{})
+	time.Sleep(2100 * time.Millisecond)
+	_, err := c.Resume(bg(), op.OrderID)
+	var e *Error
+	if !errors.Is(err, ErrKeyExpired) || !errors.As(err, &e) || e.OrderID != op.OrderID {
+		t.Fatalf("err = %v, want key_expired naming the order", err)
+	}
+	if s := m.stats(t); s.Orders[op.OrderID].PaymentsCreated != 1 || s.Payments != 1 {
+		t.Errorf("stats %+v", s)
+	}
+}
+
+func TestClientSQLiteJournalSurvivesReopen(t *testing.T) {
+	m := startMock(t)
+	cfg := fastConfig(m.URL)
+	cfg.JournalPath = filepath.Join(t.TempDir(), "journal.sqlite3")
+	c, err := NewClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := payment(orderID("durable"), 30)
+	first, err := c.Execute(bg(), op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	c2 := newTestClient(t, cfg)
+	if st, err := c2.Status(op.OrderID); err != nil || st.State != StateSucceeded {
+		t.Fatalf("status after reopen %+v %v", st, err)
+	}
+	again, err := c2.Execute(bg(), op)
+	if err != nil || !bytes.Equal(again.Body, first.Body) {
+		t.Fatalf("%v %v", again, err)
+	}
+	m.assertOnePaymentEach(t, []string{op.OrderID})
+}
+
+func TestClientJournalError(t *testing.T) {
+	cfg := fastConfig("http://127.0.0.1:9")
+	cfg.JournalPath = filepath.Join(t.TempDir(), "missing-dir", "journal.sqlite3")
+	_, err := NewClient(cfg)
+	if !errors.Is(err, ErrJournal) {
+		t.Fatalf("err = %v, want journal_error", err)
+	}
+}
+
+func TestClientInvalidArguments(t *testing.T) {
+	c := newTestClient(t, fastConfig("http://127.0.0.1:9"))
+	cases := []struct {
+		op    Operation
+		field string
+	}{
+		{Operation{OrderID: "bad order", Method: "POST", Path: "/v1/payments"}, "order_id"},
+		{Operation{OrderID: "nul\x00", Method: "POST", Path: "/v1/payments"}, "order_id"},
+		{Operation{OrderID: "ok", Method: "post", Path: "/v1/payments"}, "method"},
+		{Operation{OrderID: "ok", Method: "POST", Path: "no-slash"}, "path"},
+		{Operation{OrderID: "ok", Method: "POST", Path: "/p\x00"}, "path"},
+		{Operation{OrderID: "ok", Method: "POST", Path: "/p", IdempotencyKey: "has space"}, "idempotency_key"},
+		{Operation{OrderID: "ok", Method: "POST", Path: "/p", StatusPath: "bad"}, "status_path"},
+	}
+	for _, tc := range cases {
+		_, err := c.Execute(bg(), tc.op)
+		var ia *InvalidArgumentError
+		if !errors.As(err, &ia) || !errors.Is(err, ErrInvalidArgument) || ia.Field != tc.field {
+			t.Errorf("%+v: err = %v, want invalid %q", tc.op, err, tc.field)
+		}
+	}
+	_, err := c.Resume(bg(), "not-in-journal")
+	var ia *InvalidArgumentError
+	if !errors.As(err, &ia) || ia.Field != "order_id" {
+		t.Errorf("resume of an unknown order: %v", err)
+	}
+	if _, err := c.Status("bad id"); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("status of a bad id: %v", err)
+	}
+}
+
+func TestNewClientInvalidConfig(t *testing.T) {
+	base := fastConfig("http://127.0.0.1:9")
+	cases := []struct {
+		mutate func(*Config)
+		field  string
+	}{
+		{func(c *Config) { c.BaseURL = "" }, "BaseURL"},
+		{func(c *Config) { c.KeyID = "" }, "KeyID"},
+		{func(c *Config) { c.Secret = []byte("short") }, "Secret"},
+		{func(c *Config) { c.Secret = nil }, "Secret"},
+		{func(c *Config) { c.KeyRetention = 49 * time.Hour }, "KeyRetention"},
+		{func(c *Config) { c.ConnectTimeout = -time.Second }, "ConnectTimeout"},
+		{func(c *Config) { c.MaxAttempts = -1 }, "MaxAttempts"},
+		{func(c *Config) { c.BaseURL = "http://a\x00b" }, "BaseURL"},
+	}
+	for _, tc := range cases {
+		cfg := base
+		tc.mutate(&cfg)
+		_, err := NewClient(cfg)
+		var ia *InvalidArgumentError
+		if !errors.As(err, &ia) || ia.Field != tc.field {
+			t.Errorf("want invalid %q, got %v (%+v)", tc.field, err, ia)
+		}
+		if err != nil && strings.Contains(err.Error(), mockSecret) {
+			t.Errorf("error shows the secret: %v", err)
+		}
+	}
+}
+
+func TestClientCloseIsIdempotentAndFinal(t *testing.T) {
+	c, err := NewClient(fastConfig("http://127.0.0.1:9"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Execute(bg(), payment("o", 1)); !errors.Is(err, ErrClosed) {
+		t.Errorf("Execute after Close: %v", err)
+	}
+	if _, err := c.Resume(bg(), "o"); !errors.Is(err, ErrClosed) {
+		t.Errorf("Resume after Close: %v", err)
+	}
+	if _, err := c.Status("o"); !errors.Is(err, ErrClosed) {
+		t.Errorf("Status after Close: %v", err)
+	}
+	if _, err := c.ListUnknown(); !errors.Is(err, ErrClosed) {
+		t.Errorf("ListUnknown after Close: %v", err)
+	}
+}
+
+func TestClientEventsReachTheHookAndSlog(t *testing.T) {
+	m := startMock(t)
+	var mu sync.Mutex
+	var events []AttemptEvent
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&logs, nil))
+	slogHook := SlogHook(logger)
+	cfg := fastConfig(m.URL)
+	cfg.OnAttempt = func(e AttemptEvent) {
+		mu.Lock()
+		events = append(events, e)
+		mu.Unlock()
+		slogHook(e)
+	}
+	c := newTestClient(t, cfg)
+	m.setFaults(t, map[string]any{"error_503": 0})
+	op := payment(orderID("events"), 40)
+	if _, err := c.Execute(bg(), op); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(events) != 1 {
+		t.Fatalf("events %+v", events)
+	}
+	e := events[0]
+	if e.OrderID != op.OrderID || e.IdempotencyKey != "create-"+op.OrderID || e.Attempt != 1 ||
+		e.Kind != AttemptOperation || e.Next != NextSettle || e.HTTPStatus != 201 || e.TransportError != "" {
+		t.Errorf("event %+v", e)
+	}
+	var record map[string]any
+	if err := json.Unmarshal(logs.Bytes(), &record); err != nil {
+		t.Fatalf("log %q: %v", logs.String(), err)
+	}
+	if record["msg"] != "payidem attempt" || record["order_id"] != op.OrderID || record["level"] != "INFO" ||
+		record["next"] != "settle" || record["http_status"] != float64(201) {
+		t.Errorf("log record %v", record)
+	}
+	if strings.Contains(logs.String(), mockSecret) {
+		t.Error("the log shows the secret")
+	}
+}
+
+func TestClientSurvivesAPanickingHook(t *testing.T) {
+	m := startMock(t)
+	cfg := fastConfig(m.URL)
+	cfg.OnAttempt = func(AttemptEvent) { panic("hook bug") }
+	c := newTestClient(t, cfg)
+	if _, err := c.Execute(bg(), payment(orderID("panic"), 50)); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,159 @@
+package payidem
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Config configures a Client. Zero values take the library's defaults
+// (connect 5 s, request 30 s, 8 attempts, backoff 200 ms base and 10 s cap,
+// 60 s deadline per call, 48 h key retention, 7 days settled retention).
+type Config struct {
+	// BaseURL of the platform, e.g. "https://api.example.com" (required).
+	BaseURL string
+	// KeyID is sent in X-Api-Key (required).
+	KeyID string
+	// Secret of the key, 16..=1024 bytes (required). It is copied into the
+	// library and never shown; the caller may wipe its slice afterwards.
+	Secret []byte
+	// JournalPath is the SQLite journal, created if missing. "" or
+	// ":memory:" keeps operations in memory: they die with the process, so
+	// use a file in production.
+	JournalPath string
+	// ConnectTimeout bounds connecting; RequestTimeout one attempt's whole
+	// response.
+	ConnectTimeout time.Duration
+	RequestTimeout time.Duration
+	// MaxAttempts per call (at least 1).
+	MaxAttempts int
+	// BackoffBase and BackoffCap shape the full-jitter backoff.
+	BackoffBase time.Duration
+	BackoffCap  time.Duration
+	// Deadline bounds one call; a context deadline may shorten it.
+	Deadline time.Duration
+	// KeyRetention: an unknown operation whose key is older is never sent
+	// again (ErrKeyExpired); at most 48 h.
+	KeyRetention time.Duration
+	// SettledRetention: settled operations older than this are purged.
+	SettledRetention time.Duration
+	// RetryBudget, when set, bounds retries across all calls of the client.
+	RetryBudget *RetryBudget
+	// OnAttempt, when set, receives every attempt's event, on the goroutine
+	// that made the call. It must be safe for concurrent use. See SlogHook.
+	OnAttempt func(AttemptEvent)
+}
+
+// RetryBudget is a token bucket shared by all calls of a client: retries
+// and timeouts spend tokens, successes refund them. Zero fields take the
+// defaults (capacity 500, retry cost 5, timeout cost 10, refund 1).
+type RetryBudget struct {
+	Capacity      uint32
+	RetryCost     uint32
+	TimeoutCost   uint32
+	SuccessRefund uint32
+}
+
+// options is the JSON object payidem_client_new documents.
+type options struct {
+	BaseURL           string         `json:"base_url"`
+	KeyID             string         `json:"key_id"`
+	JournalPath       string         `json:"journal_path"`
+	ConnectTimeoutMS  uint64         `json:"connect_timeout_ms,omitempty"`
+	RequestTimeoutMS  uint64         `json:"request_timeout_ms,omitempty"`
+	Retry             *retryOptions  `json:"retry,omitempty"`
+	RetryBudget       *budgetOptions `json:"retry_budget,omitempty"`
+	KeyRetentionS     uint64         `json:"key_retention_s,omitempty"`
+	SettledRetentionS uint64         `json:"settled_retention_s,omitempty"`
+}
+
+type retryOptions struct {
+	BaseMS      uint64 `json:"base_ms,omitempty"`
+	CapMS       uint64 `json:"cap_ms,omitempty"`
+	MaxAttempts uint64 `json:"max_attempts,omitempty"`
+	DeadlineMS  uint64 `json:"deadline_ms,omitempty"`
+}
+
+type budgetOptions struct {
+	Capacity      uint32 `json:"capacity,omitempty"`
+	RetryCost     uint32 `json:"retry_cost,omitempty"`
+	TimeoutCost   uint32 `json:"timeout_cost,omitempty"`
+	SuccessRefund uint32 `json:"success_refund,omitempty"`
+}
+
+// goFieldOfOption names, for an option the library reports invalid, the
+// Config field that sets it.
+var goFieldOfOption = map[string]string{
+	"base_url":                    "BaseURL",
+	"key_id":                      "KeyID",
+	"secret":                      "Secret",
+	"journal_path":                "JournalPath",
+	"connect_timeout_ms":          "ConnectTimeout",
+	"request_timeout_ms":          "RequestTimeout",
+	"retry.base_ms":               "BackoffBase",
+	"retry.cap_ms":                "BackoffCap",
+	"retry.max_attempts":          "MaxAttempts",
+	"retry.deadline_ms":           "Deadline",
+	"retry_budget.capacity":       "RetryBudget.Capacity",
+	"retry_budget.retry_cost":     "RetryBudget.RetryCost",
+	"retry_budget.timeout_cost":   "RetryBudget.TimeoutCost",
+	"retry_budget.success_refund": "RetryBudget.SuccessRefund",
+	"key_retention_s":             "KeyRetention",
+	"settled_retention_s":         "SettledRetention",
+}
+
+// ceilUnits is d in whole units, rounded up so that a positive duration
+// never becomes 0 (which would mean "default").
+func ceilUnits(field string, d, unit time.Duration) (uint64, error) {
+	if d < 0 {
+		return 0, invalid(field, "must not be negative")
+	}
+	return uint64((d + unit - 1) / unit), nil
+}
+
+// optionsJSON renders c as the library's options.
+func (c *Config) optionsJSON() ([]byte, error) {
+	o := options{BaseURL: c.BaseURL, KeyID: c.KeyID, JournalPath: c.JournalPath}
+	if o.JournalPath == "" {
+		o.JournalPath = ":memory:"
+	}
+	var err error
+	ms := func(field string, d time.Duration) uint64 {
+		if err != nil {
+			return 0
+		}
+		var v uint64
+		v, err = ceilUnits(field, d, time.Millisecond)
+		return v
+	}
+	secs := func(field string, d time.Duration) uint64 {
+		if err != nil {
+			return 0
+		}
+		var v uint64
+		v, err = ceilUnits(field, d, time.Second)
+		return v
+	}
+	o.ConnectTimeoutMS = ms("ConnectTimeout", c.ConnectTimeout)
+	o.RequestTimeoutMS = ms("RequestTimeout", c.RequestTimeout)
+	retry := retryOptions{
+		BaseMS:     ms("BackoffBase", c.BackoffBase),
+		CapMS:      ms("BackoffCap", c.BackoffCap),
+		DeadlineMS: ms("Deadline", c.Deadline),
+	}
+	o.KeyRetentionS = secs("KeyRetention", c.KeyRetention)
+	o.SettledRetentionS = secs("SettledRetention", c.SettledRetention)
+	if err != nil {
+		return nil, err
+	}
+	if c.MaxAttempts < 0 {
+		return nil, invalid("MaxAttempts", "must not be negative")
+	}
+	retry.MaxAttempts = uint64(c.MaxAttempts)
+	if retry != (retryOptions{}) {
+		o.Retry = &retry
+	}
+	if b := c.RetryBudget; b != nil {
+		o.RetryBudget = &budgetOptions{b.Capacity, b.RetryCost, b.TimeoutCost, b.SuccessRefund}
+	}
+	return json.Marshal(o)
+}

@@ -1,0 +1,144 @@
+package payidem
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestCancelDuringBackoffReturnsPromptlyAndStaysResumable(t *testing.T) {
+	m := startMock(t)
+	cfg := fastConfig(m.URL)
+	cfg.BackoffCap = 5 * time.Second
+	c := newTestClient(t, cfg)
+	// Every POST answers 503 with Retry-After: 1, so the call waits a second.
+	m.setFaults(t, map[string]any{"error_503": 1.0})
+	op := payment(orderID("cancel"), 60)
+	ctx, cancel := context.WithCancel(bg())
+	var cancelledAt time.Time
+	timer := time.AfterFunc(300*time.Millisecond, func() {
+		cancelledAt = time.Now()
+		cancel()
+	})
+	defer timer.Stop()
+	_, err := c.Execute(ctx, op)
+	returned := time.Now()
+	if !errors.Is(err, context.Canceled) || !errors.Is(err, ErrCancelled) {
+		t.Fatalf("err = %v, want context.Canceled and ErrCancelled", err)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		t.Error("a cancellation claims a deadline")
+	}
+	if lag := returned.Sub(cancelledAt); lag > 400*time.Millisecond {
+		t.Errorf("returned %v after cancel", lag)
+	}
+	var e *Error
+	if !errors.As(err, &e) || e.OrderID != op.OrderID || e.IdempotencyKey != "create-"+op.OrderID {
+		t.Errorf("error names %+v", e)
+	}
+	if st, _ := c.Status(op.OrderID); st.State == StateNotFound || st.State == StateSucceeded {
+		t.Errorf("state after cancel %v", st.State)
+	}
+
+	m.setFaults(t, map[string]any{})
+	out, err := c.Resume(bg(), op.OrderID)
+	if err != nil || out.Status != 201 {
+		t.Fatalf("resume: %+v %v", out, err)
+	}
+	m.assertOnePaymentEach(t, []string{op.OrderID})
+}
+
+func TestAlreadyCancelledContextJournalsButSendsNothing(t *testing.T) {
+	m := startMock(t)
+	c := newTestClient(t, fastConfig(m.URL))
+	ctx, cancel := context.WithCancel(bg())
+	cancel()
+	op := payment(orderID("precancel"), 61)
+	if _, err := c.Execute(ctx, op); !errors.Is(err, ErrCancelled) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+	if s := m.stats(t); s.Payments != 0 {
+		t.Errorf("a cancelled call paid: %+v", s)
+	}
+	if _, err := c.Resume(bg(), op.OrderID); err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	m.assertOnePaymentEach(t, []string{op.OrderID})
+}
+
+func TestContextDeadlineBoundsASlowAttempt(t *testing.T) {
+	m := startMock(t)
+	c := newTestClient(t, fastConfig(m.URL))
+	// The platform commits, then holds its answer for 3 s.
+	m.setFaults(t, map[string]any{"delay_after_commit": 1.0, "delay_ms": 3000})
+	op := payment(orderID("deadline"), 62)
+	ctx, cancel := context.WithTimeout(bg(), 400*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := c.Execute(ctx, op)
+	took := time.Since(start)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want context.DeadlineExceeded", err)
+	}
+	if !errors.Is(err, ErrCancelled) && !errors.Is(err, ErrOutcomeUnknown) {
+		t.Errorf("err = %v, want cancelled or outcome_unknown", err)
+	}
+	if took > 2*time.Second {
+		t.Errorf("took %v with a 400ms deadline", took)
+	}
+	m.setFaults(t, map[string]any{})
+	out, err := c.Resume(bg(), op.OrderID)
+	if err != nil || !out.Replayed && out.Status != 200 {
+		t.Fatalf("resume: %+v %v", out, err)
+	}
+	m.assertOnePaymentEach(t, []string{op.OrderID})
+}
+
+func TestResumeHonoursCancellation(t *testing.T) {
+	m := startMock(t)
+	cfg := fastConfig(m.URL)
+	cfg.BackoffCap = 5 * time.Second
+	c := newTestClient(t, cfg)
+	m.setFaults(t, map[string]any{"error_503": 1.0})
+	op := payment(orderID("resume-cancel"), 63)
+	short, cancelShort := context.WithCancel(bg())
+	cancelShort()
+	_, _ = c.Execute(short, op)
+	ctx, cancel := context.WithCancel(bg())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	if _, err := c.Resume(ctx, op.OrderID); !errors.Is(err, ErrCancelled) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("resume err = %v", err)
+	}
+}
+
+// Many calls, each with its own context, some cancelled: every handle is
+// released and nothing is paid twice.
+func TestManyCancellableCallsShareAClient(t *testing.T) {
+	m := startMock(t)
+	c := newTestClient(t, fastConfig(m.URL))
+	m.setFaults(t, map[string]any{"error_503": 0.3})
+	var wg sync.WaitGroup
+	orders := make([]string, 16)
+	for i := range orders {
+		orders[i] = orderID("mixed")
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(bg(), time.Duration(50+i*40)*time.Millisecond)
+			defer cancel()
+			_, _ = c.Execute(ctx, payment(orders[i], 100+i))
+		}(i)
+	}
+	wg.Wait()
+	m.setFaults(t, map[string]any{})
+	for _, o := range orders {
+		if st, _ := c.Status(o); st.State != StateSucceeded {
+			if _, err := c.Resume(bg(), o); err != nil {
+				t.Fatalf("resume %s: %v", o, err)
+			}
+		}
+	}
+	m.assertOnePaymentEach(t, orders)
+}

@@ -1,0 +1,170 @@
+package payidem
+
+/*
+#include <stdlib.h>
+#include "payidem.h"
+*/
+import "C"
+
+import (
+	"net/http"
+	"time"
+	"unsafe"
+)
+
+// AttemptOutcome is what one attempt produced, for Decide.
+type AttemptOutcome int
+
+// The attempt outcomes.
+const (
+	// OutcomeResponse: an HTTP response came back.
+	OutcomeResponse AttemptOutcome = C.PAYIDEM_ATTEMPT_RESPONSE
+	// OutcomeNotSent: the request was never sent (connection refused, DNS
+	// or TLS failure): nothing reached the platform.
+	OutcomeNotSent AttemptOutcome = C.PAYIDEM_ATTEMPT_NOT_SENT
+	// OutcomeSentNoResponse: the request was or may have been sent and no
+	// response came back (timeout, reset).
+	OutcomeSentNoResponse AttemptOutcome = C.PAYIDEM_ATTEMPT_SENT_NO_RESPONSE
+)
+
+// AttemptResult is one attempt's result as Decide reads it.
+type AttemptResult struct {
+	Outcome AttemptOutcome
+	// Status, ErrorCode (the body's error.code, see ErrorCodeFromBody; ""
+	// when none) and Headers of the response, for OutcomeResponse.
+	Status    int
+	ErrorCode string
+	Headers   http.Header
+}
+
+// DecisionKind is what to do after an attempt.
+type DecisionKind int
+
+// The decision kinds.
+const (
+	// DecisionDone: settled with this 2xx response (see Replayed).
+	DecisionDone DecisionKind = C.PAYIDEM_DECISION_DONE
+	// DecisionFail: fails for good; Failure is CodeIdempotencyConflict
+	// (never retried, never re-keyed) or CodeRejected.
+	DecisionFail DecisionKind = C.PAYIDEM_DECISION_FAIL
+	// DecisionRetryNow: re-sign with a fresh nonce and timestamp, retry at once.
+	DecisionRetryNow DecisionKind = C.PAYIDEM_DECISION_RETRY_NOW
+	// DecisionRetryBackoff: retry after a full-jitter backoff; Unknown
+	// tells whether the attempt may have taken effect.
+	DecisionRetryBackoff DecisionKind = C.PAYIDEM_DECISION_RETRY_BACKOFF
+	// DecisionRetryAfter: retry after RetryAfter (the platform's Retry-After).
+	DecisionRetryAfter DecisionKind = C.PAYIDEM_DECISION_RETRY_AFTER
+	// DecisionAdjustClockRetry: take the clock offset from ServerTime and
+	// retry once at once.
+	DecisionAdjustClockRetry DecisionKind = C.PAYIDEM_DECISION_ADJUST_CLOCK_RETRY
+	// DecisionQueryStatus: the outcome is unknown; query the status first.
+	DecisionQueryStatus DecisionKind = C.PAYIDEM_DECISION_QUERY_STATUS
+)
+
+func (k DecisionKind) String() string {
+	switch k {
+	case DecisionDone:
+		return "done"
+	case DecisionFail:
+		return "fail"
+	case DecisionRetryNow:
+		return "retry_now"
+	case DecisionRetryBackoff:
+		return "retry_backoff"
+	case DecisionRetryAfter:
+		return "retry_after"
+	case DecisionAdjustClockRetry:
+		return "adjust_clock_retry"
+	case DecisionQueryStatus:
+		return "query_status"
+	}
+	return "decision(" + itoa(int(k)) + ")"
+}
+
+// Decision is the protocol's answer to one attempt. Fields that do not
+// apply to Kind are zero.
+type Decision struct {
+	Kind DecisionKind
+	// Failure is the code of a DecisionFail.
+	Failure Code
+	// Replayed: the platform answered from its idempotency store (DecisionDone).
+	Replayed bool
+	// Unknown: the attempt may have taken effect (DecisionRetryBackoff).
+	Unknown bool
+	// RetryAfter is the wait of a DecisionRetryAfter.
+	RetryAfter time.Duration
+	// ServerTime is the platform's clock of a DecisionAdjustClockRetry.
+	ServerTime time.Time
+}
+
+// Decide applies the protocol's decision table (section 4) to one attempt,
+// for callers with their own HTTP stack. hasStatusPath tells whether the
+// operation's status can be queried; now resolves a Retry-After date.
+func Decide(result AttemptResult, hasStatusPath bool, now time.Time) (Decision, error) {
+	if result.Status < 0 || result.Status > 65535 {
+		return Decision{}, invalid("status", "must be an HTTP status")
+	}
+	var args cstrings
+	code, err := args.addOpt("error_code", result.ErrorCode)
+	if err != nil {
+		return Decision{}, err
+	}
+	headers, err := newCHeaders(result.Headers)
+	if err != nil {
+		return Decision{}, err
+	}
+	defer headers.free()
+	unix := now.Unix()
+	if unix < 0 {
+		unix = 0
+	}
+	var out C.payidem_decision
+	var cerr *C.payidem_error
+	rc := C.payidem_decide(C.uint32_t(result.Outcome), C.uint16_t(result.Status), args.ptr(code),
+		headers.ptr, C.size_t(headers.count), C.bool(hasStatusPath), C.uint64_t(unix), &out, &cerr)
+	if rc != C.PAYIDEM_OK {
+		return Decision{}, newError(rc, cerr, nil)
+	}
+	d := Decision{
+		Kind:       DecisionKind(out.kind),
+		Replayed:   bool(out.replayed),
+		Unknown:    bool(out.unknown),
+		RetryAfter: time.Duration(out.seconds) * time.Second,
+	}
+	if out.failure != C.PAYIDEM_OK {
+		if info, ok := codeByResult[uint32(out.failure)]; ok {
+			d.Failure = info.code
+		} else {
+			d.Failure = CodeInternal
+		}
+	}
+	if d.Kind == DecisionAdjustClockRetry {
+		d.ServerTime = time.Unix(int64(out.server_time), 0).UTC()
+	}
+	return d, nil
+}
+
+// ErrorCodeFromBody is the error.code of a protocol error body
+// ({"error":{"code":"..."}}); "" for a body that is no such JSON.
+func ErrorCodeFromBody(body []byte) (string, error) {
+	var n C.size_t
+	var cerr *C.payidem_error
+	var small [64]byte
+	rc := C.payidem_error_code_from_body(bytesPtr(body), C.size_t(len(body)),
+		(*C.char)(unsafe.Pointer(&small[0])), C.size_t(len(small)), &n, &cerr)
+	if rc == C.PAYIDEM_OK {
+		return string(small[:n]), nil
+	}
+	if rc != C.PAYIDEM_BUFFER_TOO_SMALL {
+		return "", newError(rc, cerr, nil)
+	}
+	C.payidem_error_free(cerr)
+	cerr = nil
+	buf := make([]byte, int(n)+1)
+	rc = C.payidem_error_code_from_body(bytesPtr(body), C.size_t(len(body)),
+		(*C.char)(unsafe.Pointer(&buf[0])), C.size_t(len(buf)), &n, &cerr)
+	if rc != C.PAYIDEM_OK {
+		return "", newError(rc, cerr, nil)
+	}
+	return string(buf[:n]), nil
+}

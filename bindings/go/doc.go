@@ -1,0 +1,15 @@
+// Package payidem is the Go binding of payidem: request signing,
+// verification and idempotent retries for a payment API (protocol v1).
+//
+// Every protocol rule lives in the audited Rust library behind the C ABI
+// (include/payidem.h); this package only moves values across it. A Client
+// runs business operations to a settled outcome with one idempotency key
+// each, journaled so that a crash or an unknown outcome can be resumed
+// without a second charge. Signer and Verifier serve callers that keep
+// their own HTTP stack (net/http included), and Decide exposes the retry
+// decision table.
+//
+// Errors match their code's sentinel with errors.Is (ErrOutcomeUnknown,
+// ErrRejected, ...) and reach *Error, *RejectedError and
+// *InvalidArgumentError with errors.As.
+package payidem

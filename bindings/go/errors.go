@@ -1,0 +1,241 @@
+package payidem
+
+/*
+#include <stdlib.h>
+#include "payidem.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"time"
+	"unsafe"
+)
+
+// Code is one of payidem's stable error codes, spelled as in every binding
+// and in the protocol's error bodies (e.g. "outcome_unknown").
+type Code string
+
+// The stable codes, with the number each has in the C ABI.
+const (
+	CodeInvalidArgument        Code = "invalid_argument"         // 1
+	CodeIdempotencyConflict    Code = "idempotency_conflict"     // 2
+	CodeRejected               Code = "rejected"                 // 3
+	CodeOutcomeUnknown         Code = "outcome_unknown"          // 4
+	CodeKeyExpired             Code = "key_expired"              // 5
+	CodeOperationBusy          Code = "operation_busy"           // 6
+	CodeTransport              Code = "transport_error"          // 7
+	CodeJournal                Code = "journal_error"            // 8
+	CodeMissingSignature       Code = "missing_signature"        // 9
+	CodeUnknownAPIKey          Code = "unknown_api_key"          // 10
+	CodeTimestampOutOfWindow   Code = "timestamp_out_of_window"  // 11
+	CodeInvalidSignature       Code = "invalid_signature"        // 12
+	CodeNonceReused            Code = "nonce_reused"             // 13
+	CodeReplayCacheFull        Code = "replay_cache_full"        // 14
+	CodeIdempotencyKeyRequired Code = "idempotency_key_required" // 15
+	CodeInternal               Code = "internal_error"           // 16
+	CodeCancelled              Code = "cancelled"                // 17
+	// CodeBufferTooSmall exists only in the C ABI; seen from Go it is a bug
+	// of this binding and matches ErrInternal.
+	CodeBufferTooSmall Code = "buffer_too_small" // 100
+)
+
+// sentinel is the type of the Err* values: errors.Is(err, ErrX) holds for
+// every payidem error whose code is X.
+type sentinel struct{ code Code }
+
+func (s *sentinel) Error() string { return "payidem: " + string(s.code) }
+
+// Sentinels, one per code, for errors.Is.
+var (
+	ErrInvalidArgument        error = &sentinel{CodeInvalidArgument}
+	ErrIdempotencyConflict    error = &sentinel{CodeIdempotencyConflict}
+	ErrRejected               error = &sentinel{CodeRejected}
+	ErrOutcomeUnknown         error = &sentinel{CodeOutcomeUnknown}
+	ErrKeyExpired             error = &sentinel{CodeKeyExpired}
+	ErrOperationBusy          error = &sentinel{CodeOperationBusy}
+	ErrTransport              error = &sentinel{CodeTransport}
+	ErrJournal                error = &sentinel{CodeJournal}
+	ErrMissingSignature       error = &sentinel{CodeMissingSignature}
+	ErrUnknownAPIKey          error = &sentinel{CodeUnknownAPIKey}
+	ErrTimestampOutOfWindow   error = &sentinel{CodeTimestampOutOfWindow}
+	ErrInvalidSignature       error = &sentinel{CodeInvalidSignature}
+	ErrNonceReused            error = &sentinel{CodeNonceReused}
+	ErrReplayCacheFull        error = &sentinel{CodeReplayCacheFull}
+	ErrIdempotencyKeyRequired error = &sentinel{CodeIdempotencyKeyRequired}
+	ErrInternal               error = &sentinel{CodeInternal}
+	ErrCancelled              error = &sentinel{CodeCancelled}
+)
+
+// ErrClosed is returned by every call on a Client, Signer or Verifier after
+// its Close.
+var ErrClosed = errors.New("payidem: closed")
+
+// codeByResult maps every payidem_result the header defines (but
+// PAYIDEM_OK) to its code and sentinel.
+var codeByResult = map[uint32]struct {
+	code     Code
+	sentinel error
+}{
+	C.PAYIDEM_INVALID_ARGUMENT:         {CodeInvalidArgument, ErrInvalidArgument},
+	C.PAYIDEM_IDEMPOTENCY_CONFLICT:     {CodeIdempotencyConflict, ErrIdempotencyConflict},
+	C.PAYIDEM_REJECTED:                 {CodeRejected, ErrRejected},
+	C.PAYIDEM_OUTCOME_UNKNOWN:          {CodeOutcomeUnknown, ErrOutcomeUnknown},
+	C.PAYIDEM_KEY_EXPIRED:              {CodeKeyExpired, ErrKeyExpired},
+	C.PAYIDEM_OPERATION_BUSY:           {CodeOperationBusy, ErrOperationBusy},
+	C.PAYIDEM_TRANSPORT_ERROR:          {CodeTransport, ErrTransport},
+	C.PAYIDEM_JOURNAL_ERROR:            {CodeJournal, ErrJournal},
+	C.PAYIDEM_MISSING_SIGNATURE:        {CodeMissingSignature, ErrMissingSignature},
+	C.PAYIDEM_UNKNOWN_API_KEY:          {CodeUnknownAPIKey, ErrUnknownAPIKey},
+	C.PAYIDEM_TIMESTAMP_OUT_OF_WINDOW:  {CodeTimestampOutOfWindow, ErrTimestampOutOfWindow},
+	C.PAYIDEM_INVALID_SIGNATURE:        {CodeInvalidSignature, ErrInvalidSignature},
+	C.PAYIDEM_NONCE_REUSED:             {CodeNonceReused, ErrNonceReused},
+	C.PAYIDEM_REPLAY_CACHE_FULL:        {CodeReplayCacheFull, ErrReplayCacheFull},
+	C.PAYIDEM_IDEMPOTENCY_KEY_REQUIRED: {CodeIdempotencyKeyRequired, ErrIdempotencyKeyRequired},
+	C.PAYIDEM_INTERNAL_ERROR:           {CodeInternal, ErrInternal},
+	C.PAYIDEM_CANCELLED:                {CodeCancelled, ErrCancelled},
+	C.PAYIDEM_BUFFER_TOO_SMALL:         {CodeBufferTooSmall, ErrInternal},
+}
+
+// Error is every failure payidem reports: a stable code, a message for
+// people and the context the code calls for. It never holds a secret.
+// errors.Is(err, ErrX) matches it by code; errors.As reaches it through
+// RejectedError and InvalidArgumentError. When a call ended because its
+// context was done, Unwrap gives the context's error as well.
+type Error struct {
+	// Code is the stable code.
+	Code Code
+	// Message explains the failure; for invalid_argument it names Field.
+	Message string
+	// Field names the invalid argument or option (invalid_argument only).
+	Field string
+	// HTTPStatus is the platform's status for rejected (and a conflict the
+	// platform answered), or the status a verifier answers with; 0 when none.
+	HTTPStatus int
+	// Body is the platform's response body for rejected and conflict.
+	Body []byte
+	// OrderID and IdempotencyKey name the operation the error concerns
+	// (outcome_unknown, key_expired, cancelled, ...); empty otherwise.
+	OrderID        string
+	IdempotencyKey string
+	// ServerTime is the verifier's clock for timestamp_out_of_window; zero
+	// otherwise.
+	ServerTime time.Time
+
+	sentinel error
+	cause    error
+}
+
+func (e *Error) Error() string {
+	msg := "payidem: " + string(e.Code)
+	if e.Message != "" {
+		msg += ": " + e.Message
+	}
+	if e.OrderID != "" {
+		msg += fmt.Sprintf(" (order %s, key %s)", e.OrderID, e.IdempotencyKey)
+	}
+	if e.cause != nil {
+		msg += ": " + e.cause.Error()
+	}
+	return msg
+}
+
+// Is reports whether target is the sentinel of e's code.
+func (e *Error) Is(target error) bool {
+	return target != nil && target == e.sentinel
+}
+
+// Unwrap gives the context error that ended the call, if any.
+func (e *Error) Unwrap() error { return e.cause }
+
+// RejectedError is a final refusal by the platform: its status and body.
+// It unwraps to the *Error and matches ErrRejected.
+type RejectedError struct {
+	Status int
+	Body   []byte
+	Err    *Error
+}
+
+func (e *RejectedError) Error() string { return e.Err.Error() }
+
+// Unwrap gives the underlying *Error.
+func (e *RejectedError) Unwrap() error { return e.Err }
+
+// InvalidArgumentError is an argument or option that broke its rule, named
+// by Field. It unwraps to the *Error and matches ErrInvalidArgument.
+type InvalidArgumentError struct {
+	Field string
+	Err   *Error
+}
+
+func (e *InvalidArgumentError) Error() string { return e.Err.Error() }
+
+// Unwrap gives the underlying *Error.
+func (e *InvalidArgumentError) Unwrap() error { return e.Err }
+
+// typed wraps e in the most specific type its code has.
+func typed(e *Error) error {
+	switch e.Code {
+	case CodeRejected:
+		return &RejectedError{Status: e.HTTPStatus, Body: e.Body, Err: e}
+	case CodeInvalidArgument:
+		return &InvalidArgumentError{Field: e.Field, Err: e}
+	}
+	return e
+}
+
+// newError builds the Go error of a C result, copying everything out of
+// cerr and freeing it. cause (may be nil) is the context error of the call.
+func newError(rc C.payidem_result, cerr *C.payidem_error, cause error) error {
+	defer C.payidem_error_free(cerr)
+	info, known := codeByResult[uint32(rc)]
+	if !known {
+		info.code, info.sentinel = CodeInternal, ErrInternal
+	}
+	e := &Error{Code: info.code, sentinel: info.sentinel, cause: cause}
+	if !known {
+		e.Message = fmt.Sprintf("unknown result code %d", uint32(rc))
+	}
+	if cerr != nil {
+		e.Message = goStringOrEmpty(C.payidem_error_message(cerr))
+		e.Field = goStringOrEmpty(C.payidem_error_field(cerr))
+		e.HTTPStatus = int(C.payidem_error_http_status(cerr))
+		e.OrderID = goStringOrEmpty(C.payidem_error_order_id(cerr))
+		e.IdempotencyKey = goStringOrEmpty(C.payidem_error_idempotency_key(cerr))
+		var body *C.uint8_t
+		var n C.size_t
+		if C.payidem_error_body(cerr, &body, &n) {
+			e.Body = C.GoBytes(unsafe.Pointer(body), C.int(n))
+		}
+		var st C.uint64_t
+		if C.payidem_error_server_time(cerr, &st) {
+			e.ServerTime = time.Unix(int64(st), 0).UTC()
+		}
+	}
+	return typed(e)
+}
+
+// invalid builds an invalid_argument error raised by the binding itself
+// (e.g. a string holding a NUL byte, which C cannot receive).
+func invalid(field, msg string) error {
+	return typed(&Error{
+		Code:     CodeInvalidArgument,
+		Message:  field + " " + msg,
+		Field:    field,
+		sentinel: ErrInvalidArgument,
+	})
+}
+
+// ResultName is the stable name the linked library gives a C result
+// number ("ok", "invalid_argument", ..., "buffer_too_small"); "" for a
+// number that is no code.
+func ResultName(code uint32) string {
+	return goStringOrEmpty(C.payidem_result_name(C.uint32_t(code)))
+}
+
+// errorOfResult is the error of a bare result number, as a call failing
+// without error details would give.
+func errorOfResult(rc uint32) error {
+	return newError(C.payidem_result(rc), nil, nil)
+}

@@ -1,0 +1,3 @@
+module github.com/payidem/payidem/bindings/go
+
+go 1.22

@@ -1,0 +1,213 @@
+package payidem
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The mock platform's public test key (mock/README.md).
+const (
+	mockKeyID  = "key_test_1"
+	mockSecret = "sk_test_payidem_mock_secret_0001"
+)
+
+// repoRoot is the repository root, two levels above this package.
+var repoRoot, _ = filepath.Abs(filepath.Join("..", ".."))
+
+// mockBinary is the payidem-mock executable the tests start.
+var mockBinary string
+
+func TestMain(m *testing.M) {
+	bin, err := findOrBuildMock()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "payidem-mock:", err)
+		os.Exit(2)
+	}
+	mockBinary = bin
+	os.Exit(m.Run())
+}
+
+// findOrBuildMock prefers $PAYIDEM_MOCK, then a release, then a debug
+// build; with none, it runs `cargo build -p payidem-mock`.
+func findOrBuildMock() (string, error) {
+	if p := os.Getenv("PAYIDEM_MOCK"); p != "" {
+		return p, nil
+	}
+	for _, profile := range []string{"release", "debug"} {
+		p := filepath.Join(repoRoot, "target", profile, "payidem-mock")
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	cmd := exec.Command("cargo", "build", "-p", "payidem-mock")
+	cmd.Dir = repoRoot
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("cargo build -p payidem-mock: %w", err)
+	}
+	return filepath.Join(repoRoot, "target", "debug", "payidem-mock"), nil
+}
+
+// mock is one running payidem-mock process with its control routes.
+type mock struct {
+	URL string
+	cmd *exec.Cmd
+}
+
+// startMock starts payidem-mock on 127.0.0.1 port 0 with --control and
+// extra flags; it stops with the test.
+func startMock(t testing.TB, flags ...string) *mock {
+	t.Helper()
+	args := append([]string{"--port", "0", "--control", "--seed", "7"}, flags...)
+	cmd := exec.Command(mockBinary, args...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", mockBinary, err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	lines := make(chan string, 1)
+	go func() {
+		r := bufio.NewReader(stdout)
+		line, _ := r.ReadString('\n')
+		lines <- line
+		_, _ = io.Copy(io.Discard, r)
+	}()
+	select {
+	case line := <-lines:
+		addr, ok := strings.CutPrefix(strings.TrimSpace(line), "listening on ")
+		if !ok {
+			t.Fatalf("payidem-mock printed %q", line)
+		}
+		return &mock{URL: "http://" + addr, cmd: cmd}
+	case <-time.After(30 * time.Second):
+		t.Fatal("payidem-mock did not start")
+	}
+	return nil
+}
+
+// setFaults replaces the mock's faults (POST /_mock/faults).
+func (m *mock) setFaults(t testing.TB, faults map[string]any) {
+	t.Helper()
+	body, _ := json.Marshal(faults)
+	resp, err := http.Post(m.URL+"/_mock/faults", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(resp.Body)
+		t.Fatalf("POST /_mock/faults: %d %s", resp.StatusCode, msg)
+	}
+}
+
+// mockStats is the part of GET /_mock/stats the tests read.
+type mockStats struct {
+	Orders map[string]struct {
+		PaymentsCreated int      `json:"payments_created"`
+		IdempotencyKeys []string `json:"idempotency_keys"`
+		DuplicateKeys   []string `json:"duplicate_keys"`
+	} `json:"orders"`
+	DuplicateOrder int            `json:"duplicate_order"`
+	Payments       int            `json:"payments"`
+	Replays        int            `json:"replays"`
+	Faults         map[string]int `json:"faults"`
+}
+
+func (m *mock) stats(t testing.TB) mockStats {
+	t.Helper()
+	resp, err := http.Get(m.URL + "/_mock/stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var s mockStats
+	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// assertOnePaymentEach fails unless every order id got exactly one payment
+// under one key and the mock refused no duplicate.
+func (m *mock) assertOnePaymentEach(t testing.TB, orders []string) {
+	t.Helper()
+	s := m.stats(t)
+	for _, id := range orders {
+		o, ok := s.Orders[id]
+		if !ok || o.PaymentsCreated != 1 || len(o.DuplicateKeys) != 0 || len(o.IdempotencyKeys) != 1 {
+			t.Errorf("order %s: %+v (present %v), want exactly one payment under one key", id, o, ok)
+		}
+	}
+	if s.DuplicateOrder != 0 {
+		t.Errorf("duplicate_order = %d, want 0", s.DuplicateOrder)
+	}
+	if s.Payments != len(orders) {
+		t.Errorf("payments = %d, want %d", s.Payments, len(orders))
+	}
+}
+
+// fastConfig is a client configuration for the mock with short backoffs.
+func fastConfig(url string) Config {
+	return Config{
+		BaseURL:        url,
+		KeyID:          mockKeyID,
+		Secret:         []byte(mockSecret),
+		ConnectTimeout: 2 * time.Second,
+		RequestTimeout: 2 * time.Second,
+		MaxAttempts:    8,
+		BackoffBase:    5 * time.Millisecond,
+		BackoffCap:     50 * time.Millisecond,
+		Deadline:       20 * time.Second,
+		RetryBudget:    &RetryBudget{Capacity: 100000},
+	}
+}
+
+func newTestClient(t testing.TB, cfg Config) *Client {
+	t.Helper()
+	c, err := NewClient(cfg)
+	if err != nil {
+		t.Fatalf("NewClient: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// orderID is a fresh order id with a readable prefix.
+func orderID(prefix string) string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return prefix + "-" + hex.EncodeToString(b[:])
+}
+
+// payment is the create operation of one order.
+func payment(order string, amount int) Operation {
+	return Operation{
+		OrderID:    order,
+		Method:     http.MethodPost,
+		Path:       "/v1/payments",
+		Body:       []byte(fmt.Sprintf(`{"order_id":%q,"amount":%d,"currency":"RUB"}`, order, amount)),
+		StatusPath: "/v1/payments?order_id=" + order,
+	}
+}
+
+func bg() context.Context { return context.Background() }

@@ -1,0 +1,321 @@
+package payidem
+
+/*
+#cgo noescape payidem_signer_sign_into
+#cgo nocallback payidem_signer_sign_into
+#include <stdlib.h>
+#include "payidem.h"
+*/
+import "C"
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+	"unsafe"
+)
+
+// Header names of a signed attempt.
+const (
+	HeaderAPIKey         = "X-Api-Key"
+	HeaderTimestamp      = "X-Timestamp"
+	HeaderNonce          = "X-Nonce"
+	HeaderSignature      = "X-Signature"
+	HeaderIdempotencyKey = "Idempotency-Key"
+)
+
+// Signer signs attempts with one key id and secret, for callers that keep
+// their own HTTP stack. The secret lives only inside the library, wiped on
+// Close. Safe for concurrent use.
+type Signer struct {
+	mu  sync.RWMutex
+	ptr *C.payidem_signer
+}
+
+// SignedHeaders are the header values of one signed attempt.
+// IdempotencyKey is "" for a request without one (then it has four headers).
+type SignedHeaders struct {
+	APIKey         string
+	Timestamp      string
+	Nonce          string
+	Signature      string
+	IdempotencyKey string
+}
+
+// SetOn sets the attempt's headers on h, replacing earlier values.
+func (s SignedHeaders) SetOn(h http.Header) {
+	h[HeaderAPIKey] = []string{s.APIKey}
+	h[HeaderTimestamp] = []string{s.Timestamp}
+	h[HeaderNonce] = []string{s.Nonce}
+	h[HeaderSignature] = []string{s.Signature}
+	if s.IdempotencyKey != "" {
+		h[HeaderIdempotencyKey] = []string{s.IdempotencyKey}
+	}
+}
+
+// NewSigner creates a signer for keyID (1..=128 of [A-Za-z0-9._:-]) and a
+// secret of 16..=1024 bytes (copied; the caller may wipe its slice).
+func NewSigner(keyID string, secret []byte) (*Signer, error) {
+	var args cstrings
+	k, err := args.add("key_id", keyID)
+	if err != nil {
+		return nil, err
+	}
+	var zero byte
+	secretPtr := (*C.uint8_t)(unsafe.Pointer(&zero))
+	if len(secret) > 0 {
+		secretPtr = (*C.uint8_t)(unsafe.Pointer(&secret[0]))
+	}
+	var ptr *C.payidem_signer
+	var cerr *C.payidem_error
+	rc := C.payidem_signer_new(args.ptr(k), secretPtr, C.size_t(len(secret)), &ptr, &cerr)
+	if rc != C.PAYIDEM_OK {
+		return nil, newError(rc, cerr, nil)
+	}
+	s := &Signer{ptr: ptr}
+	liveHandles.Add(1)
+	runtime.SetFinalizer(s, (*Signer).Close)
+	return s, nil
+}
+
+// Close waits for running calls and wipes the secret; later calls fail with
+// ErrClosed. Calling it again does nothing.
+func (s *Signer) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ptr == nil {
+		return nil
+	}
+	C.payidem_signer_free(s.ptr)
+	s.ptr = nil
+	liveHandles.Add(-1)
+	runtime.SetFinalizer(s, nil)
+	return nil
+}
+
+// Sign signs one attempt now with a fresh random nonce and returns its
+// headers. idempotencyKey is "" for a request without one (a POST needs one).
+func (s *Signer) Sign(method, path, idempotencyKey string, body []byte) (http.Header, error) {
+	return s.SignAt(time.Now(), method, path, idempotencyKey, body)
+}
+
+// SignAt is Sign at the given time (any clock offset already applied).
+func (s *Signer) SignAt(t time.Time, method, path, idempotencyKey string, body []byte) (http.Header, error) {
+	signed, err := s.SignAttempt(t, method, path, idempotencyKey, body)
+	if err != nil {
+		return nil, err
+	}
+	h := make(http.Header, 5)
+	signed.SetOn(h)
+	return h, nil
+}
+
+// smallArgs is the size of the stack buffer for the string arguments of a
+// signature; longer arguments use the heap.
+const smallArgs = 384
+
+// SignAttempt signs one attempt at t with a fresh random nonce and returns
+// the header values: the cheapest way to sign.
+func (s *Signer) SignAttempt(t time.Time, method, path, idempotencyKey string, body []byte) (SignedHeaders, error) {
+	ts := t.Unix()
+	if ts < 0 {
+		return SignedHeaders{}, invalid("timestamp", "must not be before 1970")
+	}
+	if strings.IndexByte(method, 0) >= 0 {
+		return SignedHeaders{}, invalid("method", "contains a NUL byte")
+	}
+	if strings.IndexByte(path, 0) >= 0 {
+		return SignedHeaders{}, invalid("path", "contains a NUL byte")
+	}
+	if strings.IndexByte(idempotencyKey, 0) >= 0 {
+		return SignedHeaders{}, invalid("idempotency_key", "contains a NUL byte")
+	}
+	var small [smallArgs]byte
+	buf := small[:0]
+	if need := len(method) + len(path) + len(idempotencyKey) + 3; need > smallArgs {
+		buf = make([]byte, 0, need)
+	}
+	buf = append(append(buf, method...), 0)
+	buf = append(append(buf, path...), 0)
+	buf = append(append(buf, idempotencyKey...), 0)
+	m := (*C.char)(unsafe.Pointer(&buf[0]))
+	p := (*C.char)(unsafe.Pointer(&buf[len(method)+1]))
+	k := (*C.char)(unsafe.Pointer(&buf[len(method)+len(path)+2]))
+
+	var out C.payidem_signed_headers
+	var cerr *C.payidem_error
+	s.mu.RLock()
+	if s.ptr == nil {
+		s.mu.RUnlock()
+		return SignedHeaders{}, ErrClosed
+	}
+	rc := C.payidem_signer_sign_into(s.ptr, m, p, k, bytesPtr(body), C.size_t(len(body)),
+		C.uint64_t(ts), &out, &cerr)
+	s.mu.RUnlock()
+	runtime.KeepAlive(s)
+	if rc != C.PAYIDEM_OK {
+		return SignedHeaders{}, newError(rc, cerr, nil)
+	}
+	return signedFromC(&out), nil
+}
+
+// cField is a NUL-terminated char array of a C struct as Go bytes.
+func cField(p *C.char, size int) []byte {
+	b := unsafe.Slice((*byte)(unsafe.Pointer(p)), size)
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		return b[:i]
+	}
+	return b
+}
+
+// signedFromC copies the five values into one Go string and slices it.
+func signedFromC(h *C.payidem_signed_headers) SignedHeaders {
+	fields := [5][]byte{
+		cField(&h.api_key[0], len(h.api_key)),
+		cField(&h.timestamp[0], len(h.timestamp)),
+		cField(&h.nonce[0], len(h.nonce)),
+		cField(&h.signature[0], len(h.signature)),
+		cField(&h.idempotency_key[0], len(h.idempotency_key)),
+	}
+	total := 0
+	for _, f := range fields {
+		total += len(f)
+	}
+	all := make([]byte, 0, total)
+	var ends [5]int
+	for i, f := range fields {
+		all = append(all, f...)
+		ends[i] = len(all)
+	}
+	str := unsafe.String(unsafe.SliceData(all), total)
+	return SignedHeaders{
+		APIKey:         str[:ends[0]],
+		Timestamp:      str[ends[0]:ends[1]],
+		Nonce:          str[ends[1]:ends[2]],
+		Signature:      str[ends[2]:ends[3]],
+		IdempotencyKey: str[ends[3]:ends[4]],
+	}
+}
+
+// SignRequest signs r in place for teams that keep net/http: it reads the
+// body (and restores it, with GetBody, for the transport), signs method,
+// the request target r.URL.RequestURI() and the body now, and sets the
+// headers. The idempotency key comes from r's Idempotency-Key header, if
+// any. Sign again for every retry: a signature is good for one attempt.
+func (s *Signer) SignRequest(r *http.Request) error {
+	if r == nil || r.URL == nil {
+		return invalid("request", "must be a request with a URL")
+	}
+	body, err := readAndRestoreBody(r)
+	if err != nil {
+		return err
+	}
+	method := r.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	signed, err := s.SignAttempt(time.Now(), method, r.URL.RequestURI(), r.Header.Get(HeaderIdempotencyKey), body)
+	if err != nil {
+		return err
+	}
+	if r.Header == nil {
+		r.Header = make(http.Header, 5)
+	}
+	signed.SetOn(r.Header)
+	return nil
+}
+
+// readAndRestoreBody reads r's whole body and puts an identical one back.
+func readAndRestoreBody(r *http.Request) ([]byte, error) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
+	}
+	body, err := io.ReadAll(r.Body)
+	closeErr := r.Body.Close()
+	if err != nil {
+		return nil, invalid("body", "could not be read: "+err.Error())
+	}
+	if closeErr != nil {
+		return nil, invalid("body", "could not be closed: "+closeErr.Error())
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	r.ContentLength = int64(len(body))
+	return body, nil
+}
+
+// SignParts signs explicit canonical parts, each as it goes on the wire
+// (timestamp as decimal text, nonce a lower-case UUID v4), for conformance
+// tests and replays of recorded traffic; production code uses Sign, whose
+// nonce is fresh. Returns the 64-hex-digit signature.
+func (s *Signer) SignParts(method, path, timestamp, nonce, idempotencyKey string, body []byte) (string, error) {
+	var args cstrings
+	offs := [5]int{}
+	var err error
+	for i, part := range [5][2]string{{"method", method}, {"path", path}, {"timestamp", timestamp}, {"nonce", nonce}, {"idempotency_key", idempotencyKey}} {
+		if offs[i], err = args.add(part[0], part[1]); err != nil {
+			return "", err
+		}
+	}
+	var sig [C.PAYIDEM_SIGNATURE_BUF_LEN]byte
+	var cerr *C.payidem_error
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.ptr == nil {
+		return "", ErrClosed
+	}
+	rc := C.payidem_signer_sign_parts(s.ptr, args.ptr(offs[0]), args.ptr(offs[1]), args.ptr(offs[2]),
+		args.ptr(offs[3]), args.ptr(offs[4]), bytesPtr(body), C.size_t(len(body)),
+		(*C.char)(unsafe.Pointer(&sig[0])), C.size_t(len(sig)), &cerr)
+	runtime.KeepAlive(s)
+	if rc != C.PAYIDEM_OK {
+		return "", newError(rc, cerr, nil)
+	}
+	return string(sig[:len(sig)-1]), nil
+}
+
+// CanonicalString is the string an attempt's signature covers:
+// method, path, timestamp, nonce, idempotency key and the body's SHA-256 in
+// hex, joined by newlines. Every part is checked first.
+func CanonicalString(method, path, timestamp, nonce, idempotencyKey string, body []byte) (string, error) {
+	var args cstrings
+	offs := [5]int{}
+	var err error
+	for i, part := range [5][2]string{{"method", method}, {"path", path}, {"timestamp", timestamp}, {"nonce", nonce}, {"idempotency_key", idempotencyKey}} {
+		if offs[i], err = args.add(part[0], part[1]); err != nil {
+			return "", err
+		}
+	}
+	var n C.size_t
+	var cerr *C.payidem_error
+	rc := C.payidem_canonical_string(args.ptr(offs[0]), args.ptr(offs[1]), args.ptr(offs[2]),
+		args.ptr(offs[3]), args.ptr(offs[4]), bytesPtr(body), C.size_t(len(body)), nil, 0, &n, &cerr)
+	if rc == C.PAYIDEM_BUFFER_TOO_SMALL {
+		C.payidem_error_free(cerr)
+		cerr = nil
+		buf := make([]byte, int(n)+1)
+		rc = C.payidem_canonical_string(args.ptr(offs[0]), args.ptr(offs[1]), args.ptr(offs[2]),
+			args.ptr(offs[3]), args.ptr(offs[4]), bytesPtr(body), C.size_t(len(body)),
+			(*C.char)(unsafe.Pointer(&buf[0])), C.size_t(len(buf)), &n, &cerr)
+		if rc == C.PAYIDEM_OK {
+			return string(buf[:n]), nil
+		}
+	}
+	return "", newError(rc, cerr, nil)
+}
+
+// BodySHA256Hex is the body's SHA-256 as 64 lower-case hex digits.
+func BodySHA256Hex(body []byte) (string, error) {
+	var out [C.PAYIDEM_SHA256_HEX_BUF_LEN]byte
+	var cerr *C.payidem_error
+	rc := C.payidem_body_sha256_hex(bytesPtr(body), C.size_t(len(body)),
+		(*C.char)(unsafe.Pointer(&out[0])), C.size_t(len(out)), &cerr)
+	if rc != C.PAYIDEM_OK {
+		return "", newError(rc, cerr, nil)
+	}
+	return string(out[:len(out)-1]), nil
+}

@@ -1,0 +1,262 @@
+package payidem
+
+/*
+#include <stdlib.h>
+#include "payidem.h"
+*/
+import "C"
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"runtime"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Verifier checks signed requests on the platform side, in the protocol's
+// order, and refuses replays. Safe for concurrent use.
+type Verifier struct {
+	mu  sync.RWMutex
+	ptr *C.payidem_verifier
+
+	// MaxBodyBytes bounds the body Middleware reads (1 MiB by default); a
+	// larger one is answered 413 without being verified.
+	MaxBodyBytes int64
+}
+
+// NewVerifier creates a verifier with the timestamp window (300 s in
+// protocol v1; 0 means exactly equal, rounded down to whole seconds), at
+// most capacity live nonces per key id (past it verification fails closed
+// with ErrReplayCacheFull), and keys: key id to its active secrets (several
+// during a rotation; any may match).
+func NewVerifier(keys map[string][][]byte, window time.Duration, capacity int) (*Verifier, error) {
+	if window < 0 {
+		return nil, invalid("window", "must not be negative")
+	}
+	if capacity <= 0 {
+		return nil, invalid("capacity", "must be above 0")
+	}
+	var ptr *C.payidem_verifier
+	var cerr *C.payidem_error
+	rc := C.payidem_verifier_new(C.uint64_t(window/time.Second), C.size_t(capacity), &ptr, &cerr)
+	if rc != C.PAYIDEM_OK {
+		return nil, newError(rc, cerr, nil)
+	}
+	v := &Verifier{ptr: ptr, MaxBodyBytes: 1 << 20}
+	liveHandles.Add(1)
+	runtime.SetFinalizer(v, (*Verifier).Close)
+	ids := make([]string, 0, len(keys))
+	for id := range keys {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		if err := v.AddKey(id, keys[id]...); err != nil {
+			v.Close()
+			return nil, err
+		}
+	}
+	return v, nil
+}
+
+// Close waits for running verifications and wipes the secrets; later calls
+// fail with ErrClosed. Calling it again does nothing.
+func (v *Verifier) Close() error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.ptr == nil {
+		return nil
+	}
+	C.payidem_verifier_free(v.ptr)
+	v.ptr = nil
+	liveHandles.Add(-1)
+	runtime.SetFinalizer(v, nil)
+	return nil
+}
+
+// AddKey adds a key id with its active secrets (each 16..=1024 bytes).
+func (v *Verifier) AddKey(keyID string, secrets ...[]byte) error {
+	return v.keyCall(keyID, secrets, false)
+}
+
+// SetSecrets replaces the active secrets of a key id already added
+// (rotation), keeping its nonce cache.
+func (v *Verifier) SetSecrets(keyID string, secrets ...[]byte) error {
+	return v.keyCall(keyID, secrets, true)
+}
+
+func (v *Verifier) keyCall(keyID string, secrets [][]byte, replace bool) error {
+	var args cstrings
+	k, err := args.add("key_id", keyID)
+	if err != nil {
+		return err
+	}
+	count := len(secrets)
+	if count == 0 {
+		// Valid arrays of length 0, so that the library names "secrets".
+		secrets = [][]byte{{}}
+	}
+	cs := newCSecrets(secrets)
+	defer cs.free()
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	if v.ptr == nil {
+		return ErrClosed
+	}
+	var cerr *C.payidem_error
+	var rc C.payidem_result
+	if replace {
+		rc = C.payidem_verifier_set_secrets(v.ptr, args.ptr(k), cs.ptrs, cs.lens, C.size_t(count), &cerr)
+	} else {
+		rc = C.payidem_verifier_add_key(v.ptr, args.ptr(k), cs.ptrs, cs.lens, C.size_t(count), &cerr)
+	}
+	runtime.KeepAlive(v)
+	if rc != C.PAYIDEM_OK {
+		return newError(rc, cerr, nil)
+	}
+	return nil
+}
+
+// requestTarget is the request target as sent: the raw one a server
+// received, else the URL's.
+func requestTarget(r *http.Request) string {
+	if r.RequestURI != "" {
+		return r.RequestURI
+	}
+	if r.URL != nil {
+		return r.URL.RequestURI()
+	}
+	return ""
+}
+
+// Verify checks r, whose body is body, at the server clock now. On failure
+// the *Error's Code and HTTPStatus are the protocol's answer (ServerTime is
+// set for timestamp_out_of_window).
+func (v *Verifier) Verify(r *http.Request, body []byte, now time.Time) error {
+	if r == nil {
+		return invalid("request", "must not be nil")
+	}
+	var args cstrings
+	method := r.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	m, err := args.add("method", method)
+	if err != nil {
+		return err
+	}
+	p, err := args.add("path", requestTarget(r))
+	if err != nil {
+		return err
+	}
+	headers, err := newCHeaders(r.Header)
+	if err != nil {
+		return err
+	}
+	defer headers.free()
+	unix := now.Unix()
+	if unix < 0 {
+		unix = 0
+	}
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	if v.ptr == nil {
+		return ErrClosed
+	}
+	var cerr *C.payidem_error
+	rc := C.payidem_verifier_verify(v.ptr, args.ptr(m), args.ptr(p), headers.ptr,
+		C.size_t(headers.count), bytesPtr(body), C.size_t(len(body)), C.uint64_t(unix), nil, &cerr)
+	runtime.KeepAlive(v)
+	if rc != C.PAYIDEM_OK {
+		return newError(rc, cerr, nil)
+	}
+	return nil
+}
+
+// Middleware verifies every request before next sees it. A failure is
+// answered with the protocol's status and error body
+// {"error":{"code","message"}} (401 timestamp_out_of_window also carries
+// X-Server-Time and Date); a verified request reaches next with its body
+// restored.
+func (v *Verifier) Middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		now := time.Now()
+		limit := v.MaxBodyBytes
+		if limit <= 0 {
+			limit = 1 << 20
+		}
+		body, err := readBody(r, limit)
+		if err != nil {
+			writeError(w, http.StatusRequestEntityTooLarge, "payload_too_large", err.Error(), time.Time{})
+			return
+		}
+		if err := v.Verify(r, body, now); err != nil {
+			var e *Error
+			if !errors.As(err, &e) {
+				writeError(w, http.StatusInternalServerError, string(CodeInternal), "verification failed", time.Time{})
+				return
+			}
+			status := e.HTTPStatus
+			if status == 0 {
+				status = http.StatusBadRequest
+			}
+			serverTime := time.Time{}
+			if e.Code == CodeTimestampOutOfWindow {
+				serverTime = e.ServerTime
+				if serverTime.IsZero() {
+					serverTime = now
+				}
+			}
+			writeError(w, status, string(e.Code), e.Message, serverTime)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// readBody reads at most limit bytes of r's body and restores it.
+func readBody(r *http.Request, limit int64) ([]byte, error) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	r.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(body)) > limit {
+		return nil, errors.New("body is larger than " + strconv.FormatInt(limit, 10) + " bytes")
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	return body, nil
+}
+
+type errorBody struct {
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// writeError answers with the protocol's error body; a non-zero serverTime
+// adds X-Server-Time and Date.
+func writeError(w http.ResponseWriter, status int, code, message string, serverTime time.Time) {
+	var b errorBody
+	b.Error.Code, b.Error.Message = code, message
+	out, _ := json.Marshal(b)
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	if !serverTime.IsZero() {
+		h.Set("X-Server-Time", strconv.FormatInt(serverTime.Unix(), 10))
+		h.Set("Date", serverTime.UTC().Format(http.TimeFormat))
+	}
+	w.WriteHeader(status)
+	w.Write(out)
+}

@@ -38,6 +38,7 @@ test-go:
 lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	@test -z "$$(gofmt -l bindings/go)" || { gofmt -l bindings/go; echo "gofmt: files above need formatting"; exit 1; }
 
 ## bench: criterion benchmarks and the nonce memory measurement (see BENCHMARKS.md)
 bench:

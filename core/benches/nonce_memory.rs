@@ -118,8 +118,22 @@ fn measure(count: usize) -> Measured {
     let peak = PEAK.load(Ordering::Relaxed) - before;
     let nonces = verifier.nonces_held(KEY_ID);
     assert_eq!(nonces, count, "every nonce is live");
+    eprintln!(
+        "  {count} nonces: {} KiB of the process in transparent huge pages",
+        anon_huge_kib()
+    );
     drop(verifier);
     Measured { nonces, held, peak }
+}
+
+/// `AnonHugePages` of this process (Linux), in KiB; 0 where unknown.
+fn anon_huge_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/smaps_rollup")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("AnonHugePages:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
 }
 
 fn main() {

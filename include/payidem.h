@@ -1368,8 +1368,8 @@ void payidem_signed_attempt_free(struct payidem_signed_attempt *attempt);
  * protocol v1; 0 means exactly equal) and at most
  * `nonce_capacity_per_key` live nonces per key id (past it verification
  * fails closed with `PAYIDEM_REPLAY_CACHE_FULL`; the cache is split in up
- * to 64 shards of equal size, so a capacity below 64 is exact and a larger
- * one is rounded up to a multiple of 64). Add key ids with
+ * to 16 shards of equal size, so a capacity below 16 is exact and a larger
+ * one is rounded up to a multiple of 16). Add key ids with
  * `payidem_verifier_add_key`.
  *
  * Ownership: on success `*verifier_out` receives a new verifier the caller

@@ -944,6 +944,33 @@ fn cancellation_keeps_the_key_and_the_operation_resumes() {
 }
 
 #[test]
+fn a_cancel_that_comes_after_the_answer_reports_the_answer() {
+    // The caller cancels while the first attempt is in flight; the platform
+    // has already charged the card, so the call must report the payment,
+    // never "cancelled, nothing was sent".
+    let mock = start_mock();
+    let cancel = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&cancel);
+    let log = EventLog::new();
+    let c = client(&mock.url(), JournalChoice::Memory)
+        .with_event_hook(log.hook_then(move |_, _| flag.store(true, Ordering::SeqCst)));
+    let is_cancelled = || cancel.load(Ordering::SeqCst);
+    let options = CallOptions {
+        cancel: Some(&is_cancelled),
+        deadline: None,
+    };
+    let spec = OwnedSpec::payment("ord-cancel-late-1", 1000, true);
+    let outcome = c.execute_with(&spec.spec(), options).unwrap();
+    assert_eq!(outcome.response.status, 201);
+    assert_eq!(log.events().len(), 1);
+    assert_eq!(
+        c.status("ord-cancel-late-1").unwrap().unwrap().state,
+        OperationState::Succeeded
+    );
+    assert_one_payment(&mock, "ord-cancel-late-1", "create-ord-cancel-late-1");
+}
+
+#[test]
 fn an_unexplained_409_is_retried_and_ends_unknown_never_rejected() {
     // The order already has a payment under another key: the platform answers
     // 409 duplicate_order, which says nothing about this key's operation.

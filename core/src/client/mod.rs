@@ -270,7 +270,12 @@ impl Client {
 
     fn lease_ttl_secs(&self) -> u64 {
         // Longer than any call can take: the deadline, one more attempt, and slack.
-        (self.limits.policy.deadline + self.request_timeout).as_secs() + 30
+        self.limits
+            .policy
+            .deadline
+            .saturating_add(self.request_timeout)
+            .as_secs()
+            .saturating_add(30)
     }
 
     fn drive(
@@ -299,12 +304,15 @@ impl Client {
         let cancelled = || options.cancel.is_some_and(|c| c());
         let mut spent = 0u32;
         let mut was_cancelled = false;
+        // Set once the machine has ended: a cancel that arrives after the
+        // last answer must not hide that answer (a payment may have been made).
+        let mut over = false;
         let settlement = loop {
             let now = CallTime {
                 unix: unix_now(),
                 elapsed: started.elapsed(),
             };
-            if cancelled() {
+            if !over && cancelled() {
                 was_cancelled = true;
                 break op.abandon("cancelled by the caller");
             }
@@ -362,6 +370,7 @@ impl Client {
                             next = NextAction::GiveUp;
                         }
                     }
+                    over = matches!(next, NextAction::Settle | NextAction::GiveUp);
                     self.emit(AttemptEvent {
                         order_id: order_id.clone(),
                         idempotency_key: key.clone(),
@@ -475,16 +484,16 @@ fn settled_result(record: &OperationRecord) -> Result<Outcome> {
 /// Sleeps `wait` in short slices, polling `cancelled`; `false` if cancelled.
 fn sleep_unless_cancelled(wait: Duration, cancelled: &dyn Fn() -> bool) -> bool {
     const SLICE: Duration = Duration::from_millis(20);
-    let until = Instant::now() + wait;
+    let started = Instant::now();
     loop {
         if cancelled() {
             return false;
         }
-        let now = Instant::now();
-        if now >= until {
+        let waited = started.elapsed();
+        if waited >= wait {
             return true;
         }
-        std::thread::sleep((until - now).min(SLICE));
+        std::thread::sleep((wait - waited).min(SLICE));
     }
 }
 
@@ -511,5 +520,16 @@ mod tests {
         // A later adjustment replaces it.
         client.note_clock_offset(NextAction::AdjustClock, ClockOffset::from_seconds(-5));
         assert_eq!(client.clock_offset().seconds(), -5);
+    }
+
+    #[test]
+    fn an_unbounded_deadline_and_wait_do_not_panic() {
+        let mut config = ClientConfig::new("http://127.0.0.1:9", "key_test_1");
+        config.journal = JournalChoice::Memory;
+        config.retry.deadline = Duration::MAX;
+        config.request_timeout = Duration::MAX;
+        let client = Client::new(config, b"0123456789abcdef0123").unwrap();
+        assert_eq!(client.new_lease(1_000).expires_at, u64::MAX);
+        assert!(!sleep_unless_cancelled(Duration::MAX, &|| true));
     }
 }

@@ -13,6 +13,10 @@ use crate::operation::Reply;
 /// Largest response body read, in bytes.
 const MAX_RESPONSE_BODY: u64 = 16 * 1024 * 1024;
 
+/// Longest timeout handed to ureq, which panics on an `Instant` overflow;
+/// longer configured timeouts mean the same in practice.
+const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
+
 /// A blocking HTTP/1.1 client (rustls for https) that never follows
 /// redirects and returns every status as a response.
 #[derive(Clone, Debug)]
@@ -45,7 +49,7 @@ impl HttpTransport {
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .max_redirects(0)
-            .timeout_connect(Some(connect_timeout))
+            .timeout_connect(Some(connect_timeout.min(MAX_TIMEOUT)))
             .user_agent(concat!("payidem/", env!("CARGO_PKG_VERSION")))
             .build()
             .into();
@@ -81,7 +85,7 @@ impl HttpTransport {
         let result = request
             .with_agent(&self.agent)
             .configure()
-            .timeout_global(Some(timeout))
+            .timeout_global(Some(timeout.min(MAX_TIMEOUT)))
             .build()
             .run();
         match result {
@@ -155,5 +159,20 @@ pub(crate) fn transport_error(reply: &Reply) -> Option<Error> {
             ErrorCode::Transport,
             format!("no response: {why}"),
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unbounded_timeouts_do_not_panic() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        drop(listener);
+        let transport = HttpTransport::new(&url, Duration::MAX).unwrap();
+        let reply = transport.send("GET", "/", &[], b"", Duration::MAX);
+        assert!(matches!(reply, Reply::NotSent(_)), "{reply:?}");
     }
 }

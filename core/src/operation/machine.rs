@@ -950,6 +950,20 @@ mod tests {
     }
 
     #[test]
+    fn nonce_reused_means_a_copy_arrived_so_the_outcome_is_unknown() {
+        // Only a copy of this very attempt (a duplicating proxy or network)
+        // can have used its fresh nonce, and that copy may have run the
+        // payment: the call must never end as "not sent" and pending.
+        let mut op = start(OperationState::Pending, None);
+        let mut replies = vec![response(409, &[], &err("nonce_reused"))];
+        replies.extend((0..7).map(|_| Reply::NotSent("connection refused".into())));
+        let (sent, s, _) = drive(&mut op, replies);
+        assert_eq!(sent.len(), 8);
+        assert!(matches!(s, Settlement::Unknown { .. }), "{s:?}");
+        assert_eq!(s.journal_state(), OperationState::Unknown);
+    }
+
+    #[test]
     fn retry_after_is_honoured_and_capped() {
         let mut op = start(OperationState::Pending, None);
         let (_, s, elapsed) = drive(

@@ -116,13 +116,17 @@ pub fn decide(result: &AttemptResult<'_>, has_status_path: bool, now_unix: u64) 
 }
 
 /// Whether an answer with this status and error code came from the
-/// platform's signature, replay or rate-limit checks, which run before the
-/// idempotency store: such an answer proves the attempt changed nothing.
+/// platform's signature, replay-cache or rate-limit checks, which run before
+/// the idempotency store: such an answer proves the attempt changed nothing.
+///
+/// `409 nonce_reused` is not one of them: every attempt carries a fresh
+/// nonce, so that answer means a copy of the same attempt (duplicated by a
+/// proxy or the network) passed verification first, and that copy may have
+/// run the operation.
 pub fn answered_before_the_operation(status: u16, error_code: Option<&str>) -> bool {
     match status {
         401 | 429 => true,
         400 => error_code == Some("idempotency_key_required"),
-        409 => error_code == Some("nonce_reused"),
         503 => error_code == Some("replay_cache_full"),
         _ => false,
     }

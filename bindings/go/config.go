@@ -40,7 +40,9 @@ type Config struct {
 	// RetryBudget, when set, bounds retries across all calls of the client.
 	RetryBudget *RetryBudget
 	// OnAttempt, when set, receives every attempt's event, on the goroutine
-	// that made the call. It must be safe for concurrent use. See SlogHook.
+	// that made the call. It must be safe for concurrent use, and must not
+	// call Close, Execute or Resume on the same client (that can deadlock).
+	// See SlogHook.
 	OnAttempt func(AttemptEvent)
 }
 

@@ -656,8 +656,11 @@ payidem_result payidem_client_new(const char *options_json,
  * whichever thread made the attempt, so it and `userdata` must be safe to
  * use from every thread calling the client. Once this function returns, no
  * call of the previous callback is running or will start. The callback
- * must not call `payidem_client_set_event_callback` itself; it may call
- * any other function.
+ * runs under a lock that this function takes exclusively, so it must not
+ * call `payidem_client_set_event_callback`, nor start a call that makes
+ * attempts on the same client (`payidem_client_execute`,
+ * `payidem_client_resume` and their `_with_deadline` forms): either can
+ * deadlock. It may call any other function.
  *
  * Ownership: `userdata` stays the caller's; it must outlive its
  * registration.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -336,6 +337,25 @@ func TestNewClientInvalidConfig(t *testing.T) {
 		}
 		if err != nil && strings.Contains(err.Error(), mockSecret) {
 			t.Errorf("error shows the secret: %v", err)
+		}
+	}
+}
+
+func TestConfigNeverPrintsTheSecret(t *testing.T) {
+	cfg := fastConfig("http://127.0.0.1:9")
+	cfg.RetryBudget = &RetryBudget{Capacity: 7}
+	asDecimal := strings.Trim(fmt.Sprint(cfg.Secret), "[]")
+	var logs strings.Builder
+	slog.New(slog.NewTextHandler(&logs, nil)).Info("config", "cfg", cfg)
+	for _, text := range []string{
+		fmt.Sprintf("%v", cfg), fmt.Sprintf("%+v", cfg), fmt.Sprintf("%#v", cfg),
+		fmt.Sprintf("%s", cfg), fmt.Sprintf("%v", &cfg), logs.String(),
+	} {
+		if strings.Contains(text, mockSecret) || strings.Contains(text, asDecimal) {
+			t.Errorf("the secret shows: %s", text)
+		}
+		if !strings.Contains(text, "<redacted>") || !strings.Contains(text, cfg.KeyID) {
+			t.Errorf("not the redacted config: %s", text)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package payidem
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -39,9 +40,29 @@ type Config struct {
 	// RetryBudget, when set, bounds retries across all calls of the client.
 	RetryBudget *RetryBudget
 	// OnAttempt, when set, receives every attempt's event, on the goroutine
-	// that made the call. It must be safe for concurrent use. See SlogHook.
+	// that made the call. It must be safe for concurrent use, and must not
+	// call Close, Execute or Resume on the same client (that can deadlock).
+	// See SlogHook.
 	OnAttempt func(AttemptEvent)
 }
+
+// String shows the configuration with its secret redacted, so that a
+// logged or printed Config (%v, %+v, %s, slog) never reveals the secret.
+func (c Config) String() string {
+	budget := "nil"
+	if c.RetryBudget != nil {
+		budget = fmt.Sprintf("%+v", *c.RetryBudget)
+	}
+	return fmt.Sprintf("payidem.Config{BaseURL:%q KeyID:%q Secret:<redacted> JournalPath:%q "+
+		"ConnectTimeout:%v RequestTimeout:%v MaxAttempts:%d BackoffBase:%v BackoffCap:%v "+
+		"Deadline:%v KeyRetention:%v SettledRetention:%v RetryBudget:%s OnAttempt:%t}",
+		c.BaseURL, c.KeyID, c.JournalPath, c.ConnectTimeout, c.RequestTimeout, c.MaxAttempts,
+		c.BackoffBase, c.BackoffCap, c.Deadline, c.KeyRetention, c.SettledRetention, budget,
+		c.OnAttempt != nil)
+}
+
+// GoString is String, for %#v.
+func (c Config) GoString() string { return c.String() }
 
 // RetryBudget is a token bucket shared by all calls of a client: retries
 // and timeouts spend tokens, successes refund them. Zero fields take the

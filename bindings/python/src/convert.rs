@@ -34,14 +34,23 @@ pub(crate) fn unix_now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-/// A duration in seconds (int or float) that must be positive and finite.
+/// The longest duration a setting takes: what the C ABI and Go accept (a
+/// `u64` of milliseconds). Longer ones would overflow the core's time
+/// arithmetic (a deadline plus a timeout, a wait added to the clock).
+const MAX_DURATION: Duration = Duration::from_millis(u64::MAX);
+
+/// A duration in seconds (int or float) that must be positive, finite and
+/// at most [`MAX_DURATION`].
 pub(crate) fn seconds(py: Python<'_>, field: &'static str, value: f64) -> PyResult<Duration> {
     match Duration::try_from_secs_f64(value) {
-        Ok(d) if !d.is_zero() => Ok(d),
+        Ok(d) if !d.is_zero() && d <= MAX_DURATION => Ok(d),
         _ => Err(invalid(
             py,
             field,
-            "must be a positive, finite number of seconds",
+            &format!(
+                "must be a positive, finite number of seconds, at most {}",
+                MAX_DURATION.as_secs()
+            ),
         )),
     }
 }

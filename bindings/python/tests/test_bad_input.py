@@ -82,6 +82,13 @@ def test_client_settings(mock: Mock) -> None:
     assert field_of(make(connect_timeout=0)) == "connect_timeout"
     assert field_of(make(request_timeout=float("inf"))) == "request_timeout"
     assert field_of(make(deadline=float("nan"))) == "deadline"
+    # Beyond what C and Go accept, the core's time arithmetic would overflow
+    # (a panic, not a typed error) once a call runs.
+    assert field_of(make(deadline=1e19, request_timeout=1e19)) == "request_timeout"
+    assert field_of(make(backoff_base=1.0, backoff_cap=1e19)) == "backoff_cap"
+    client = make(deadline=1e16, request_timeout=1e16, backoff_cap=1e16)()
+    assert field_of(lambda: client.execute("ord-1", "POST", "/v1/payments", b"{}", deadline=1e19)) == "deadline"
+    client.close()
     assert field_of(make(key_retention=172801)) == "key_retention_secs"
     for bad in (dict(secret="a str secret" * 3), dict(secret=None), dict(journal=42),
                 dict(max_attempts=2.5), dict(deadline="60"), dict(on_attempt=5)):

@@ -50,7 +50,10 @@ pub struct ClientConfig {
     pub retry_budget: RetryBudgetConfig,
     /// How long the platform keeps idempotency keys (at most 48 h).
     pub key_retention: Duration,
-    /// How long settled operations stay in the journal before purging.
+    /// How long settled operations stay in the journal before purging. A
+    /// purged order id executed again is a new operation (with the same
+    /// default key, which the platform forgets after 48 h): keep this longer
+    /// than any order id of yours can be retried.
     pub settled_retention: Duration,
 }
 

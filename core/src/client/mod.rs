@@ -301,7 +301,13 @@ impl Client {
                 return Err(e.with_operation(&order_id, &key));
             }
         };
-        let cancelled = || options.cancel.is_some_and(|c| c());
+        // A cancel hook that panics counts as a cancel: the call still ends
+        // through the journal and releases its lease.
+        let cancelled = || {
+            options
+                .cancel
+                .is_some_and(|c| catch_unwind(AssertUnwindSafe(c)).unwrap_or(true))
+        };
         let mut spent = 0u32;
         let mut was_cancelled = false;
         // Set once the machine has ended: a cancel that arrives after the
@@ -500,6 +506,39 @@ fn sleep_unless_cancelled(wait: Duration, cancelled: &dyn Fn() -> bool) -> bool 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_panicking_cancel_hook_ends_the_call_as_cancelled_and_frees_the_lease() {
+        let mut config = ClientConfig::new("http://127.0.0.1:9", "key_test_1");
+        config.journal = JournalChoice::Memory;
+        let client = Client::new(config, b"0123456789abcdef0123").unwrap();
+        let spec = OperationSpec {
+            order_id: "ord-panic",
+            method: "POST",
+            path: "/v1/payments",
+            body: b"{}",
+            idempotency_key: None,
+            status_path: None,
+        };
+        let hook = || -> bool { panic!("a broken cancel hook") };
+        let options = CallOptions {
+            cancel: Some(&hook),
+            deadline: None,
+        };
+        let e = client.execute_with(&spec, options).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::Cancelled);
+        let record = client.status("ord-panic").unwrap().unwrap();
+        assert_eq!(record.state, OperationState::Pending);
+        // The lease was released: another call may drive it at once.
+        let again = client.execute_with(
+            &spec,
+            CallOptions {
+                cancel: Some(&|| true),
+                deadline: None,
+            },
+        );
+        assert_eq!(again.unwrap_err().code(), ErrorCode::Cancelled);
+    }
 
     #[test]
     fn a_call_that_learnt_no_offset_keeps_the_one_another_call_learnt() {

@@ -40,6 +40,12 @@ impl HttpTransport {
                 ))
             }
         }
+        if uri.authority().is_some_and(|a| a.as_str().contains('@')) {
+            return Err(Error::invalid(
+                "base_url",
+                "must not carry credentials (user:password@); requests are authenticated by signature",
+            ));
+        }
         if uri.host().is_none() || uri.query().is_some() {
             return Err(Error::invalid(
                 "base_url",
@@ -174,5 +180,22 @@ mod tests {
         let transport = HttpTransport::new(&url, Duration::MAX).unwrap();
         let reply = transport.send("GET", "/", &[], b"", Duration::MAX);
         assert!(matches!(reply, Reply::NotSent(_)), "{reply:?}");
+    }
+
+    #[test]
+    fn base_url_is_checked() {
+        let second = Duration::from_secs(1);
+        for (url, why) in [
+            ("http://user:pw@127.0.0.1:9", "credentials"),
+            ("ftp://127.0.0.1", "http://"),
+            ("http://127.0.0.1/?q=1", "no query"),
+            ("not a url", "valid"),
+        ] {
+            let e = HttpTransport::new(url, second).unwrap_err();
+            assert_eq!(e.field(), Some("base_url"), "{url}");
+            assert!(e.message().contains(why), "{url}: {e}");
+            assert!(!e.message().contains("pw"), "{e}");
+        }
+        assert!(HttpTransport::new("https://api.example.com/prefix/", second).is_ok());
     }
 }

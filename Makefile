@@ -2,24 +2,30 @@
 # Every target installs what it needs on a fresh Debian machine that has
 # Rust, Go, Python 3 with pip, gcc and apt.
 #
-#   make test        every test: Rust, C, Python and Go
+#   make test        every test: Rust, C, Python and Go, then the artifacts of
+#                    `make dist` installed and used outside the repository
 #   make demo        the main job: payments through faults and crashes
 #   make lint        rustfmt check and clippy with warnings as errors
 #   make bench       Rust benchmarks (see BENCHMARKS.md)
+#   make dist        every release artifact into dist/ (glibc 2.17 floor):
+#                    C tarball and .debs, the mock, the Python wheel, and the
+#                    Go module's prebuilt libraries (refreshed when stale)
 #
 # C ABI (ffi/):
-#   make lib                      libpayidem.so (SONAME libpayidem.so.0) and libpayidem.a
+#   make lib                      libpayidem.so and libpayidem.a into target/dist-stage/x86_64
 #   make header                   regenerate include/payidem.h with cbindgen
 #   make test-c                   every C ABI test (see ffi/README.md)
-#   make install PREFIX=/usr/local
+#   make install PREFIX=/usr/local [LIBDIR=…] [DESTDIR=…]   (never compiles)
+#   make uninstall                (same variables)
 #   make bench-c                  signing through the C ABI vs. Rust
 
 CARGO ?= cargo
 
-.PHONY: test test-rust test-c test-python test-go lint bench demo lib header install bench-c c-deps c-artifacts
+.PHONY: test test-rust test-c test-python test-go test-dist lint bench demo lib header install \
+	uninstall bench-c c-deps c-artifacts dist dist-c dist-mock dist-wheel dist-go
 
-## test: every test of every language
-test: test-rust test-c test-python test-go
+## test: every test of every language, then the release artifacts outside the repository
+test: test-rust test-c test-python test-go test-dist
 
 ## test-rust: every Rust test of the workspace (core, mock, e2e with the chaos test, C ABI crate)
 test-rust:
@@ -51,9 +57,10 @@ demo:
 CC ?= cc
 CXX ?= g++
 PREFIX ?= /usr/local
+LIBDIR ?= $(PREFIX)/lib
 DESTDIR ?=
+STAGE := target/dist-stage/x86_64
 
-VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
 ABI_VERSION := 0
 RELEASE := target/release
 C_OUT := target/c
@@ -67,7 +74,7 @@ TEST_ENV := PAYIDEM_MOCK=$(CURDIR)/$(RELEASE)/payidem-mock PAYIDEM_VECTORS=$(CUR
 
 
 lib:
-	$(CARGO) build --release -p payidem-ffi
+	scripts/dist/build-c.sh --arch x86_64
 
 header:
 	PAYIDEM_WRITE_HEADER=1 $(CARGO) test -q -p payidem-capi --test header committed_header_matches_a_fresh_generation
@@ -112,18 +119,35 @@ test-c: c-deps
 	@echo "== 8 threads sharing a signer, a verifier and a client, under ThreadSanitizer"
 	$(CC) $(C_FLAGS) -fsanitize=thread $(C_TESTS)/test_threads.c -o $(C_OUT)/test_threads_tsan -pthread $(C_LINK)
 	$(TEST_ENV) TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/$(C_TESTS)/tsan.supp" $(C_OUT)/test_threads_tsan
-	@echo "== install, pkg-config and the example against the mock"
-	$(C_TESTS)/install-example.sh $(CURDIR)/$(RELEASE)/payidem-mock
 
-install: lib
-	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
-	install -m 0755 $(RELEASE)/libpayidem.so $(DESTDIR)$(PREFIX)/lib/libpayidem.so.$(VERSION)
-	ln -sf libpayidem.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libpayidem.so.$(ABI_VERSION)
-	ln -sf libpayidem.so.$(ABI_VERSION) $(DESTDIR)$(PREFIX)/lib/libpayidem.so
-	install -m 0644 $(RELEASE)/libpayidem.a $(DESTDIR)$(PREFIX)/lib/libpayidem.a
-	install -m 0644 include/payidem.h $(DESTDIR)$(PREFIX)/include/payidem.h
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' ffi/payidem.pc.in \
-		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/payidem.pc
+## install: copies what `make lib` (or `make dist`) built; never compiles
+install:
+	scripts/dist/install-c.sh $(STAGE) "$(DESTDIR)" "$(PREFIX)" "$(LIBDIR)"
+
+uninstall:
+	scripts/dist/install-c.sh --uninstall $(STAGE) "$(DESTDIR)" "$(PREFIX)" "$(LIBDIR)"
+
+## dist: every release artifact into dist/ (see ffi/README.md, bindings/*/README.md)
+dist: dist-c dist-mock dist-wheel dist-go
+
+dist-c: lib
+	scripts/dist/package-c.sh --arch x86_64
+
+dist-mock:
+	scripts/dist/build-mock.sh
+
+dist-wheel:
+	scripts/dist/build-wheel.sh
+
+## dist-go: rebuilds the Go module's committed static libraries when stale
+dist-go:
+	scripts/dist/go-lib.sh
+
+## test-dist: the artifacts of `make dist`, installed and used outside the repository
+test-dist: dist
+	scripts/dist/test-c.sh dist/payidem-mock
+	scripts/dist/test-wheel.sh "$$(ls dist/payidem-*manylinux*.whl | head -n 1)" dist/payidem-mock
+	scripts/dist/test-go-module.sh dist/payidem-mock
 
 bench-c:
 	$(CARGO) bench -p payidem-capi --bench sign_ffi

@@ -1,12 +1,13 @@
 /*
- * One payment through libpayidem: create a client with a memory journal,
- * run the operation to a settled outcome, print it.
+ * One payment through libpayidem: create a client with the durable default
+ * journal ($XDG_STATE_HOME/payidem/journal.sqlite3, or under
+ * $HOME/.local/state), run the operation to a settled outcome, print it.
  *
  *   cc pay.c $(pkg-config --cflags --libs payidem) -o pay
  *   ./pay http://127.0.0.1:PORT            # e.g. against payidem-mock
  *
  * Uses the mock's public test key; a real integration reads its key id and
- * secret from its own configuration and uses a journal file.
+ * secret from its own configuration.
  */
 #include <stdio.h>
 #include <string.h>
@@ -38,7 +39,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     snprintf(options, sizeof options,
-             "{\"base_url\":\"%s\",\"key_id\":\"key_test_1\",\"journal_path\":\":memory:\","
+             "{\"base_url\":\"%s\",\"key_id\":\"key_test_1\","
              "\"retry\":{\"max_attempts\":4,\"deadline_ms\":10000}}",
              argv[1]);
     rc = payidem_client_new(options, (const uint8_t *)secret, strlen(secret), &client, &err);

@@ -11,7 +11,11 @@ use crate::policy::RetryPolicy;
 /// Where a client keeps its operations.
 #[derive(Clone)]
 pub enum JournalChoice {
-    /// A SQLite file (created if missing). The default for production.
+    /// The durable default: a SQLite file at
+    /// [`default_journal_path`](crate::journal::default_journal_path), its
+    /// directories created owner-only (0700) and the file 0600.
+    Default,
+    /// A SQLite file (created 0600 if missing; its directory must exist).
     Sqlite(PathBuf),
     /// Memory only: operations are lost with the process. For tests.
     Memory,
@@ -19,9 +23,24 @@ pub enum JournalChoice {
     Custom(Arc<dyn Journal>),
 }
 
+impl JournalChoice {
+    /// The choice a binding's journal setting names: none (or empty) is the
+    /// durable [`JournalChoice::Default`],
+    /// [`MEMORY_JOURNAL`](crate::journal::MEMORY_JOURNAL) is
+    /// [`JournalChoice::Memory`], anything else a SQLite file.
+    pub fn from_setting(setting: Option<&str>) -> JournalChoice {
+        match setting {
+            None | Some("") => JournalChoice::Default,
+            Some(crate::journal::MEMORY_JOURNAL) => JournalChoice::Memory,
+            Some(path) => JournalChoice::Sqlite(PathBuf::from(path)),
+        }
+    }
+}
+
 impl std::fmt::Debug for JournalChoice {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            JournalChoice::Default => f.write_str("Default"),
             JournalChoice::Sqlite(path) => f.debug_tuple("Sqlite").field(path).finish(),
             JournalChoice::Memory => f.write_str("Memory"),
             JournalChoice::Custom(_) => f.write_str("Custom(..)"),
@@ -58,15 +77,15 @@ pub struct ClientConfig {
 }
 
 impl ClientConfig {
-    /// Defaults for `base_url` and `key_id`: a SQLite journal at
-    /// `payidem-journal.sqlite3` in the working directory, 5 s connect, 30 s
+    /// Defaults for `base_url` and `key_id`: the durable default journal
+    /// ([`JournalChoice::Default`]), 5 s connect, 30 s
     /// per attempt, the protocol's retry defaults, 48 h key retention and 7
     /// days of settled history.
     pub fn new(base_url: impl Into<String>, key_id: impl Into<String>) -> ClientConfig {
         ClientConfig {
             base_url: base_url.into(),
             key_id: key_id.into(),
-            journal: JournalChoice::Sqlite(PathBuf::from("payidem-journal.sqlite3")),
+            journal: JournalChoice::Default,
             connect_timeout: Duration::from_secs(5),
             request_timeout: Duration::from_secs(30),
             retry: RetryPolicy::default(),

@@ -109,6 +109,11 @@ impl Client {
         }
         let transport = HttpTransport::new(&config.base_url, config.connect_timeout)?;
         let journal: Arc<dyn Journal> = match &config.journal {
+            config::JournalChoice::Default => {
+                let path = crate::journal::default_journal_path()?;
+                crate::journal::create_private_dirs(&path)?;
+                Arc::new(SqliteJournal::open(&path, SqliteJournalOptions::default())?)
+            }
             config::JournalChoice::Sqlite(path) => {
                 Arc::new(SqliteJournal::open(path, SqliteJournalOptions::default())?)
             }

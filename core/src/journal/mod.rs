@@ -12,11 +12,14 @@
 //!   same key, which the platform answers from its 48-hour idempotency store.
 //!   No key is ever minted for an operation the journal has seen.
 
+mod location;
 mod memory;
 mod owner;
 mod rules;
 mod sqlite;
 
+pub(crate) use location::create_private_dirs;
+pub use location::{default_journal_path, MEMORY_JOURNAL};
 pub use memory::MemoryJournal;
 pub use owner::process_owner;
 pub use sqlite::{SqliteJournal, SqliteJournalOptions, SCHEMA_VERSION};

@@ -259,8 +259,8 @@ enum AttemptOutcome {
 }
 
 impl SqliteJournal {
-    /// Opens (creating if missing) the journal file at `path`, migrating an
-    /// older schema.
+    /// Opens (creating if missing, readable by its owner only) the journal
+    /// file at `path`, migrating an older schema.
     ///
     /// `journal_error`, naming the path, when the file or its directory
     /// cannot be opened for writing, the file is not a SQLite database or is
@@ -272,6 +272,7 @@ impl SqliteJournal {
             path: path.display().to_string(),
             busy_timeout: options.busy_timeout,
         };
+        super::location::create_private_file(path);
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_CREATE
             | OpenFlags::SQLITE_OPEN_NO_MUTEX;

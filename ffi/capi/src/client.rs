@@ -192,9 +192,12 @@ fn deliver(callback: &RwLock<Option<EventCallback>>, event: &AttemptEvent) {
 /// - `base_url` (string, required): e.g. `"https://api.example.com"`; a
 ///   path prefix is allowed, no query.
 /// - `key_id` (string, required): sent in `X-Api-Key`.
-/// - `journal_path` (string): SQLite file, created if missing; `":memory:"`
-///   for a memory journal (operations die with the process; tests only).
-///   Default `"payidem-journal.sqlite3"` in the working directory.
+/// - `journal_path` (string): SQLite file, created 0600 if missing (its
+///   directory must exist); `":memory:"` for a memory journal (operations
+///   die with the process: tests only, never production). Absent or `""`:
+///   the durable default `$XDG_STATE_HOME/payidem/journal.sqlite3`, or
+///   `$HOME/.local/state/payidem/journal.sqlite3`, its directories created
+///   0700.
 /// - `connect_timeout_ms` (default 5000), `request_timeout_ms` (one
 ///   attempt's whole response, default 30000): both above 0.
 /// - `retry`: object with `base_ms` (200), `cap_ms` (10000), `max_attempts`

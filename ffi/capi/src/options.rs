@@ -1,16 +1,12 @@
 //! The client's options, given as JSON so that new options never change
 //! the ABI. Every key is documented on `payidem_client_new`.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use payidem::{ClientConfig, JournalChoice};
 use serde_json::{Map, Value};
 
 use crate::error::FfiError;
-
-/// The journal path that selects a memory journal.
-const MEMORY_JOURNAL: &str = ":memory:";
 
 /// Parses the options object into a client configuration.
 pub(crate) fn parse(json: &str) -> Result<ClientConfig, FfiError> {
@@ -25,13 +21,7 @@ pub(crate) fn parse(json: &str) -> Result<ClientConfig, FfiError> {
     let base_url = required_string(root, "base_url")?;
     let key_id = required_string(root, "key_id")?;
     let mut config = ClientConfig::new(base_url, key_id);
-    if let Some(path) = optional_string(root, "journal_path")? {
-        config.journal = if path == MEMORY_JOURNAL {
-            JournalChoice::Memory
-        } else {
-            JournalChoice::Sqlite(PathBuf::from(path))
-        };
-    }
+    config.journal = JournalChoice::from_setting(optional_string(root, "journal_path")?);
     if let Some(ms) = uint(root, "connect_timeout_ms", "")? {
         config.connect_timeout = Duration::from_millis(ms);
     }

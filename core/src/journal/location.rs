@@ -1,0 +1,107 @@
+//! Where a client keeps its journal when the caller names none, and the
+//! name every language uses to ask for a memory-only journal.
+
+use std::ffi::OsString;
+use std::fs::{DirBuilder, OpenOptions};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, ErrorCode, Result};
+
+/// The journal name that selects memory only, in every language: operations
+/// are lost with the process, so a crash mid-payment cannot be resumed. For
+/// tests, never for production.
+pub const MEMORY_JOURNAL: &str = ":memory:";
+
+/// The file name of the default journal inside its directory.
+const DEFAULT_FILE: &str = "journal.sqlite3";
+
+/// The durable default journal of this user: `$XDG_STATE_HOME/payidem/
+/// journal.sqlite3` when `XDG_STATE_HOME` is an absolute path, otherwise
+/// `$HOME/.local/state/payidem/journal.sqlite3`.
+///
+/// `journal_error` when neither variable gives an absolute path (a service
+/// without a home directory must name its journal).
+pub fn default_journal_path() -> Result<PathBuf> {
+    default_path_from(std::env::var_os("XDG_STATE_HOME"), std::env::var_os("HOME"))
+}
+
+fn default_path_from(state_home: Option<OsString>, home: Option<OsString>) -> Result<PathBuf> {
+    let absolute = |v: Option<OsString>| v.map(PathBuf::from).filter(|p| p.is_absolute());
+    let dir = match (absolute(state_home), absolute(home)) {
+        (Some(state), _) => state.join("payidem"),
+        (None, Some(home)) => home.join(".local").join("state").join("payidem"),
+        (None, None) => {
+            return Err(Error::new(
+                ErrorCode::Journal,
+                "no default journal location: neither XDG_STATE_HOME nor HOME is an absolute \
+                 path; name a journal file",
+            ))
+        }
+    };
+    Ok(dir.join(DEFAULT_FILE))
+}
+
+/// Creates the missing directories of `path`'s parent, each readable by its
+/// owner only (0700). Existing directories are left as they are.
+pub(crate) fn create_private_dirs(path: &Path) -> Result<()> {
+    let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) else {
+        return Ok(());
+    };
+    DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| {
+            Error::new(
+                ErrorCode::Journal,
+                format!(
+                    "journal {}: cannot create its directory: {e}",
+                    path.display()
+                ),
+            )
+        })
+}
+
+/// Creates `path` empty with mode 0600 when it does not exist, so that the
+/// journal (and the WAL files SQLite gives the same mode) is never readable
+/// by other users. An existing file is left untouched.
+pub(crate) fn create_private_file(path: &Path) {
+    // An existing file, a missing directory or a refusal is left for SQLite
+    // to open or to report in its own words.
+    let _ = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_prefers_an_absolute_xdg_state_home() {
+        let p = default_path_from(Some("/var/state".into()), Some("/home/u".into())).unwrap();
+        assert_eq!(p, PathBuf::from("/var/state/payidem/journal.sqlite3"));
+    }
+
+    #[test]
+    fn default_falls_back_to_home_when_xdg_is_missing_or_relative() {
+        for xdg in [None, Some(OsString::from("relative/dir")), Some("".into())] {
+            let p = default_path_from(xdg, Some("/home/u".into())).unwrap();
+            assert_eq!(
+                p,
+                PathBuf::from("/home/u/.local/state/payidem/journal.sqlite3")
+            );
+        }
+    }
+
+    #[test]
+    fn no_absolute_location_is_a_journal_error_not_the_working_directory() {
+        let e = default_path_from(None, Some("home".into())).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::Journal);
+        assert!(e.message().contains("XDG_STATE_HOME"), "{}", e.message());
+        assert!(default_path_from(None, None).is_err());
+    }
+}

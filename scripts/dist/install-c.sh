@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Installs (or uninstalls) the C library that scripts/dist/build-c.sh built:
+# the one layout behind `make install`, the tarball and the Debian packages.
+# It never compiles.
+#
+#   install-c.sh [--uninstall] [--relocatable] [--only runtime|dev] \
+#                STAGE DESTDIR PREFIX LIBDIR
+#
+# STAGE   target/dist-stage/ARCH (libpayidem.so, libpayidem.a)
+# DESTDIR staging root prepended to every path ("" for none)
+# PREFIX  e.g. /usr/local; LIBDIR e.g. /usr/local/lib or /usr/lib/x86_64-linux-gnu
+#         (absolute, inside PREFIX)
+# --relocatable  payidem.pc and the CMake files find the prefix from their
+#                own location (for a tarball unpacked anywhere)
+# --only runtime the shared library and its SONAME link;
+# --only dev     the rest (header, .so link, .a, pkg-config files payidem and
+#                payidem-static, CMake package)
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+mode=install
+relocatable=0
+only=all
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --uninstall) mode=uninstall; shift ;;
+        --relocatable) relocatable=1; shift ;;
+        --only) only=$2; shift 2 ;;
+        --) shift; break ;;
+        -*) echo "install-c.sh: unknown option $1" >&2; exit 2 ;;
+        *) break ;;
+    esac
+done
+if [ $# -ne 4 ]; then
+    echo "usage: $0 [--uninstall] [--relocatable] [--only runtime|dev] STAGE DESTDIR PREFIX LIBDIR" >&2
+    exit 2
+fi
+stage=$1 destdir=$2 prefix=$3 libdir=$4
+case "$prefix$libdir" in /*) ;; *) echo "install-c.sh: PREFIX and LIBDIR must be absolute" >&2; exit 2 ;; esac
+case "$libdir/" in "$prefix"/*) ;; *) echo "install-c.sh: LIBDIR ($libdir) must be inside PREFIX ($prefix)" >&2; exit 2 ;; esac
+
+version="$(sed -n 's/^version = "\(.*\)"/\1/p' "$root/Cargo.toml" | head -n 1)"
+abi=0
+# The system libraries a program linking libpayidem.a statically needs (Rust
+# std's native-static-libs for Linux, glibc 2.17 names).
+static_libs="-lgcc_s -lutil -lrt -lpthread -lm -ldl -lc"
+includedir="$prefix/include"
+D="$destdir"
+
+runtime_files=("$libdir/libpayidem.so.$version" "$libdir/libpayidem.so.$abi")
+dev_files=("$libdir/libpayidem.so" "$libdir/libpayidem.a" "$includedir/payidem.h"
+    "$libdir/pkgconfig/payidem.pc" "$libdir/pkgconfig/payidem-static.pc"
+    "$libdir/cmake/payidem/payidemConfig.cmake"
+    "$libdir/cmake/payidem/payidemConfigVersion.cmake")
+
+if [ "$mode" = uninstall ]; then
+    files=()
+    [ "$only" != dev ] && files+=("${runtime_files[@]}")
+    [ "$only" != runtime ] && files+=("${dev_files[@]}")
+    for f in "${files[@]}"; do
+        if [ -e "$D$f" ] || [ -L "$D$f" ]; then rm -f "$D$f" && echo "removed $D$f"; fi
+    done
+    rmdir "$D$libdir/cmake/payidem" 2>/dev/null || true
+    exit 0
+fi
+
+for f in libpayidem.so libpayidem.a; do
+    if [ ! -f "$stage/$f" ]; then
+        echo "install-c.sh: $stage/$f is missing: build it first with 'make lib' (or 'make dist')" >&2
+        exit 1
+    fi
+done
+
+rel() { realpath -m --relative-to="$1" "$2"; }
+if [ "$relocatable" = 1 ]; then
+    pc_prefix="\${pcfiledir}/$(rel "$libdir/pkgconfig" "$prefix")"
+    pc_libdir="\${prefix}/$(rel "$prefix" "$libdir")"
+else
+    pc_prefix="$prefix"
+    pc_libdir="$libdir"
+fi
+
+if [ "$only" != dev ]; then
+    install -d "$D$libdir"
+    install -m 0644 "$stage/libpayidem.so" "$D$libdir/libpayidem.so.$version"
+    ln -sfn "libpayidem.so.$version" "$D$libdir/libpayidem.so.$abi"
+fi
+if [ "$only" != runtime ]; then
+    install -d "$D$libdir/pkgconfig" "$D$libdir/cmake/payidem" "$D$includedir"
+    ln -sfn "libpayidem.so.$abi" "$D$libdir/libpayidem.so"
+    install -m 0644 "$stage/libpayidem.a" "$D$libdir/libpayidem.a"
+    install -m 0644 "$root/include/payidem.h" "$D$includedir/payidem.h"
+    for pc in payidem payidem-static; do
+        sed -e "s|@PREFIX@|$pc_prefix|" -e "s|@LIBDIR_ABS@|$pc_libdir|" \
+            -e "s|@VERSION@|$version|" -e "s|@STATIC_LIBS@|$static_libs|" \
+            "$root/ffi/$pc.pc.in" > "$D$libdir/pkgconfig/$pc.pc"
+    done
+    cmake_libs="$(printf '%s' "$static_libs" | sed 's/-l//g; s/ /;/g')"
+    sed -e "s|@PREFIX_FROM_CMAKEDIR@|$(rel "$libdir/cmake/payidem" "$prefix")|" \
+        -e "s|@INCLUDEDIR@|$(rel "$prefix" "$includedir")|" \
+        -e "s|@LIBDIR@|$(rel "$prefix" "$libdir")|" \
+        -e "s|@ABI_VERSION@|$abi|g" -e "s|@STATIC_LIBS@|$cmake_libs|" \
+        "$root/ffi/cmake/payidemConfig.cmake.in" > "$D$libdir/cmake/payidem/payidemConfig.cmake"
+    IFS=. read -r major minor _ <<< "$version"
+    sed -e "s|@VERSION@|$version|g" -e "s|@VERSION_MAJOR@|$major|" -e "s|@VERSION_MINOR@|$minor|" \
+        "$root/ffi/cmake/payidemConfigVersion.cmake.in" > "$D$libdir/cmake/payidem/payidemConfigVersion.cmake"
+    chmod 0644 "$D$libdir/pkgconfig/"payidem*.pc "$D$libdir/cmake/payidem/"*.cmake
+fi

@@ -1,3 +1,5 @@
+//go:build cgo
+
 package payidem
 
 // The Go functions the C library calls back, through the trampolines in

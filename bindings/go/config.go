@@ -1,3 +1,5 @@
+//go:build cgo
+
 package payidem
 
 import (
@@ -6,8 +8,19 @@ import (
 	"time"
 )
 
+// JournalMemory, as Config.JournalPath, keeps the client's operations in
+// memory only.
+//
+// UNSAFE FOR PRODUCTION. Operations and their idempotency keys die with the
+// process: after a crash, a kill or a restart in the middle of a payment,
+// the operation cannot be resumed with its key, and paying the order again
+// gets a new key, so the card can be charged twice. Use it in tests only;
+// production services keep the durable default (JournalPath "") or name a
+// file on persistent storage.
+const JournalMemory = ":memory:"
+
 // Config configures a Client. Zero values take the library's defaults
-// (connect 5 s, request 30 s, 8 attempts, backoff 200 ms base and 10 s cap,
+// (the durable default journal, connect 5 s, request 30 s, 8 attempts, backoff 200 ms base and 10 s cap,
 // 60 s deadline per call, 48 h key retention, 7 days settled retention).
 type Config struct {
 	// BaseURL of the platform, e.g. "https://api.example.com" (required).
@@ -17,9 +30,18 @@ type Config struct {
 	// Secret of the key, 16..=1024 bytes (required). It is copied into the
 	// library and never shown; the caller may wipe its slice afterwards.
 	Secret []byte
-	// JournalPath is the SQLite journal, created if missing. "" or
-	// ":memory:" keeps operations in memory: they die with the process, so
-	// use a file in production.
+	// JournalPath is the SQLite journal file, created (mode 0600) if
+	// missing; its directory must exist.
+	//
+	// "" (the zero value) is the durable default journal of the user the
+	// process runs as: $XDG_STATE_HOME/payidem/journal.sqlite3 when
+	// XDG_STATE_HOME is an absolute path, else
+	// $HOME/.local/state/payidem/journal.sqlite3; missing directories are
+	// created 0700. With neither variable absolute, NewClient fails with
+	// ErrJournal: name a file.
+	//
+	// JournalMemory keeps operations in memory only. NOT FOR PRODUCTION:
+	// see JournalMemory.
 	JournalPath string
 	// ConnectTimeout bounds connecting; RequestTimeout one attempt's whole
 	// response.
@@ -78,7 +100,7 @@ type RetryBudget struct {
 type options struct {
 	BaseURL           string         `json:"base_url"`
 	KeyID             string         `json:"key_id"`
-	JournalPath       string         `json:"journal_path"`
+	JournalPath       string         `json:"journal_path,omitempty"`
 	ConnectTimeoutMS  uint64         `json:"connect_timeout_ms,omitempty"`
 	RequestTimeoutMS  uint64         `json:"request_timeout_ms,omitempty"`
 	Retry             *retryOptions  `json:"retry,omitempty"`
@@ -133,10 +155,9 @@ func ceilUnits(field string, d, unit time.Duration) (uint64, error) {
 
 // optionsJSON renders c as the library's options.
 func (c *Config) optionsJSON() ([]byte, error) {
+	// An empty JournalPath is omitted: the library then opens the durable
+	// default journal.
 	o := options{BaseURL: c.BaseURL, KeyID: c.KeyID, JournalPath: c.JournalPath}
-	if o.JournalPath == "" {
-		o.JournalPath = ":memory:"
-	}
 	var err error
 	ms := func(field string, d time.Duration) uint64 {
 		if err != nil {

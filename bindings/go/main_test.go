@@ -1,3 +1,5 @@
+//go:build cgo
+
 package payidem
 
 import (
@@ -30,14 +32,33 @@ var repoRoot, _ = filepath.Abs(filepath.Join("..", ".."))
 // mockBinary is the payidem-mock executable the tests start.
 var mockBinary string
 
+// testStateHome is the XDG_STATE_HOME of every test: a client with the
+// durable default journal writes there, never into the real home.
+var testStateHome string
+
 func TestMain(m *testing.M) {
+	os.Exit(runTests(m))
+}
+
+func runTests(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "payidem-go-state-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "temp XDG_STATE_HOME:", err)
+		return 2
+	}
+	defer os.RemoveAll(dir)
+	testStateHome = dir
+	if err := os.Setenv("XDG_STATE_HOME", dir); err != nil {
+		fmt.Fprintln(os.Stderr, "set XDG_STATE_HOME:", err)
+		return 2
+	}
 	bin, err := findOrBuildMock()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "payidem-mock:", err)
-		os.Exit(2)
+		return 2
 	}
 	mockBinary = bin
-	os.Exit(m.Run())
+	return m.Run()
 }
 
 // findOrBuildMock prefers $PAYIDEM_MOCK, then a release, then a debug
@@ -166,12 +187,14 @@ func (m *mock) assertOnePaymentEach(t testing.TB, orders []string) {
 	}
 }
 
-// fastConfig is a client configuration for the mock with short backoffs.
+// fastConfig is a client configuration for the mock with short backoffs and
+// a memory journal (each test's client starts empty).
 func fastConfig(url string) Config {
 	return Config{
 		BaseURL:        url,
 		KeyID:          mockKeyID,
 		Secret:         []byte(mockSecret),
+		JournalPath:    JournalMemory,
 		ConnectTimeout: 2 * time.Second,
 		RequestTimeout: 2 * time.Second,
 		MaxAttempts:    8,

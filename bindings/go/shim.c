@@ -1,3 +1,5 @@
+//go:build cgo
+
 #include "shim.h"
 #include "_cgo_export.h"
 

@@ -1,3 +1,5 @@
+//go:build cgo
+
 /* Trampolines between the C ABI's callbacks and the Go functions exported
  * in callbacks.go. Go hands C an integer (a runtime/cgo.Handle), never a Go
  * pointer; these functions turn it into the ABI's void *userdata and back. */

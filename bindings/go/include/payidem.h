@@ -1,0 +1,1502 @@
+/*
+ * payidem.h: the C ABI of payidem (protocol v1 request signing,
+ * verification and idempotent retries for a payment API).
+ *
+ * GENERATED FILE: do not edit. Produced by cbindgen from ffi/capi/src;
+ * regenerate with `make header`.
+ *
+ * Conventions (every function):
+ * - Opaque handles are created by *_new and released by *_free;
+ *   *_free(NULL) does nothing.
+ * - Fallible calls return payidem_result (PAYIDEM_OK = 0) and take a last
+ *   `payidem_error **err_out`, which may be NULL. When given, *err_out is
+ *   set to NULL on success and to a new error on failure; free it with
+ *   payidem_error_free.
+ * - Every pointer is checked: NULL where it is not allowed is
+ *   PAYIDEM_INVALID_ARGUMENT, and payidem_error_field names the parameter.
+ * - Strings are NUL-terminated UTF-8 (invalid UTF-8 is
+ *   PAYIDEM_INVALID_ARGUMENT naming the parameter). Buffers are a pointer
+ *   and a size_t length; NULL with length 0 is an empty buffer.
+ * - Outputs are written only on success, unless a function says otherwise.
+ * - Strings returned by accessors are borrowed from their handle and live
+ *   until it is freed.
+ * - No panic crosses the ABI: it becomes PAYIDEM_INTERNAL_ERROR.
+ * - Thread safety is stated per handle: payidem_client, payidem_verifier and
+ *   payidem_signer may be shared freely between threads; payidem_outcome,
+ *   payidem_error, payidem_signed_attempt and payidem_order_list have a
+ *   single owner at a time.
+ */
+
+#ifndef PAYIDEM_H
+#define PAYIDEM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/** Major version of the library (Cargo.toml). */
+#define PAYIDEM_VERSION_MAJOR 0
+/** Minor version of the library. */
+#define PAYIDEM_VERSION_MINOR 1
+/** Patch version of the library. */
+#define PAYIDEM_VERSION_PATCH 0
+/** The library's version as text; payidem_version() returns the linked one. */
+#define PAYIDEM_VERSION "0.1.0"
+/** Name of the header carrying the key id. */
+#define PAYIDEM_HEADER_API_KEY "X-Api-Key"
+/** Name of the header carrying the attempt's Unix seconds. */
+#define PAYIDEM_HEADER_TIMESTAMP "X-Timestamp"
+/** Name of the header carrying the attempt's one-time UUID v4. */
+#define PAYIDEM_HEADER_NONCE "X-Nonce"
+/** Name of the header carrying the HMAC-SHA256 signature. */
+#define PAYIDEM_HEADER_SIGNATURE "X-Signature"
+/** Name of the header carrying the operation's idempotency key. */
+#define PAYIDEM_HEADER_IDEMPOTENCY_KEY "Idempotency-Key"
+
+
+/**
+ * Bytes of `payidem_signed_headers.api_key`: a key id (at most 128) and
+ * its NUL.
+ */
+#define PAYIDEM_KEY_ID_BUF_LEN 129
+
+/**
+ * Bytes of a decimal Unix timestamp (at most 20 digits) and its NUL.
+ */
+#define PAYIDEM_TIMESTAMP_BUF_LEN 21
+
+/**
+ * Bytes of a nonce (36) and its NUL.
+ */
+#define PAYIDEM_NONCE_BUF_LEN 37
+
+/**
+ * Bytes of a signature (64 hex digits) and its NUL.
+ */
+#define PAYIDEM_SIGNATURE_BUF_LEN 65
+
+/**
+ * Bytes of a SHA-256 in hex (64) and its NUL.
+ */
+#define PAYIDEM_SHA256_HEX_BUF_LEN 65
+
+/**
+ * Bytes of an idempotency key (at most 255) and its NUL.
+ */
+#define PAYIDEM_IDEMPOTENCY_KEY_BUF_LEN 256
+
+/**
+ * Most headers one signed attempt carries (`X-Api-Key`, `X-Timestamp`,
+ * `X-Nonce`, `X-Signature`, `Idempotency-Key`).
+ */
+#define PAYIDEM_SIGNED_HEADERS_MAX 5
+
+/**
+ * The ABI version: the number in the SONAME (`libpayidem.so.0`). It changes
+ * only when a function, struct or code changes incompatibly.
+ */
+#define PAYIDEM_ABI_VERSION 0
+
+/**
+ * The result of every fallible call. `PAYIDEM_OK` (0) is success; codes 1 to
+ * 99 are exactly payidem's stable error codes (the same numbers and names in
+ * every binding); codes from 100 up exist only in the C ABI. A number is
+ * never reused or renumbered; new codes may be added, so treat an unknown
+ * one like `PAYIDEM_INTERNAL_ERROR`.
+ */
+enum payidem_result
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * Success.
+   */
+  PAYIDEM_OK = 0,
+  /**
+   * An argument broke its rule; `payidem_error_field` names it.
+   */
+  PAYIDEM_INVALID_ARGUMENT = 1,
+  /**
+   * The idempotency key was used with another request. Never retried.
+   */
+  PAYIDEM_IDEMPOTENCY_CONFLICT = 2,
+  /**
+   * The platform refused the operation with a final answer (status and
+   * body in the error).
+   */
+  PAYIDEM_REJECTED = 3,
+  /**
+   * The operation may or may not have happened; its key is kept and it
+   * can be resumed.
+   */
+  PAYIDEM_OUTCOME_UNKNOWN = 4,
+  /**
+   * The outcome is unknown and the key is past the platform's retention:
+   * the operation is never sent again.
+   */
+  PAYIDEM_KEY_EXPIRED = 5,
+  /**
+   * Another call is driving the same operation right now.
+   */
+  PAYIDEM_OPERATION_BUSY = 6,
+  /**
+   * A network failure before anything reached the platform.
+   */
+  PAYIDEM_TRANSPORT_ERROR = 7,
+  /**
+   * The journal could not be opened, read or written.
+   */
+  PAYIDEM_JOURNAL_ERROR = 8,
+  /**
+   * Verification: a signature header is missing, repeated or malformed.
+   */
+  PAYIDEM_MISSING_SIGNATURE = 9,
+  /**
+   * Verification: the key id is not known.
+   */
+  PAYIDEM_UNKNOWN_API_KEY = 10,
+  /**
+   * Verification: the timestamp is outside the window.
+   */
+  PAYIDEM_TIMESTAMP_OUT_OF_WINDOW = 11,
+  /**
+   * Verification: the signature does not match.
+   */
+  PAYIDEM_INVALID_SIGNATURE = 12,
+  /**
+   * Verification: the nonce was already used inside the window.
+   */
+  PAYIDEM_NONCE_REUSED = 13,
+  /**
+   * Verification: the replay cache is full and fails closed.
+   */
+  PAYIDEM_REPLAY_CACHE_FULL = 14,
+  /**
+   * Verification: a POST carried no `Idempotency-Key`.
+   */
+  PAYIDEM_IDEMPOTENCY_KEY_REQUIRED = 15,
+  /**
+   * A bug inside payidem (a panic caught at the boundary). Never expected.
+   */
+  PAYIDEM_INTERNAL_ERROR = 16,
+  /**
+   * The caller cancelled the call; the operation keeps its key.
+   */
+  PAYIDEM_CANCELLED = 17,
+  /**
+   * C ABI only: the caller's buffer is too small; the error message and
+   * the call's length output say how much is needed.
+   */
+  PAYIDEM_BUFFER_TOO_SMALL = 100,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum payidem_result payidem_result;
+#else
+typedef uint32_t payidem_result;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * The kind of an attempt.
+ */
+enum payidem_attempt_kind
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * The operation's own request (same method, path, body and key every
+   * time).
+   */
+  PAYIDEM_ATTEMPT_KIND_OPERATION = 1,
+  /**
+   * A signed GET of the operation's status path.
+   */
+  PAYIDEM_ATTEMPT_KIND_STATUS_QUERY = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum payidem_attempt_kind payidem_attempt_kind;
+#else
+typedef uint32_t payidem_attempt_kind;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * What the client does after an attempt.
+ */
+enum payidem_next_action
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * The call settled.
+   */
+  PAYIDEM_NEXT_SETTLE = 1,
+  /**
+   * Retry at once with a fresh signature.
+   */
+  PAYIDEM_NEXT_RETRY_NOW = 2,
+  /**
+   * Retry after a backoff or `Retry-After`.
+   */
+  PAYIDEM_NEXT_RETRY_LATER = 3,
+  /**
+   * Adjust the clock offset and retry at once.
+   */
+  PAYIDEM_NEXT_ADJUST_CLOCK = 4,
+  /**
+   * Query the operation's status.
+   */
+  PAYIDEM_NEXT_QUERY_STATUS = 5,
+  /**
+   * Query the status again after a backoff.
+   */
+  PAYIDEM_NEXT_QUERY_LATER = 6,
+  /**
+   * Give up: attempts, deadline or budget exhausted.
+   */
+  PAYIDEM_NEXT_GIVE_UP = 7,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum payidem_next_action payidem_next_action;
+#else
+typedef uint32_t payidem_next_action;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * Where an operation stands in the journal.
+ */
+enum payidem_operation_state
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * Not in the journal.
+   */
+  PAYIDEM_STATE_NOT_FOUND = 0,
+  /**
+   * Prepared; nothing sent, so nothing can have happened.
+   */
+  PAYIDEM_STATE_PENDING = 1,
+  /**
+   * An attempt may have reached the platform and the call has not ended
+   * (or the process died during it).
+   */
+  PAYIDEM_STATE_IN_FLIGHT = 2,
+  /**
+   * A call ended without learning the outcome; resumable.
+   */
+  PAYIDEM_STATE_UNKNOWN = 3,
+  /**
+   * Settled: the platform answered 2xx.
+   */
+  PAYIDEM_STATE_SUCCEEDED = 4,
+  /**
+   * Settled: the platform refused it with a final answer.
+   */
+  PAYIDEM_STATE_REJECTED = 5,
+  /**
+   * Settled: the platform reported an idempotency conflict.
+   */
+  PAYIDEM_STATE_CONFLICT = 6,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum payidem_operation_state payidem_operation_state;
+#else
+typedef uint32_t payidem_operation_state;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * What to do after one attempt.
+ */
+enum payidem_decision_kind
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * Settled with this 2xx response; see `replayed`.
+   */
+  PAYIDEM_DECISION_DONE = 1,
+  /**
+   * Fails for good; `failure` is `PAYIDEM_IDEMPOTENCY_CONFLICT` (never
+   * retried, never re-keyed) or `PAYIDEM_REJECTED`.
+   */
+  PAYIDEM_DECISION_FAIL = 2,
+  /**
+   * Re-sign with a fresh nonce and timestamp and retry at once.
+   */
+  PAYIDEM_DECISION_RETRY_NOW = 3,
+  /**
+   * Retry after a full-jitter backoff; `unknown` tells whether the
+   * attempt may have taken effect (then, if retries run out, the outcome
+   * is unknown: keep the key).
+   */
+  PAYIDEM_DECISION_RETRY_BACKOFF = 4,
+  /**
+   * Retry after `seconds` (the platform's `Retry-After`).
+   */
+  PAYIDEM_DECISION_RETRY_AFTER = 5,
+  /**
+   * Take the clock offset from `server_time` and retry once at once.
+   */
+  PAYIDEM_DECISION_ADJUST_CLOCK_RETRY = 6,
+  /**
+   * The outcome is unknown: query the operation's status first.
+   */
+  PAYIDEM_DECISION_QUERY_STATUS = 7,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum payidem_decision_kind payidem_decision_kind;
+#else
+typedef uint32_t payidem_decision_kind;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * What one attempt produced (input of `payidem_decide`, passed as
+ * `uint32_t`).
+ */
+enum payidem_attempt_outcome
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * An HTTP response came back (give its status, error code and headers).
+   */
+  PAYIDEM_ATTEMPT_RESPONSE = 1,
+  /**
+   * The request was never sent (connection refused, DNS or TLS failure
+   * before the request): nothing reached the platform.
+   */
+  PAYIDEM_ATTEMPT_NOT_SENT = 2,
+  /**
+   * The request was sent, or may have been, and no response came back
+   * (timeout, reset).
+   */
+  PAYIDEM_ATTEMPT_SENT_NO_RESPONSE = 3,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum payidem_attempt_outcome payidem_attempt_outcome;
+#else
+typedef uint32_t payidem_attempt_outcome;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * Runs business operations against the platform, one idempotency key per
+ * operation, keeping each operation's key and frozen body in a journal.
+ *
+ * Share freely: every function taking a `const payidem_client *` may be
+ * called from any number of threads at once. Two calls never drive the
+ * same operation at once; the second gets `PAYIDEM_OPERATION_BUSY`.
+ */
+typedef struct payidem_client payidem_client;
+
+/**
+ * An error: a stable code, a message for people, and the context the code
+ * calls for (the invalid field, the platform's status and body, the
+ * operation's order id and idempotency key). Never holds a secret.
+ *
+ * Single owner: created by a failing call, freed with `payidem_error_free`;
+ * it may move between threads but must not be used by two at once.
+ */
+typedef struct payidem_error payidem_error;
+
+/**
+ * A list of order ids (from `payidem_client_list_unknown`).
+ *
+ * Single owner: it may move between threads but must not be used by two at
+ * once; free it with `payidem_order_list_free`.
+ */
+typedef struct payidem_order_list payidem_order_list;
+
+/**
+ * The settled outcome of an operation: the platform's 2xx answer (status,
+ * headers, body), the order id, the idempotency key and the attempts made.
+ *
+ * Single owner: it may move between threads but must not be used by two at
+ * once; free it with `payidem_outcome_free`.
+ */
+typedef struct payidem_outcome payidem_outcome;
+
+/**
+ * The signed headers of one attempt, in a fixed order: `X-Api-Key`,
+ * `X-Timestamp`, `X-Nonce`, `X-Signature`, then `Idempotency-Key` when the
+ * request carries one.
+ *
+ * Single owner: it may move between threads but must not be used by two at
+ * once; free it with `payidem_signed_attempt_free`.
+ */
+typedef struct payidem_signed_attempt payidem_signed_attempt;
+
+/**
+ * Signs attempts with one key id and secret. The secret is kept only as
+ * keyed HMAC state, wiped when the signer is freed, and never shown.
+ *
+ * Share freely: every function taking a `const payidem_signer *` may be
+ * called from any number of threads at once.
+ */
+typedef struct payidem_signer payidem_signer;
+
+/**
+ * Verifies signed requests for a set of key ids and refuses replays.
+ *
+ * Share freely: every function may be called from any number of threads
+ * at once (verifications run concurrently; `payidem_verifier_add_key`
+ * waits for running verifications). Secrets are wiped on free.
+ */
+typedef struct payidem_verifier payidem_verifier;
+
+/**
+ * One attempt's event, for logs and metrics. Holds no secret and no body.
+ * Every pointer is borrowed and valid only during the callback.
+ */
+typedef struct payidem_attempt_event {
+  /**
+   * The operation's order id.
+   */
+  const char *order_id;
+  /**
+   * The operation's idempotency key.
+   */
+  const char *idempotency_key;
+  /**
+   * The attempt's number over every call of the operation (1 = first).
+   */
+  uint32_t attempt;
+  /**
+   * The operation's own request or a status query.
+   */
+  payidem_attempt_kind kind;
+  /**
+   * What the client does next.
+   */
+  payidem_next_action next;
+  /**
+   * The HTTP status; 0 when no response came.
+   */
+  uint16_t http_status;
+  /**
+   * Whether the platform replayed a stored answer.
+   */
+  bool replayed;
+  /**
+   * Whether `wait_ms` holds a wait before the next attempt.
+   */
+  bool has_wait;
+  /**
+   * The wait before the next attempt, in milliseconds.
+   */
+  uint64_t wait_ms;
+  /**
+   * How long the attempt took, in microseconds.
+   */
+  uint64_t duration_us;
+  /**
+   * The response's error code; NULL when none.
+   */
+  const char *error_code;
+  /**
+   * The transport failure; NULL when a response came.
+   */
+  const char *transport_error;
+} payidem_attempt_event;
+
+/**
+ * Receives every attempt's event, on the thread that made the attempt.
+ * `userdata` is the pointer given to `payidem_client_set_event_callback`.
+ */
+typedef void (*payidem_event_callback)(void *userdata, const struct payidem_attempt_event *event);
+
+/**
+ * Polled before every attempt and during waits (about every 20 ms) on the
+ * calling thread; a non-zero return cancels the call.
+ */
+typedef int (*payidem_cancel_callback)(void *userdata);
+
+/**
+ * One HTTP header: a name and a value, both NUL-terminated. Names compare
+ * ASCII case-insensitively. Bytes that are not UTF-8 are read lossily
+ * (such a value can never satisfy a protocol rule).
+ */
+typedef struct payidem_header {
+  /**
+   * The header's name, e.g. `"X-Nonce"`; never NULL.
+   */
+  const char *name;
+  /**
+   * The header's value; never NULL (use `""` for an empty value).
+   */
+  const char *value;
+} payidem_header;
+
+/**
+ * The decision of `payidem_decide`. Fields that do not apply to `kind` are
+ * 0 / false.
+ */
+typedef struct payidem_decision {
+  /**
+   * What to do.
+   */
+  payidem_decision_kind kind;
+  /**
+   * For `PAYIDEM_DECISION_FAIL`: `PAYIDEM_IDEMPOTENCY_CONFLICT` or
+   * `PAYIDEM_REJECTED`; `PAYIDEM_OK` otherwise.
+   */
+  payidem_result failure;
+  /**
+   * For `PAYIDEM_DECISION_DONE`: the platform replayed a stored answer.
+   */
+  bool replayed;
+  /**
+   * For `PAYIDEM_DECISION_RETRY_BACKOFF`: the attempt may have taken
+   * effect.
+   */
+  bool unknown;
+  /**
+   * For `PAYIDEM_DECISION_RETRY_AFTER`: seconds to wait.
+   */
+  uint64_t seconds;
+  /**
+   * For `PAYIDEM_DECISION_ADJUST_CLOCK_RETRY`: the server's clock, Unix
+   * seconds.
+   */
+  uint64_t server_time;
+} payidem_decision;
+
+/**
+ * The signed header values of one attempt written into caller memory, with
+ * no allocation. Each field is NUL-terminated; `idempotency_key` is `""`
+ * when the request carries none (then send four headers, not five).
+ */
+typedef struct payidem_signed_headers {
+  /**
+   * The `X-Api-Key` value.
+   */
+  char api_key[PAYIDEM_KEY_ID_BUF_LEN];
+  /**
+   * The `X-Timestamp` value.
+   */
+  char timestamp[PAYIDEM_TIMESTAMP_BUF_LEN];
+  /**
+   * The `X-Nonce` value.
+   */
+  char nonce[PAYIDEM_NONCE_BUF_LEN];
+  /**
+   * The `X-Signature` value.
+   */
+  char signature[PAYIDEM_SIGNATURE_BUF_LEN];
+  /**
+   * The `Idempotency-Key` value, or `""` for none.
+   */
+  char idempotency_key[PAYIDEM_IDEMPOTENCY_KEY_BUF_LEN];
+} payidem_signed_headers;
+
+#ifdef __cplusplus
+extern "C" {
+#endif // __cplusplus
+
+/**
+ * Creates a client from `options_json`, a JSON object, and the key's
+ * `secret` (16..=1024 bytes; copied into keyed MAC state, wiped on free).
+ * Opens (or creates) the journal and purges settled operations older than
+ * the settled retention.
+ *
+ * Options (unknown keys are `PAYIDEM_INVALID_ARGUMENT` naming them, e.g.
+ * `"retry.bogus"`; every number is a non-negative integer):
+ * - `base_url` (string, required): e.g. `"https://api.example.com"`; a
+ *   path prefix is allowed, no query.
+ * - `key_id` (string, required): sent in `X-Api-Key`.
+ * - `journal_path` (string): SQLite file, created 0600 if missing (its
+ *   directory must exist); `":memory:"` for a memory journal (operations
+ *   die with the process: tests only, never production). Absent or `""`:
+ *   the durable default `$XDG_STATE_HOME/payidem/journal.sqlite3`, or
+ *   `$HOME/.local/state/payidem/journal.sqlite3`, its directories created
+ *   0700.
+ * - `connect_timeout_ms` (default 5000), `request_timeout_ms` (one
+ *   attempt's whole response, default 30000): both above 0.
+ * - `retry`: object with `base_ms` (200), `cap_ms` (10000), `max_attempts`
+ *   (8, at least 1), `deadline_ms` (60000, above 0; per call).
+ * - `retry_budget`: object with `capacity` (500), `retry_cost` (5),
+ *   `timeout_cost` (10), `success_refund` (1): tokens shared by all calls.
+ * - `key_retention_s` (172800 = 48 h, 1..=172800): an unknown operation
+ *   whose key is older is never POSTed again (`PAYIDEM_KEY_EXPIRED`).
+ * - `settled_retention_s` (604800 = 7 days): settled operations older than
+ *   this are purged from the journal.
+ *
+ * Ownership: on success `*client_out` receives a new client the caller
+ * frees with `payidem_client_free`; the inputs are only read.
+ * NULL: `options_json`, `secret` and `client_out` must not be NULL;
+ * `err_out` may be NULL.
+ * Threads: safe from any thread.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `options_json` (not a JSON
+ * object), an option (missing, mistyped, unknown or out of range, e.g.
+ * `base_url`, `retry.max_attempts`, `key_retention_s`), `key_id`, `secret`
+ * or `client_out`; `PAYIDEM_JOURNAL_ERROR` when the journal cannot be opened.
+ */
+payidem_result payidem_client_new(const char *options_json,
+                                  const uint8_t *secret,
+                                  size_t secret_len,
+                                  struct payidem_client **client_out,
+                                  struct payidem_error **err_out);
+
+/**
+ * Sets (or, with `callback` NULL, removes) the function that receives
+ * every attempt's event, with `userdata` as its first argument. It runs on
+ * whichever thread made the attempt, so it and `userdata` must be safe to
+ * use from every thread calling the client. Once this function returns, no
+ * call of the previous callback is running or will start. The callback
+ * runs under a lock that this function takes exclusively, so it must not
+ * call `payidem_client_set_event_callback`, nor start a call that makes
+ * attempts on the same client (`payidem_client_execute`,
+ * `payidem_client_resume` and their `_with_deadline` forms): either can
+ * deadlock. It may call any other function.
+ *
+ * Ownership: `userdata` stays the caller's; it must outlive its
+ * registration.
+ * NULL: `client` must not be NULL (nothing happens); `callback` and
+ * `userdata` may be NULL.
+ * Threads: safe at any time; it waits for a running callback to return.
+ * Errors: none.
+ */
+void payidem_client_set_event_callback(const struct payidem_client *client,
+                                       payidem_event_callback callback,
+                                       void *userdata);
+
+/**
+ * Runs one business operation to a settled outcome: `method` `path` with
+ * the exact `body`, keyed by `idempotency_key` (NULL for the default
+ * `create-{order_id}`), with `status_path` (NULL when none) as the signed
+ * GET that tells whether it landed. The operation is journaled before
+ * anything is sent; an order id already in the journal with the same
+ * request continues that operation (a settled one answers from the journal
+ * without any network call).
+ *
+ * Ownership: on success `*outcome_out` receives a new outcome the caller
+ * frees with `payidem_outcome_free`; the inputs are only read (the body is
+ * copied into the journal).
+ * NULL: `client`, `order_id`, `method`, `path` and `outcome_out` must not
+ * be NULL; `body` may be NULL when `body_len` is 0; `idempotency_key`,
+ * `status_path` and `err_out` may be NULL.
+ * Threads: safe from any number of threads on one client.
+ * Errors: `PAYIDEM_REJECTED` (status and body in the error),
+ * `PAYIDEM_IDEMPOTENCY_CONFLICT`, `PAYIDEM_OUTCOME_UNKNOWN` (resumable:
+ * order id and key in the error), `PAYIDEM_KEY_EXPIRED`,
+ * `PAYIDEM_TRANSPORT_ERROR` (nothing reached the platform; key kept),
+ * `PAYIDEM_OPERATION_BUSY`, `PAYIDEM_JOURNAL_ERROR`,
+ * `PAYIDEM_INVALID_ARGUMENT` naming `client`, `order_id`, `method`,
+ * `path`, `body`, `idempotency_key`, `status_path` or `outcome_out`.
+ */
+payidem_result payidem_client_execute(const struct payidem_client *client,
+                                      const char *order_id,
+                                      const char *method,
+                                      const char *path,
+                                      const uint8_t *body,
+                                      size_t body_len,
+                                      const char *idempotency_key,
+                                      const char *status_path,
+                                      struct payidem_outcome **outcome_out,
+                                      struct payidem_error **err_out);
+
+/**
+ * `payidem_client_execute` with a per-call deadline and a cancellation
+ * hook. `deadline_ms` (0 for none) shortens the client's retry deadline
+ * for this call. `cancel` (NULL for none) is polled with `cancel_userdata`
+ * on the calling thread before every attempt and during waits; when it
+ * returns non-zero the call ends with `PAYIDEM_CANCELLED` and the
+ * operation keeps its key (resume it if an attempt may have landed).
+ *
+ * Ownership: as `payidem_client_execute`; `cancel_userdata` stays the
+ * caller's.
+ * NULL: as `payidem_client_execute`; `cancel` and `cancel_userdata` may be
+ * NULL.
+ * Threads: safe from any number of threads on one client.
+ * Errors: those of `payidem_client_execute`, and `PAYIDEM_CANCELLED`
+ * (order id and key in the error); a deadline that runs out ends as the
+ * call would when its retries run out (e.g. `PAYIDEM_OUTCOME_UNKNOWN`).
+ */
+payidem_result payidem_client_execute_with_deadline(const struct payidem_client *client,
+                                                    const char *order_id,
+                                                    const char *method,
+                                                    const char *path,
+                                                    const uint8_t *body,
+                                                    size_t body_len,
+                                                    const char *idempotency_key,
+                                                    const char *status_path,
+                                                    uint64_t deadline_ms,
+                                                    payidem_cancel_callback cancel,
+                                                    void *cancel_userdata,
+                                                    struct payidem_outcome **outcome_out,
+                                                    struct payidem_error **err_out);
+
+/**
+ * Drives an unsettled operation of the journal again with its own key and
+ * body (after a crash, or after `PAYIDEM_OUTCOME_UNKNOWN`); a settled one
+ * answers its stored outcome.
+ *
+ * Ownership: on success `*outcome_out` receives a new outcome the caller
+ * frees with `payidem_outcome_free`.
+ * NULL: `client`, `order_id` and `outcome_out` must not be NULL; `err_out`
+ * may be NULL.
+ * Threads: safe from any number of threads on one client.
+ * Errors: those of `payidem_client_execute`; `PAYIDEM_INVALID_ARGUMENT`
+ * naming `order_id` also when the journal does not hold it.
+ */
+payidem_result payidem_client_resume(const struct payidem_client *client,
+                                     const char *order_id,
+                                     struct payidem_outcome **outcome_out,
+                                     struct payidem_error **err_out);
+
+/**
+ * `payidem_client_resume` with a per-call deadline (0 for none) and a
+ * cancellation hook, as in `payidem_client_execute_with_deadline`.
+ *
+ * Ownership: as `payidem_client_resume`; `cancel_userdata` stays the
+ * caller's.
+ * NULL: as `payidem_client_resume`; `cancel` and `cancel_userdata` may be
+ * NULL.
+ * Threads: safe from any number of threads on one client.
+ * Errors: those of `payidem_client_resume`, and `PAYIDEM_CANCELLED`.
+ */
+payidem_result payidem_client_resume_with_deadline(const struct payidem_client *client,
+                                                   const char *order_id,
+                                                   uint64_t deadline_ms,
+                                                   payidem_cancel_callback cancel,
+                                                   void *cancel_userdata,
+                                                   struct payidem_outcome **outcome_out,
+                                                   struct payidem_error **err_out);
+
+/**
+ * The journal's record of an operation: `*found_out` tells whether it
+ * exists; when it does, `*state_out` and `*attempts_out` receive its state
+ * and attempts so far, otherwise `PAYIDEM_STATE_NOT_FOUND` and 0.
+ *
+ * Ownership: the outputs are caller memory, written only on success.
+ * NULL: `client`, `order_id`, `found_out`, `state_out` and `attempts_out`
+ * must not be NULL; `err_out` may be NULL.
+ * Threads: safe from any number of threads on one client.
+ * Errors: `PAYIDEM_JOURNAL_ERROR`; `PAYIDEM_INVALID_ARGUMENT` naming
+ * `client`, `order_id`, `found_out`, `state_out` or `attempts_out`.
+ */
+payidem_result payidem_client_status(const struct payidem_client *client,
+                                     const char *order_id,
+                                     bool *found_out,
+                                     payidem_operation_state *state_out,
+                                     uint32_t *attempts_out,
+                                     struct payidem_error **err_out);
+
+/**
+ * The order ids of operations whose outcome is unknown (in flight when a
+ * process died, or ended as `PAYIDEM_OUTCOME_UNKNOWN`), oldest first:
+ * resume each with `payidem_client_resume`.
+ *
+ * Ownership: on success `*list_out` receives a new list the caller frees
+ * with `payidem_order_list_free`.
+ * NULL: `client` and `list_out` must not be NULL; `err_out` may be NULL.
+ * Threads: safe from any number of threads on one client.
+ * Errors: `PAYIDEM_JOURNAL_ERROR`; `PAYIDEM_INVALID_ARGUMENT` naming
+ * `client` or `list_out`.
+ */
+payidem_result payidem_client_list_unknown(const struct payidem_client *client,
+                                           struct payidem_order_list **list_out,
+                                           struct payidem_error **err_out);
+
+/**
+ * Frees a client, closing its journal and wiping its secret.
+ *
+ * Ownership: takes `client`.
+ * NULL: `client` may be NULL (nothing happens).
+ * Threads: no call on `client` may be running or start.
+ * Errors: none.
+ */
+void payidem_client_free(struct payidem_client *client);
+
+/**
+ * The error's code; `PAYIDEM_OK` for a NULL error (no error).
+ *
+ * Ownership: borrows `err`.
+ * NULL: `err` may be NULL.
+ * Threads: read-only; safe while no other thread frees `err`.
+ * Errors: none.
+ */
+payidem_result payidem_error_code(const struct payidem_error *err);
+
+/**
+ * The error's message for people: NUL-terminated UTF-8 that starts with the
+ * field's name for `PAYIDEM_INVALID_ARGUMENT`. Never holds a secret.
+ *
+ * Ownership: borrowed from `err`; valid until `payidem_error_free(err)`.
+ * NULL: `err` may be NULL, giving NULL.
+ * Threads: read-only; safe while no other thread frees `err`.
+ * Errors: none.
+ */
+const char *payidem_error_message(const struct payidem_error *err);
+
+/**
+ * The name of the invalid argument or option (e.g. `"path"`,
+ * `"retry.base_ms"`), for `PAYIDEM_INVALID_ARGUMENT` and
+ * `PAYIDEM_BUFFER_TOO_SMALL`; NULL otherwise.
+ *
+ * Ownership: borrowed from `err`; valid until `payidem_error_free(err)`.
+ * NULL: `err` may be NULL, giving NULL.
+ * Threads: read-only; safe while no other thread frees `err`.
+ * Errors: none.
+ */
+const char *payidem_error_field(const struct payidem_error *err);
+
+/**
+ * The HTTP status: the platform's answer for `PAYIDEM_REJECTED` (and a
+ * conflict answered by the platform), or the status a verifier answers
+ * with for a verification failure (401, 409, 503, 400); 0 when none.
+ *
+ * Ownership: borrows `err`.
+ * NULL: `err` may be NULL, giving 0.
+ * Threads: read-only; safe while no other thread frees `err`.
+ * Errors: none.
+ */
+uint16_t payidem_error_http_status(const struct payidem_error *err);
+
+/**
+ * The platform's response body, for `PAYIDEM_REJECTED` and a conflict
+ * answered by the platform. Returns true and sets `*body_out` and
+ * `*len_out` when there is one; returns false and leaves them untouched
+ * otherwise. The bytes are not NUL-terminated.
+ *
+ * Ownership: the bytes are borrowed from `err`; valid until
+ * `payidem_error_free(err)`.
+ * NULL: `err` may be NULL (false); `body_out` and `len_out` must not be
+ * NULL (false).
+ * Threads: read-only; safe while no other thread frees `err`.
+ * Errors: none.
+ */
+bool payidem_error_body(const struct payidem_error *err, const uint8_t **body_out, size_t *len_out);
+
+/**
+ * The operation's order id, when the error concerns one operation
+ * (`PAYIDEM_OUTCOME_UNKNOWN`, `PAYIDEM_KEY_EXPIRED`, `PAYIDEM_CANCELLED`,
+ * ...); NULL otherwise.
+ *
+ * Ownership: borrowed from `err`; valid until `payidem_error_free(err)`.
+ * NULL: `err` may be NULL, giving NULL.
+ * Threads: read-only; safe while no other thread frees `err`.
+ * Errors: none.
+ */
+const char *payidem_error_order_id(const struct payidem_error *err);
+
+/**
+ * The operation's idempotency key, when the error concerns one operation;
+ * NULL otherwise. Resume the operation with the same order id: the key is
+ * kept by the journal.
+ *
+ * Ownership: borrowed from `err`; valid until `payidem_error_free(err)`.
+ * NULL: `err` may be NULL, giving NULL.
+ * Threads: read-only; safe while no other thread frees `err`.
+ * Errors: none.
+ */
+const char *payidem_error_idempotency_key(const struct payidem_error *err);
+
+/**
+ * The server's clock (Unix seconds), for
+ * `PAYIDEM_TIMESTAMP_OUT_OF_WINDOW` from a verifier. Returns true and sets
+ * `*server_time_out` when known; false otherwise.
+ *
+ * Ownership: borrows `err`.
+ * NULL: `err` may be NULL (false); `server_time_out` must not be NULL
+ * (false).
+ * Threads: read-only; safe while no other thread frees `err`.
+ * Errors: none.
+ */
+bool payidem_error_server_time(const struct payidem_error *err, uint64_t *server_time_out);
+
+/**
+ * Frees an error.
+ *
+ * Ownership: takes `err`; every string and buffer borrowed from it dies.
+ * NULL: `err` may be NULL (nothing happens).
+ * Threads: the caller must own `err`; free it once.
+ * Errors: none.
+ */
+void payidem_error_free(struct payidem_error *err);
+
+/**
+ * The platform's HTTP status (2xx); 0 for a NULL outcome.
+ *
+ * Ownership: borrows `outcome`.
+ * NULL: `outcome` may be NULL, giving 0.
+ * Threads: read-only; not while another thread frees `outcome`.
+ * Errors: none.
+ */
+uint16_t payidem_outcome_http_status(const struct payidem_outcome *outcome);
+
+/**
+ * The response body: sets `*body_out` and `*len_out` (the bytes are not
+ * NUL-terminated; an empty body gives a non-NULL pointer and 0) and returns
+ * true; returns false and leaves them untouched for NULL arguments.
+ *
+ * Ownership: the bytes are borrowed from `outcome`, valid until
+ * `payidem_outcome_free(outcome)`.
+ * NULL: none of the arguments may be NULL (false).
+ * Threads: read-only; not while another thread frees `outcome`.
+ * Errors: none.
+ */
+bool payidem_outcome_body(const struct payidem_outcome *outcome,
+                          const uint8_t **body_out,
+                          size_t *len_out);
+
+/**
+ * Whether the platform replayed a stored answer (`Idempotent-Replayed:
+ * true`): the operation had already happened, exactly once.
+ *
+ * Ownership: borrows `outcome`.
+ * NULL: `outcome` may be NULL, giving false.
+ * Threads: read-only; not while another thread frees `outcome`.
+ * Errors: none.
+ */
+bool payidem_outcome_replayed(const struct payidem_outcome *outcome);
+
+/**
+ * The operation's idempotency key.
+ *
+ * Ownership: borrowed from `outcome`, valid until it is freed.
+ * NULL: `outcome` may be NULL, giving NULL.
+ * Threads: read-only; not while another thread frees `outcome`.
+ * Errors: none.
+ */
+const char *payidem_outcome_idempotency_key(const struct payidem_outcome *outcome);
+
+/**
+ * The operation's order id.
+ *
+ * Ownership: borrowed from `outcome`, valid until it is freed.
+ * NULL: `outcome` may be NULL, giving NULL.
+ * Threads: read-only; not while another thread frees `outcome`.
+ * Errors: none.
+ */
+const char *payidem_outcome_order_id(const struct payidem_outcome *outcome);
+
+/**
+ * Attempts made over every call of the operation (status queries
+ * included); 0 for a NULL outcome.
+ *
+ * Ownership: borrows `outcome`.
+ * NULL: `outcome` may be NULL, giving 0.
+ * Threads: read-only; not while another thread frees `outcome`.
+ * Errors: none.
+ */
+uint32_t payidem_outcome_attempts(const struct payidem_outcome *outcome);
+
+/**
+ * How many response headers the outcome kept; 0 for a NULL outcome.
+ *
+ * Ownership: borrows `outcome`.
+ * NULL: `outcome` may be NULL, giving 0.
+ * Threads: read-only; not while another thread frees `outcome`.
+ * Errors: none.
+ */
+size_t payidem_outcome_header_count(const struct payidem_outcome *outcome);
+
+/**
+ * The response header at `index` (0-based, in the order received).
+ *
+ * Ownership: `*name_out` and `*value_out` are borrowed from `outcome`,
+ * valid until `payidem_outcome_free(outcome)`.
+ * NULL: `outcome`, `name_out` and `value_out` must not be NULL; `err_out`
+ * may be NULL.
+ * Threads: read-only; not while another thread frees `outcome`.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `outcome`, `index` (out of
+ * range), `name_out` or `value_out`.
+ */
+payidem_result payidem_outcome_header_at(const struct payidem_outcome *outcome,
+                                         size_t index,
+                                         const char **name_out,
+                                         const char **value_out,
+                                         struct payidem_error **err_out);
+
+/**
+ * Frees an outcome.
+ *
+ * Ownership: takes `outcome`; every string and buffer borrowed from it dies.
+ * NULL: `outcome` may be NULL (nothing happens).
+ * Threads: the caller must own `outcome`; free it once.
+ * Errors: none.
+ */
+void payidem_outcome_free(struct payidem_outcome *outcome);
+
+/**
+ * How many order ids the list holds; 0 for a NULL list.
+ *
+ * Ownership: borrows `list`.
+ * NULL: `list` may be NULL, giving 0.
+ * Threads: read-only; not while another thread frees `list`.
+ * Errors: none.
+ */
+size_t payidem_order_list_len(const struct payidem_order_list *list);
+
+/**
+ * The order id at `index` (0-based, oldest operation first); NULL when
+ * `index` is out of range.
+ *
+ * Ownership: borrowed from `list`, valid until `payidem_order_list_free`.
+ * NULL: `list` may be NULL, giving NULL.
+ * Threads: read-only; not while another thread frees `list`.
+ * Errors: none (NULL for an index out of range).
+ */
+const char *payidem_order_list_get(const struct payidem_order_list *list, size_t index);
+
+/**
+ * Frees a list of order ids.
+ *
+ * Ownership: takes `list`; every string borrowed from it dies.
+ * NULL: `list` may be NULL (nothing happens).
+ * Threads: the caller must own `list`; free it once.
+ * Errors: none.
+ */
+void payidem_order_list_free(struct payidem_order_list *list);
+
+/**
+ * The protocol's decision (section 4) after one attempt. `outcome` is a
+ * `payidem_attempt_outcome` value; for `PAYIDEM_ATTEMPT_RESPONSE` give the
+ * `status`, the body's `error.code` (`error_code`, NULL when none; see
+ * `payidem_error_code_from_body`) and the response `headers`; otherwise
+ * they are ignored. `has_status_path` tells whether the operation's status
+ * can be queried; `now` (Unix seconds) resolves a `Retry-After` date.
+ *
+ * Ownership: `*decision_out` is caller memory, written only on success;
+ * every input is only read.
+ * NULL: `decision_out` must not be NULL; `error_code` may be NULL;
+ * `headers` may be NULL when `header_count` is 0, and no header's `name`
+ * or `value` may be NULL; `err_out` may be NULL.
+ * Threads: safe from any thread.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `outcome` (not a
+ * `payidem_attempt_outcome`), `error_code`, `headers[i].name`,
+ * `headers[i].value` or `decision_out`.
+ */
+payidem_result payidem_decide(uint32_t outcome,
+                              uint16_t status,
+                              const char *error_code,
+                              const struct payidem_header *headers,
+                              size_t header_count,
+                              bool has_status_path,
+                              uint64_t now,
+                              struct payidem_decision *decision_out,
+                              struct payidem_error **err_out);
+
+/**
+ * Writes the `error.code` of a protocol error body
+ * (`{"error": {"code": "...", ...}}`) and a NUL into `buf`; `*len_out`
+ * (when given) receives its length without the NUL, also on
+ * `PAYIDEM_BUFFER_TOO_SMALL`. A body that is no such JSON gives `""`
+ * (length 0), which is not an error.
+ *
+ * Ownership: `buf` is caller memory, written only on success.
+ * NULL: `body` may be NULL when `body_len` is 0; `buf` may be NULL only
+ * with `buf_len` 0; `len_out` and `err_out` may be NULL.
+ * Threads: safe from any thread.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `body` or `buf`;
+ * `PAYIDEM_BUFFER_TOO_SMALL` naming `buf`.
+ */
+payidem_result payidem_error_code_from_body(const uint8_t *body,
+                                            size_t body_len,
+                                            char *buf,
+                                            size_t buf_len,
+                                            size_t *len_out,
+                                            struct payidem_error **err_out);
+
+/**
+ * The stable snake_case name of a result number (`"ok"`,
+ * `"invalid_argument"`, ..., `"buffer_too_small"`), the same name every
+ * binding uses; NULL for a number that is no code.
+ *
+ * Ownership: the string is static; never free it.
+ * NULL: never takes a pointer.
+ * Threads: safe from any thread.
+ * Errors: none; an unknown number gives NULL.
+ */
+const char *payidem_result_name(uint32_t code);
+
+/**
+ * Creates a signer for `key_id` (1..=128 of `[A-Za-z0-9._:-]`) and a
+ * secret of 16..=1024 bytes. The secret is copied into keyed MAC state;
+ * the caller may wipe its own copy at once.
+ *
+ * Ownership: on success `*signer_out` receives a new signer the caller
+ * frees with `payidem_signer_free`; `key_id` and `secret` are only read.
+ * NULL: `key_id`, `secret` and `signer_out` must not be NULL;
+ * `err_out` may be NULL.
+ * Threads: safe from any thread.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `key_id`, `secret` or
+ * `signer_out`.
+ */
+payidem_result payidem_signer_new(const char *key_id,
+                                  const uint8_t *secret,
+                                  size_t secret_len,
+                                  struct payidem_signer **signer_out,
+                                  struct payidem_error **err_out);
+
+/**
+ * Frees a signer and wipes its secret.
+ *
+ * Ownership: takes `signer`.
+ * NULL: `signer` may be NULL (nothing happens).
+ * Threads: no other thread may be using `signer`.
+ * Errors: none.
+ */
+void payidem_signer_free(struct payidem_signer *signer);
+
+/**
+ * Signs one attempt at `timestamp` (Unix seconds, any clock offset already
+ * applied) with a fresh random nonce. `idempotency_key` is NULL or `""` for
+ * a request without one (a POST requires one).
+ *
+ * Ownership: on success `*attempt_out` receives a new attempt the caller
+ * frees with `payidem_signed_attempt_free`; every input is only read.
+ * NULL: `signer`, `method`, `path` and `attempt_out` must not be NULL;
+ * `idempotency_key` may be NULL; `body` may be NULL when `body_len` is 0;
+ * `err_out` may be NULL.
+ * Threads: safe from any thread, with the same signer on many at once.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `signer`, `method`, `path`,
+ * `idempotency_key`, `body` or `attempt_out`.
+ */
+payidem_result payidem_signer_sign_attempt(const struct payidem_signer *signer,
+                                           const char *method,
+                                           const char *path,
+                                           const char *idempotency_key,
+                                           const uint8_t *body,
+                                           size_t body_len,
+                                           uint64_t timestamp,
+                                           struct payidem_signed_attempt **attempt_out,
+                                           struct payidem_error **err_out);
+
+/**
+ * `payidem_signer_sign_attempt` with an explicit `nonce` (a lower-case
+ * hyphenated UUID v4), for conformance tests and replays of recorded
+ * traffic. Production code must use the random nonce of
+ * `payidem_signer_sign_attempt`: a nonce is never reused.
+ *
+ * Ownership: as `payidem_signer_sign_attempt`.
+ * NULL: as `payidem_signer_sign_attempt`; `nonce` must not be NULL.
+ * Threads: safe from any thread, with the same signer on many at once.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `signer`, `method`, `path`,
+ * `idempotency_key`, `nonce`, `body` or `attempt_out`.
+ */
+payidem_result payidem_signer_sign_attempt_with_nonce(const struct payidem_signer *signer,
+                                                      const char *method,
+                                                      const char *path,
+                                                      const char *idempotency_key,
+                                                      const uint8_t *body,
+                                                      size_t body_len,
+                                                      uint64_t timestamp,
+                                                      const char *nonce,
+                                                      struct payidem_signed_attempt **attempt_out,
+                                                      struct payidem_error **err_out);
+
+/**
+ * Signs one attempt like `payidem_signer_sign_attempt` (fresh random
+ * nonce) but writes the header values into the caller's
+ * `payidem_signed_headers`, with no allocation by the caller and no handle
+ * to free. The header names are the `PAYIDEM_HEADER_*` strings.
+ *
+ * Ownership: `*headers_out` is caller memory, written only on success.
+ * NULL: `signer`, `method`, `path` and `headers_out` must not be NULL;
+ * `idempotency_key` may be NULL; `body` may be NULL when `body_len` is 0;
+ * `err_out` may be NULL.
+ * Threads: safe from any thread, with the same signer on many at once.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `signer`, `method`, `path`,
+ * `idempotency_key`, `body` or `headers_out`.
+ */
+payidem_result payidem_signer_sign_into(const struct payidem_signer *signer,
+                                        const char *method,
+                                        const char *path,
+                                        const char *idempotency_key,
+                                        const uint8_t *body,
+                                        size_t body_len,
+                                        uint64_t timestamp,
+                                        struct payidem_signed_headers *headers_out,
+                                        struct payidem_error **err_out);
+
+/**
+ * The signature of explicit canonical parts, each given as text exactly as
+ * it goes on the wire (`timestamp` as decimal text, `nonce` as a UUID v4,
+ * `idempotency_key` `""` or NULL for none). Every part is checked first.
+ * Writes 64 lower-case hex digits and a NUL into `buf` (at least
+ * `PAYIDEM_SIGNATURE_BUF_LEN` bytes).
+ *
+ * Ownership: `buf` is caller memory, written only on success.
+ * NULL: `signer`, `method`, `path`, `timestamp`, `nonce` and `buf` must not
+ * be NULL; `idempotency_key` may be NULL; `body` may be NULL when
+ * `body_len` is 0; `err_out` may be NULL.
+ * Threads: safe from any thread, with the same signer on many at once.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming the first part that breaks its
+ * rule (`method`, `path`, `timestamp`, `nonce`, `idempotency_key`) or a
+ * NULL parameter; `PAYIDEM_BUFFER_TOO_SMALL` when `buf_len` < 65.
+ */
+payidem_result payidem_signer_sign_parts(const struct payidem_signer *signer,
+                                         const char *method,
+                                         const char *path,
+                                         const char *timestamp,
+                                         const char *nonce,
+                                         const char *idempotency_key,
+                                         const uint8_t *body,
+                                         size_t body_len,
+                                         char *buf,
+                                         size_t buf_len,
+                                         struct payidem_error **err_out);
+
+/**
+ * Writes the canonical string of one attempt,
+ * `method\npath\ntimestamp\nnonce\nidempotency_key\nbody_sha256` (no
+ * trailing newline), and a NUL into `buf`. `*len_out` (when given)
+ * receives the string's length without the NUL, on success and also on
+ * `PAYIDEM_BUFFER_TOO_SMALL`, so a call with `buf` NULL and `buf_len` 0
+ * asks for the size (the buffer needs `*len_out + 1` bytes).
+ *
+ * Ownership: `buf` is caller memory, written only on success.
+ * NULL: `method`, `path`, `timestamp` and `nonce` must not be NULL;
+ * `idempotency_key` may be NULL (none); `body` may be NULL when `body_len`
+ * is 0; `buf` may be NULL only with `buf_len` 0; `len_out` and `err_out`
+ * may be NULL.
+ * Threads: safe from any thread.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming the first part that breaks its
+ * rule or a NULL parameter; `PAYIDEM_BUFFER_TOO_SMALL` naming `buf`.
+ */
+payidem_result payidem_canonical_string(const char *method,
+                                        const char *path,
+                                        const char *timestamp,
+                                        const char *nonce,
+                                        const char *idempotency_key,
+                                        const uint8_t *body,
+                                        size_t body_len,
+                                        char *buf,
+                                        size_t buf_len,
+                                        size_t *len_out,
+                                        struct payidem_error **err_out);
+
+/**
+ * Writes the body's SHA-256 as 64 lower-case hex digits and a NUL into
+ * `buf` (at least `PAYIDEM_SHA256_HEX_BUF_LEN` bytes).
+ *
+ * Ownership: `buf` is caller memory, written only on success.
+ * NULL: `body` may be NULL when `body_len` is 0; `buf` must not be NULL;
+ * `err_out` may be NULL.
+ * Threads: safe from any thread.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `body` or `buf`;
+ * `PAYIDEM_BUFFER_TOO_SMALL` when `buf_len` < 65.
+ */
+payidem_result payidem_body_sha256_hex(const uint8_t *body,
+                                       size_t body_len,
+                                       char *buf,
+                                       size_t buf_len,
+                                       struct payidem_error **err_out);
+
+/**
+ * How many headers the attempt carries: 4, or 5 with `Idempotency-Key`.
+ *
+ * Ownership: borrows `attempt`.
+ * NULL: `attempt` may be NULL, giving 0.
+ * Threads: read-only; not while another thread frees `attempt`.
+ * Errors: none.
+ */
+size_t payidem_signed_attempt_header_count(const struct payidem_signed_attempt *attempt);
+
+/**
+ * The header at `index` (0-based, in the order `X-Api-Key`,
+ * `X-Timestamp`, `X-Nonce`, `X-Signature`, `Idempotency-Key`).
+ *
+ * Ownership: `*name_out` and `*value_out` are borrowed from `attempt`,
+ * valid until `payidem_signed_attempt_free(attempt)`.
+ * NULL: `attempt`, `name_out` and `value_out` must not be NULL; `err_out`
+ * may be NULL.
+ * Threads: read-only; not while another thread frees `attempt`.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `attempt`, `index` (out of
+ * range), `name_out` or `value_out`.
+ */
+payidem_result payidem_signed_attempt_header_at(const struct payidem_signed_attempt *attempt,
+                                                size_t index,
+                                                const char **name_out,
+                                                const char **value_out,
+                                                struct payidem_error **err_out);
+
+/**
+ * The signed timestamp (Unix seconds); 0 for a NULL attempt.
+ *
+ * Ownership: borrows `attempt`.
+ * NULL: `attempt` may be NULL, giving 0.
+ * Threads: read-only; not while another thread frees `attempt`.
+ * Errors: none.
+ */
+uint64_t payidem_signed_attempt_timestamp(const struct payidem_signed_attempt *attempt);
+
+/**
+ * The `X-Nonce` value.
+ *
+ * Ownership: borrowed from `attempt`, valid until it is freed.
+ * NULL: `attempt` may be NULL, giving NULL.
+ * Threads: read-only; not while another thread frees `attempt`.
+ * Errors: none.
+ */
+const char *payidem_signed_attempt_nonce(const struct payidem_signed_attempt *attempt);
+
+/**
+ * The `X-Signature` value.
+ *
+ * Ownership: borrowed from `attempt`, valid until it is freed.
+ * NULL: `attempt` may be NULL, giving NULL.
+ * Threads: read-only; not while another thread frees `attempt`.
+ * Errors: none.
+ */
+const char *payidem_signed_attempt_signature(const struct payidem_signed_attempt *attempt);
+
+/**
+ * Frees a signed attempt.
+ *
+ * Ownership: takes `attempt`; every string borrowed from it dies.
+ * NULL: `attempt` may be NULL (nothing happens).
+ * Threads: the caller must own `attempt`; free it once.
+ * Errors: none.
+ */
+void payidem_signed_attempt_free(struct payidem_signed_attempt *attempt);
+
+/**
+ * Creates a verifier with a timestamp window of `window_seconds` (300 in
+ * protocol v1; 0 means exactly equal) and at most
+ * `nonce_capacity_per_key` live nonces per key id (past it verification
+ * fails closed with `PAYIDEM_REPLAY_CACHE_FULL`; the cache is split in up
+ * to 16 shards of equal size, so a capacity below 16 is exact and a larger
+ * one is rounded up to a multiple of 16). Add key ids with
+ * `payidem_verifier_add_key`.
+ *
+ * Ownership: on success `*verifier_out` receives a new verifier the caller
+ * frees with `payidem_verifier_free`.
+ * NULL: `verifier_out` must not be NULL; `err_out` may be NULL.
+ * Threads: safe from any thread.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `nonce_capacity_per_key` (0)
+ * or `verifier_out`.
+ */
+payidem_result payidem_verifier_new(uint64_t window_seconds,
+                                    size_t nonce_capacity_per_key,
+                                    struct payidem_verifier **verifier_out,
+                                    struct payidem_error **err_out);
+
+/**
+ * Adds `key_id` with its `count` active secrets (each 16..=1024 bytes;
+ * several for rotation: any may match). The secrets are copied.
+ *
+ * Ownership: every input is only read.
+ * NULL: `verifier`, `key_id`, `secrets`, `secret_lens` and every
+ * `secrets[i]` must not be NULL; `err_out` may be NULL.
+ * Threads: safe at any time; it waits for running verifications.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `verifier`, `key_id` (invalid
+ * or already added), `secrets` (none given), `secrets[i]` or `secret`
+ * (a secret out of its length rule), or `secret_lens`.
+ */
+payidem_result payidem_verifier_add_key(const struct payidem_verifier *verifier,
+                                        const char *key_id,
+                                        const uint8_t *const *secrets,
+                                        const size_t *secret_lens,
+                                        size_t count,
+                                        struct payidem_error **err_out);
+
+/**
+ * Replaces the active secrets of a key id already added (rotation), keeping
+ * its nonce cache.
+ *
+ * Ownership: every input is only read.
+ * NULL: as `payidem_verifier_add_key`.
+ * Threads: safe at any time, concurrently with verifications.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `verifier`, `key_id` (invalid
+ * or unknown), `secrets`, `secrets[i]`, `secret` or `secret_lens`.
+ */
+payidem_result payidem_verifier_set_secrets(const struct payidem_verifier *verifier,
+                                            const char *key_id,
+                                            const uint8_t *const *secrets,
+                                            const size_t *secret_lens,
+                                            size_t count,
+                                            struct payidem_error **err_out);
+
+/**
+ * Verifies one received request at the server's clock `now` (Unix
+ * seconds), in the protocol's order: signature headers, key id, window,
+ * signature, nonce replay, idempotency key on POST. A nonce is recorded
+ * only once its signature verified. Header names compare
+ * case-insensitively; header bytes that are not UTF-8 are read lossily.
+ *
+ * `*http_status_out` (when given) receives the status to answer with: 200
+ * on success, the error's status otherwise (401, 409, 503, 400; 500 for an
+ * internal error), so a server can answer without inspecting the error.
+ *
+ * Ownership: every input is only read.
+ * NULL: `verifier`, `method` and `path` must not be NULL; `headers` may be
+ * NULL when `header_count` is 0, and no header's `name` or `value` may be
+ * NULL; `body` may be NULL when `body_len` is 0; `http_status_out` and
+ * `err_out` may be NULL.
+ * Threads: safe from any number of threads at once on one verifier.
+ * Errors: `PAYIDEM_MISSING_SIGNATURE`, `PAYIDEM_UNKNOWN_API_KEY`,
+ * `PAYIDEM_TIMESTAMP_OUT_OF_WINDOW` (with the server time,
+ * `payidem_error_server_time`), `PAYIDEM_INVALID_SIGNATURE`,
+ * `PAYIDEM_NONCE_REUSED`, `PAYIDEM_REPLAY_CACHE_FULL`,
+ * `PAYIDEM_IDEMPOTENCY_KEY_REQUIRED`; `PAYIDEM_INVALID_ARGUMENT` naming
+ * `verifier`, `method`, `path`, `headers[i].name`, `headers[i].value` or
+ * `body`.
+ */
+payidem_result payidem_verifier_verify(const struct payidem_verifier *verifier,
+                                       const char *method,
+                                       const char *path,
+                                       const struct payidem_header *headers,
+                                       size_t header_count,
+                                       const uint8_t *body,
+                                       size_t body_len,
+                                       uint64_t now,
+                                       uint16_t *http_status_out,
+                                       struct payidem_error **err_out);
+
+/**
+ * Frees a verifier and wipes its secrets.
+ *
+ * Ownership: takes `verifier`.
+ * NULL: `verifier` may be NULL (nothing happens).
+ * Threads: no other thread may be using `verifier`.
+ * Errors: none.
+ */
+void payidem_verifier_free(struct payidem_verifier *verifier);
+
+/**
+ * The library's version (`PAYIDEM_VERSION_MAJOR` and friends in the
+ * header are generated from the same Cargo.toml), e.g. `"0.1.0"`; compare with `PAYIDEM_VERSION` to
+ * detect a header that does not match the linked library.
+ *
+ * Ownership: the string is static; never free it.
+ * NULL: never takes a pointer.
+ * Threads: safe from any thread.
+ * Errors: none.
+ */
+const char *payidem_version(void);
+
+/**
+ * The ABI version of the linked library; equal to `PAYIDEM_ABI_VERSION`
+ * when the header matches.
+ *
+ * Ownership: nothing to free.
+ * NULL: never takes a pointer.
+ * Threads: safe from any thread.
+ * Errors: none.
+ */
+uint32_t payidem_abi_version(void);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif  // __cplusplus
+
+#endif  /* PAYIDEM_H */

@@ -1,0 +1,280 @@
+#!/usr/bin/env bash
+# The Go module as `go get` users get it: bindings/go copied alone to a
+# temporary directory outside the repository and used from a new module
+# (require + replace), with no network (GOPROXY=off: the package has no
+# dependencies).
+#
+#   scripts/dist/test-go-module.sh MOCK_BINARY
+#
+# MOCK_BINARY is payidem-mock (e.g. dist/payidem-mock). Checks: a program
+# builds with the module's prebuilt static library, pays against the mock
+# with the durable default journal (under a temporary XDG_STATE_HOME), and a
+# second run of the same order is answered with the same key without a
+# second payment; CGO_ENABLED=0 fails with the one clear error; the
+# committed libraries define only payidem_* globals and are at most 15 MiB;
+# the module's own manifest test passes outside the repository. Ends with
+# "N passed, N failed"; exits 1 when anything failed.
+set -uo pipefail
+
+if [ $# -ne 1 ]; then
+    echo "usage: $0 MOCK_BINARY" >&2
+    exit 2
+fi
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+mock_bin="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
+if [ ! -x "$mock_bin" ]; then
+    echo "test-go-module.sh: $1 is not an executable" >&2
+    exit 2
+fi
+module_path=github.com/payidem/payidem/bindings/go
+max_lib_bytes=$((15 * 1024 * 1024))
+
+passed=0
+failed=0
+pass() { passed=$((passed + 1)); echo "PASS: $*"; }
+fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/payidem-go-module.XXXXXX")"
+mock_pid=
+cleanup() {
+    if [ -n "$mock_pid" ]; then
+        kill "$mock_pid" 2>/dev/null
+        wait "$mock_pid" 2>/dev/null
+    fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+case "$work/" in
+    "$root"/*) echo "test-go-module.sh: temporary directory $work is inside the repository" >&2; exit 2 ;;
+esac
+
+# No network, no workspace, no toolchain switch: only the copied module.
+export GOFLAGS=-mod=mod GOPROXY=off GOSUMDB=off GONOSUMDB="$module_path" GOWORK=off GOTOOLCHAIN=local
+unset PKG_CONFIG_PATH CGO_CFLAGS CGO_LDFLAGS
+
+# 1. Only bindings/go, as the module zip has it.
+cp -R "$root/bindings/go" "$work/payidem-go"
+mod="$work/payidem-go"
+if [ -f "$mod/include/payidem.h" ] && [ -f "$mod/lib/linux_amd64/libpayidem.a" ]; then
+    pass "module copied alone to $mod carries include/payidem.h and lib/linux_amd64/libpayidem.a"
+else
+    fail "module copy lacks include/payidem.h or lib/linux_amd64/libpayidem.a"
+fi
+
+# 2. A new module that uses it.
+app="$work/app"
+mkdir -p "$app"
+cat > "$app/go.mod" <<EOF
+module example.com/payidem-module-test
+
+go 1.22
+
+require $module_path v0.0.0
+
+replace $module_path => ../payidem-go
+EOF
+cat > "$app/main.go" <<'EOF'
+// pay ORDER against the mock at URL with the durable default journal and
+// print what came back; stats prints the mock's count of payments.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+
+	payidem "github.com/payidem/payidem/bindings/go"
+)
+
+func main() {
+	if len(os.Args) != 4 {
+		fmt.Fprintln(os.Stderr, "usage: app pay|stats URL ORDER")
+		os.Exit(2)
+	}
+	url, order := os.Args[2], os.Args[3]
+	switch os.Args[1] {
+	case "pay":
+		c, err := payidem.NewClient(payidem.Config{
+			BaseURL: url,
+			KeyID:   "key_test_1",
+			Secret:  []byte("sk_test_payidem_mock_secret_0001"), // the mock's public test key
+			// JournalPath "": the durable default journal.
+		})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "NewClient:", err)
+			os.Exit(1)
+		}
+		defer c.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		out, err := c.Execute(ctx, payidem.Operation{
+			OrderID:    order,
+			Method:     "POST",
+			Path:       "/v1/payments",
+			Body:       []byte(fmt.Sprintf(`{"order_id":%q,"amount":1250,"currency":"EUR"}`, order)),
+			StatusPath: "/v1/payments?order_id=" + order,
+		})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "Execute:", err)
+			os.Exit(1)
+		}
+		var p struct {
+			PaymentID string `json:"payment_id"`
+		}
+		_ = json.Unmarshal(out.Body, &p)
+		fmt.Printf("status=%d key=%s replayed=%t payment=%s\n", out.Status, out.IdempotencyKey, out.Replayed, p.PaymentID)
+	case "stats":
+		resp, err := http.Get(url + "/_mock/stats")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		defer resp.Body.Close()
+		var s struct {
+			Payments int `json:"payments"`
+			Orders   map[string]struct {
+				PaymentsCreated int      `json:"payments_created"`
+				IdempotencyKeys []string `json:"idempotency_keys"`
+			} `json:"orders"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		o := s.Orders[order]
+		fmt.Printf("payments=%d order_payments=%d order_keys=%d\n", s.Payments, o.PaymentsCreated, len(o.IdempotencyKeys))
+	default:
+		os.Exit(2)
+	}
+}
+EOF
+
+if (cd "$app" && CGO_ENABLED=1 go build -o "$work/app-bin" . ) > "$work/build.log" 2>&1; then
+    pass "go build (cgo, static) of a program requiring $module_path"
+else
+    fail "go build of the program: $(tail -n 20 "$work/build.log")"
+fi
+if [ -x "$work/app-bin" ]; then
+    if readelf -d "$work/app-bin" | grep -q 'NEEDED.*libpayidem'; then
+        fail "the program needs libpayidem.so at run time: $(readelf -d "$work/app-bin" | grep NEEDED | tr -s ' ')"
+    else
+        pass "the program does not need libpayidem.so (linked the module's libpayidem.a)"
+    fi
+fi
+
+# 3. Pay against the mock, twice, with the default journal.
+url=
+if [ -x "$work/app-bin" ]; then
+    "$mock_bin" --port 0 --control < /dev/null > "$work/mock.out" 2> "$work/mock.err" &
+    mock_pid=$!
+    # Up to 30 s for the first complete line.
+    for _ in $(seq 1 300); do
+        [ "$(wc -l < "$work/mock.out")" -ge 1 ] && break
+        kill -0 "$mock_pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    line="$(head -n 1 "$work/mock.out" 2>/dev/null)"
+    case "$line" in
+        "listening on "*) url="http://${line#listening on }" ;;
+        http://*) url="$line" ;;
+    esac
+    if [ -n "$url" ]; then
+        pass "mock started on port 0: $url"
+    else
+        fail "mock did not print its address (stdout: '$line', stderr: $(head -c 500 "$work/mock.err"))"
+    fi
+fi
+if [ -n "$url" ]; then
+    state="$work/state"
+    order="go-module-$$-$(date +%s)"
+    run_app() { XDG_STATE_HOME="$state" HOME="$work/home" "$work/app-bin" "$@"; }
+    first="$(run_app pay "$url" "$order" 2> "$work/pay1.err")"
+    key="create-$order"
+    case "$first" in
+        "status=201 key=$key replayed=false payment="?*)
+            pass "first run pays: HTTP 201 under key $key ($first)" ;;
+        *) fail "first run: '$first' $(cat "$work/pay1.err"), want status=201 key=$key replayed=false" ;;
+    esac
+    journal="$state/payidem/journal.sqlite3"
+    if [ -f "$journal" ] && [ "$(stat -c %a "$journal")" = 600 ] && [ "$(stat -c %a "$state/payidem")" = 700 ]; then
+        pass "default journal $journal created (file 0600, directory 0700)"
+    else
+        fail "default journal: $(ls -la "$state/payidem" 2>&1 | tr '\n' ' ')"
+    fi
+    if [ -e "$work/home" ]; then
+        fail "the default journal went to HOME although XDG_STATE_HOME was set"
+    fi
+    second="$(run_app pay "$url" "$order" 2> "$work/pay2.err")"
+    if [ -n "$first" ] && { [ "$second" = "$first" ] || [ "$second" = "${first/replayed=false/replayed=true}" ]; }; then
+        pass "second run (a new process) of the same order is answered from the journal/replay with the same key and payment ($second)"
+    else
+        fail "second run: '$second' $(cat "$work/pay2.err"), want the first answer '$first' under the same key"
+    fi
+    stats="$("$work/app-bin" stats "$url" "$order" 2>&1)"
+    if [ "$stats" = "payments=1 order_payments=1 order_keys=1" ]; then
+        pass "the mock took exactly one payment under one key ($stats)"
+    else
+        fail "mock stats: $stats, want payments=1 order_payments=1 order_keys=1"
+    fi
+fi
+
+# 4. Without cgo: one clear error.
+if (cd "$app" && CGO_ENABLED=0 go build -o "$work/app-nocgo" . ) > "$work/nocgo.log" 2>&1; then
+    fail "CGO_ENABLED=0 go build succeeded"
+else
+    errors="$(grep -cE '\.go:[0-9]+:[0-9]+: ' "$work/nocgo.log")"
+    if grep -q 'undefined: payidem_requires_cgo_set_CGO_ENABLED_1' "$work/nocgo.log" && [ "$errors" = 1 ]; then
+        pass "CGO_ENABLED=0 go build fails with the one error: $(grep -E '\.go:[0-9]+:[0-9]+: ' "$work/nocgo.log")"
+    else
+        fail "CGO_ENABLED=0 go build said: $(cat "$work/nocgo.log")"
+    fi
+fi
+
+# 5. The committed libraries: only payidem_* defined globals, size.
+for lib in "$mod"/lib/*/libpayidem.a; do
+    [ -f "$lib" ] || continue
+    plat="$(basename "$(dirname "$lib")")"
+    case "$plat" in
+        linux_amd64) syms="$(nm -g --defined-only "$lib" 2>&1)" ;;
+        *)
+            nm_cmd=
+            [ "$plat" = linux_arm64 ] && command -v aarch64-linux-gnu-nm >/dev/null 2>&1 && nm_cmd=aarch64-linux-gnu-nm
+            if [ -n "$nm_cmd" ]; then
+                syms="$("$nm_cmd" -g --defined-only "$lib" 2>&1)"
+            else
+                # readelf reads any ELF machine: defined GLOBAL/WEAK symbols, as nm lines.
+                syms="$(readelf -sW "$lib" | awk '($5 == "GLOBAL" || $5 == "WEAK" || $5 == "UNIQUE") && $7 != "UND" { print "0 T " $8 }')"
+            fi
+            ;;
+    esac
+    total="$(printf '%s\n' "$syms" | awk 'NF == 3' | wc -l)"
+    others="$(printf '%s\n' "$syms" | awk 'NF == 3 && $3 !~ /^payidem_/ { print $3 }' | head -n 5 | tr '\n' ' ')"
+    if [ "$total" -gt 0 ] && [ -z "$others" ]; then
+        pass "$plat/libpayidem.a: all $total defined global symbols are payidem_*"
+    else
+        fail "$plat/libpayidem.a: defined globals other than payidem_* ($others) or none ($total)"
+    fi
+    size="$(stat -c %s "$lib")"
+    human="$(awk -v b="$size" 'BEGIN { printf "%.1f MiB", b / 1048576 }')"
+    if [ "$size" -le "$max_lib_bytes" ]; then
+        pass "$plat/libpayidem.a is $human ($size bytes, limit 15 MiB)"
+    else
+        fail "$plat/libpayidem.a is $human ($size bytes), over 15 MiB"
+    fi
+done
+
+# 6. The module's own manifest test, outside the repository: the copies
+# match lib/*/SOURCES; the check against the Rust sources is skipped.
+if (cd "$mod" && PAYIDEM_MOCK="$mock_bin" go test -count=1 -v -run '^TestCommittedLibraryMatchesSources$' . ) > "$work/gotest.log" 2>&1 &&
+    grep -q 'copied alone' "$work/gotest.log" && grep -q -- '--- PASS: TestCommittedLibraryMatchesSources' "$work/gotest.log"; then
+    pass "go test TestCommittedLibraryMatchesSources in the copied module: copies match their manifest, source check skipped"
+else
+    fail "go test in the copied module: $(tail -n 20 "$work/gotest.log")"
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]

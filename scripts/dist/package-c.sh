@@ -22,7 +22,7 @@ case "$arch" in
     *) echo "package-c.sh: unsupported arch '$arch'" >&2; exit 2 ;;
 esac
 stage="$root/target/dist-stage/$arch"
-dist="$root/dist"
+dist="${PAYIDEM_DIST_DIR:-$root/dist}"
 version="$(sed -n 's/^version = "\(.*\)"/\1/p' "$root/Cargo.toml" | head -n 1)"
 debversion="$version-1"
 epoch="$(git -C "$root" log -1 --format=%ct 2>/dev/null || echo 0)"

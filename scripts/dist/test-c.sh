@@ -94,6 +94,16 @@ check "libpayidem-dev depends on exactly this libpayidem0" sh -c \
     "dpkg-deb -f '$deb_dev' Depends | grep -qx 'libpayidem0 (= $version-1)'"
 check "the Debian packages use the multiarch libdir" sh -c \
     "dpkg-deb -c '$deb_runtime' | grep -q './usr/lib/x86_64-linux-gnu/libpayidem.so.$version\$' && dpkg-deb -c '$deb_dev' | grep -q './usr/lib/x86_64-linux-gnu/libpayidem.a\$'"
+repackaged_identically() {
+    local n
+    for n in 1 2; do
+        PAYIDEM_DIST_DIR="$tmp/repack-$n" "$root/scripts/dist/package-c.sh" --arch x86_64 >/dev/null 2>&1 || return 1
+        (cd "$tmp/repack-$n" && sha256sum ./*.tar.gz ./*.deb) > "$tmp/repack-$n.sums"
+    done
+    cat "$tmp/repack-1.sums"
+    cmp "$tmp/repack-1.sums" "$tmp/repack-2.sums"
+}
+check "packaging is reproducible: two runs give byte-identical tarball and .debs" repackaged_identically
 printf 'sizes: libpayidem.so %s B, libpayidem.a %s B, payidem-mock %s B, tarball %s B, libpayidem0.deb %s B, libpayidem-dev.deb %s B\n' \
     "$(size_of "$so")" "$(size_of "$a")" "$(size_of "$mock")" "$(size_of "$tarball")" \
     "$(size_of "$deb_runtime")" "$(size_of "$deb_dev")"

@@ -180,6 +180,28 @@ impl NativeClient {
     }
 }
 
+/// The core's reading of the `journal` setting, so that every language means
+/// the same by it: `None` (or `""`) is the durable default journal,
+/// `":memory:"` memory only, anything else a SQLite file. A path that is not
+/// UTF-8 can only be a file.
+fn journal_choice(journal: Option<PathBuf>) -> JournalChoice {
+    match journal {
+        None => JournalChoice::from_setting(None),
+        Some(path) => match path.to_str() {
+            Some(setting) => JournalChoice::from_setting(Some(setting)),
+            None => JournalChoice::Sqlite(path),
+        },
+    }
+}
+
+/// Where the durable default journal of this user is (`XDG_STATE_HOME` or
+/// `HOME`, read now), as a string; `JournalError` when neither is an
+/// absolute path.
+#[pyfunction]
+pub(crate) fn default_journal_path(py: Python<'_>) -> PyResult<std::ffi::OsString> {
+    raise(py, payidem::journal::default_journal_path()).map(PathBuf::into_os_string)
+}
+
 fn optional_seconds(
     py: Python<'_>,
     field: &'static str,
@@ -210,10 +232,7 @@ impl NativeClient {
         on_attempt: Option<Py<PyAny>>,
     ) -> PyResult<NativeClient> {
         let mut config = ClientConfig::new(base_url, key_id.clone());
-        config.journal = match journal {
-            None => JournalChoice::Memory,
-            Some(path) => JournalChoice::Sqlite(path),
-        };
+        config.journal = journal_choice(journal);
         config.connect_timeout = seconds(py, "connect_timeout", connect_timeout)?;
         config.request_timeout = seconds(py, "request_timeout", request_timeout)?;
         config.retry = RetryPolicy {

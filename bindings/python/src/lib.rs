@@ -23,6 +23,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("PROTOCOL", "payidem-v1")?;
     m.add("ERROR_CODES", errors::all_codes())?;
     m.add("LARGE_BODY_BYTES", convert::DETACH_BODY_BYTES)?;
+    m.add("MEMORY_JOURNAL", payidem::journal::MEMORY_JOURNAL)?;
     m.add_class::<signing::Signer>()?;
     m.add_class::<verifying::Verifier>()?;
     m.add_class::<verifying::Verified>()?;
@@ -31,5 +32,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(signing::canonical_string, m)?)?;
     m.add_function(wrap_pyfunction!(signing::body_sha256_hex, m)?)?;
     m.add_function(wrap_pyfunction!(policy::decide, m)?)?;
+    m.add_function(wrap_pyfunction!(client::default_journal_path, m)?)?;
     Ok(())
 }

@@ -1,11 +1,19 @@
-"""Shared fixtures: the mock payment platform and clients wired to it."""
+"""Shared fixtures: the mock payment platform and clients wired to it.
+
+For the whole session, ``XDG_STATE_HOME`` and ``HOME`` point into a fresh
+temporary directory (removed at the end), so that a client opened with the
+durable default journal never writes into the real home of whoever runs the
+tests. Child processes inherit them.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import urllib.request
 from pathlib import Path
@@ -18,6 +26,36 @@ import payidem
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent.parent
 VECTORS = REPO / "core" / "tests" / "vectors" / "protocol-v1.json"
+
+_REAL_ENV = {name: os.environ.get(name) for name in ("XDG_STATE_HOME", "HOME")}
+SESSION_DIR = Path(tempfile.mkdtemp(prefix="payidem-tests-"))
+SESSION_STATE_HOME = SESSION_DIR / "state"
+SESSION_HOME = SESSION_DIR / "home"
+SESSION_HOME.mkdir()
+os.environ["XDG_STATE_HOME"] = str(SESSION_STATE_HOME)
+os.environ["HOME"] = str(SESSION_HOME)
+
+
+def _real_env() -> Dict[str, str]:
+    """The environment as it was before this session redirected the home,
+    for tools that need the real one (cargo and rustup live there)."""
+    env = dict(os.environ)
+    for name, value in _REAL_ENV.items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
+    return env
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for name, value in _REAL_ENV.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    shutil.rmtree(SESSION_DIR, ignore_errors=True)
+
 
 MOCK_KEY_ID = "key_test_1"
 MOCK_SECRET = b"sk_test_payidem_mock_secret_0001"
@@ -34,7 +72,7 @@ def mock_binary() -> Path:
         target = REPO / target
     binary = target / "debug" / "payidem-mock"
     if not binary.exists():
-        subprocess.run(["cargo", "build", "-p", "payidem-mock"], cwd=REPO, check=True)
+        subprocess.run(["cargo", "build", "-p", "payidem-mock"], cwd=REPO, check=True, env=_real_env())
     return binary
 
 
@@ -58,7 +96,9 @@ class Mock:
 
     def control(self, method: str, path: str, body: Optional[Dict[str, Any]] = None) -> Any:
         data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(self.url + path, data=data, method=method)
+        # Control POSTs must say they are JSON (the mock refuses other types).
+        headers = {} if data is None else {"Content-Type": "application/json"}
+        request = urllib.request.Request(self.url + path, data=data, method=method, headers=headers)
         with urllib.request.urlopen(request, timeout=10) as response:
             return json.loads(response.read())
 
@@ -98,7 +138,10 @@ def mock(mock_server: Mock) -> Iterator[Mock]:
 
 
 def fast_options(**overrides: Any) -> Dict[str, Any]:
+    """Short timeouts and backoffs, and a memory journal of the client's own
+    unless the test names one."""
     options: Dict[str, Any] = dict(
+        journal=payidem.MEMORY,
         connect_timeout=0.5,
         request_timeout=2.0,
         max_attempts=8,

@@ -69,6 +69,7 @@ def test_wrong_python_types_are_type_errors(mock: Mock, make_client: MakeClient,
 
 def test_client_settings(mock: Mock) -> None:
     def make(**kw: Any) -> Callable[[], Any]:
+        kw.setdefault("journal", ":memory:")
         return lambda: payidem.Client(kw.pop("base_url", mock.url), kw.pop("key_id", "key_test_1"), kw.pop("secret", MOCK_SECRET), **kw)
 
     assert field_of(make(base_url="ftp://x")) == "base_url"

@@ -162,7 +162,7 @@ def test_a_raising_hook_never_breaks_a_payment(
 
 
 def test_close_is_idempotent_and_a_closed_client_refuses(mock: Mock) -> None:
-    with payidem.Client(mock.url, "key_test_1", b"sk_test_payidem_mock_secret_0001") as client:
+    with payidem.Client(mock.url, "key_test_1", b"sk_test_payidem_mock_secret_0001", journal=":memory:") as client:
         assert not client.closed
         assert "redacted" in repr(client) and "sk_test" not in repr(client)
     assert client.closed

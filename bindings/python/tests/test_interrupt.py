@@ -15,8 +15,14 @@ import pytest
 import payidem
 from conftest import MOCK_KEY_ID, MOCK_SECRET, Mock, new_order, payment
 
+# The child first restores Python's own SIGINT handling: a process started
+# with SIGINT ignored (a shell's background job, nohup, some CI runners) passes
+# SIG_IGN on to its children, and Python then installs no KeyboardInterrupt
+# handler, so the Ctrl-C this test sends would be silently dropped.
 CHILD = textwrap.dedent(
     """
+    import signal
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     import sys, payidem
     url, journal, order = sys.argv[1:4]
     body = {"order_id": order, "amount": 1250, "currency": "EUR"}

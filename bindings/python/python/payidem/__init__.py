@@ -2,12 +2,17 @@
 payment API (protocol v1), backed by the audited payidem Rust core.
 
     import payidem
-    with payidem.Client("https://api.example.com", "key_live_1", secret,
-                        journal="payments.sqlite3") as client:
+    with payidem.Client("https://api.example.com", "key_live_1", secret) as client:
         outcome = client.execute("ord-1001", "POST", "/v1/payments",
                                  {"order_id": "ord-1001", "amount": 1250, "currency": "EUR"},
                                  status_path="/v1/payments?order_id=ord-1001")
         print(outcome.status, outcome.json())
+
+Operations are journaled durably by default, in
+``payidem.default_journal_path()`` (``$XDG_STATE_HOME/payidem/journal.sqlite3``
+or ``~/.local/state/payidem/journal.sqlite3``); pass ``journal=`` to name
+another file. ``journal=payidem.MEMORY`` (``":memory:"``) loses operations
+with the process: tests only.
 
 Everything protocol-related runs in Rust (``payidem._native``); this package
 adds the Pythonic surface and the exception classes.
@@ -26,7 +31,7 @@ from ._native import (
 )
 from ._native import __version__ as __version__
 from ._types import Decision, Headers, OperationStatus, Outcome, Response
-from .client import Body, Client, freeze_body
+from .client import MEMORY, Body, Client, default_journal_path, freeze_body
 from .decisions import decide
 from .errors import (
     Cancelled,
@@ -67,6 +72,7 @@ __all__ = [
     "InvalidSignature",
     "JournalError",
     "KeyExpired",
+    "MEMORY",
     "MissingSignature",
     "NonceReused",
     "OperationBusy",
@@ -86,6 +92,7 @@ __all__ = [
     "body_sha256_hex",
     "canonical_string",
     "decide",
+    "default_journal_path",
     "freeze_body",
     "log_attempts",
 ]

@@ -7,6 +7,7 @@ __all__ = [
     "Client",
     "ERROR_CODES",
     "LARGE_BODY_BYTES",
+    "MEMORY_JOURNAL",
     "PROTOCOL",
     "Signer",
     "Verified",
@@ -15,12 +16,15 @@ __all__ = [
     "body_sha256_hex",
     "canonical_string",
     "decide",
+    "default_journal_path",
 ]
 
 __version__: str
 PROTOCOL: str
 ERROR_CODES: List[str]
 LARGE_BODY_BYTES: int
+MEMORY_JOURNAL: str
+"""The core's name of a memory-only journal (``":memory:"``)."""
 
 _Headers = Union[Mapping[str, str], Iterable[Tuple[str, str]]]
 _Response = Tuple[int, List[Tuple[str, str]], bytes, bool]
@@ -180,6 +184,11 @@ def canonical_string(
 
 def body_sha256_hex(body: bytes) -> str:
     """The body's SHA-256 as 64 lower-case hex digits."""
+
+def default_journal_path() -> str:
+    """The durable default journal of this user, from ``XDG_STATE_HOME`` or
+    ``HOME`` as they are now; raises ``JournalError`` when neither is an
+    absolute path."""
 
 def decide(
     outcome: str,

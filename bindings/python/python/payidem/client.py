@@ -12,12 +12,32 @@ from ._native import AttemptEvent
 from ._types import Headers, OperationStatus, Outcome, Response, _status
 from .errors import Error, InvalidArgument
 
-__all__ = ["Client", "Body", "freeze_body"]
+__all__ = ["Client", "Body", "MEMORY", "default_journal_path", "freeze_body"]
 
 Body = Union[bytes, bytearray, memoryview, Dict[str, Any], List[Any]]
 """What ``Client.execute`` accepts as a body."""
 
-MEMORY = ":memory:"
+MEMORY: str = _native.MEMORY_JOURNAL
+"""``":memory:"``: the ``journal`` that keeps operations in memory only.
+
+UNSAFE FOR PRODUCTION. Operations die with the process: a payment whose
+process crashes, is killed or is redeployed mid-flight cannot be resumed with
+its idempotency key, so the crash guarantee of :class:`Client` is gone. For
+tests and throw-away scripts only. (The value comes from the Rust core, the
+same name in every language.)
+"""
+
+
+def default_journal_path() -> str:
+    """Where ``Client(journal=None)`` keeps its operations for this user, as
+    the environment is now: ``$XDG_STATE_HOME/payidem/journal.sqlite3`` when
+    ``XDG_STATE_HOME`` is an absolute path, else
+    ``$HOME/.local/state/payidem/journal.sqlite3``.
+
+    Nothing is created. Raises :class:`JournalError` when neither variable
+    is an absolute path (a service without a home must name its journal).
+    """
+    return _native.default_journal_path()
 
 
 def freeze_body(body: Body) -> bytes:
@@ -60,13 +80,14 @@ def _count(name: str, value: int) -> int:
     return value
 
 
-def _journal_path(journal: Union[str, "os.PathLike[str]", None]) -> Optional[str]:
+def _journal_setting(journal: Union[str, "os.PathLike[str]", None]) -> Optional[str]:
+    """The ``journal`` argument as the core's setting: ``None`` (the durable
+    default), :data:`MEMORY` unchanged, or a file path."""
     if journal is None:
         return None
     if not isinstance(journal, (str, os.PathLike)):
         raise TypeError(f"journal must be a path, ':memory:' or None, not {type(journal).__name__}")
-    path = os.fsdecode(os.fspath(journal))
-    return None if path == MEMORY else path
+    return os.fsdecode(os.fspath(journal))
 
 
 def _outcome(t: Tuple[str, str, int, int, List[Tuple[str, str]], bytes, bool]) -> Outcome:
@@ -94,7 +115,16 @@ class Client:
     ``ValueError``.
 
     ``journal`` is the SQLite file that keeps operations across crashes and
-    restarts; ``None`` or ``":memory:"`` keeps them in memory only (tests).
+    restarts. ``None`` (the default, or ``""``) is this user's durable
+    default journal, :func:`default_journal_path`
+    (``$XDG_STATE_HOME/payidem/journal.sqlite3``, else
+    ``$HOME/.local/state/payidem/journal.sqlite3``), its missing directories
+    created readable by the owner only (0700) and the file 0600; a path names
+    another file (created 0600; its directory must exist). Clients and
+    processes that share a journal file share its operations.
+    :data:`MEMORY` (``":memory:"``) keeps operations in memory only, which
+    loses the crash guarantee: tests only, never production. An unusable
+    journal raises :class:`JournalError` naming the path.
     Durations are seconds. ``on_attempt`` receives an :class:`AttemptEvent`
     after every attempt, from the calling thread; an exception it raises is
     logged to the ``payidem`` logger and never breaks the payment.
@@ -128,7 +158,7 @@ class Client:
             base_url,
             key_id,
             secret,
-            journal=_journal_path(journal),
+            journal=_journal_setting(journal),
             connect_timeout=_seconds("connect_timeout", connect_timeout),
             request_timeout=_seconds("request_timeout", request_timeout),
             max_attempts=_count("max_attempts", max_attempts),

@@ -1,0 +1,343 @@
+#!/usr/bin/env bash
+# Proves a built payidem wheel works where users install it: outside the
+# repository, in a fresh venv, with nothing of the source tree on sys.path.
+#
+#   scripts/dist/test-wheel.sh WHEEL MOCK_BINARY
+#   scripts/dist/test-wheel.sh dist/payidem-0.1.0-cp39-abi3-manylinux2014_x86_64.manylinux_2_17_x86_64.whl \
+#       target/release/payidem-mock
+#
+# Checks, each reported as `ok: …` or `FAIL: …`:
+#   - the file name says abi3 (cp39) and manylinux_2_17 x86_64, `auditwheel
+#     show` agrees, the wheel is at most PAYIDEM_WHEEL_MAX_BYTES (5 MB) and its
+#     extension is stripped;
+#   - `pip install --no-index WHEEL` into a new venv in a new temporary
+#     directory (so it needs no other package), run from that directory;
+#   - the installed package is the venv's, and its metadata (importlib.metadata)
+#     has the license, the project URLs, Requires-Python, the classifiers and
+#     the license file (byte-identical to the repository's LICENSE);
+#   - every block of bindings/python/README.md marked `<!-- example: NAME -->`
+#     runs, in its own process, against MOCK_BINARY started on port 0, with
+#     PAYIDEM_BASE_URL, PAYIDEM_KEY_ID and PAYIDEM_SECRET naming the mock (the
+#     examples assert what they promise: a payment settles with 201, a resumed
+#     one is replayed, …); HOME and XDG_STATE_HOME point into the temporary
+#     directory, where the durable default journal must then exist, mode 0600.
+#
+# The last line is `N passed, N failed`; the exit status is 1 when anything
+# failed (2 for bad arguments). Needs no terminal and no SIGINT (it can run
+# under nohup or as a background job); the temporary directory and the mock
+# are removed on exit, including on SIGTERM and SIGHUP.
+set -uo pipefail
+
+usage() {
+    echo "usage: $0 WHEEL MOCK_BINARY" >&2
+    exit 2
+}
+[ $# -eq 2 ] || usage
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+[ -f "$1" ] || { echo "test-wheel.sh: WHEEL: no such file: $1" >&2; exit 2; }
+[ -f "$2" ] && [ -x "$2" ] || { echo "test-wheel.sh: MOCK_BINARY: not an executable file: $2" >&2; exit 2; }
+wheel="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
+mock_bin="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"
+max_bytes="${PAYIDEM_WHEEL_MAX_BYTES:-5000000}"
+python="${PYTHON:-python3}"
+readme="$root/bindings/python/README.md"
+mock_key_id=key_test_1
+mock_secret=sk_test_payidem_mock_secret_0001 # the mock's published test key (mock/README.md)
+
+# A temporary directory that is certainly outside the repository.
+tmp_base="${TMPDIR:-/tmp}"
+case "$(cd "$tmp_base" 2>/dev/null && pwd -P)/" in
+    "$(cd "$root" && pwd -P)"/*) tmp_base=/tmp ;;
+esac
+work="$(mktemp -d "$tmp_base/payidem-wheel-test.XXXXXX")" || exit 1
+mock_pid=
+child_pid=
+cleanup() {
+    if [ -n "$child_pid" ]; then
+        kill -TERM "$child_pid" 2>/dev/null
+        wait "$child_pid" 2>/dev/null
+    fi
+    if [ -n "$mock_pid" ]; then
+        kill -TERM "$mock_pid" 2>/dev/null
+        wait "$mock_pid" 2>/dev/null
+    fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 129' HUP
+trap 'exit 143' TERM
+
+passed=0
+failed=0
+pass() {
+    passed=$((passed + 1))
+    echo "ok: $1"
+}
+fail() {
+    failed=$((failed + 1))
+    echo "FAIL: $1"
+    if [ -n "${2:-}" ]; then
+        printf '%s\n' "$2" | sed 's/^/    /'
+    fi
+}
+# check NAME COMMAND...: runs COMMAND, passes (and returns 0) when it exits
+# 0. It runs in the background and is waited for, so that SIGTERM or SIGHUP
+# ends this script (and the command) at once instead of after the command.
+check() {
+    local name=$1 status
+    shift
+    "$@" >"$work/check.log" 2>&1 </dev/null &
+    child_pid=$!
+    wait "$child_pid"
+    status=$?
+    child_pid=
+    if [ "$status" -eq 0 ]; then
+        pass "$name"
+    else
+        fail "$name" "$(cat "$work/check.log")"
+    fi
+    return "$status"
+}
+finish() {
+    echo "$passed passed, $failed failed"
+    [ "$failed" -eq 0 ]
+    exit $?
+}
+
+venv="$work/venv"
+# Every Python run below: isolated (-I: no PYTHON* variables, no user site,
+# not the script's directory on sys.path), from the temporary directory, with
+# a home of its own.
+mkdir -p "$work/home" "$work/examples"
+export HOME="$work/home" XDG_STATE_HOME="$work/state" PIP_CONFIG_FILE=/dev/null
+unset PYTHONPATH PYTHONHOME VIRTUAL_ENV
+cd "$work" || exit 1
+
+echo "testing $(basename "$wheel") in $work"
+
+# --- the file ----------------------------------------------------------------
+wheel_name="$(basename "$wheel")"
+tag_ok() {
+    case "$wheel_name" in
+        payidem-*-cp39-abi3-*manylinux_2_17_x86_64*.whl) return 0 ;;
+        *) echo "$wheel_name is not tagged cp39-abi3 manylinux_2_17_x86_64"; return 1 ;;
+    esac
+}
+check "file name tagged cp39-abi3 and manylinux_2_17_x86_64" tag_ok
+
+size="$(stat -c %s "$wheel")"
+size_ok() {
+    echo "$size bytes (limit $max_bytes)"
+    [ "$size" -le "$max_bytes" ]
+}
+check "wheel size $size bytes <= $max_bytes" size_ok
+
+tools="$("$root/scripts/dist/tools.sh" 2>"$work/tools.err")" || {
+    fail "pinned release tools (scripts/dist/tools.sh)" "$(cat "$work/tools.err")"
+    tools=
+}
+if [ -n "$tools" ]; then
+    audit_ok() {
+        local report
+        report="$("$tools/auditwheel" show "$wheel" 2>&1)" || { echo "$report"; return 1; }
+        if tr '\n' ' ' <<<"$report" | tr -s ' ' |
+            grep -q 'consistent with the following platform tag: "manylinux_2_17_x86_64"'; then
+            return 0
+        fi
+        echo "$report"
+        return 1
+    }
+    check "auditwheel show: consistent with manylinux_2_17_x86_64" audit_ok
+
+    stripped_ok() {
+        "$tools/python" -I - "$wheel" <<'PY'
+import io, sys, zipfile
+from elftools.elf.elffile import ELFFile
+
+with zipfile.ZipFile(sys.argv[1]) as z:
+    libs = [n for n in z.namelist() if n.endswith(".so")]
+    assert len(libs) == 1, f"expected one extension module, found {libs}"
+    elf = ELFFile(io.BytesIO(z.read(libs[0])))
+    kept = [s.name for s in elf.iter_sections() if s.name == ".symtab" or s.name.startswith(".debug")]
+    assert not kept, f"{libs[0]} is not stripped: {kept}"
+    print(f"{libs[0]}: no .symtab, no .debug_* sections")
+PY
+    }
+    check "extension module stripped" stripped_ok
+fi
+
+# --- the install -------------------------------------------------------------
+check "fresh venv in $work ($python)" "$python" -I -m venv "$venv" || finish
+vpy="$venv/bin/python"
+check "pip install --no-index WHEEL (no other package needed)" \
+    timeout 600 "$vpy" -I -m pip install --no-index --no-cache-dir --disable-pip-version-check \
+    --quiet "$wheel" || finish
+
+check "imported from the venv, nothing of the source tree on sys.path" \
+    "$vpy" -I -c '
+import sys, sysconfig
+import payidem, payidem._native
+site = sysconfig.get_paths()["platlib"]
+root = sys.argv[1]
+assert payidem.__file__.startswith(site), payidem.__file__
+assert payidem._native.__file__.endswith("_native.abi3.so"), payidem._native.__file__
+leaks = [p for p in sys.path if p and (p == root or p.startswith(root + "/"))]
+assert not leaks, leaks
+print(payidem.__file__, payidem.__version__)
+' "$root"
+
+# --- the metadata ------------------------------------------------------------
+cat >"$work/check_metadata.py" <<'PY'
+"""Prints ok:/FAIL: for each promise of the installed distribution."""
+import importlib.metadata as md
+import sys
+from pathlib import Path
+
+import payidem
+
+repo_license = Path(sys.argv[1]).read_bytes()
+dist = md.distribution("payidem")
+meta = dist.metadata
+failures = 0
+
+
+def check(name, condition, detail=""):
+    global failures
+    if condition:
+        print(f"ok: metadata: {name}")
+    else:
+        failures += 1
+        print(f"FAIL: metadata: {name}: {detail}")
+
+
+check("version matches the module", meta["Version"] == payidem.__version__,
+      f"{meta['Version']} != {payidem.__version__}")
+check("License-Expression Apache-2.0", meta["License-Expression"] == "Apache-2.0",
+      repr(meta["License-Expression"]))
+check("Requires-Python >=3.9", meta["Requires-Python"] == ">=3.9", repr(meta["Requires-Python"]))
+urls = dict(entry.split(", ", 1) for entry in meta.get_all("Project-URL") or [])
+expected_urls = {
+    "Homepage": "https://example.invalid/payidem",
+    "Repository": "https://example.invalid/payidem",
+    "Documentation": "https://example.invalid/payidem/blob/main/bindings/python/README.md",
+    "Issues": "https://example.invalid/payidem/issues",
+}
+check("Project-URL Homepage, Repository, Documentation, Issues", urls == expected_urls, repr(urls))
+classifiers = set(meta.get_all("Classifier") or [])
+required = {
+    "License :: OSI Approved :: Apache Software License",
+    "Operating System :: POSIX :: Linux",
+    "Topic :: Office/Business :: Financial",
+    "Typing :: Typed",
+    *(f"Programming Language :: Python :: 3.{minor}" for minor in range(9, 14)),
+}
+check("classifiers: license, Linux, Python 3.9-3.13, Financial, Typed", required <= classifiers,
+      f"missing {sorted(required - classifiers)}")
+check("classifier Development Status", any(c.startswith("Development Status :: ") for c in classifiers),
+      "none")
+keywords = (meta["Keywords"] or "").split(",")
+check("keywords", {"payments", "idempotency"} <= set(keywords), repr(keywords))
+license_files = [f for f in dist.files or [] if f.parts[-2:] == ("licenses", "LICENSE")]
+check("license file installed", len(license_files) == 1, repr(dist.files))
+if license_files:
+    check("license file byte-identical to the repository's LICENSE",
+          license_files[0].locate().read_bytes() == repo_license, str(license_files[0]))
+check("License-File entry", "LICENSE" in (meta.get_all("License-File") or []), repr(meta.get_all("License-File")))
+wheel_tags = [line.split(": ", 1)[1] for line in (dist.read_text("WHEEL") or "").splitlines()
+              if line.startswith("Tag: ")]
+check("WHEEL tags cp39-abi3-manylinux_2_17_x86_64", "cp39-abi3-manylinux_2_17_x86_64" in wheel_tags,
+      repr(wheel_tags))
+package_files = {f.name for f in dist.files or [] if f.parts[0] == "payidem"}
+check("typing: py.typed and _native.pyi installed", {"py.typed", "_native.pyi"} <= package_files,
+      repr(sorted(package_files)))
+sys.exit(1 if failures else 0)
+PY
+"$vpy" -I "$work/check_metadata.py" "$root/LICENSE" >"$work/metadata.log" 2>&1 </dev/null &
+child_pid=$!
+wait "$child_pid"
+status=$?
+child_pid=
+out="$(cat "$work/metadata.log")"
+printf '%s\n' "$out" | grep -E '^(ok|FAIL): '
+passed=$((passed + $(printf '%s\n' "$out" | grep -c '^ok: ')))
+failed=$((failed + $(printf '%s\n' "$out" | grep -c '^FAIL: ')))
+if [ "$status" -ne 0 ] && ! printf '%s\n' "$out" | grep -q '^FAIL: '; then
+    fail "metadata check ran" "$out"
+fi
+
+# --- the README examples against the mock -------------------------------------
+extract_ok() {
+    "$vpy" -I - "$readme" "$work/examples" <<'PY'
+"""Writes each ```python block right after a line <!-- example: NAME --> to
+DIR/NN-NAME.py; a marker without its block is an error."""
+import re, sys
+from pathlib import Path
+
+text = Path(sys.argv[1]).read_text(encoding="utf-8")
+out = Path(sys.argv[2])
+marker = re.compile(r"^<!--\s*example:\s*([A-Za-z0-9_-]+)\s*-->\s*\n```python\n(.*?)\n```", re.S | re.M)
+names = []
+for n, m in enumerate(marker.finditer(text), 1):
+    name, code = m.group(1), m.group(2)
+    assert name not in names, f"example {name!r} is marked twice"
+    names.append(name)
+    (out / f"{n:02d}-{name}.py").write_text(code + "\n", encoding="utf-8")
+markers = len(re.findall(r"^<!--\s*example:", text, re.M))
+assert markers == len(names), f"{markers} example markers, but only {len(names)} are followed by a python block"
+assert names, "no example marked in the README"
+print("examples:", ", ".join(names))
+PY
+}
+check "README examples extracted from bindings/python/README.md" extract_ok
+
+"$mock_bin" --port 0 --control --seed 11 </dev/null >"$work/mock.out" 2>"$work/mock.err" &
+mock_pid=$!
+base_url=
+for _ in $(seq 1 100); do
+    line="$(head -n 1 "$work/mock.out" 2>/dev/null)"
+    case "$line" in
+        "listening on "*) base_url="http://${line#listening on }"; break ;;
+    esac
+    kill -0 "$mock_pid" 2>/dev/null || break
+    sleep 0.1
+done
+if [ -z "$base_url" ]; then
+    fail "payidem-mock started on port 0" "$(cat "$work/mock.out" "$work/mock.err" 2>/dev/null)"
+    finish
+fi
+pass "payidem-mock started at $base_url"
+
+for example in "$work"/examples/*.py; do
+    [ -e "$example" ] || break
+    label="$(basename "$example" .py)"
+    label="${label#*-}"
+    check "README example '$label' against the mock" \
+        env PAYIDEM_BASE_URL="$base_url" PAYIDEM_KEY_ID="$mock_key_id" PAYIDEM_SECRET="$mock_secret" \
+        timeout 300 "$vpy" -I "$example"
+done
+
+check "the examples' default journal: \$XDG_STATE_HOME/payidem/journal.sqlite3, 0600 in a 0700 directory" \
+    "$vpy" -I -c '
+import os, stat, sys
+import payidem
+path = payidem.default_journal_path()
+assert path == os.path.join(sys.argv[1], "payidem", "journal.sqlite3"), path
+mode = stat.S_IMODE(os.stat(path).st_mode)
+dir_mode = stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode)
+assert (mode, dir_mode) == (0o600, 0o700), (oct(mode), oct(dir_mode))
+print(path, oct(mode), oct(dir_mode))
+' "$XDG_STATE_HOME"
+
+check "the mock's oracle: no order paid twice, no key reused for another request" \
+    "$vpy" -I -c '
+import json, sys, urllib.request
+stats = json.load(urllib.request.urlopen(sys.argv[1] + "/_mock/stats", timeout=10))
+orders = stats["orders"]
+assert orders, "the examples made no payment"
+twice = {o: s for o, s in orders.items() if s["payments_created"] > 1 or s["duplicate_keys"]}
+assert not twice, twice
+assert stats["duplicate_order"] == 0, stats
+print(len(orders), "orders, each paid once;", stats["replays"], "replays")
+' "$base_url"
+
+finish

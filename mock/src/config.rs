@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::path::Path;
+use std::time::Duration;
 
 use base64::Engine;
 use serde::Deserialize;
@@ -21,6 +22,37 @@ pub const DEFAULT_RETENTION_SECONDS: u64 = 48 * 3600;
 pub const DEFAULT_NONCE_CAPACITY: usize = 4_000_000;
 /// Largest request body accepted, in bytes (1 MiB).
 pub const MAX_BODY_BYTES: usize = 1 << 20;
+
+/// How long a connection may take and how many may be open; see the
+/// README's "Limits" section.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ServerLimits {
+    /// A request must arrive in full (head and body) within this long of its
+    /// first byte; otherwise it is answered `408 request_timeout` and the
+    /// connection is closed. Default 10 s.
+    pub request_timeout: Duration,
+    /// A kept-alive connection with no request under way is closed after
+    /// this long. Default 60 s.
+    pub idle_timeout: Duration,
+    /// A connection whose client does not take its answer within this long
+    /// (from when the answer is ready) is closed. Default 10 s.
+    pub write_timeout: Duration,
+    /// Most connections open at once. Past it, or when the process runs out
+    /// of descriptors, the connection idle the longest is closed to make
+    /// room for a new one. Default 4096.
+    pub max_connections: usize,
+}
+
+impl Default for ServerLimits {
+    fn default() -> Self {
+        ServerLimits {
+            request_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(60),
+            write_timeout: Duration::from_secs(10),
+            max_connections: 4096,
+        }
+    }
+}
 
 /// One active secret of a key id. Giving the same key id twice makes both
 /// secrets active (rotation).
@@ -107,6 +139,8 @@ pub struct MockConfig {
     /// How long every create and refund stays "in progress" before it runs,
     /// in milliseconds (lets tests overlap two requests with one key).
     pub processing_delay_ms: u64,
+    /// Connection timeouts and the connection cap.
+    pub limits: ServerLimits,
 }
 
 impl Default for MockConfig {
@@ -124,6 +158,7 @@ impl Default for MockConfig {
             control: true,
             workers: 8,
             processing_delay_ms: 0,
+            limits: ServerLimits::default(),
         }
     }
 }

@@ -1,5 +1,6 @@
 //! The `/_mock` control routes: stats, reset, faults.
 
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::atomic::Ordering;
 
 use serde_json::{json, Value};
@@ -9,6 +10,90 @@ use crate::clock::ClockSetting;
 use crate::faults::{FaultKind, FaultSettings};
 use crate::handler::Shared;
 use crate::routes::Route;
+
+fn is_loopback_host(host: &str) -> bool {
+    let host = host.strip_suffix('.').unwrap_or(host);
+    if host.eq_ignore_ascii_case("localhost") {
+        return true;
+    }
+    if let Some(v6) = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+        return v6.parse::<Ipv6Addr>().is_ok_and(|ip| ip.is_loopback());
+    }
+    host.parse::<Ipv4Addr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// Whether `authority` (`host[:port]`, as in `Host`) names this machine's
+/// loopback: `localhost`, `127.0.0.0/8` or `[::1]`.
+fn is_loopback_authority(authority: &str) -> bool {
+    let host = match authority.rsplit_once(':') {
+        Some((h, port))
+            if !port.is_empty()
+                && port.bytes().all(|b| b.is_ascii_digit())
+                && (!h.contains(':') || h.ends_with(']')) =>
+        {
+            h
+        }
+        _ => authority,
+    };
+    !host.is_empty() && is_loopback_host(host)
+}
+
+/// Whether an `Origin` value is an `http`/`https` origin on loopback.
+fn is_loopback_origin(origin: &str) -> bool {
+    let rest = origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"));
+    rest.is_some_and(|authority| {
+        !authority.contains(['/', '@']) && is_loopback_authority(authority)
+    })
+}
+
+/// Refuses a control request a web browser could have sent on a page's
+/// behalf: `403 forbidden` unless exactly one `Host` names loopback (a
+/// DNS-rebinding page sends its own host name) and any `Origin` is a
+/// loopback origin (`null` and other sites are refused); then, for a POST,
+/// `415 unsupported_media_type` unless `Content-Type` is
+/// `application/json` (the types a page can send without a CORS preflight
+/// are all refused).
+pub(crate) fn refuse_browser(method: &str, headers: &[(&str, &str)]) -> Option<Answer> {
+    let named = |name: &'static str| {
+        headers
+            .iter()
+            .filter(move |(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.trim())
+    };
+    let hosts: Vec<&str> = named("host").collect();
+    if hosts.len() != 1 || !is_loopback_authority(hosts[0]) {
+        return Some(Answer::error(
+            403,
+            "forbidden",
+            "control routes need a Host naming loopback (localhost, 127.0.0.1, [::1])",
+        ));
+    }
+    if named("origin").any(|o| !is_loopback_origin(o)) {
+        return Some(Answer::error(
+            403,
+            "forbidden",
+            "control routes refuse requests from other origins",
+        ));
+    }
+    if method == "POST" {
+        let types: Vec<&str> = named("content-type").collect();
+        let json = types.len() == 1
+            && types[0]
+                .split(';')
+                .next()
+                .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"));
+        if !json {
+            return Some(Answer::error(
+                415,
+                "unsupported_media_type",
+                "a POST to a control route needs Content-Type: application/json",
+            ));
+        }
+    }
+    None
+}
 
 /// The current fault settings, clock skew and processing delay as JSON.
 pub(crate) fn faults_json(shared: &Shared) -> Value {
@@ -93,5 +178,43 @@ pub(crate) fn handle(shared: &Shared, route: &Route, body: &[u8]) -> Answer {
             Err(answer) => answer,
         },
         _ => Answer::error(500, "internal_error", "not a control route"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_names() {
+        for ok in [
+            "127.0.0.1",
+            "127.0.0.1:80",
+            "127.9.9.9:1",
+            "localhost",
+            "LOCALHOST:8080",
+            "localhost.",
+            "[::1]",
+            "[::1]:9",
+        ] {
+            assert!(is_loopback_authority(ok), "{ok}");
+        }
+        for no in [
+            "",
+            "evil.example",
+            "localhost.evil.example",
+            "127.0.0.1.evil.example",
+            "10.0.0.1",
+            "::1",
+            "[::2]:1",
+            "127.0.0.1:x",
+            "0.0.0.0",
+        ] {
+            assert!(!is_loopback_authority(no), "{no}");
+        }
+        assert!(is_loopback_origin("http://localhost:3000"));
+        assert!(!is_loopback_origin("null"));
+        assert!(!is_loopback_origin("http://a@127.0.0.1"));
+        assert!(!is_loopback_origin("file://"));
     }
 }

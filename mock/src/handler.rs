@@ -183,6 +183,9 @@ pub(crate) fn process(shared: &Shared, req: &Incoming<'_>) -> Outcome {
                 ),
             );
         }
+        if let Some(refused) = crate::control::refuse_browser(req.method, req.headers) {
+            return Outcome::answer(label, refused);
+        }
         return Outcome::answer(label, crate::control::handle(shared, &route, req.body));
     }
     if !route.is_api() {

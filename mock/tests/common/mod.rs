@@ -9,6 +9,8 @@ use payidem::protocol::{Nonce, NonceSource, OsNonceSource, Signer};
 use payidem_mock::{MockConfig, MockServer, DEFAULT_KEY_ID, DEFAULT_SECRET};
 use serde_json::Value;
 
+pub mod attack;
+
 /// One answer.
 #[derive(Debug, Clone)]
 pub struct Resp {

@@ -1,25 +1,36 @@
 #!/usr/bin/env bash
-# Builds libpayidem.a and payidem-mock (release) with cargo, then runs the Go
-# binding's checks: go vet, go test -race, the GOGC=1 cgocheck run, a
-# dynamic-link run against `make install` + pkg-config, and (unless
-# PAYIDEM_GO_BENCH=0) a short benchmark. Needs Go, Rust (cargo) and gcc.
+# Refreshes the module's prebuilt libraries (scripts/dist/go-lib.sh rebuilds
+# them only when stale), builds payidem-mock, then runs the Go binding's
+# checks on the default build (the module-local static library): go vet, go
+# test -race, the GOGC=1 cgocheck run, a dynamic-link run against `make
+# install` + pkg-config, the arm64 library under qemu-aarch64 when zig and
+# qemu-user are there, and (unless PAYIDEM_GO_BENCH=0) a short benchmark.
+# Needs Go, Rust (cargo), gcc; go-lib.sh's build needs zig (installed by
+# scripts/dist/tools.sh).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 cd "$root"
 
-echo "== cargo build --release -p payidem-ffi -p payidem-mock"
-cargo build --release -p payidem-ffi -p payidem-mock
+echo "== scripts/dist/go-lib.sh (the module's libraries, rebuilt when stale)"
+scripts/dist/go-lib.sh
 
+echo "== cargo build --release -p payidem-mock"
+cargo build --release -p payidem-mock
 export PAYIDEM_MOCK="$root/target/release/payidem-mock"
-# The go command does not hash libraries named in #cgo LDFLAGS: a define
-# that carries the library's hash makes it relink whenever the library
-# changes.
-lib_sha="$(sha256sum "$root/target/release/libpayidem.a" | cut -c1-16)"
-export CGO_CFLAGS="${CGO_CFLAGS:--O2 -g} -DPAYIDEM_LIB_SHA=$lib_sha"
+# The package embeds lib/GOOS_GOARCH/SOURCES, which holds the library's hash,
+# so the go command relinks when go-lib.sh replaces a library.
+unset CGO_LDFLAGS PKG_CONFIG_PATH
 
 cd "$here"
+echo "== gofmt -l ."
+unformatted="$(gofmt -l .)"
+if [ -n "$unformatted" ]; then
+	echo "gofmt: these files need formatting: $unformatted" >&2
+	exit 1
+fi
+
 echo "== go vet ./..."
 go vet ./...
 
@@ -30,11 +41,41 @@ echo "== GOGC=1 GODEBUG=cgocheck=1 go test ./..."
 GOGC=1 GODEBUG=cgocheck=1 go test -count=1 ./...
 
 echo "== dynamic linking (-tags payidem_dynamic, make install + pkg-config)"
-prefix="$(mktemp -d)"
-trap 'rm -rf "$prefix"' EXIT
+# `make install` copies target/dist-stage/x86_64 and never compiles: that
+# stage must be the build the module's library came from.
+stage="$root/target/dist-stage/x86_64"
+if ! cmp -s "$stage/libpayidem.a" "$here/lib/linux_amd64/libpayidem.a" || [ ! -f "$stage/libpayidem.so" ]; then
+	"$root/scripts/dist/build-c.sh" --arch x86_64
+	if ! cmp -s "$stage/libpayidem.a" "$here/lib/linux_amd64/libpayidem.a"; then
+		echo "target/dist-stage/x86_64 is not the module's library: sources changed meanwhile; run again" >&2
+		exit 1
+	fi
+fi
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+prefix="$work/prefix"
 make -s -C "$root" install PREFIX="$prefix" >/dev/null
-PKG_CONFIG_PATH="$prefix/lib/pkgconfig" LD_LIBRARY_PATH="$prefix/lib" \
-	go test -count=1 -tags payidem_dynamic -run 'TestVectors|TestEveryHeaderCode|TestClientPays|TestSignThenVerify' ./...
+export_dyn=(env PKG_CONFIG_PATH="$prefix/lib/pkgconfig" LD_LIBRARY_PATH="$prefix/lib")
+"${export_dyn[@]}" go test -c -tags payidem_dynamic -o "$work/payidem-dynamic.test" .
+if ! readelf -d "$work/payidem-dynamic.test" | grep -q 'NEEDED.*\[libpayidem\.so\.0\]'; then
+	echo "the payidem_dynamic build does not load libpayidem.so.0" >&2
+	exit 1
+fi
+(cd "$here" && "${export_dyn[@]}" "$work/payidem-dynamic.test" \
+	-test.run 'TestVectors|TestEveryHeaderCode|TestClientPays|TestSignThenVerify|TestDefaultJournal|TestMemoryJournal')
+
+echo "== linux_arm64 library under qemu-aarch64 (zig cc, glibc 2.17)"
+if [ ! -f "$here/lib/linux_arm64/libpayidem.a" ]; then
+	echo "skipped: no lib/linux_arm64/libpayidem.a"
+elif ! command -v qemu-aarch64 >/dev/null 2>&1 || [ ! -d /usr/aarch64-linux-gnu/lib ]; then
+	echo "skipped: needs qemu-aarch64 and the arm64 glibc (apt-get install qemu-user libc6-arm64-cross)"
+else
+	tools="$("$root/scripts/dist/tools.sh")"
+	printf '#!/bin/sh\nexec "%s" -m ziglang cc -target aarch64-linux-gnu.2.17 "$@"\n' "$tools/python" > "$work/cc-arm64"
+	chmod +x "$work/cc-arm64"
+	GOARCH=arm64 CGO_ENABLED=1 CC="$work/cc-arm64" \
+		go test -count=1 -exec "qemu-aarch64 -L /usr/aarch64-linux-gnu" ./...
+fi
 
 if [ "${PAYIDEM_GO_BENCH:-1}" != "0" ]; then
 	echo "== go test -bench BenchmarkSignRatio (short)"

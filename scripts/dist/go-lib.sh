@@ -94,7 +94,10 @@ first_difference() {
         recorded[$path]=$sum
         order+=("$path")
     done < "$manifest"
+    local current
+    current="$(current_entries "$plat")"
     while read -r sum path; do
+        [ -n "$sum" ] || continue
         now[$path]=$sum
         if [ -z "${recorded[$path]+x}" ]; then
             echo "added: $path"
@@ -103,7 +106,7 @@ first_difference() {
             echo "changed: $path"
             return
         fi
-    done < <(current_entries "$plat")
+    done <<< "$current"
     for path in "${order[@]}"; do
         if [ -z "${now[$path]+x}" ]; then
             echo "removed: $path"

@@ -12,7 +12,9 @@
 # second run of the same order is answered with the same key without a
 # second payment; CGO_ENABLED=0 fails with the one clear error; the
 # committed libraries define only payidem_* globals and are at most 15 MiB;
-# the module's own manifest test passes outside the repository. Ends with
+# with zig, the arm64 library links (and pays under qemu-aarch64 when
+# installed) and a platform without a library gets one clear error; the
+# module's own manifest test passes outside the repository. Ends with
 # "N passed, N failed"; exits 1 when anything failed.
 set -uo pipefail
 
@@ -267,7 +269,73 @@ for lib in "$mod"/lib/*/libpayidem.a; do
     fi
 done
 
-# 6. The module's own manifest test, outside the repository: the copies
+# 6. Other platforms, cross-compiled with zig (scripts/dist/tools.sh): the
+# linux_arm64 library links, and pays under qemu-aarch64 when it and the
+# arm64 glibc (libc6-arm64-cross) are installed; a platform without a
+# prebuilt library stops at the one clear error.
+skipped=0
+skip() { skipped=$((skipped + 1)); echo "SKIP: $*"; }
+zig_bin=
+if tools="$("$root/scripts/dist/tools.sh" 2>/dev/null)" && [ -x "$tools/python" ] && "$tools/python" -m ziglang version >/dev/null 2>&1; then
+    zig_bin="$tools/python -m ziglang"
+elif command -v zig >/dev/null 2>&1; then
+    zig_bin=zig
+fi
+zig_cc() { # TARGET: a C compiler wrapper for cgo
+    printf '#!/bin/sh\nexec %s cc -target %s "$@"\n' "$zig_bin" "$1" > "$work/cc-$1"
+    chmod +x "$work/cc-$1"
+    echo "$work/cc-$1"
+}
+# newest_glibc BINARY: the newest GLIBC_ symbol version it needs.
+newest_glibc() { readelf -W --dyn-syms "$1" | grep -o 'GLIBC_[0-9][0-9.]*' | sort -uV | tail -n 1; }
+floor_ok() { [ "$(printf '%s\nGLIBC_2.17\n' "$1" | sort -V | tail -n 1)" = GLIBC_2.17 ]; }
+if [ -z "$zig_bin" ]; then
+    skip "glibc 2.17 and cross-platform checks: no zig (scripts/dist/tools.sh installs it)"
+else
+    # As built on a glibc 2.17 host: every symbol the library needs exists there.
+    if (cd "$app" && CGO_ENABLED=1 CC="$(zig_cc x86_64-linux-gnu.2.17)" go build -o "$work/app-217" . ) > "$work/x86-217.log" 2>&1; then
+        newest="$(newest_glibc "$work/app-217")"
+        if floor_ok "$newest"; then
+            pass "linux_amd64 program linked against glibc 2.17 (zig cc): newest symbol version $newest"
+        else
+            fail "linux_amd64 program linked against glibc 2.17 needs $newest"
+        fi
+    else
+        fail "go build against glibc 2.17 (zig cc): $(tail -n 20 "$work/x86-217.log")"
+    fi
+    if [ -f "$mod/lib/linux_arm64/libpayidem.a" ]; then
+        if (cd "$app" && GOARCH=arm64 CGO_ENABLED=1 CC="$(zig_cc aarch64-linux-gnu.2.17)" go build -o "$work/app-arm64" . ) > "$work/arm64.log" 2>&1; then
+            newest="$(newest_glibc "$work/app-arm64")"
+            if floor_ok "$newest"; then
+                pass "GOARCH=arm64 go build links lib/linux_arm64/libpayidem.a (zig cc, glibc 2.17; newest symbol version $newest)"
+            else
+                fail "GOARCH=arm64 program needs $newest, above GLIBC_2.17"
+            fi
+        else
+            fail "GOARCH=arm64 go build: $(tail -n 20 "$work/arm64.log")"
+        fi
+        if [ -x "$work/app-arm64" ] && [ -n "$url" ] && command -v qemu-aarch64 >/dev/null 2>&1 && [ -d /usr/aarch64-linux-gnu/lib ]; then
+            order="go-module-arm64-$$-$(date +%s)"
+            got="$(XDG_STATE_HOME="$work/state-arm64" qemu-aarch64 -L /usr/aarch64-linux-gnu "$work/app-arm64" pay "$url" "$order" 2>&1)"
+            case "$got" in
+                "status=201 key=create-$order replayed=false payment="?*) pass "the arm64 program pays under qemu-aarch64 ($got)" ;;
+                *) fail "the arm64 program under qemu-aarch64: $got" ;;
+            esac
+        else
+            skip "running the arm64 program: needs qemu-aarch64 and /usr/aarch64-linux-gnu (apt-get install qemu-user libc6-arm64-cross)"
+        fi
+    fi
+    if (cd "$app" && GOARCH=riscv64 CGO_ENABLED=1 CC="$(zig_cc riscv64-linux-gnu)" go build -o "$work/app-riscv64" . ) > "$work/riscv64.log" 2>&1; then
+        fail "GOARCH=riscv64 go build succeeded without a riscv64 library"
+    elif grep -q 'undefined: payidem_has_no_prebuilt_library_for_this_GOOS_GOARCH_build_with_tag_payidem_dynamic' "$work/riscv64.log" &&
+        [ "$(grep -cE '\.go:[0-9]+:[0-9]+: ' "$work/riscv64.log")" = 1 ]; then
+        pass "GOARCH=riscv64 (no prebuilt library) fails with the one error: $(grep -E '\.go:[0-9]+:[0-9]+: ' "$work/riscv64.log")"
+    else
+        fail "GOARCH=riscv64 go build said: $(tail -n 20 "$work/riscv64.log")"
+    fi
+fi
+
+# 7. The module's own manifest test, outside the repository: the copies
 # match lib/*/SOURCES; the check against the Rust sources is skipped.
 if (cd "$mod" && PAYIDEM_MOCK="$mock_bin" go test -count=1 -v -run '^TestCommittedLibraryMatchesSources$' . ) > "$work/gotest.log" 2>&1 &&
     grep -q 'copied alone' "$work/gotest.log" && grep -q -- '--- PASS: TestCommittedLibraryMatchesSources' "$work/gotest.log"; then
@@ -276,5 +344,6 @@ else
     fail "go test in the copied module: $(tail -n 20 "$work/gotest.log")"
 fi
 
+[ "$skipped" = 0 ] || echo "($skipped skipped, see SKIP lines)"
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -5,12 +5,52 @@
 //! - [`Journal::record_attempt`] is durable (on disk, fsync'd) before it
 //!   returns whenever the operation was [`OperationState::Pending`], i.e. the
 //!   first time an attempt of the operation may reach the platform. The
-//!   caller sends nothing before it returns.
+//!   caller sends nothing before it returns. A journal whose writes can be
+//!   seen by other calls before they are durable (the SQLite journal's group
+//!   commit) also makes the record durable on the first `record_attempt` of
+//!   every lease, so a call resuming an operation whose previous driver died
+//!   before its fsync sends nothing either until the record is on disk.
 //! - Every other write may be weaker (written, not fsync'd). Losing such a
 //!   write in a crash is safe: the operation is then found `InFlight` or
 //!   `Pending` with its original key and body, and resuming it re-sends the
 //!   same key, which the platform answers from its 48-hour idempotency store.
 //!   No key is ever minted for an operation the journal has seen.
+//!
+//! So a crash at any moment leaves every operation either unseen or pending
+//! (nothing of it was sent) or journaled durably with its key and body
+//! (resumable).
+//!
+//! # Group commit (SQLite)
+//!
+//! [`SqliteJournal`] commits every write with `synchronous=NORMAL`: the
+//! transaction is appended to the WAL, without fsync. A `record_attempt`
+//! that must be durable then waits until an fsync of the WAL file covers
+//! its commit. The first such caller leads: it fsyncs the WAL (which makes
+//! every frame written before it durable, whoever wrote it) and publishes
+//! how far the fsync reached; callers whose commit came in while it ran
+//! wait for it, and the next leader covers them all with one fsync. A
+//! caller alone therefore pays exactly one fsync, as before, and waits for
+//! nobody; N concurrent callers pay about one fsync per batch. The order of
+//! events for each operation is unchanged: record written, fsync returned,
+//! then the attempt sent; a crash between the first two leaves the record
+//! at most in flight (nothing was sent, resuming keeps the key), a crash
+//! between the last two leaves it durable and resumable.
+//!
+//! WAL checkpoints do not weaken this: a checkpoint fsyncs the WAL before
+//! copying frames into the database file and fsyncs the database file
+//! before marking them copied, and the WAL is rewritten from its start or
+//! truncated only after every frame is copied. A committed record is
+//! therefore always either in the WAL (made durable by the barrier's
+//! fsync) or already durable in the database file. A failed fsync fails
+//! every waiter it was to cover with `journal_error` and makes that handle
+//! refuse every later durable write (Linux may drop the pages of a failed
+//! fsync, so a later success would prove nothing).
+//!
+//! A PostgreSQL journal does not exist yet. When it does, it needs no group
+//! commit of its own: the server already makes concurrent synchronous
+//! commits share WAL flushes. It would commit the first attempt with
+//! `synchronous_commit = on` and every other write with `off`, on one
+//! connection per concurrent caller, and keep the rule above for leases.
 
 mod location;
 mod memory;
@@ -22,7 +62,9 @@ pub(crate) use location::create_private_dirs;
 pub use location::{default_journal_path, MEMORY_JOURNAL};
 pub use memory::MemoryJournal;
 pub use owner::process_owner;
-pub use sqlite::{SqliteJournal, SqliteJournalOptions, SCHEMA_VERSION};
+pub use sqlite::{DurabilityStats, SqliteJournal, SqliteJournalOptions, SCHEMA_VERSION};
+#[doc(hidden)]
+pub use sqlite::{SyncHook, SyncPoint};
 
 use crate::error::Result;
 
@@ -186,8 +228,10 @@ pub trait Journal: Send + Sync {
 
     /// Records that an attempt may reach the platform: state becomes
     /// `InFlight` and `attempts` is set. Durable before it returns when the
-    /// state was `Pending`. Fails with `operation_busy` if `lease` no longer
-    /// holds the operation; extends the lease to `lease.expires_at`.
+    /// state was `Pending` (and, for journals whose writes are visible before
+    /// they are durable, on the first call of each lease; see the module
+    /// docs). Fails with `operation_busy` if `lease` no longer holds the
+    /// operation; extends the lease to `lease.expires_at`.
     fn record_attempt(&self, order_id: &str, lease: &Lease, attempts: u32, now: u64) -> Result<()>;
 
     /// Ends a call: stores the new state (settled, `Unknown`, or back to

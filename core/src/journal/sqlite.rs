@@ -1,9 +1,19 @@
 //! A journal in one SQLite file (WAL mode), shared by the threads of a
 //! process and by several processes.
+//!
+//! Every write commits with `synchronous=NORMAL` (appended to the WAL, no
+//! fsync). The one write that must be on disk before anything is sent, the
+//! first attempt of an operation (or of a call resuming one), then waits in
+//! the group commit ([`group`]) until an fsync of the WAL covers it;
+//! concurrent callers share that fsync, and a caller alone pays exactly one
+//! without waiting for anyone.
 
+mod group;
 mod schema;
 
+use std::collections::HashMap;
 use std::fmt;
+use std::fs::File;
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -13,6 +23,11 @@ use rusqlite::{
     params, Connection, OpenFlags, OptionalExtension, Row, Transaction, TransactionBehavior,
 };
 
+use group::GroupCommit;
+
+pub use group::DurabilityStats;
+#[doc(hidden)]
+pub use group::{SyncHook, SyncPoint};
 pub use schema::SCHEMA_VERSION;
 
 use super::rules;
@@ -41,15 +56,39 @@ impl Default for SqliteJournalOptions {
 ///
 /// Several `SqliteJournal`s, in one process or many, may use the same file
 /// at once; every change is one transaction holding the file's write lock,
-/// so exactly one call wins each lease. [`Journal::record_attempt`] on a
-/// pending operation is on disk before it returns; see the module
-/// [`journal`](super) for why every other write may be lost in a crash
-/// without harm.
+/// so exactly one call wins each lease.
+///
+/// Durability: [`Journal::record_attempt`] returns only once its write, and
+/// every write before it, is on disk (fsync'd) whenever the operation was
+/// pending or it is the first attempt recorded under that lease (a call
+/// resuming an operation). Concurrent calls of one `SqliteJournal` share
+/// those fsyncs (group commit; see [`SqliteJournal::durability_stats`]): a
+/// call alone costs exactly one fsync and never waits for another call;
+/// calls arriving while an fsync runs wait for it to end, then one fsync
+/// covers them all. Every other write may be lost in a crash without harm;
+/// see the module [`journal`](super).
+///
+/// A failed fsync fails every `record_attempt` it was to cover with
+/// `journal_error` (the operation goes back to the state it had; nothing
+/// was sent), and every later one that needs durability: open the journal
+/// again.
+///
+/// Every process using the file must leave `PRAGMA synchronous` at NORMAL or
+/// above: a checkpoint with `synchronous=OFF` copies frames out of the WAL
+/// without fsync, which breaks SQLite's own durability as well.
 ///
 /// [`Journal::release`] by a call that does not hold the lease is a no-op.
 pub struct SqliteJournal {
     ctx: Context,
-    conn: Mutex<Conn>,
+    conn: Mutex<Connection>,
+    group: GroupCommit,
+    /// Order id → the lease under which an attempt of it was made durable.
+    /// A record is visible to other calls from its NORMAL commit on, before
+    /// it is on disk, so a call that finds an operation in flight (its
+    /// previous driver died before its fsync, or the fsync failed) makes it
+    /// durable once more before its own first attempt.
+    durable_leases: Mutex<HashMap<String, String>>,
+    hook: Option<SyncHook>,
 }
 
 impl fmt::Debug for SqliteJournal {
@@ -99,43 +138,20 @@ impl Context {
     }
 }
 
-/// The connection and the `synchronous` level it is set to.
-struct Conn {
-    db: Connection,
-    sync: SyncLevel,
-}
-
-/// `PRAGMA synchronous` levels the journal uses. SQLite refuses to change
-/// the level inside a transaction, so it is set before each one begins.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum SyncLevel {
-    /// WAL mode: commit writes the WAL without fsync.
-    Normal,
-    /// WAL mode: commit fsyncs the WAL.
-    Full,
-}
-
-impl Conn {
-    fn set_sync(&mut self, sync: SyncLevel, ctx: &Context) -> Result<()> {
-        if self.sync != sync {
-            let value = match sync {
-                SyncLevel::Normal => "NORMAL",
-                SyncLevel::Full => "FULL",
-            };
-            self.db
-                .pragma_update(None, "synchronous", value)
-                .map_err(|e| ctx.db("set the synchronous level", e))?;
-            self.sync = sync;
-        }
-        Ok(())
-    }
-}
-
 /// Columns of an [`OperationRecord`] plus its lease, in [`RawRow::read`]'s order.
-const COLUMNS: &str =
-    "order_id, idempotency_key, method, path, body, body_sha256, status_path, state, attempts, \
-     created_at, updated_at, response_status, response_headers, response_body, response_replayed, \
-     lease_owner, lease_expires";
+macro_rules! columns {
+    () => {
+        "order_id, idempotency_key, method, path, body, body_sha256, status_path, state, attempts, \
+         created_at, updated_at, response_status, response_headers, response_body, response_replayed, \
+         lease_owner, lease_expires"
+    };
+}
+const COLUMNS: &str = columns!();
+const SELECT_ONE: &str = concat!(
+    "SELECT ",
+    columns!(),
+    " FROM operations WHERE order_id = ?1"
+);
 
 /// A row as stored, before its values are checked.
 struct RawRow {
@@ -251,11 +267,10 @@ fn sql_time(t: u64) -> i64 {
     i64::try_from(t).unwrap_or(i64::MAX)
 }
 
-/// Whether [`SqliteJournal::try_record_attempt`] wrote the attempt.
-enum AttemptOutcome {
-    Recorded,
-    /// The operation was pending but the connection was not set to fsync.
-    NeedsFull,
+/// Where an operation stood before `record_attempt` changed it.
+struct Before {
+    state: String,
+    attempts: i64,
 }
 
 impl SqliteJournal {
@@ -289,14 +304,15 @@ impl SqliteJournal {
             return Err(ctx.refused("the file is not writable (opened read-only)"));
         }
         schema::prepare(&mut db, &ctx)?;
-        let mut conn = Conn {
-            db,
-            sync: SyncLevel::Full,
-        };
-        conn.set_sync(SyncLevel::Normal, &ctx)?;
+        db.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(|e| ctx.db("set the synchronous level", e))?;
+        let wal = open_wal(&db, &ctx)?;
         Ok(SqliteJournal {
             ctx,
-            conn: Mutex::new(conn),
+            conn: Mutex::new(db),
+            group: GroupCommit::new(wal),
+            durable_leases: Mutex::new(HashMap::new()),
+            hook: None,
         })
     }
 
@@ -305,46 +321,69 @@ impl SqliteJournal {
         &self.ctx.path
     }
 
+    /// What the group commit has done since the journal was opened: fsyncs
+    /// of the WAL and the writes they made durable.
+    pub fn durability_stats(&self) -> DurabilityStats {
+        self.group.stats()
+    }
+
+    /// **Test only**: the journal with `hook` called at every
+    /// [`SyncPoint`] of its durable write path (the chaos test `SIGKILL`s
+    /// the process there; tests make a barrier fail). Not part of the
+    /// stable API.
+    #[doc(hidden)]
+    pub fn with_sync_hook(mut self, hook: SyncHook) -> SqliteJournal {
+        self.hook = Some(hook);
+        self
+    }
+
+    fn at(&self, point: SyncPoint) {
+        if let Some(hook) = &self.hook {
+            let _ = hook(point);
+        }
+    }
+
     /// The connection. A panic while it was held unwound through the open
     /// transaction's drop, which rolled it back; a transaction still open is
     /// rolled back here all the same.
-    fn lock(&self) -> MutexGuard<'_, Conn> {
+    fn lock(&self) -> MutexGuard<'_, Connection> {
         let guard = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
-        if !guard.db.is_autocommit() {
+        if !guard.is_autocommit() {
             // Failing leaves the transaction open, and the next BEGIN reports it.
-            let _ = guard.db.execute_batch("ROLLBACK");
+            let _ = guard.execute_batch("ROLLBACK");
         }
         guard
     }
 
-    /// Runs `f` in one `BEGIN IMMEDIATE` transaction committed at `sync`;
-    /// nothing is written if `f` fails.
+    fn leases(&self) -> MutexGuard<'_, HashMap<String, String>> {
+        // Plain inserts and removals: consistent even after a panic.
+        self.durable_leases
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Runs `f` in one `BEGIN IMMEDIATE` transaction committed with
+    /// `synchronous=NORMAL` (in the WAL, not fsync'd); nothing is written
+    /// if `f` fails. Returns `f`'s value and the commit's number in the
+    /// group commit's sequence.
     fn write<T>(
         &self,
         action: &str,
-        sync: SyncLevel,
         f: impl FnOnce(&Transaction<'_>) -> Result<T>,
-    ) -> Result<T> {
-        let mut guard = self.lock();
-        let conn = &mut *guard;
-        conn.set_sync(sync, &self.ctx)?;
+    ) -> Result<(T, u64)> {
+        let mut conn = self.lock();
         let tx = conn
-            .db
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(|e| self.ctx.db(action, e))?;
         let out = f(&tx)?;
         tx.commit().map_err(|e| self.ctx.db(action, e))?;
-        Ok(out)
+        Ok((out, self.group.committed()))
     }
 
     fn load(&self, conn: &Connection, order_id: &str, action: &str) -> Result<Option<Stored>> {
         let raw = conn
-            .query_row(
-                &format!("SELECT {COLUMNS} FROM operations WHERE order_id = ?1"),
-                [order_id],
-                RawRow::read,
-            )
-            .optional()
+            .prepare_cached(SELECT_ONE)
+            .and_then(|mut stmt| stmt.query_row([order_id], RawRow::read).optional())
             .map_err(|e| self.ctx.db(action, e))?;
         raw.map(|r| r.check(&self.ctx)).transpose()
     }
@@ -366,68 +405,103 @@ impl SqliteJournal {
         ) {
             return Err(rules::busy(&op.order_id, &op.idempotency_key));
         }
-        tx.execute(
+        tx.prepare_cached(
             "UPDATE operations SET lease_owner = ?2, lease_expires = ?3 WHERE order_id = ?1",
-            params![
+        )
+        .and_then(|mut stmt| {
+            stmt.execute(params![
                 op.order_id,
                 lease.owner,
                 sql_time(rules::stored_expiry(lease))
-            ],
-        )
+            ])
+        })
         .map_err(|e| self.ctx.db(action, e))?;
         Ok(())
     }
 
-    /// The lease holder and key of `order_id`, or `invalid_argument` if it
-    /// is not journaled.
+    /// The lease holder, key, state and attempts of `order_id`, or
+    /// `invalid_argument` if it is not journaled.
     fn holder(
         &self,
         tx: &Transaction<'_>,
         order_id: &str,
         action: &str,
-    ) -> Result<(Option<String>, String, String)> {
-        tx.query_row(
-            "SELECT lease_owner, idempotency_key, state FROM operations WHERE order_id = ?1",
-            [order_id],
-            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+    ) -> Result<(Option<String>, String, Before)> {
+        tx.prepare_cached(
+            "SELECT lease_owner, idempotency_key, state, attempts FROM operations WHERE order_id = ?1",
         )
-        .optional()
+        .and_then(|mut stmt| {
+            stmt.query_row([order_id], |row| {
+                Ok((
+                    row.get(0)?,
+                    row.get(1)?,
+                    Before {
+                        state: row.get(2)?,
+                        attempts: row.get(3)?,
+                    },
+                ))
+            })
+            .optional()
+        })
         .map_err(|e| self.ctx.db(action, e))?
         .ok_or_else(|| rules::unknown_order(order_id))
     }
 
-    fn try_record_attempt(
-        &self,
-        order_id: &str,
-        lease: &Lease,
-        attempts: u32,
-        now: u64,
-        sync: SyncLevel,
-        action: &str,
-    ) -> Result<AttemptOutcome> {
-        self.write(action, sync, |tx| {
-            let (owner, key, state) = self.holder(tx, order_id, action)?;
-            if !rules::lease_held(owner.as_deref(), lease) {
-                return Err(rules::lease_lost(order_id, &key));
-            }
-            if state == OperationState::Pending.as_str() && sync != SyncLevel::Full {
-                return Ok(AttemptOutcome::NeedsFull);
-            }
-            tx.execute(
-                "UPDATE operations SET state = ?2, attempts = ?3, updated_at = ?4, lease_expires = ?5
-                 WHERE order_id = ?1",
-                params![
-                    order_id,
-                    OperationState::InFlight.as_str(),
-                    attempts,
-                    sql_time(now),
-                    sql_time(rules::stored_expiry(lease))
-                ],
+    /// After a failed fsync: puts the operation back where it stood before
+    /// `record_attempt` (nothing was sent), if this call still holds it.
+    /// Best effort: if this write fails too, the operation stays in flight,
+    /// which is safe (resuming it makes it durable first and keeps its key).
+    fn undo_attempt(&self, order_id: &str, lease: &Lease, attempts: u32, before: &Before) {
+        let action = format!("undo the attempt of order id {order_id:?}");
+        let _ = self.write(&action, |tx| {
+            tx.prepare_cached(
+                "UPDATE operations SET state = ?3, attempts = ?4
+                 WHERE order_id = ?1 AND lease_owner = ?2 AND state = ?5 AND attempts = ?6",
             )
-            .map_err(|e| self.ctx.db(action, e))?;
-            Ok(AttemptOutcome::Recorded)
-        })
+            .and_then(|mut stmt| {
+                stmt.execute(params![
+                    order_id,
+                    lease.owner,
+                    before.state,
+                    before.attempts,
+                    OperationState::InFlight.as_str(),
+                    attempts
+                ])
+            })
+            .map_err(|e| self.ctx.db(&action, e))
+        });
     }
+
+    /// Forgets that `lease` made `order_id` durable (its call ended).
+    fn forget_lease(&self, order_id: &str, lease: &Lease) {
+        let mut leases = self.leases();
+        if leases.get(order_id) == Some(&lease.owner) {
+            leases.remove(order_id);
+        }
+    }
+}
+
+/// A descriptor of the journal's WAL file, for the group commit's fsyncs,
+/// after one fsync of its directory (so that the WAL's name is on disk too;
+/// SQLite does the same on its first sync of a WAL it opened).
+fn open_wal(db: &Connection, ctx: &Context) -> Result<File> {
+    let Some(main) = db.path().filter(|p| !p.is_empty()) else {
+        return Err(ctx.refused("the database has no file name"));
+    };
+    let wal_path = format!("{main}-wal");
+    let wal = File::open(&wal_path).map_err(|e| {
+        ctx.refused(format!(
+            "cannot open the WAL file {wal_path} to fsync it: {e}"
+        ))
+    })?;
+    if let Some(dir) = Path::new(&wal_path).parent() {
+        // Some file systems refuse to fsync a directory; SQLite then does
+        // without as well.
+        if let Ok(dir) = File::open(dir) {
+            let _ = dir.sync_all();
+        }
+    }
+    Ok(wal)
 }
 
 impl Journal for SqliteJournal {
@@ -435,7 +509,7 @@ impl Journal for SqliteJournal {
         rules::check_now(now)?;
         rules::check_lease(lease)?;
         let action = format!("open order id {:?}", operation.order_id);
-        self.write(&action, SyncLevel::Normal, |tx| {
+        let (opened, _) = self.write(&action, |tx| {
             if let Some(stored) = self.load(tx, &operation.order_id, &action)? {
                 rules::same_request(&stored.record.operation, operation)?;
                 if stored.record.state.is_settled() {
@@ -445,21 +519,22 @@ impl Journal for SqliteJournal {
                 return Ok(Opened::Resumable(stored.record));
             }
             let other: Option<String> = tx
-                .query_row(
-                    "SELECT order_id FROM operations WHERE idempotency_key = ?1",
-                    [&operation.idempotency_key],
-                    |row| row.get(0),
-                )
-                .optional()
+                .prepare_cached("SELECT order_id FROM operations WHERE idempotency_key = ?1")
+                .and_then(|mut stmt| {
+                    stmt.query_row([&operation.idempotency_key], |row| row.get(0))
+                        .optional()
+                })
                 .map_err(|e| self.ctx.db(&action, e))?;
             if let Some(other) = other {
                 return Err(rules::key_taken(operation, &other));
             }
-            tx.execute(
+            tx.prepare_cached(
                 "INSERT INTO operations (order_id, idempotency_key, method, path, body, body_sha256, status_path,
                      state, attempts, created_at, updated_at, lease_owner, lease_expires)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 0, ?9, ?9, ?10, ?11)",
-                params![
+            )
+            .and_then(|mut stmt| {
+                stmt.execute(params![
                     operation.order_id,
                     operation.idempotency_key,
                     operation.method,
@@ -471,8 +546,8 @@ impl Journal for SqliteJournal {
                     sql_time(now),
                     lease.owner,
                     sql_time(rules::stored_expiry(lease)),
-                ],
-            )
+                ])
+            })
             .map_err(|e| self.ctx.db(&action, e))?;
             Ok(Opened::Created(OperationRecord {
                 operation: operation.clone(),
@@ -482,14 +557,15 @@ impl Journal for SqliteJournal {
                 updated_at: now,
                 response: None,
             }))
-        })
+        })?;
+        Ok(opened)
     }
 
     fn claim(&self, order_id: &str, lease: &Lease, now: u64) -> Result<Opened> {
         rules::check_now(now)?;
         rules::check_lease(lease)?;
         let action = format!("claim order id {order_id:?}");
-        self.write(&action, SyncLevel::Normal, |tx| {
+        let (opened, _) = self.write(&action, |tx| {
             let stored = self
                 .load(tx, order_id, &action)?
                 .ok_or_else(|| rules::unknown_order(order_id))?;
@@ -498,56 +574,58 @@ impl Journal for SqliteJournal {
             }
             self.take_lease(tx, &stored, lease, now, &action)?;
             Ok(Opened::Resumable(stored.record))
-        })
+        })?;
+        Ok(opened)
     }
 
     fn record_attempt(&self, order_id: &str, lease: &Lease, attempts: u32, now: u64) -> Result<()> {
         rules::check_now(now)?;
         let action = format!("record an attempt of order id {order_id:?}");
-        // The first attempt of an operation (state Pending) is the one write
-        // that must be on disk before anything is sent: it commits with
-        // synchronous=FULL, whose fsync of the WAL also persists the earlier
-        // NORMAL insert of `open` (the WAL is written in order). Every other
-        // write commits with NORMAL, which in WAL mode does not fsync, and
-        // losing one in a crash is safe: the operation is then found Pending
-        // or InFlight with its original key and body, resuming re-sends that
-        // same key, and the platform answers it from its 48-hour idempotency
-        // store. The level has to be chosen before the transaction begins,
-        // so it is guessed from a plain read and, if another writer made the
-        // guess wrong, the transaction is rolled back and run again at FULL.
-        let was_pending = self
-            .lock()
-            .db
-            .query_row(
-                "SELECT state FROM operations WHERE order_id = ?1",
-                [order_id],
-                |row| row.get::<_, String>(0),
+        // Committed with NORMAL like every write. It must be on disk before
+        // anything is sent when the operation was pending (its first
+        // attempt), and also when this lease has not made it durable yet:
+        // the operation was found in flight or unknown, and that state may
+        // have been committed by a call that died, or whose fsync failed,
+        // before it reached the disk. Retries within a call need nothing.
+        let ((before, durable_needed), seq) = self.write(&action, |tx| {
+            let (owner, key, before) = self.holder(tx, order_id, &action)?;
+            if !rules::lease_held(owner.as_deref(), lease) {
+                return Err(rules::lease_lost(order_id, &key));
+            }
+            let durable_needed = before.state == OperationState::Pending.as_str()
+                || self.leases().get(order_id) != Some(&lease.owner);
+            tx.prepare_cached(
+                "UPDATE operations SET state = ?2, attempts = ?3, updated_at = ?4, lease_expires = ?5
+                 WHERE order_id = ?1",
             )
-            .optional()
-            .map_err(|e| self.ctx.db(&action, e))?
-            .map_or(true, |state| state == OperationState::Pending.as_str());
-        let first = if was_pending {
-            SyncLevel::Full
-        } else {
-            SyncLevel::Normal
-        };
-        match self.try_record_attempt(order_id, lease, attempts, now, first, &action)? {
-            AttemptOutcome::Recorded => Ok(()),
-            AttemptOutcome::NeedsFull => {
-                match self.try_record_attempt(
+            .and_then(|mut stmt| {
+                stmt.execute(params![
                     order_id,
-                    lease,
+                    OperationState::InFlight.as_str(),
                     attempts,
-                    now,
-                    SyncLevel::Full,
-                    &action,
-                )? {
-                    AttemptOutcome::Recorded => Ok(()),
-                    AttemptOutcome::NeedsFull => Err(Error::new(
-                        ErrorCode::Internal,
-                        "journal: a durable commit was refused as not durable",
-                    )),
-                }
+                    sql_time(now),
+                    sql_time(rules::stored_expiry(lease))
+                ])
+            })
+            .map_err(|e| self.ctx.db(&action, e))?;
+            Ok((before, durable_needed))
+        })?;
+        if !durable_needed {
+            return Ok(());
+        }
+        self.at(SyncPoint::Written { seq });
+        match self.group.wait(seq, self.hook.as_ref()) {
+            Ok(()) => {
+                self.leases()
+                    .insert(order_id.to_owned(), lease.owner.clone());
+                self.at(SyncPoint::Durable { seq });
+                Ok(())
+            }
+            Err(why) => {
+                self.undo_attempt(order_id, lease, attempts, &before);
+                Err(self.ctx.refused(format!(
+                    "cannot make the attempt of order id {order_id:?} durable: {why}"
+                )))
             }
         }
     }
@@ -572,16 +650,18 @@ impl Journal for SqliteJournal {
             })?),
             None => None,
         };
-        self.write(&action, SyncLevel::Normal, |tx| {
+        self.write(&action, |tx| {
             let (owner, key, _) = self.holder(tx, order_id, &action)?;
             if !rules::lease_held(owner.as_deref(), lease) {
                 return Err(rules::lease_lost(order_id, &key));
             }
-            tx.execute(
+            tx.prepare_cached(
                 "UPDATE operations SET state = ?2, updated_at = ?3, response_status = ?4, response_headers = ?5,
                      response_body = ?6, response_replayed = ?7, lease_owner = NULL, lease_expires = NULL
                  WHERE order_id = ?1",
-                params![
+            )
+            .and_then(|mut stmt| {
+                stmt.execute(params![
                     order_id,
                     state.as_str(),
                     sql_time(now),
@@ -589,31 +669,35 @@ impl Journal for SqliteJournal {
                     headers,
                     response.map(|r| r.body.as_slice()),
                     response.map(|r| r.replayed),
-                ],
-            )
+                ])
+            })
             .map_err(|e| self.ctx.db(&action, e))?;
             Ok(())
-        })
+        })?;
+        self.forget_lease(order_id, lease);
+        Ok(())
     }
 
     fn release(&self, order_id: &str, lease: &Lease) -> Result<()> {
         let action = format!("release order id {order_id:?}");
-        self.write(&action, SyncLevel::Normal, |tx| {
+        self.write(&action, |tx| {
             self.holder(tx, order_id, &action)?;
-            tx.execute(
+            tx.prepare_cached(
                 "UPDATE operations SET lease_owner = NULL, lease_expires = NULL
                  WHERE order_id = ?1 AND lease_owner = ?2",
-                params![order_id, lease.owner],
             )
+            .and_then(|mut stmt| stmt.execute(params![order_id, lease.owner]))
             .map_err(|e| self.ctx.db(&action, e))?;
             Ok(())
-        })
+        })?;
+        self.forget_lease(order_id, lease);
+        Ok(())
     }
 
     fn get(&self, order_id: &str) -> Result<Option<OperationRecord>> {
         let action = format!("read order id {order_id:?}");
         let conn = self.lock();
-        Ok(self.load(&conn.db, order_id, &action)?.map(|s| s.record))
+        Ok(self.load(&conn, order_id, &action)?.map(|s| s.record))
     }
 
     fn list(&self, states: &[OperationState]) -> Result<Vec<OperationRecord>> {
@@ -627,7 +711,7 @@ impl Journal for SqliteJournal {
             "SELECT {COLUMNS} FROM operations WHERE state IN ({marks}) ORDER BY created_at, rowid"
         );
         let conn = self.lock();
-        let mut stmt = conn.db.prepare(&sql).map_err(|e| self.ctx.db(action, e))?;
+        let mut stmt = conn.prepare(&sql).map_err(|e| self.ctx.db(action, e))?;
         let raws = stmt
             .query_map(rusqlite::params_from_iter(names), RawRow::read)
             .and_then(|rows| rows.collect::<rusqlite::Result<Vec<RawRow>>>())
@@ -654,9 +738,10 @@ impl Journal for SqliteJournal {
             "DELETE FROM operations WHERE state IN ({}) AND updated_at {cmp} ?1",
             settled.join(", ")
         );
-        self.write(action, SyncLevel::Normal, |tx| {
+        let (purged, _) = self.write(action, |tx| {
             tx.execute(&sql, [sql_time(bound)])
                 .map_err(|e| self.ctx.db(action, e))
-        })
+        })?;
+        Ok(purged)
     }
 }

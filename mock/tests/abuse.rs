@@ -43,7 +43,7 @@ fn control_routes_refuse_browser_requests() {
         format!("POST /_mock/reset HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{json}\r\nOrigin: http://127.0.0.1.evil.example"),
         // DNS rebinding: a loopback peer, but the browser's Host is the attacker's name.
         format!("POST /_mock/reset HTTP/1.1\r\nHost: evil.example:{port}\r\n{json}"),
-        format!("GET /_mock/stats HTTP/1.1\r\nHost: rebind.evil.example"),
+        "GET /_mock/stats HTTP/1.1\r\nHost: rebind.evil.example".to_owned(),
         format!("POST /_mock/reset HTTP/1.1\r\nHost: localhost.evil.example\r\n{json}"),
         "GET /_mock/faults HTTP/1.1".to_owned(),
     ];

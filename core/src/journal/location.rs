@@ -67,6 +67,10 @@ pub(crate) fn create_private_dirs(path: &Path) -> Result<()> {
 /// journal (and the WAL files SQLite gives the same mode) is never readable
 /// by other users. An existing file is left untouched.
 pub(crate) fn create_private_file(path: &Path) {
+    // SQLite's own names for databases that are no file.
+    if path.as_os_str().is_empty() || path == Path::new(MEMORY_JOURNAL) {
+        return;
+    }
     // An existing file, a missing directory or a refusal is left for SQLite
     // to open or to report in its own words.
     let _ = OpenOptions::new()
@@ -95,6 +99,19 @@ mod tests {
                 PathBuf::from("/home/u/.local/state/payidem/journal.sqlite3")
             );
         }
+    }
+
+    #[test]
+    fn sqlite_names_that_are_no_file_are_not_created() {
+        let dir = tempfile::tempdir().unwrap();
+        let cwd = std::env::current_dir().unwrap();
+        for name in [MEMORY_JOURNAL, ""] {
+            create_private_file(Path::new(name));
+            assert!(!cwd.join(name).is_file(), "{name:?} was created");
+        }
+        let real = dir.path().join("j.sqlite3");
+        create_private_file(&real);
+        assert!(real.is_file());
     }
 
     #[test]

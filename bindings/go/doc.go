@@ -9,6 +9,14 @@
 // their own HTTP stack (net/http included), and Decide exposes the retry
 // decision table.
 //
+// The module carries the header and a prebuilt static libpayidem for
+// linux/amd64 and linux/arm64 (glibc >= 2.17), so `go get` is enough with
+// cgo enabled and a C compiler; the build tag payidem_dynamic links an
+// installed libpayidem.so through pkg-config instead. A Client's journal is
+// durable by default ($XDG_STATE_HOME/payidem/journal.sqlite3, else
+// $HOME/.local/state/payidem/journal.sqlite3); JournalMemory is for tests
+// only.
+//
 // Errors match their code's sentinel with errors.Is (ErrOutcomeUnknown,
 // ErrRejected, ...) and reach *Error, *RejectedError and
 // *InvalidArgumentError with errors.As.

@@ -43,6 +43,7 @@ cleanup() {
         kill "$mock_pid" 2>/dev/null
         wait "$mock_pid" 2>/dev/null
     fi
+    chmod -R u+w "$work" 2>/dev/null # the module cache is read-only
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -168,6 +169,33 @@ if [ -x "$work/app-bin" ]; then
     fi
 fi
 
+# 2b. The same program with the module fetched the way `go get` fetches it:
+# a module zip from a (file://) module proxy into a read-only module cache,
+# whose path holds '@'.
+proxy="$work/proxy/$module_path/@v"
+mkdir -p "$proxy" "$work/app-proxy"
+cp "$mod/go.mod" "$proxy/v0.1.0.mod"
+printf '{"Version":"v0.1.0","Time":"2026-01-01T00:00:00Z"}\n' > "$proxy/v0.1.0.info"
+printf 'v0.1.0\n' > "$proxy/list"
+python3 - "$mod" "$proxy/v0.1.0.zip" "$module_path@v0.1.0" <<'PY'
+import os, sys, zipfile
+src, out, prefix = sys.argv[1:]
+with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+    for d, _, files in os.walk(src):
+        for f in sorted(files):
+            full = os.path.join(d, f)
+            z.write(full, prefix + "/" + os.path.relpath(full, src))
+PY
+cp "$app/main.go" "$work/app-proxy/main.go"
+printf 'module example.com/payidem-module-proxy-test\n\ngo 1.22\n' > "$work/app-proxy/go.mod"
+if (cd "$work/app-proxy" &&
+    GOPROXY="file://$work/proxy" GOMODCACHE="$work/modcache" go get "$module_path@v0.1.0" &&
+    GOPROXY="file://$work/proxy" GOMODCACHE="$work/modcache" CGO_ENABLED=1 go build -o "$work/app-proxy-bin" . ) > "$work/proxy.log" 2>&1; then
+    pass "go get $module_path@v0.1.0 from a module proxy (zip, read-only module cache) and go build"
+else
+    fail "go get / go build through a module proxy: $(tail -n 20 "$work/proxy.log")"
+fi
+
 # 3. Pay against the mock, twice, with the default journal.
 url=
 if [ -x "$work/app-bin" ]; then
@@ -221,6 +249,14 @@ if [ -n "$url" ]; then
         pass "the mock took exactly one payment under one key ($stats)"
     else
         fail "mock stats: $stats, want payments=1 order_payments=1 order_keys=1"
+    fi
+    if [ -x "$work/app-proxy-bin" ]; then
+        order2="go-module-proxy-$$-$(date +%s)"
+        got="$(XDG_STATE_HOME="$work/state-proxy" "$work/app-proxy-bin" pay "$url" "$order2" 2>&1)"
+        case "$got" in
+            "status=201 key=create-$order2 replayed=false payment="?*) pass "the program built from the proxied module pays ($got)" ;;
+            *) fail "the program built from the proxied module: $got" ;;
+        esac
     fi
 fi
 

@@ -1,10 +1,14 @@
 //! Settled operations per second of the payidem client against the mock on
 //! loopback, journal on disk (SQLite in a temporary directory), against the
-//! anchor measured in the same run: the same signed POSTs sent with ureq and
-//! no journal. Then fsync calls per successful operation, counted with
-//! strace on `payidem-fsync-probe` (skipped when strace is missing).
+//! anchor measured in the same run with the same number of threads: the same
+//! signed POSTs sent with ureq and no journal. 1, 4, 16 and 64 concurrent
+//! callers (one client shared by all threads; one ureq agent shared by all
+//! threads). Then fsync calls per settled operation with 1 and 16 callers,
+//! counted with strace on `payidem-fsync-probe` (skipped when strace is
+//! missing).
 //!
-//! `cargo bench -p payidem-e2e --bench client`
+//! `cargo bench -p payidem-e2e --bench client` (or `-- 1 16` for some
+//! concurrencies only)
 
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -15,7 +19,7 @@ use payidem::JournalChoice;
 use payidem_e2e::{client, payment_body, start_mock, OwnedSpec};
 use payidem_mock::{MockServer, DEFAULT_KEY_ID, DEFAULT_SECRET};
 
-const OPS: usize = 600;
+const OPS: usize = 1200;
 const ROUNDS: usize = 3;
 
 fn unix_now() -> u64 {
@@ -93,7 +97,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 /// fsync + fdatasync calls in one strace'd run of the probe.
-fn syncs(probe: &str, ops: usize) -> Option<u64> {
+fn syncs(probe: &str, ops: usize, threads: usize) -> Option<u64> {
     let out = Command::new("strace")
         .args([
             "-f",
@@ -102,6 +106,7 @@ fn syncs(probe: &str, ops: usize) -> Option<u64> {
             "trace=fsync,fdatasync",
             probe,
             &ops.to_string(),
+            &threads.to_string(),
         ])
         .output()
         .ok()?;
@@ -117,12 +122,21 @@ fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
+    let levels: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let levels = if levels.is_empty() {
+        vec![1, 4, 16, 64]
+    } else {
+        levels
+    };
     let mock = start_mock();
     println!(
         "payidem client vs. raw signed ureq POSTs, {OPS} operations per run, median of {ROUNDS}"
     );
     println!("{:<44} {:>10}", "run", "ops/s");
-    for threads in [1, 4] {
+    for &threads in &levels {
         let mut ours = Vec::new();
         let mut raw = Vec::new();
         for round in 0..ROUNDS {
@@ -144,11 +158,18 @@ fn main() {
         println!("{:<44} {:>10.2}", "  ratio payidem / raw", ours / raw);
     }
     let probe = env!("CARGO_BIN_EXE_payidem-fsync-probe");
-    match (syncs(probe, 200), syncs(probe, 400)) {
-        (Some(a), Some(b)) => println!(
-            "fsync+fdatasync: {a} for 200 operations, {b} for 400: {:.3} per settled operation",
-            (b.saturating_sub(a)) as f64 / 200.0
-        ),
-        _ => println!("fsync count skipped: strace is not available"),
+    for (threads, small) in [(1, 200), (16, 800)] {
+        match (
+            syncs(probe, small, threads),
+            syncs(probe, 2 * small, threads),
+        ) {
+            (Some(a), Some(b)) => println!(
+                "fsync+fdatasync, {threads} thread(s): {a} for {small} operations, {b} for {}: \
+                 {:.3} per settled operation",
+                2 * small,
+                (b.saturating_sub(a)) as f64 / small as f64
+            ),
+            _ => println!("fsync count skipped: strace is not available"),
+        }
     }
 }

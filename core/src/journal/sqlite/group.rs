@@ -9,9 +9,12 @@
 //! calls [`GroupCommit::wait`] with its number:
 //!
 //! - if a barrier already covered it, it returns at once, without an fsync;
-//! - if no barrier is running, it becomes the leader: it reads the last
-//!   commit number, fsyncs the WAL file, then publishes that number as
-//!   durable and wakes everyone waiting;
+//! - if no barrier is running, it becomes the leader: if other calls of
+//!   this journal are recording an attempt at that moment (between entering
+//!   `record_attempt` and its commit), it waits for them to commit, at most
+//!   [`GATHER`]; then it reads the last commit number, fsyncs the WAL file,
+//!   publishes that number as durable and wakes everyone waiting. A call
+//!   alone never waits;
 //! - otherwise it waits for the running barrier and looks again (the
 //!   barrier may have started before its commit: then one of the waiters it
 //!   did not cover leads the next one).
@@ -38,8 +41,13 @@
 
 use std::fs::File;
 use std::io;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+/// The longest a leader waits for calls that are recording an attempt to
+/// commit, so that its fsync covers them too. Only when such calls exist.
+pub(super) const GATHER: Duration = Duration::from_micros(200);
 
 /// Where the journal's durable write path stands, for the test-only hook
 /// of [`SqliteJournal::with_sync_hook`](super::SqliteJournal::with_sync_hook).
@@ -93,6 +101,10 @@ pub(super) struct GroupCommit {
     wal: File,
     /// The number of the last commit whose frames are in the WAL.
     committed: AtomicU64,
+    /// Calls between entering `record_attempt` and its commit.
+    arriving: AtomicUsize,
+    /// A leader is waiting for `arriving` to reach 0.
+    gathering: AtomicBool,
     state: Mutex<State>,
     wake: Condvar,
     fsyncs: AtomicU64,
@@ -113,6 +125,8 @@ impl GroupCommit {
         GroupCommit {
             wal,
             committed: AtomicU64::new(0),
+            arriving: AtomicUsize::new(0),
+            gathering: AtomicBool::new(false),
             state: Mutex::new(State {
                 durable: 0,
                 leading: false,
@@ -128,6 +142,24 @@ impl GroupCommit {
     /// connection's lock, so numbers follow the order of the WAL.
     pub(super) fn committed(&self) -> u64 {
         self.committed.fetch_add(1, Ordering::SeqCst) + 1
+    }
+
+    /// A call enters `record_attempt` (before its transaction); dropping
+    /// the value says it committed or failed (even by unwinding).
+    pub(super) fn arrive(&self) -> Arriving<'_> {
+        self.arriving.fetch_add(1, Ordering::SeqCst);
+        Arriving(self)
+    }
+
+    /// A call committed (or failed): a gathering leader need not wait for
+    /// it any more.
+    fn arrived(&self) {
+        if self.arriving.fetch_sub(1, Ordering::SeqCst) == 1
+            && self.gathering.load(Ordering::SeqCst)
+        {
+            let _state = self.lock();
+            self.wake.notify_all();
+        }
     }
 
     pub(super) fn stats(&self) -> DurabilityStats {
@@ -164,6 +196,9 @@ impl GroupCommit {
                 continue;
             }
             state.leading = true;
+            if self.arriving.load(Ordering::SeqCst) > 0 {
+                state = self.gather(state);
+            }
             drop(state);
             let mut leading = Leading {
                 group: self,
@@ -181,6 +216,26 @@ impl GroupCommit {
             }
             self.wake.notify_all();
         }
+    }
+
+    /// Waits, at most [`GATHER`], until no call is between entering
+    /// `record_attempt` and its commit.
+    fn gather<'a>(&'a self, mut state: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+        let until = Instant::now() + GATHER;
+        self.gathering.store(true, Ordering::SeqCst);
+        while self.arriving.load(Ordering::SeqCst) > 0 {
+            let now = Instant::now();
+            if now >= until {
+                break;
+            }
+            state = self
+                .wake
+                .wait_timeout(state, until - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        self.gathering.store(false, Ordering::SeqCst);
+        state
     }
 
     /// One fsync of the WAL; the last commit number it covers.
@@ -203,6 +258,15 @@ impl GroupCommit {
             let _ = hook(SyncPoint::Fsynced { covers });
         }
         Ok(covers)
+    }
+}
+
+/// A call of `record_attempt` that has not committed yet.
+pub(super) struct Arriving<'a>(&'a GroupCommit);
+
+impl Drop for Arriving<'_> {
+    fn drop(&mut self) {
+        self.0.arrived();
     }
 }
 

@@ -30,8 +30,12 @@ pub struct Figures {
     pub replays: u64,
     /// Worker processes started.
     pub workers: usize,
-    /// Worker processes killed with SIGKILL.
+    /// Worker processes killed with SIGKILL (by the test, or by themselves
+    /// at a sync point of the journal).
     pub kills: usize,
+    /// Workers that SIGKILLed themselves at a sync point of the journal's
+    /// durable write path (`crash POINT PID` lines), by point.
+    pub crashes: BTreeMap<String, usize>,
     /// Operations a killed worker left in flight or unknown that a later
     /// worker settled by resuming them (distinct order ids).
     pub resumed: usize,
@@ -216,6 +220,11 @@ impl Figures {
             match words.next() {
                 Some("start") => self.workers += 1,
                 Some("event") => self.events += 1,
+                Some("crash") => {
+                    if let Some(point) = words.next() {
+                        *self.crashes.entry(point.to_owned()).or_default() += 1;
+                    }
+                }
                 Some("resume") => match (words.next(), words.next()) {
                     (Some(id), Some("ok")) => {
                         resumed.insert(id.to_owned());
@@ -275,6 +284,19 @@ impl Figures {
         row(
             "worker processes / SIGKILLs",
             format!("{} / {}", self.workers, self.kills),
+        );
+        let crashes: Vec<String> = self
+            .crashes
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        row(
+            "  of them at journal sync points",
+            if crashes.is_empty() {
+                "none".to_owned()
+            } else {
+                crashes.join(", ")
+            },
         );
         row("operations resumed after a kill", self.resumed.to_string());
         for (code, n) in &self.resume_errors {

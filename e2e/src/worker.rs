@@ -6,12 +6,14 @@
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use payidem::client::{AttemptEvent, RetryBudgetConfig};
-use payidem::journal::{OperationState, StoredResponse};
+use payidem::journal::{
+    OperationState, SqliteJournal, SqliteJournalOptions, StoredResponse, SyncHook, SyncPoint,
+};
 use payidem::policy::RetryPolicy;
 use payidem::{Client, ClientConfig, ErrorCode, JournalChoice};
 use payidem_mock::{DEFAULT_KEY_ID, DEFAULT_SECRET};
@@ -36,11 +38,83 @@ pub struct WorkerArgs {
     pub threads: usize,
     /// Seed of the order in which this process takes orders.
     pub seed: u64,
+    /// Test only: where the worker SIGKILLs itself.
+    pub crash: Option<CrashAt>,
+}
+
+/// A point of the journal's durable write path (see
+/// [`payidem::journal::SyncPoint`]) where a worker can SIGKILL itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CrashPoint {
+    /// A first attempt's record is committed (in the WAL), its fsync has
+    /// not returned: nothing of it was sent.
+    Written,
+    /// A leader's fsync of the WAL returned; the callers it covers have not
+    /// been told (none of them sent).
+    Fsynced,
+    /// A caller's record is durable and `record_attempt` is returning: the
+    /// attempt was about to be sent.
+    Durable,
+}
+
+impl CrashPoint {
+    /// Every point.
+    pub const ALL: [CrashPoint; 3] = [
+        CrashPoint::Written,
+        CrashPoint::Fsynced,
+        CrashPoint::Durable,
+    ];
+
+    /// The name on command lines and in the events file.
+    pub fn name(self) -> &'static str {
+        match self {
+            CrashPoint::Written => "written",
+            CrashPoint::Fsynced => "fsynced",
+            CrashPoint::Durable => "durable",
+        }
+    }
+
+    fn matches(self, point: SyncPoint) -> bool {
+        matches!(
+            (self, point),
+            (CrashPoint::Written, SyncPoint::Written { .. })
+                | (CrashPoint::Fsynced, SyncPoint::Fsynced { .. })
+                | (CrashPoint::Durable, SyncPoint::Durable { .. })
+        )
+    }
+}
+
+/// `--crash POINT:N`: the worker SIGKILLs itself the `nth` time (from 1)
+/// its journal reaches `point`, with its other threads wherever they are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CrashAt {
+    /// Where.
+    pub point: CrashPoint,
+    /// The how-manieth time.
+    pub nth: u64,
+}
+
+impl CrashAt {
+    fn parse(text: &str) -> Result<CrashAt, String> {
+        let (point, nth) = text
+            .split_once(':')
+            .ok_or_else(|| format!("--crash {text:?}: expected POINT:N"))?;
+        let point = CrashPoint::ALL
+            .into_iter()
+            .find(|p| p.name() == point)
+            .ok_or_else(|| format!("--crash: unknown point {point:?}"))?;
+        let nth = nth
+            .parse::<u64>()
+            .ok()
+            .filter(|n| *n > 0)
+            .ok_or_else(|| format!("--crash: {nth:?} is not a positive number"))?;
+        Ok(CrashAt { point, nth })
+    }
 }
 
 impl WorkerArgs {
     /// Parses `--url U --journal F --events F --prefix P --orders N
-    /// --threads T --seed S`.
+    /// --threads T --seed S [--crash POINT:N]`.
     pub fn parse(args: impl IntoIterator<Item = String>) -> Result<WorkerArgs, String> {
         let mut out = WorkerArgs {
             url: String::new(),
@@ -50,6 +124,7 @@ impl WorkerArgs {
             orders: 0,
             threads: 4,
             seed: 1,
+            crash: None,
         };
         let mut args = args.into_iter();
         while let Some(flag) = args.next() {
@@ -67,6 +142,7 @@ impl WorkerArgs {
                 "--orders" => out.orders = number("orders")? as usize,
                 "--threads" => out.threads = number("threads")?.clamp(1, 64) as usize,
                 "--seed" => out.seed = number("seed")?,
+                "--crash" => out.crash = Some(CrashAt::parse(&value)?),
                 other => return Err(format!("unknown flag {other}")),
             }
         }
@@ -81,7 +157,7 @@ impl WorkerArgs {
 
     /// The arguments as a command line.
     pub fn to_args(&self) -> Vec<String> {
-        vec![
+        let mut args = vec![
             "--url".into(),
             self.url.clone(),
             "--journal".into(),
@@ -96,7 +172,12 @@ impl WorkerArgs {
             self.threads.to_string(),
             "--seed".into(),
             self.seed.to_string(),
-        ]
+        ];
+        if let Some(crash) = self.crash {
+            args.push("--crash".into());
+            args.push(format!("{}:{}", crash.point.name(), crash.nth));
+        }
+        args
     }
 }
 
@@ -258,19 +339,46 @@ fn shuffled(n: usize, seed: u64) -> Vec<usize> {
 /// How long a worker keeps retrying operations leased by a dead process.
 const BUSY_PATIENCE: Duration = Duration::from_secs(120);
 
+/// The journal hook of `--crash`: logs `crash POINT PID`, then SIGKILLs the
+/// process the `nth` time `point` is reached.
+fn crash_hook(crash: CrashAt, sink: Sink) -> SyncHook {
+    let seen = AtomicU64::new(0);
+    Arc::new(move |point| {
+        if crash.point.matches(point) && seen.fetch_add(1, Ordering::SeqCst) + 1 == crash.nth {
+            sink.line(format!(
+                "crash {} {}",
+                crash.point.name(),
+                std::process::id()
+            ));
+            // SAFETY: kill(2) on this very process.
+            unsafe {
+                libc::kill(libc::getpid(), libc::SIGKILL);
+            }
+            loop {
+                std::thread::park();
+            }
+        }
+        Ok(())
+    })
+}
+
 /// Runs one worker to the end: every planned operation settled.
 pub fn run(args: &WorkerArgs) -> Result<WorkerSummary, String> {
     let sink = Sink::open(&args.events).map_err(|e| format!("events file: {e}"))?;
     sink.line(format!("start {}", std::process::id()));
     let hook_sink = sink.clone();
-    let client = Client::new(
-        worker_config(&args.url, &args.journal),
-        DEFAULT_SECRET.as_bytes(),
-    )
-    .map_err(|e| e.to_string())?
-    .with_event_hook(Arc::new(move |e: &AttemptEvent| {
-        hook_sink.line(event_line(e))
-    }));
+    let mut config = worker_config(&args.url, &args.journal);
+    if let Some(crash) = args.crash {
+        let journal = SqliteJournal::open(&args.journal, SqliteJournalOptions::default())
+            .map_err(|e| e.to_string())?
+            .with_sync_hook(crash_hook(crash, sink.clone()));
+        config.journal = JournalChoice::Custom(Arc::new(journal));
+    }
+    let client = Client::new(config, DEFAULT_SECRET.as_bytes())
+        .map_err(|e| e.to_string())?
+        .with_event_hook(Arc::new(move |e: &AttemptEvent| {
+            hook_sink.line(event_line(e))
+        }));
 
     let mut summary = WorkerSummary::default();
     // What a killed predecessor left in flight or unknown. Those it still

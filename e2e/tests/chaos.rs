@@ -1,10 +1,15 @@
 //! Chaos: 2,000 payments (and refunds of a third of them) through worker
 //! processes sharing one SQLite journal, against a mock that faults over 30 %
 //! of attempts with every fault kind, while the test SIGKILLs the worker at
-//! random moments at least 20 times. The oracle must show no double charge,
-//! no lost operation and no operation sent under two keys.
+//! random moments at least 20 times, and makes workers SIGKILL themselves
+//! at the points of the journal's group commit, with 12 threads calling at
+//! once: a record committed but its fsync not returned, a leader's fsync
+//! returned before the callers it covers are told, a record durable before
+//! its attempt is sent. The oracle must show no double charge, no lost
+//! operation and no operation sent under two keys.
 
 use std::io::Write;
+use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -12,11 +17,13 @@ use std::time::{Duration, Instant};
 use payidem_e2e::chaos_faults;
 use payidem_e2e::plan::Plan;
 use payidem_e2e::report::Figures;
-use payidem_e2e::worker::WorkerArgs;
+use payidem_e2e::worker::{CrashAt, CrashPoint, WorkerArgs};
 use payidem_mock::{FaultKind, MockConfig, MockServer};
 
 const ORDERS: usize = 2000;
 const KILLS: usize = 22;
+/// Self-kills at each point of the group commit, on top of `KILLS`.
+const CRASHES_PER_POINT: usize = 3;
 const THREADS: usize = 12;
 
 /// A xorshift stream for the kill moments (reproducible).
@@ -84,12 +91,35 @@ fn two_thousand_payments_through_faults_and_kills() {
         orders: ORDERS,
         threads: THREADS,
         seed: 1,
+        crash: None,
     };
 
     let mut dice = Dice(0x9E37_79B9_7F4A_7C15);
     let mut kills = 0;
+    let mut crashes = 0;
     let mut finished_early = false;
     while kills < KILLS {
+        // Every other worker before the random kills end SIGKILLs itself at
+        // a point of the group commit, early in its run.
+        if crashes < CrashPoint::ALL.len() * CRASHES_PER_POINT && kills % 2 == 1 {
+            args.seed = 500 + crashes as u64;
+            args.crash = Some(CrashAt {
+                point: CrashPoint::ALL[crashes % CrashPoint::ALL.len()],
+                nth: dice.millis(2, 40).as_millis() as u64,
+            });
+            let mut child = spawn(&args);
+            args.crash = None;
+            let status = wait_for(&mut child, Duration::from_secs(60)).unwrap_or_else(|| {
+                sigkill(&mut child);
+                panic!("a worker told to crash did not");
+            });
+            assert_eq!(
+                status.signal(),
+                Some(libc::SIGKILL),
+                "a worker told to crash ended otherwise: {status}"
+            );
+            crashes += 1;
+        }
         args.seed = kills as u64 + 1;
         let mut child = spawn(&args);
         match wait_for(&mut child, dice.millis(250, 1500)) {
@@ -116,7 +146,7 @@ fn two_thousand_payments_through_faults_and_kills() {
     assert!(status.success(), "the last worker failed: {status}");
 
     let stats = serde_json::to_value(mock.stats()).unwrap();
-    let figures = Figures::gather(&plan, &stats, &args.journal, &args.events, kills);
+    let figures = Figures::gather(&plan, &stats, &args.journal, &args.events, kills + crashes);
     let report = format!(
         "payidem chaos run: {ORDERS} orders, {THREADS} threads per worker, {:.1} s\n{}",
         started.elapsed().as_secs_f64(),
@@ -141,6 +171,14 @@ fn two_thousand_payments_through_faults_and_kills() {
     assert_eq!(figures.max_keys_per_order, 1);
     assert_eq!(figures.duplicate_order, 0);
     assert!(figures.kills >= 20);
+    for point in CrashPoint::ALL {
+        assert_eq!(
+            figures.crashes.get(point.name()).copied(),
+            Some(CRASHES_PER_POINT),
+            "self-kills at {point:?}: {:?}",
+            figures.crashes
+        );
+    }
     assert!(figures.workers > figures.kills);
     assert!(figures.resumed > 0, "some kill left an operation to resume");
     assert!(

@@ -4,8 +4,15 @@
 //!
 //! ```text
 //! payidem-chaos-worker --url http://127.0.0.1:PORT --journal j.sqlite3 \
-//!     --events events.log --prefix chaos --orders 2000 --threads 12 --seed 1
+//!     --events events.log --prefix chaos --orders 2000 --threads 12 --seed 1 \
+//!     [--crash written:N | fsynced:N | durable:N]
 //! ```
+//!
+//! `--crash` (test only) makes the worker SIGKILL itself the N-th time its
+//! journal reaches that point of the durable write path: a first attempt's
+//! record committed but not fsync'd (`written`), a leader's fsync returned
+//! before it tells the callers it covers (`fsynced`), or a record durable
+//! just before its attempt is sent (`durable`).
 
 use std::process::ExitCode;
 

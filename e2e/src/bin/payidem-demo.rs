@@ -146,6 +146,7 @@ fn demo() -> Result<bool, String> {
         orders: ORDERS,
         threads: THREADS,
         seed: 1,
+        crash: None,
     };
     println!(
         "running {} payments and {} refunds from {THREADS} threads per worker process",

@@ -2,6 +2,7 @@
 //! platform-side verification. Pure computation: time and randomness come
 //! in as arguments.
 
+mod bucket_memory;
 pub mod canonical;
 pub mod fields;
 pub mod headers;
@@ -14,4 +15,7 @@ pub mod verifier;
 pub use canonical::{body_sha256_hex, canonical_string, CanonicalParts};
 pub use nonce::{Nonce, NonceSource, OsNonceSource};
 pub use signer::{FrozenRequest, Signature, SignedAttempt, Signer};
-pub use verifier::{IncomingRequest, Verified, Verifier, VerifierConfig};
+pub use verifier::{
+    IncomingRequest, Verified, Verifier, VerifierConfig, DEFAULT_NONCE_CAPACITY_TOTAL,
+    MAX_WINDOW_SECONDS,
+};

@@ -3,14 +3,14 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
 
 use hmac::Mac;
 
 use super::canonical::{body_sha256_hex_bytes, CanonicalParts};
 use super::fields;
 use super::headers;
-use super::nonce_cache::{NonceCache, Refusal};
+use super::nonce_cache::{Budget, NonceCache, Refusal};
 use super::secret::KeyedMac;
 use crate::error::{Error, ErrorCode, Result};
 use crate::hex;
@@ -19,14 +19,26 @@ use crate::hex;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VerifierConfig {
     /// Largest allowed distance, in seconds, between a request's timestamp
-    /// and the server's clock. 0 means exactly equal, never "off".
+    /// and the server's clock. 0 means exactly equal, never "off"; at most
+    /// [`MAX_WINDOW_SECONDS`].
     pub window_seconds: u64,
-    /// Most live nonces kept per key id; past it the verifier fails closed
-    /// with `replay_cache_full`.
+    /// Most live nonces kept per key id, exactly; past it the verifier fails
+    /// closed with `replay_cache_full` until some expire. All key ids
+    /// together are also bounded by [`Verifier::set_nonce_capacity_total`].
     pub nonce_capacity_per_key: usize,
     /// Lock shards of each key id's nonce cache (1..=256).
     pub shards: usize,
 }
+
+/// The largest `window_seconds` (about 31 years): the replay cache stores
+/// expiries as 32-bit offsets from a 64-bit base, exact while every live
+/// expiry lies within 2^32 - 2 seconds of now (at most twice the window).
+pub const MAX_WINDOW_SECONDS: u64 = 1_000_000_000;
+
+/// The default verifier-wide limit of nonces held across every key id
+/// (16,000,000: about 540 MB to 700 MB of replay cache at 34 to 43 bytes a
+/// nonce).
+pub const DEFAULT_NONCE_CAPACITY_TOTAL: usize = 16_000_000;
 
 impl Default for VerifierConfig {
     fn default() -> Self {
@@ -51,15 +63,19 @@ pub struct IncomingRequest<'a> {
     pub body: &'a [u8],
 }
 
-/// What a successful verification established.
+/// What a successful verification established: act on these values, not on
+/// headers read again (a request carries each of them exactly once).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Verified<'a> {
     /// The key id that signed the request.
     pub key_id: &'a str,
     /// The signed timestamp.
     pub timestamp: u64,
-    /// The request's idempotency key, when it carries one.
+    /// The request's idempotency key, when it carries one (never empty: an
+    /// empty or repeated `Idempotency-Key` header fails verification).
     pub idempotency_key: Option<&'a str>,
+    /// The signed nonce (lower-case UUID text), now recorded as used.
+    pub nonce: &'a str,
 }
 
 struct KeyEntry {
@@ -76,6 +92,8 @@ struct KeyEntry {
 pub struct Verifier {
     keys: HashMap<String, KeyEntry>,
     config: VerifierConfig,
+    /// Nonces held by every key id's cache, against the verifier-wide limit.
+    total: Arc<Budget>,
 }
 
 fn secrets_to_macs(secrets: &[&[u8]]) -> Result<Vec<KeyedMac>> {
@@ -98,6 +116,12 @@ impl Verifier {
         if config.shards == 0 || config.shards > 256 {
             return Err(Error::invalid("shards", "must be 1..=256"));
         }
+        if config.window_seconds > MAX_WINDOW_SECONDS {
+            return Err(Error::invalid(
+                "window_seconds",
+                format!("must be at most {MAX_WINDOW_SECONDS}"),
+            ));
+        }
         if config.nonce_capacity_per_key == 0 {
             return Err(Error::invalid(
                 "nonce_capacity_per_key",
@@ -107,7 +131,35 @@ impl Verifier {
         Ok(Verifier {
             keys: HashMap::new(),
             config,
+            total: Arc::new(Budget::new(DEFAULT_NONCE_CAPACITY_TOTAL)),
         })
+    }
+
+    /// Sets the verifier-wide limit of nonces held across every key id (a
+    /// memory cap: each costs 34 to 43 bytes; default
+    /// [`DEFAULT_NONCE_CAPACITY_TOTAL`]). Past it verification fails closed
+    /// with `replay_cache_full` (503) until some expire, whichever key id
+    /// holds them. Lowering it below what is held forgets nothing.
+    pub fn set_nonce_capacity_total(&self, total: usize) -> Result<()> {
+        if total == 0 {
+            return Err(Error::invalid("nonce_capacity_total", "must be at least 1"));
+        }
+        self.total.set_limit(total);
+        Ok(())
+    }
+
+    /// The verifier-wide limit of nonces held across every key id.
+    pub fn nonce_capacity_total(&self) -> usize {
+        self.total.limit()
+    }
+
+    /// Removes `key_id`: its secrets are wiped and its nonce memory freed;
+    /// requests signed with it are then refused as `unknown_api_key`.
+    pub fn remove_key(&mut self, key_id: &str) -> Result<()> {
+        match self.keys.remove(key_id) {
+            Some(_) => Ok(()),
+            None => Err(Error::invalid("key_id", "is not configured")),
+        }
     }
 
     /// Adds `key_id` with its active `secrets` (each 16..=1024 bytes).
@@ -122,6 +174,7 @@ impl Verifier {
                 self.config.nonce_capacity_per_key,
                 self.config.shards,
                 (self.config.window_seconds / 4).max(1),
+                self.total.clone(),
             ),
         };
         self.keys.insert(key_id.to_owned(), entry);
@@ -145,8 +198,8 @@ impl Verifier {
         &self.config
     }
 
-    /// How many nonces are held for `key_id`: at least every live one, plus
-    /// expired ones whose slots are not yet reused or dropped.
+    /// How many nonces are held for `key_id`: every live one, plus expired
+    /// ones whose slots are not yet reused or dropped.
     pub fn nonces_held(&self, key_id: &str) -> usize {
         self.keys.get(key_id).map_or(0, |k| k.nonces.len())
     }
@@ -155,6 +208,12 @@ impl Verifier {
     /// protocol's order; the first failing check answers. On failure the error
     /// carries the code and [`Error::http_status`] of the protocol's table;
     /// `timestamp_out_of_window` also carries [`Error::server_time`].
+    ///
+    /// The clock is monotonic per key id: a `now` older than the newest one
+    /// already given counts as that newest one, so a clock stepped back (or
+    /// threads whose clocks differ) never lets a forgotten nonce be accepted
+    /// again. A `now` far in the future therefore refuses current
+    /// timestamps until the real clock catches up.
     pub fn verify<'a>(&self, request: &IncomingRequest<'a>, now: u64) -> Result<Verified<'a>> {
         let signed = SignedHeaders::find(request.headers)?;
 
@@ -165,6 +224,7 @@ impl Verifier {
             )
         })?;
 
+        let now = entry.nonces.observe(now);
         let distance = now.abs_diff(signed.timestamp);
         if distance > self.config.window_seconds {
             return Err(refuse(
@@ -200,8 +260,29 @@ impl Verifier {
         }
 
         let expires_at = signed.timestamp.saturating_add(self.config.window_seconds);
-        match entry.nonces.check_and_record(&located, expires_at, now) {
+        let mut recorded = entry.nonces.check_and_record(&located, expires_at, now);
+        if recorded == Err(Refusal::TotalFull) {
+            // Expired nonces of other key ids may hold the budget.
+            let freed: usize = self.keys.values().map(|k| k.nonces.purge(now)).sum();
+            if freed > 0 {
+                recorded = entry.nonces.check_and_record(&located, expires_at, now);
+            }
+        }
+        match recorded {
             Ok(()) => {}
+            Err(Refusal::Stale(server_time)) => {
+                return Err(refuse(
+                    ErrorCode::TimestampOutOfWindow,
+                    "X-Timestamp is outside the window of the server's clock",
+                )
+                .with_server_time(server_time))
+            }
+            Err(Refusal::TotalFull) => {
+                return Err(refuse(
+                    ErrorCode::ReplayCacheFull,
+                    "the replay cache of this server is full; try again later",
+                ))
+            }
             Err(Refusal::Reused) => return Err(refuse(
                 ErrorCode::NonceReused,
                 "X-Nonce was already used with this key id inside the window; sign a fresh attempt",
@@ -220,20 +301,28 @@ impl Verifier {
                 "a POST must carry an Idempotency-Key header",
             ));
         }
-        if let Some(key) = signed.idempotency_key {
-            fields::check_idempotency_key(key)?;
-        }
         if signed.idempotency_key_repeated {
             return Err(Error::invalid(
                 "idempotency_key",
                 "the Idempotency-Key header is repeated",
             ));
         }
+        match signed.idempotency_key {
+            Some("") => {
+                return Err(Error::invalid(
+                    "idempotency_key",
+                    "the Idempotency-Key header is empty",
+                ))
+            }
+            Some(key) => fields::check_idempotency_key(key)?,
+            None => {}
+        }
 
         Ok(Verified {
             key_id: signed.key_id,
             timestamp: signed.timestamp,
             idempotency_key: signed.idempotency_key,
+            nonce: signed.nonce_text,
         })
     }
 }
@@ -297,7 +386,7 @@ impl<'a> SignedHeaders<'a> {
             .position(|wanted| name.eq_ignore_ascii_case(wanted));
             if let Some(i) = slot {
                 repeated |= found[i].replace(value).is_some();
-            } else if name.eq_ignore_ascii_case(headers::IDEMPOTENCY_KEY) && !value.is_empty() {
+            } else if name.eq_ignore_ascii_case(headers::IDEMPOTENCY_KEY) {
                 idempotency_key_repeated |= idempotency_key.replace(value).is_some();
             }
         }

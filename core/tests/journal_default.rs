@@ -53,7 +53,6 @@ fn a_client_without_a_journal_uses_a_private_file_under_xdg_state_home() {
         ClientConfig::new("http://127.0.0.1:9", "key_test_1"),
         secret,
     )
-    .err()
-    .expect("no default location");
+    .expect_err("no default location");
     assert_eq!(err.code(), payidem::ErrorCode::Journal);
 }

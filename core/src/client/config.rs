@@ -50,10 +50,12 @@ impl std::fmt::Debug for JournalChoice {
 
 /// Everything a client needs except its secret, which is passed separately
 /// so that it never sits in a printable struct.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct ClientConfig {
     /// The platform's base URL, e.g. `https://api.example.com` (a path
-    /// prefix is allowed; no query).
+    /// prefix is allowed, sent and signed as part of every request target;
+    /// no query). `https://` is required except for loopback hosts
+    /// (`localhost`, `127.0.0.0/8`, `::1`) unless `allow_insecure_http`.
     pub base_url: String,
     /// The key id sent in `X-Api-Key`.
     pub key_id: String,
@@ -74,13 +76,70 @@ pub struct ClientConfig {
     /// default key, which the platform forgets after 48 h): keep this longer
     /// than any order id of yours can be retried.
     pub settled_retention: Duration,
+    /// Accept `http://` for a non-loopback host (default `false`): the
+    /// signed requests and bodies then travel in clear, and the platform's
+    /// clock is never learnt from such answers.
+    pub allow_insecure_http: bool,
+    /// An HTTP(S) proxy URL (`http://host:port`, `https://host:port`). No
+    /// proxy is used unless set here or `proxy_from_env` is set.
+    pub proxy: Option<String>,
+    /// Use `HTTPS_PROXY` / `HTTP_PROXY` / `ALL_PROXY` (and `NO_PROXY`) from
+    /// the environment when `proxy` is not set (default `false`).
+    /// `HTTP_PROXY` is ignored when `REQUEST_METHOD` is set (CGI, "httpoxy").
+    pub proxy_from_env: bool,
+    /// A PEM file of CA certificates trusted instead of the operating
+    /// system's trust store. Without it the system store is used (it
+    /// honours `SSL_CERT_FILE` and `SSL_CERT_DIR`; the compiled-in Mozilla
+    /// roots only if the system has none).
+    pub ca_bundle: Option<PathBuf>,
+    /// A PEM file with the client certificate (chain) for mutual TLS;
+    /// requires `client_key`.
+    pub client_cert: Option<PathBuf>,
+    /// A PEM file with the client certificate's private key (PKCS#8,
+    /// PKCS#1 or SEC1). Read once when the client is made; never printed.
+    pub client_key: Option<PathBuf>,
+    /// The largest clock offset learnt from a `401 timestamp_out_of_window`
+    /// answer (default 600 s: the 300 s window plus 5 minutes). A larger
+    /// one is not trusted: the call fails and the operation stays as it
+    /// was. Zero never adjusts the clock.
+    pub max_clock_offset: Duration,
 }
+
+impl std::fmt::Debug for ClientConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientConfig")
+            .field("base_url", &self.base_url)
+            .field("key_id", &self.key_id)
+            .field("journal", &self.journal)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("request_timeout", &self.request_timeout)
+            .field("retry", &self.retry)
+            .field("retry_budget", &self.retry_budget)
+            .field("key_retention", &self.key_retention)
+            .field("settled_retention", &self.settled_retention)
+            .field("allow_insecure_http", &self.allow_insecure_http)
+            // A proxy URL may carry credentials.
+            .field("proxy", &self.proxy.as_ref().map(|_| ".."))
+            .field("proxy_from_env", &self.proxy_from_env)
+            .field("ca_bundle", &self.ca_bundle)
+            .field("client_cert", &self.client_cert)
+            .field("client_key", &self.client_key)
+            .field("max_clock_offset", &self.max_clock_offset)
+            .finish()
+    }
+}
+
+/// The default [`ClientConfig::max_clock_offset`]: the protocol's 300 s
+/// window plus five minutes.
+pub const DEFAULT_MAX_CLOCK_OFFSET: Duration = Duration::from_secs(600);
 
 impl ClientConfig {
     /// Defaults for `base_url` and `key_id`: the durable default journal
     /// ([`JournalChoice::Default`]), 5 s connect, 30 s
     /// per attempt, the protocol's retry defaults, 48 h key retention and 7
-    /// days of settled history.
+    /// days of settled history, https required (except loopback), no
+    /// proxy, the system's trust store and a 600 s bound on the learnt
+    /// clock offset.
     pub fn new(base_url: impl Into<String>, key_id: impl Into<String>) -> ClientConfig {
         ClientConfig {
             base_url: base_url.into(),
@@ -92,6 +151,13 @@ impl ClientConfig {
             retry_budget: RetryBudgetConfig::default(),
             key_retention: Duration::from_secs(crate::operation::PLATFORM_KEY_RETENTION_SECS),
             settled_retention: Duration::from_secs(7 * 24 * 3600),
+            allow_insecure_http: false,
+            proxy: None,
+            proxy_from_env: false,
+            ca_bundle: None,
+            client_cert: None,
+            client_key: None,
+            max_clock_offset: DEFAULT_MAX_CLOCK_OFFSET,
         }
     }
 }

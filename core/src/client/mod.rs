@@ -7,7 +7,7 @@ mod events;
 mod transport;
 
 pub use budget::{RetryBudget, RetryBudgetConfig};
-pub use config::{ClientConfig, JournalChoice};
+pub use config::{ClientConfig, JournalChoice, DEFAULT_MAX_CLOCK_OFFSET};
 pub use events::{AttemptEvent, EventHook};
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -62,6 +62,7 @@ pub struct Client {
     settled_retention: Duration,
     budget: RetryBudget,
     clock_offset: AtomicI64,
+    max_clock_offset: Duration,
     /// This client instance's random id, part of every lease owner id.
     instance: String,
     calls: AtomicU64,
@@ -107,7 +108,7 @@ impl Client {
                 "must be longer than zero",
             ));
         }
-        let transport = HttpTransport::new(&config.base_url, config.connect_timeout)?;
+        let transport = HttpTransport::new(&config)?;
         let journal: Arc<dyn Journal> = match &config.journal {
             config::JournalChoice::Default => {
                 let path = crate::journal::default_journal_path()?;
@@ -131,6 +132,7 @@ impl Client {
             settled_retention: config.settled_retention,
             budget: RetryBudget::new(config.retry_budget),
             clock_offset: AtomicI64::new(0),
+            max_clock_offset: config.max_clock_offset,
             instance: format!("{:016x}", u64::from_ne_bytes(instance)),
             calls: AtomicU64::new(0),
             hook: None,
@@ -180,6 +182,20 @@ impl Client {
         spec: &OperationSpec<'_>,
         options: CallOptions<'_>,
     ) -> Result<Outcome> {
+        // The base URL's path prefix is part of the request target, so of
+        // the signature and of the journaled operation.
+        crate::protocol::fields::check_path(spec.path)?;
+        if let Some(status_path) = spec.status_path {
+            crate::protocol::fields::check_path(status_path)
+                .map_err(|e| Error::invalid("status_path", e.message()))?;
+        }
+        let path = self.transport.target(spec.path);
+        let status_path = spec.status_path.map(|p| self.transport.target(p));
+        let spec = OperationSpec {
+            path: &path,
+            status_path: status_path.as_deref(),
+            ..*spec
+        };
         let operation = spec.freeze()?;
         let now = unix_now();
         let lease = self.new_lease(now);
@@ -249,6 +265,8 @@ impl Client {
     /// One signed GET of `path` (no journal, no retries), e.g. to read a
     /// payment. Transport failures are `transport_error`.
     pub fn get(&self, path: &str) -> Result<StoredResponse> {
+        crate::protocol::fields::check_path(path)?;
+        let path = &self.transport.target(path);
         let request = crate::protocol::FrozenRequest::new("GET", path, "", b"")?;
         let timestamp = self.clock_offset().apply(unix_now());
         let nonce = crate::protocol::NonceSource::next_nonce(&crate::protocol::OsNonceSource);
@@ -315,6 +333,8 @@ impl Client {
         };
         let mut spent = 0u32;
         let mut was_cancelled = false;
+        // Why a clock answer was not believed, if one was not.
+        let mut clock_refused: Option<String> = None;
         // Set once the machine has ended: a cancel that arrives after the
         // last answer must not hide that answer (a payment may have been made).
         let mut over = false;
@@ -366,8 +386,15 @@ impl Client {
                         elapsed: started.elapsed(),
                     };
                     let reaction = op.handle(reply, after, &OsEntropy);
-                    self.note_clock_offset(reaction.next, op.clock_offset());
                     let mut next = reaction.next;
+                    if next == NextAction::AdjustClock {
+                        if let Some(why) = self.untrusted_offset(op.clock_offset()) {
+                            op.abandon(&why);
+                            clock_refused = Some(why);
+                            next = NextAction::GiveUp;
+                        }
+                    }
+                    self.note_clock_offset(next, op.clock_offset());
                     if matches!(next, NextAction::RetryLater | NextAction::QueryLater) {
                         let cost = if event_base.timed_out {
                             self.budget.config().timeout_cost
@@ -431,7 +458,35 @@ impl Client {
             )
             .with_operation(&order_id, &key));
         }
-        settlement.into_result(&order_id, &key, op.attempts())
+        match (clock_refused, settlement) {
+            (Some(why), Settlement::Refused(r)) => Err(Error::new(
+                ErrorCode::Rejected,
+                format!("order {order_id}: the platform refused the timestamp and {why}; nothing happened, the operation is kept with key {key}"),
+            )
+            .with_response(r.status, r.body)
+            .with_operation(&order_id, &key)),
+            (_, settlement) => settlement.into_result(&order_id, &key, op.attempts()),
+        }
+    }
+
+    /// Why a clock offset learnt from an (unauthenticated) answer is not to
+    /// be believed, if it is not: beyond the bound, or over plain http to a
+    /// host that is not loopback.
+    fn untrusted_offset(&self, offset: ClockOffset) -> Option<String> {
+        if !self.transport.clock_trusted() {
+            return Some(
+                "its clock answer came over plain http, which is never trusted (the clock was not adjusted)"
+                    .to_owned(),
+            );
+        }
+        if !offset.within(self.max_clock_offset) {
+            return Some(format!(
+                "its clock answer ({} s from ours) exceeds max_clock_offset ({} s) and is not trusted (the clock was not adjusted; check this machine's clock)",
+                offset.seconds(),
+                self.max_clock_offset.as_secs()
+            ));
+        }
+        None
     }
 
     /// Shares the offset a call has just learnt from the platform. A call

@@ -29,6 +29,12 @@ impl ClockOffset {
         self.0
     }
 
+    /// Whether the offset is at most `bound` either way. A client only
+    /// believes an unauthenticated clock answer within such a bound.
+    pub fn within(self, bound: std::time::Duration) -> bool {
+        self.0.unsigned_abs() <= bound.as_secs()
+    }
+
     /// `local_now` moved by the offset, saturating at 0 and `u64::MAX`.
     pub fn apply(self, local_now: u64) -> u64 {
         local_now.saturating_add_signed(self.0)
@@ -65,6 +71,16 @@ mod tests {
             ClockOffset::from_seconds(i64::MAX).apply(u64::MAX),
             u64::MAX
         );
+    }
+
+    #[test]
+    fn offsets_are_checked_against_a_bound_both_ways() {
+        let bound = std::time::Duration::from_secs(600);
+        assert!(ClockOffset::from_seconds(600).within(bound));
+        assert!(ClockOffset::from_seconds(-600).within(bound));
+        assert!(!ClockOffset::from_seconds(601).within(bound));
+        assert!(!ClockOffset::from_seconds(i64::MIN).within(bound));
+        assert!(!ClockOffset::from_seconds(1).within(std::time::Duration::ZERO));
     }
 
     #[test]

@@ -578,6 +578,109 @@ static void test_buffers_too_small_report_the_size(void) {
     payidem_signer_free(signer);
 }
 
+/* Issue #14: verify_into returns what it verified; an empty Idempotency-Key
+ * header is an error; remove_key; the verifier-wide nonce limit. */
+static void sign_headers(payidem_signer *signer, const char *method, const char *key,
+                         uint64_t now, payidem_signed_headers *out, payidem_header hs[5]) {
+    payidem_error *err = NULL;
+    EXPECT_OK(payidem_signer_sign_into(signer, method, "/v1/payments", key, BODY, BODY_LEN,
+                                       now, out, &err),
+              err);
+    hs[0].name = PAYIDEM_HEADER_API_KEY;
+    hs[0].value = out->api_key;
+    hs[1].name = PAYIDEM_HEADER_TIMESTAMP;
+    hs[1].value = out->timestamp;
+    hs[2].name = PAYIDEM_HEADER_NONCE;
+    hs[2].value = out->nonce;
+    hs[3].name = PAYIDEM_HEADER_SIGNATURE;
+    hs[3].value = out->signature;
+    hs[4].name = PAYIDEM_HEADER_IDEMPOTENCY_KEY;
+    hs[4].value = out->idempotency_key;
+}
+
+static void test_verify_into_remove_key_and_total_limit(void) {
+    payidem_signer *signer = new_signer();
+    payidem_verifier *verifier = NULL;
+    payidem_error *err = NULL;
+    payidem_signed_headers out;
+    payidem_verified verified;
+    payidem_header hs[5];
+    const uint8_t *secrets[1];
+    size_t lens[1];
+    uint16_t status = 0;
+    uint64_t now = 1767225600u;
+    secrets[0] = SECRET;
+    lens[0] = SECRET_LEN;
+    EXPECT_OK(payidem_verifier_new(300, 100, &verifier, &err), err);
+    EXPECT_OK(payidem_verifier_add_key(verifier, "key_live_1", secrets, lens, 1, &err), err);
+
+    sign_headers(signer, "POST", "create-ord-7", now, &out, hs);
+    memset(&verified, 'x', sizeof verified);
+    EXPECT_OK(payidem_verifier_verify_into(verifier, "POST", "/v1/payments", hs, 5, BODY,
+                                           BODY_LEN, now, &verified, &status, &err),
+              err);
+    CHECK(status == 200);
+    CHECK_STR(verified.key_id, "key_live_1");
+    CHECK_STR(verified.idempotency_key, "create-ord-7");
+    CHECK_STR(verified.nonce, out.nonce);
+    CHECK(verified.timestamp == now);
+    EXPECT_ERR(payidem_verifier_verify_into(verifier, "POST", "/v1/payments", hs, 5, BODY,
+                                            BODY_LEN, now, NULL, &status, &err),
+               err, PAYIDEM_INVALID_ARGUMENT, "verified_out");
+
+    /* A GET with an empty Idempotency-Key header: an error, not skipped. */
+    sign_headers(signer, "GET", NULL, now, &out, hs);
+    CHECK_STR(hs[4].value, "");
+    EXPECT_ERR(payidem_verifier_verify_into(verifier, "GET", "/v1/payments", hs, 5, BODY,
+                                            BODY_LEN, now, &verified, &status, &err),
+               err, PAYIDEM_INVALID_ARGUMENT, "idempotency_key");
+    CHECK(status == 400);
+    /* Without it, the GET verifies and carries no key. */
+    sign_headers(signer, "GET", NULL, now, &out, hs);
+    EXPECT_OK(payidem_verifier_verify_into(verifier, "GET", "/v1/payments", hs, 4, BODY,
+                                           BODY_LEN, now, &verified, &status, &err),
+              err);
+    CHECK_STR(verified.idempotency_key, "");
+
+    /* A clock stepped back answers with the newest time it saw. */
+    sign_headers(signer, "POST", "k", now - 350, &out, hs);
+    EXPECT_ERR(payidem_verifier_verify_into(verifier, "POST", "/v1/payments", hs, 5, BODY,
+                                            BODY_LEN, now - 120, &verified, &status, &err),
+               err, PAYIDEM_TIMESTAMP_OUT_OF_WINDOW, NULL);
+    CHECK(status == 401);
+
+    /* remove_key */
+    EXPECT_OK(payidem_verifier_remove_key(verifier, "key_live_1", &err), err);
+    sign_headers(signer, "POST", "k", now, &out, hs);
+    EXPECT_ERR(payidem_verifier_verify(verifier, "POST", "/v1/payments", hs, 5, BODY,
+                                       BODY_LEN, now, &status, &err),
+               err, PAYIDEM_UNKNOWN_API_KEY, NULL);
+    EXPECT_ERR(payidem_verifier_remove_key(verifier, "key_live_1", &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "key_id");
+    EXPECT_ERR(payidem_verifier_remove_key(NULL, "key_live_1", &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "verifier");
+    EXPECT_ERR(payidem_verifier_remove_key(verifier, NULL, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "key_id");
+
+    /* The verifier-wide limit. */
+    EXPECT_OK(payidem_verifier_add_key(verifier, "key_live_1", secrets, lens, 1, &err), err);
+    EXPECT_ERR(payidem_verifier_set_nonce_capacity_total(verifier, 0, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "nonce_capacity_total");
+    EXPECT_OK(payidem_verifier_set_nonce_capacity_total(verifier, 1, &err), err);
+    sign_headers(signer, "POST", "k1", now, &out, hs);
+    EXPECT_OK(payidem_verifier_verify(verifier, "POST", "/v1/payments", hs, 5, BODY, BODY_LEN,
+                                      now, &status, &err),
+              err);
+    sign_headers(signer, "POST", "k2", now, &out, hs);
+    EXPECT_ERR(payidem_verifier_verify(verifier, "POST", "/v1/payments", hs, 5, BODY,
+                                       BODY_LEN, now, &status, &err),
+               err, PAYIDEM_REPLAY_CACHE_FULL, NULL);
+    CHECK(status == 503);
+
+    payidem_verifier_free(verifier);
+    payidem_signer_free(signer);
+}
+
 static void test_verifier_reaches_every_verification_code(void) {
     payidem_signer *signer = new_signer();
     payidem_verifier *verifier = NULL, *tiny = NULL;
@@ -989,6 +1092,72 @@ static void payment_body(char *buf, size_t len, const char *order, long amount) 
 
 static void status_path(char *buf, size_t len, const char *order) {
     snprintf(buf, len, "/v1/payments?order_id=%s", order);
+}
+
+/* Transport options (#14): https required except loopback, explicit
+ * proxies, TLS files checked when the client is made; a payment with proxy
+ * variables in the environment goes straight to the platform. */
+static void test_client_transport_options(void) {
+    payidem_client *client = NULL;
+    payidem_error *err = NULL;
+    payidem_outcome *outcome = NULL;
+    const uint8_t *s = (const uint8_t *)MOCK_SECRET;
+    size_t n = strlen(MOCK_SECRET);
+    char body[128];
+    EXPECT_ERR(payidem_client_new("{\"base_url\":\"http://api.example.com\",\"key_id\":\"k\","
+                                  "\"journal_path\":\":memory:\"}",
+                                  s, n, &client, &err),
+               err, PAYIDEM_INVALID_ARGUMENT, "base_url");
+    EXPECT_OK(payidem_client_new("{\"base_url\":\"http://api.example.com\",\"key_id\":\"k\","
+                                 "\"journal_path\":\":memory:\",\"allow_insecure_http\":true,"
+                                 "\"proxy\":\"http://127.0.0.1:3128\",\"proxy_from_env\":true,"
+                                 "\"max_clock_offset_s\":900}",
+                                 s, n, &client, &err),
+              err);
+    CHECK(client != NULL);
+    payidem_client_free(client);
+    client = NULL;
+    EXPECT_ERR(payidem_client_new("{\"base_url\":\"https://api.example.com\",\"key_id\":\"k\","
+                                  "\"journal_path\":\":memory:\",\"allow_insecure_http\":\"yes\"}",
+                                  s, n, &client, &err),
+               err, PAYIDEM_INVALID_ARGUMENT, "allow_insecure_http");
+    EXPECT_ERR(payidem_client_new("{\"base_url\":\"https://api.example.com\",\"key_id\":\"k\","
+                                  "\"journal_path\":\":memory:\",\"proxy\":\"socks5://127.0.0.1:1\"}",
+                                  s, n, &client, &err),
+               err, PAYIDEM_INVALID_ARGUMENT, "proxy");
+    EXPECT_ERR(payidem_client_new("{\"base_url\":\"https://api.example.com\",\"key_id\":\"k\","
+                                  "\"journal_path\":\":memory:\","
+                                  "\"ca_bundle\":\"/nonexistent-payidem/ca.pem\"}",
+                                  s, n, &client, &err),
+               err, PAYIDEM_INVALID_ARGUMENT, "ca_bundle");
+    EXPECT_ERR(payidem_client_new("{\"base_url\":\"https://api.example.com\",\"key_id\":\"k\","
+                                  "\"journal_path\":\":memory:\","
+                                  "\"client_cert\":\"/nonexistent-payidem/client.pem\"}",
+                                  s, n, &client, &err),
+               err, PAYIDEM_INVALID_ARGUMENT, "client_key");
+    CHECK(client == NULL);
+
+    /* Proxy variables pointing at nothing are ignored by default. */
+    CHECK(mock_ok_started);
+    if (!mock_ok_started) return;
+    setenv("HTTP_PROXY", "http://127.0.0.1:1", 1);
+    setenv("http_proxy", "http://127.0.0.1:1", 1);
+    setenv("ALL_PROXY", "http://127.0.0.1:1", 1);
+    client = new_client(mock_ok.base_url, "");
+    CHECK(client != NULL);
+    if (client) {
+        payment_body(body, sizeof body, "c-ord-env-proxy", 990);
+        EXPECT_OK(payidem_client_execute(client, "c-ord-env-proxy", "POST", "/v1/payments",
+                                         (const uint8_t *)body, strlen(body), NULL, NULL,
+                                         &outcome, &err),
+                  err);
+        CHECK(outcome != NULL && payidem_outcome_http_status(outcome) == 201);
+        payidem_outcome_free(outcome);
+        payidem_client_free(client);
+    }
+    unsetenv("HTTP_PROXY");
+    unsetenv("http_proxy");
+    unsetenv("ALL_PROXY");
 }
 
 static void test_e2e_payment_succeeds_and_replays_from_the_journal(void) {
@@ -1420,9 +1589,11 @@ int main(void) {
     RUN(test_sign_into_verifies_and_matches_the_handle_api);
     RUN(test_buffers_too_small_report_the_size);
     RUN(test_verifier_reaches_every_verification_code);
+    RUN(test_verify_into_remove_key_and_total_limit);
     RUN(test_null_and_bad_lengths_are_named);
     RUN(test_client_options_are_checked);
     RUN(test_e2e_payment_succeeds_and_replays_from_the_journal);
+    RUN(test_client_transport_options);
     RUN(test_e2e_rejected_and_conflicts);
     RUN(test_e2e_cancel_busy_and_transport);
     RUN(test_e2e_unknown_outcome_resume_and_key_expiry);

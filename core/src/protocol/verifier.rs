@@ -209,11 +209,14 @@ impl Verifier {
     /// carries the code and [`Error::http_status`] of the protocol's table;
     /// `timestamp_out_of_window` also carries [`Error::server_time`].
     ///
-    /// The clock is monotonic per key id: a `now` older than the newest one
-    /// already given counts as that newest one, so a clock stepped back (or
-    /// threads whose clocks differ) never lets a forgotten nonce be accepted
-    /// again. A `now` far in the future therefore refuses current
-    /// timestamps until the real clock catches up.
+    /// The replay cache keeps a monotonic clock per key id (the newest `now`
+    /// given): nonces are only forgotten once expired by it, and a request
+    /// whose timestamp is inside the window of `now` but whose nonce would
+    /// already have expired by that clock is refused as
+    /// `timestamp_out_of_window` (with `now` as the server time). So a clock
+    /// stepped back, or threads whose clocks differ, never lets a replay
+    /// through; a `now` far in the future narrows the window until the real
+    /// clock catches up.
     pub fn verify<'a>(&self, request: &IncomingRequest<'a>, now: u64) -> Result<Verified<'a>> {
         let signed = SignedHeaders::find(request.headers)?;
 
@@ -224,7 +227,6 @@ impl Verifier {
             )
         })?;
 
-        let now = entry.nonces.observe(now);
         let distance = now.abs_diff(signed.timestamp);
         if distance > self.config.window_seconds {
             return Err(refuse(
@@ -270,12 +272,12 @@ impl Verifier {
         }
         match recorded {
             Ok(()) => {}
-            Err(Refusal::Stale(server_time)) => {
+            Err(Refusal::Stale(_)) => {
                 return Err(refuse(
                     ErrorCode::TimestampOutOfWindow,
-                    "X-Timestamp is outside the window of the server's clock",
+                    "X-Timestamp is too old for the newest clock this server has seen (its clock went back)",
                 )
-                .with_server_time(server_time))
+                .with_server_time(now))
             }
             Err(Refusal::TotalFull) => {
                 return Err(refuse(

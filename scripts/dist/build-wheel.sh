@@ -21,9 +21,11 @@
 # but musl's libc and references no versioned (glibc) symbol.
 #
 # Reproducible as far as the tools allow: SOURCE_DATE_EPOCH is the last
-# commit's time (maturin stamps the zip entries with it), and the checkout,
-# the cargo home and the rustup toolchain are remapped out of the binary
-# (--remap-path-prefix), so the wheel does not depend on where it was built.
+# commit's time (maturin stamps the zip entries and the SBOM with it), and the
+# target dir, the checkout, the cargo home and the rustup toolchain are
+# remapped out of the binary (--remap-path-prefix). The Rust SBOM that maturin
+# adds (.dist-info/sboms/) names the checkout's path, so byte-identical
+# rebuilds need the same checkout path.
 #
 #   scripts/dist/build-wheel.sh            # from anywhere; needs Rust, Python 3, git
 #   PAYIDEM_WHEEL_MUSL=0 scripts/dist/build-wheel.sh   # glibc wheel only
@@ -49,7 +51,9 @@ export SOURCE_DATE_EPOCH
 cargo_home="${CARGO_HOME:-$HOME/.cargo}"
 sysroot="$(rustc --print sysroot)"
 remap=()
-for pair in "$root=/payidem" "$cargo_home=/cargo" "$sysroot=/rustc"; do
+# The last matching rule wins, so the checkout comes after the target dir
+# (which is usually inside it).
+for pair in "$CARGO_TARGET_DIR=/target" "$root=/payidem" "$cargo_home=/cargo" "$sysroot=/rustc"; do
     case "${pair%=*}" in
         *[[:space:]]*) echo "build-wheel.sh: not remapping '${pair%=*}' (contains blanks)" >&2 ;;
         *) remap+=("--remap-path-prefix=$pair") ;;

@@ -10,8 +10,10 @@
 #   - the file name says abi3 (cp39) and manylinux_2_17 x86_64, `auditwheel
 #     show` agrees, the wheel is at most PAYIDEM_WHEEL_MAX_BYTES (5 MB) and its
 #     extension is stripped;
-#   - `pip install --no-index WHEEL` into a new venv in a new temporary
-#     directory (so it needs no other package), run from that directory;
+#   - with each CPython (PAYIDEM_WHEEL_PYTHONS, else every python3.9 …
+#     python3.13 found, else python3): `pip install --no-index WHEEL` into a
+#     new venv in a new temporary directory (so it needs no other package),
+#     run from that directory;
 #   - the installed package is the venv's, and its metadata (importlib.metadata)
 #     has the license, the project URLs, Requires-Python, the classifiers and
 #     the license file (byte-identical to the repository's LICENSE);
@@ -39,7 +41,19 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 wheel="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
 mock_bin="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"
 max_bytes="${PAYIDEM_WHEEL_MAX_BYTES:-5000000}"
-python="${PYTHON:-python3}"
+# The interpreters to test with: PAYIDEM_WHEEL_PYTHONS (commands separated
+# by blanks), else every python3.9 … python3.13 that runs here, else python3.
+if [ -n "${PAYIDEM_WHEEL_PYTHONS:-}" ]; then
+    read -r -a pythons <<<"$PAYIDEM_WHEEL_PYTHONS"
+else
+    pythons=()
+    for minor in 9 10 11 12 13; do
+        if "python3.$minor" -I -c 'import ensurepip, venv' >/dev/null 2>&1 </dev/null; then
+            pythons+=("python3.$minor")
+        fi
+    done
+    [ "${#pythons[@]}" -gt 0 ] || pythons=(python3)
+fi
 readme="$root/bindings/python/README.md"
 mock_key_id=key_test_1
 mock_secret=sk_test_payidem_mock_secret_0001 # the mock's published test key (mock/README.md)
@@ -104,16 +118,14 @@ finish() {
     exit $?
 }
 
-venv="$work/venv"
-# Every Python run below: isolated (-I: no PYTHON* variables, no user site,
-# not the script's directory on sys.path), from the temporary directory, with
-# a home of its own.
+# Nothing from the caller's Python set-up: no PYTHONPATH, no pip config, no
+# active venv; every run below starts in the temporary directory.
 mkdir -p "$work/home" "$work/examples"
 export HOME="$work/home" XDG_STATE_HOME="$work/state" PIP_CONFIG_FILE=/dev/null
 unset PYTHONPATH PYTHONHOME VIRTUAL_ENV
 cd "$work" || exit 1
 
-echo "testing $(basename "$wheel") in $work"
+echo "testing $(basename "$wheel") in $work with ${pythons[*]}"
 
 # --- the file ----------------------------------------------------------------
 wheel_name="$(basename "$wheel")"
@@ -166,27 +178,7 @@ PY
     check "extension module stripped" stripped_ok
 fi
 
-# --- the install -------------------------------------------------------------
-check "fresh venv in $work ($python)" "$python" -I -m venv "$venv" || finish
-vpy="$venv/bin/python"
-check "pip install --no-index WHEEL (no other package needed)" \
-    timeout 600 "$vpy" -I -m pip install --no-index --no-cache-dir --disable-pip-version-check \
-    --quiet "$wheel" || finish
-
-check "imported from the venv, nothing of the source tree on sys.path" \
-    "$vpy" -I -c '
-import sys, sysconfig
-import payidem, payidem._native
-site = sysconfig.get_paths()["platlib"]
-root = sys.argv[1]
-assert payidem.__file__.startswith(site), payidem.__file__
-assert payidem._native.__file__.endswith("_native.abi3.so"), payidem._native.__file__
-leaks = [p for p in sys.path if p and (p == root or p.startswith(root + "/"))]
-assert not leaks, leaks
-print(payidem.__file__, payidem.__version__)
-' "$root"
-
-# --- the metadata ------------------------------------------------------------
+# --- once: the metadata checker and the README examples ------------------------
 cat >"$work/check_metadata.py" <<'PY'
 """Prints ok:/FAIL: for each promise of the installed distribution."""
 import importlib.metadata as md
@@ -252,22 +244,9 @@ check("typing: py.typed and _native.pyi installed", {"py.typed", "_native.pyi"} 
       repr(sorted(package_files)))
 sys.exit(1 if failures else 0)
 PY
-"$vpy" -I "$work/check_metadata.py" "$root/LICENSE" >"$work/metadata.log" 2>&1 </dev/null &
-child_pid=$!
-wait "$child_pid"
-status=$?
-child_pid=
-out="$(cat "$work/metadata.log")"
-printf '%s\n' "$out" | grep -E '^(ok|FAIL): '
-passed=$((passed + $(printf '%s\n' "$out" | grep -c '^ok: ')))
-failed=$((failed + $(printf '%s\n' "$out" | grep -c '^FAIL: ')))
-if [ "$status" -ne 0 ] && ! printf '%s\n' "$out" | grep -q '^FAIL: '; then
-    fail "metadata check ran" "$out"
-fi
 
-# --- the README examples against the mock -------------------------------------
 extract_ok() {
-    "$vpy" -I - "$readme" "$work/examples" <<'PY'
+    "${pythons[0]}" -I - "$readme" "$work/examples" <<'PY'
 """Writes each ```python block right after a line <!-- example: NAME --> to
 DIR/NN-NAME.py; a marker without its block is an error."""
 import re, sys
@@ -290,34 +269,101 @@ PY
 }
 check "README examples extracted from bindings/python/README.md" extract_ok
 
-"$mock_bin" --port 0 --control --seed 11 </dev/null >"$work/mock.out" 2>"$work/mock.err" &
-mock_pid=$!
-base_url=
-for _ in $(seq 1 100); do
-    line="$(head -n 1 "$work/mock.out" 2>/dev/null)"
-    case "$line" in
-        "listening on "*) base_url="http://${line#listening on }"; break ;;
-    esac
-    kill -0 "$mock_pid" 2>/dev/null || break
-    sleep 0.1
-done
-if [ -z "$base_url" ]; then
-    fail "payidem-mock started on port 0" "$(cat "$work/mock.out" "$work/mock.err" 2>/dev/null)"
-    finish
-fi
-pass "payidem-mock started at $base_url"
+mock_start() {
+    "$mock_bin" --port 0 --control --seed 11 </dev/null >"$work/mock.out" 2>"$work/mock.err" &
+    mock_pid=$!
+    base_url=
+    local line
+    for _ in $(seq 1 100); do
+        line="$(head -n 1 "$work/mock.out" 2>/dev/null)"
+        case "$line" in
+            "listening on "*) base_url="http://${line#listening on }"; return 0 ;;
+        esac
+        kill -0 "$mock_pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    echo "payidem-mock did not say where it listens:"
+    cat "$work/mock.out" "$work/mock.err" 2>/dev/null
+    return 1
+}
+mock_stop() {
+    if [ -n "$mock_pid" ]; then
+        kill -TERM "$mock_pid" 2>/dev/null
+        wait "$mock_pid" 2>/dev/null
+        mock_pid=
+    fi
+}
 
-for example in "$work"/examples/*.py; do
-    [ -e "$example" ] || break
-    label="$(basename "$example" .py)"
-    label="${label#*-}"
-    check "README example '$label' against the mock" \
-        env PAYIDEM_BASE_URL="$base_url" PAYIDEM_KEY_ID="$mock_key_id" PAYIDEM_SECRET="$mock_secret" \
-        timeout 300 "$vpy" -I "$example"
-done
+# --- per interpreter: install, metadata, examples ------------------------------
+# test_with PYTHON: everything a user of that CPython sees, in a directory,
+# venv, home and mock of its own.
+test_with() {
+    local py=$1 ver at dir vpy out st example label
+    if ! ver="$("$py" -I -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>&1 </dev/null)"; then
+        fail "interpreter $py runs" "$ver"
+        return
+    fi
+    at="[python $ver]"
+    dir="$work/python$ver"
+    mkdir -p "$dir/home"
+    # Isolated runs (-I: no PYTHON* variables, no user site, not the
+    # script's directory on sys.path), from the temporary directory, with a
+    # home of their own: the durable default journal lands in $dir/state.
+    export HOME="$dir/home" XDG_STATE_HOME="$dir/state"
+    cd "$dir" || return
 
-check "the examples' default journal: \$XDG_STATE_HOME/payidem/journal.sqlite3, 0600 in a 0700 directory" \
-    "$vpy" -I -c '
+    check "$at fresh venv in $dir" "$py" -I -m venv "$dir/venv" || return
+    vpy="$dir/venv/bin/python"
+    check "$at pip install --no-index WHEEL (needs no other package)" \
+        timeout 600 "$vpy" -I -m pip install --no-index --no-cache-dir --disable-pip-version-check \
+        --quiet "$wheel" || return
+
+    check "$at imported from the venv, nothing of the source tree on sys.path" \
+        "$vpy" -I -c '
+import sys, sysconfig
+import payidem, payidem._native
+site = sysconfig.get_paths()["platlib"]
+root = sys.argv[1]
+assert payidem.__file__.startswith(site), payidem.__file__
+assert payidem._native.__file__.endswith("_native.abi3.so"), payidem._native.__file__
+leaks = [p for p in sys.path if p and (p == root or p.startswith(root + "/"))]
+assert not leaks, leaks
+print(payidem.__file__, payidem.__version__)
+' "$root"
+
+    "$vpy" -I "$work/check_metadata.py" "$root/LICENSE" >"$dir/metadata.log" 2>&1 </dev/null &
+    child_pid=$!
+    wait "$child_pid"
+    st=$?
+    child_pid=
+    out="$(cat "$dir/metadata.log")"
+    while IFS= read -r line; do
+        case "$line" in
+            "ok: "*) pass "$at ${line#ok: }" ;;
+            "FAIL: "*) fail "$at ${line#FAIL: }" ;;
+        esac
+    done <<<"$out"
+    if [ "$st" -ne 0 ] && ! grep -q '^FAIL: ' <<<"$out"; then
+        fail "$at metadata check ran" "$out"
+    fi
+
+    if mock_start >"$dir/mock-start.log" 2>&1; then
+        pass "$at payidem-mock started on port 0: $base_url"
+    else
+        fail "$at payidem-mock started on port 0" "$(cat "$dir/mock-start.log")"
+        return
+    fi
+    for example in "$work"/examples/*.py; do
+        [ -e "$example" ] || break
+        label="$(basename "$example" .py)"
+        label="${label#*-}"
+        check "$at README example '$label' against the mock" \
+            env PAYIDEM_BASE_URL="$base_url" PAYIDEM_KEY_ID="$mock_key_id" PAYIDEM_SECRET="$mock_secret" \
+            timeout 300 "$vpy" -I "$example"
+    done
+
+    check "$at the default journal the examples used: \$XDG_STATE_HOME/payidem/journal.sqlite3, 0600 in a 0700 directory" \
+        "$vpy" -I -c '
 import os, stat, sys
 import payidem
 path = payidem.default_journal_path()
@@ -328,8 +374,8 @@ assert (mode, dir_mode) == (0o600, 0o700), (oct(mode), oct(dir_mode))
 print(path, oct(mode), oct(dir_mode))
 ' "$XDG_STATE_HOME"
 
-check "the mock's oracle: no order paid twice, no key reused for another request" \
-    "$vpy" -I -c '
+    check "$at the mock's oracle: no order paid twice, no key reused for another request" \
+        "$vpy" -I -c '
 import json, sys, urllib.request
 stats = json.load(urllib.request.urlopen(sys.argv[1] + "/_mock/stats", timeout=10))
 orders = stats["orders"]
@@ -339,5 +385,11 @@ assert not twice, twice
 assert stats["duplicate_order"] == 0, stats
 print(len(orders), "orders, each paid once;", stats["replays"], "replays")
 ' "$base_url"
+    mock_stop
+}
 
+for py in "${pythons[@]}"; do
+    test_with "$py"
+    mock_stop
+done
 finish

@@ -200,15 +200,18 @@ def test_verification_errors() -> None:
     headers = signed()
     missing = {k: val for k, val in headers.items() if k != "X-Nonce"}
     cases = [
-        (payidem.MissingSignature, 401, missing, b"{}", NOW),
-        (payidem.UnknownApiKey, 401, {**headers, "X-Api-Key": "key_other"}, b"{}", NOW),
-        (payidem.TimestampOutOfWindow, 401, headers, b"{}", NOW + 301),
-        (payidem.InvalidSignature, 401, headers, b'{"x":1}', NOW),
+        (payidem.MissingSignature, 401, missing, b"{}"),
+        (payidem.UnknownApiKey, 401, {**headers, "X-Api-Key": "key_other"}, b"{}"),
+        (payidem.InvalidSignature, 401, headers, b'{"x":1}'),
     ]
-    for cls, status, h, body, now in cases:
+    for cls, status, h, body in cases:
         with pytest.raises(cls) as info:
-            v.verify("POST", "/v1/payments", h, body, now=now)
+            v.verify("POST", "/v1/payments", h, body, now=NOW)
         assert info.value.http_status == status and info.value.code == cls.CODE
+    # A verifier's clock never steps back, so the late request gets its own.
+    with pytest.raises(payidem.TimestampOutOfWindow) as late:
+        make_verifier().verify("POST", "/v1/payments", headers, b"{}", now=NOW + 301)
+    assert late.value.http_status == 401 and late.value.code == "timestamp_out_of_window"
     v.verify("POST", "/v1/payments", headers, b"{}", now=NOW)
     with pytest.raises(payidem.NonceReused) as reused:
         v.verify("POST", "/v1/payments", headers, b"{}", now=NOW)
@@ -222,12 +225,12 @@ def test_timestamp_out_of_window_carries_server_time() -> None:
 
 
 def test_replay_cache_full() -> None:
-    # The capacity is spread over the cache's 64 lock shards: past 64 live
-    # nonces some shard is full, and the verifier fails closed.
+    # The capacity is exact: one live nonce is kept, the next new one is
+    # refused (the verifier fails closed rather than forget a live nonce).
     v = make_verifier(nonce_capacity_per_key=1)
+    v.verify("POST", "/v1/payments", signed(), b"{}", now=NOW)
     with pytest.raises(payidem.ReplayCacheFull) as info:
-        for _ in range(65):
-            v.verify("POST", "/v1/payments", signed(), b"{}", now=NOW)
+        v.verify("POST", "/v1/payments", signed(), b"{}", now=NOW)
     assert info.value.http_status == 503
 
 

@@ -151,3 +151,15 @@ def test_a_named_journal_file_is_private_too(mock: Mock, tmp_path: Path) -> None
         order = new_order("named")
         assert client.execute(order, "POST", "/v1/payments", payment(order)).status == 201
     assert mode(journal) == 0o600
+
+
+def test_an_empty_journal_setting_is_the_default_as_in_every_language(
+    mock: Mock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.chdir(tmp_path)
+    with payidem.Client(mock.url, MOCK_KEY_ID, MOCK_SECRET, journal="") as client:
+        order = new_order("empty")
+        assert client.execute(order, "POST", "/v1/payments", payment(order)).status == 201
+    assert (tmp_path / "state" / "payidem" / "journal.sqlite3").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["state"]

@@ -69,12 +69,18 @@ def decision() -> Union[int, None]:
     return d.seconds
 
 
+def journals() -> List[str]:
+    where: str = payidem.default_journal_path()
+    memory: str = payidem.MEMORY
+    return [where, memory]
+
+
 def wiring() -> None:
     with payidem.Client(
         "http://127.0.0.1:1",
         "key_test_1",
         b"sk_test_payidem_mock_secret_0001",
-        journal=":memory:",
+        journal=payidem.MEMORY,
         on_attempt=payidem.log_attempts(logging.getLogger("payidem")),
     ) as client:
         pay(client, "ord-1", 100)

@@ -190,7 +190,26 @@ fn deliver(callback: &RwLock<Option<EventCallback>>, event: &AttemptEvent) {
 /// Options (unknown keys are `PAYIDEM_INVALID_ARGUMENT` naming them, e.g.
 /// `"retry.bogus"`; every number is a non-negative integer):
 /// - `base_url` (string, required): e.g. `"https://api.example.com"`; a
-///   path prefix is allowed, no query.
+///   path prefix is allowed (sent and signed as part of every request
+///   target), no query. `https://` is required except for loopback hosts
+///   (`localhost`, `127.0.0.0/8`, `[::1]`).
+/// - `allow_insecure_http` (boolean, default false): accept `http://` for
+///   any host (signed requests then travel in clear; the platform's clock
+///   is never learnt from such answers).
+/// - `proxy` (string): an `http://` or `https://` proxy URL; none by
+///   default. `proxy_from_env` (boolean, default false): when `proxy` is
+///   absent, use `HTTPS_PROXY` / `HTTP_PROXY` / `ALL_PROXY` and `NO_PROXY`
+///   (`HTTP_PROXY` is ignored when `REQUEST_METHOD` is set, i.e. under CGI).
+/// - `ca_bundle` (string): a PEM file of CA certificates trusted instead of
+///   the operating system's trust store (the default, which honours
+///   `SSL_CERT_FILE` and `SSL_CERT_DIR`).
+/// - `client_cert`, `client_key` (strings, both or neither): PEM files of a
+///   client certificate (chain) and its private key for mutual TLS; the key
+///   is read once and never appears in errors.
+/// - `max_clock_offset_s` (default 600): the largest clock offset learnt
+///   from a `401 timestamp_out_of_window`; a larger answer is not trusted
+///   and the call fails with `PAYIDEM_REJECTED` (status 401), the operation
+///   kept. 0 never adjusts the clock.
 /// - `key_id` (string, required): sent in `X-Api-Key`.
 /// - `journal_path` (string): SQLite file, created 0600 if missing (its
 ///   directory must exist); `":memory:"` for a memory journal (operations
@@ -216,8 +235,9 @@ fn deliver(callback: &RwLock<Option<EventCallback>>, event: &AttemptEvent) {
 /// Threads: safe from any thread.
 /// Errors: `PAYIDEM_INVALID_ARGUMENT` naming `options_json` (not a JSON
 /// object), an option (missing, mistyped, unknown or out of range, e.g.
-/// `base_url`, `retry.max_attempts`, `key_retention_s`), `key_id`, `secret`
-/// or `client_out`; `PAYIDEM_JOURNAL_ERROR` when the journal cannot be opened.
+/// `base_url`, `retry.max_attempts`, `key_retention_s`; an unreadable or
+/// mismatched `ca_bundle`, `client_cert` or `client_key`; a bad `proxy`),
+/// `key_id`, `secret` or `client_out`; `PAYIDEM_JOURNAL_ERROR` when the journal cannot be opened.
 #[no_mangle]
 pub unsafe extern "C" fn payidem_client_new(
     options_json: *const c_char,

@@ -34,6 +34,27 @@ pub(crate) fn parse(json: &str) -> Result<ClientConfig, FfiError> {
     if let Some(s) = uint(root, "settled_retention_s", "")? {
         config.settled_retention = Duration::from_secs(s);
     }
+    if let Some(s) = uint(root, "max_clock_offset_s", "")? {
+        config.max_clock_offset = Duration::from_secs(s);
+    }
+    if let Some(allow) = boolean(root, "allow_insecure_http")? {
+        config.allow_insecure_http = allow;
+    }
+    if let Some(from_env) = boolean(root, "proxy_from_env")? {
+        config.proxy_from_env = from_env;
+    }
+    config.proxy = optional_string(root, "proxy")?
+        .filter(|p| !p.is_empty())
+        .map(str::to_owned);
+    for (key, slot) in [
+        ("ca_bundle", &mut config.ca_bundle),
+        ("client_cert", &mut config.client_cert),
+        ("client_key", &mut config.client_key),
+    ] {
+        *slot = optional_string(root, key)?
+            .filter(|p| !p.is_empty())
+            .map(std::path::PathBuf::from);
+    }
     if let Some(retry) = root.get("retry") {
         let retry = object(retry, "retry")?;
         check_keys(retry, RETRY_KEYS, "retry.")?;
@@ -91,6 +112,13 @@ const ROOT_KEYS: &[&str] = &[
     "retry_budget",
     "key_retention_s",
     "settled_retention_s",
+    "max_clock_offset_s",
+    "allow_insecure_http",
+    "proxy",
+    "proxy_from_env",
+    "ca_bundle",
+    "client_cert",
+    "client_key",
 ];
 const RETRY_KEYS: &[&str] = &["base_ms", "cap_ms", "max_attempts", "deadline_ms"];
 const BUDGET_KEYS: &[&str] = &["capacity", "retry_cost", "timeout_cost", "success_refund"];
@@ -124,6 +152,14 @@ fn optional_string<'a>(
         None => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
         Some(_) => Err(FfiError::invalid(key, "must be a string")),
+    }
+}
+
+fn boolean(map: &Map<String, Value>, key: &str) -> Result<Option<bool>, FfiError> {
+    match map.get(key) {
+        None => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(_) => Err(FfiError::invalid(key, "must be true or false")),
     }
 }
 
@@ -170,6 +206,34 @@ mod tests {
         assert_eq!(c.retry_budget.timeout_cost, 3);
         assert_eq!(c.key_retention, Duration::from_secs(60));
         assert_eq!(c.settled_retention, Duration::from_secs(70));
+        assert!(!c.allow_insecure_http && !c.proxy_from_env);
+        assert_eq!(c.proxy, None);
+        assert_eq!(c.ca_bundle, None);
+        assert_eq!(
+            c.max_clock_offset,
+            payidem::client::DEFAULT_MAX_CLOCK_OFFSET
+        );
+        let c = parse(
+            r#"{"base_url":"u","key_id":"k","max_clock_offset_s":900,
+                "allow_insecure_http":true,"proxy":"http://proxy:3128","proxy_from_env":true,
+                "ca_bundle":"/etc/ca.pem","client_cert":"/etc/c.pem","client_key":"/etc/c.key"}"#,
+        )
+        .unwrap();
+        assert_eq!(c.max_clock_offset, Duration::from_secs(900));
+        assert!(c.allow_insecure_http && c.proxy_from_env);
+        assert_eq!(c.proxy.as_deref(), Some("http://proxy:3128"));
+        assert_eq!(
+            c.ca_bundle.as_deref(),
+            Some(std::path::Path::new("/etc/ca.pem"))
+        );
+        assert_eq!(
+            c.client_cert.as_deref(),
+            Some(std::path::Path::new("/etc/c.pem"))
+        );
+        assert_eq!(
+            c.client_key.as_deref(),
+            Some(std::path::Path::new("/etc/c.key"))
+        );
         let c = parse(r#"{"base_url":"u","key_id":"k","journal_path":"/tmp/j.sqlite3"}"#).unwrap();
         assert!(
             matches!(c.journal, JournalChoice::Sqlite(p) if p == std::path::Path::new("/tmp/j.sqlite3"))
@@ -188,6 +252,13 @@ mod tests {
                 .contains("\"retry.base_ms\"")
         );
         assert!(field_of(r#"{"key_id":"k"}"#).contains("\"base_url\""));
+        assert!(
+            field_of(r#"{"base_url":"u","key_id":"k","allow_insecure_http":1}"#)
+                .contains("\"allow_insecure_http\"")
+        );
+        assert!(
+            field_of(r#"{"base_url":"u","key_id":"k","client_key":7}"#).contains("\"client_key\"")
+        );
         assert!(field_of(r#"[1]"#).contains("\"options_json\""));
         assert!(field_of(r#"{"#).contains("\"options_json\""));
         assert!(field_of(

@@ -10,6 +10,7 @@ import "C"
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -32,11 +33,39 @@ type Verifier struct {
 	MaxBodyBytes int64
 }
 
+// Verified is what a successful verification established. Act on these
+// values, not on headers read again: the request carried each of them
+// exactly once (an empty or repeated Idempotency-Key header fails
+// verification).
+type Verified struct {
+	// KeyID is the key id that signed the request (X-Api-Key).
+	KeyID string
+	// IdempotencyKey is the request's Idempotency-Key, "" when it carried
+	// none.
+	IdempotencyKey string
+	// Nonce is the signed X-Nonce, now recorded as used.
+	Nonce string
+	// Timestamp is the signed X-Timestamp.
+	Timestamp time.Time
+}
+
+type verifiedKey struct{}
+
+// VerifiedFromContext returns what Middleware verified for the request
+// whose context is ctx.
+func VerifiedFromContext(ctx context.Context) (Verified, bool) {
+	v, ok := ctx.Value(verifiedKey{}).(Verified)
+	return v, ok
+}
+
 // NewVerifier creates a verifier with the timestamp window (300 s in
-// protocol v1; 0 means exactly equal, rounded down to whole seconds), at
-// most capacity live nonces per key id (past it verification fails closed
-// with ErrReplayCacheFull), and keys: key id to its active secrets (several
-// during a rotation; any may match).
+// protocol v1; 0 means exactly equal, rounded down to whole seconds; at most
+// 1,000,000,000 s), exactly capacity live nonces per key id (past it
+// verification fails closed with ErrReplayCacheFull until some expire), and
+// keys: key id to its active secrets (several during a rotation; any may
+// match). All key ids together hold at most 16,000,000 nonces unless
+// SetNonceCapacityTotal says otherwise. The replay cache's clock is
+// monotonic: a server clock stepped back never lets a replay through.
 func NewVerifier(keys map[string][][]byte, window time.Duration, capacity int) (*Verifier, error) {
 	if window < 0 {
 		return nil, invalid("window", "must not be negative")
@@ -125,6 +154,50 @@ func (v *Verifier) keyCall(keyID string, secrets [][]byte, replace bool) error {
 	return nil
 }
 
+// RemoveKey removes a key id: its secrets are wiped and its nonce memory
+// freed; requests signed with it then fail with ErrUnknownAPIKey.
+func (v *Verifier) RemoveKey(keyID string) error {
+	var args cstrings
+	k, err := args.add("key_id", keyID)
+	if err != nil {
+		return err
+	}
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	if v.ptr == nil {
+		return ErrClosed
+	}
+	var cerr *C.payidem_error
+	rc := C.payidem_verifier_remove_key(v.ptr, args.ptr(k), &cerr)
+	runtime.KeepAlive(v)
+	if rc != C.PAYIDEM_OK {
+		return newError(rc, cerr, nil)
+	}
+	return nil
+}
+
+// SetNonceCapacityTotal sets the verifier-wide limit of nonces held across
+// every key id (a memory cap: 34 to 43 bytes a nonce; 16,000,000 by
+// default). Past it verification fails closed with ErrReplayCacheFull (503)
+// until some expire.
+func (v *Verifier) SetNonceCapacityTotal(total int) error {
+	if total <= 0 {
+		return invalid("nonce_capacity_total", "must be above 0")
+	}
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	if v.ptr == nil {
+		return ErrClosed
+	}
+	var cerr *C.payidem_error
+	rc := C.payidem_verifier_set_nonce_capacity_total(v.ptr, C.size_t(total), &cerr)
+	runtime.KeepAlive(v)
+	if rc != C.PAYIDEM_OK {
+		return newError(rc, cerr, nil)
+	}
+	return nil
+}
+
 // requestTarget is the request target as sent: the raw one a server
 // received, else the URL's.
 func requestTarget(r *http.Request) string {
@@ -139,10 +212,18 @@ func requestTarget(r *http.Request) string {
 
 // Verify checks r, whose body is body, at the server clock now. On failure
 // the *Error's Code and HTTPStatus are the protocol's answer (ServerTime is
-// set for timestamp_out_of_window).
+// set for timestamp_out_of_window). VerifyRequest also returns what it
+// verified.
 func (v *Verifier) Verify(r *http.Request, body []byte, now time.Time) error {
+	_, err := v.VerifyRequest(r, body, now)
+	return err
+}
+
+// VerifyRequest checks r like Verify and returns what it verified: act on
+// its key id and idempotency key rather than on r's headers.
+func (v *Verifier) VerifyRequest(r *http.Request, body []byte, now time.Time) (Verified, error) {
 	if r == nil {
-		return invalid("request", "must not be nil")
+		return Verified{}, invalid("request", "must not be nil")
 	}
 	var args cstrings
 	method := r.Method
@@ -151,15 +232,15 @@ func (v *Verifier) Verify(r *http.Request, body []byte, now time.Time) error {
 	}
 	m, err := args.add("method", method)
 	if err != nil {
-		return err
+		return Verified{}, err
 	}
 	p, err := args.add("path", requestTarget(r))
 	if err != nil {
-		return err
+		return Verified{}, err
 	}
 	headers, err := newCHeaders(r.Header)
 	if err != nil {
-		return err
+		return Verified{}, err
 	}
 	defer headers.free()
 	unix := now.Unix()
@@ -169,23 +250,29 @@ func (v *Verifier) Verify(r *http.Request, body []byte, now time.Time) error {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	if v.ptr == nil {
-		return ErrClosed
+		return Verified{}, ErrClosed
 	}
 	var cerr *C.payidem_error
-	rc := C.payidem_verifier_verify(v.ptr, args.ptr(m), args.ptr(p), headers.ptr,
-		C.size_t(headers.count), bytesPtr(body), C.size_t(len(body)), C.uint64_t(unix), nil, &cerr)
+	var out C.payidem_verified
+	rc := C.payidem_verifier_verify_into(v.ptr, args.ptr(m), args.ptr(p), headers.ptr,
+		C.size_t(headers.count), bytesPtr(body), C.size_t(len(body)), C.uint64_t(unix), &out, nil, &cerr)
 	runtime.KeepAlive(v)
 	if rc != C.PAYIDEM_OK {
-		return newError(rc, cerr, nil)
+		return Verified{}, newError(rc, cerr, nil)
 	}
-	return nil
+	return Verified{
+		KeyID:          C.GoString(&out.key_id[0]),
+		IdempotencyKey: C.GoString(&out.idempotency_key[0]),
+		Nonce:          C.GoString(&out.nonce[0]),
+		Timestamp:      time.Unix(int64(out.timestamp), 0),
+	}, nil
 }
 
 // Middleware verifies every request before next sees it. A failure is
 // answered with the protocol's status and error body
 // {"error":{"code","message"}} (401 timestamp_out_of_window also carries
 // X-Server-Time and Date); a verified request reaches next with its body
-// restored.
+// restored and what was verified in its context (VerifiedFromContext).
 func (v *Verifier) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		now := time.Now()
@@ -198,7 +285,8 @@ func (v *Verifier) Middleware(next http.Handler) http.Handler {
 			writeError(w, http.StatusRequestEntityTooLarge, "payload_too_large", err.Error(), time.Time{})
 			return
 		}
-		if err := v.Verify(r, body, now); err != nil {
+		verified, err := v.VerifyRequest(r, body, now)
+		if err != nil {
 			var e *Error
 			if !errors.As(err, &e) {
 				writeError(w, http.StatusInternalServerError, string(CodeInternal), "verification failed", time.Time{})
@@ -218,7 +306,7 @@ func (v *Verifier) Middleware(next http.Handler) http.Handler {
 			writeError(w, status, string(e.Code), e.Message, serverTime)
 			return
 		}
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), verifiedKey{}, verified)))
 	})
 }
 

@@ -213,7 +213,7 @@ fn optional_seconds(
 #[pymethods]
 impl NativeClient {
     #[new]
-    #[pyo3(signature = (base_url, key_id, secret, *, journal, connect_timeout, request_timeout, max_attempts, backoff_base, backoff_cap, deadline, key_retention, settled_retention, retry_budget, on_attempt))]
+    #[pyo3(signature = (base_url, key_id, secret, *, journal, connect_timeout, request_timeout, max_attempts, backoff_base, backoff_cap, deadline, key_retention, settled_retention, retry_budget, on_attempt, allow_insecure_http=false, proxy=None, proxy_from_env=false, ca_bundle=None, client_cert=None, client_key=None, max_clock_offset=600.0))]
     fn new(
         py: Python<'_>,
         base_url: String,
@@ -230,6 +230,13 @@ impl NativeClient {
         settled_retention: f64,
         retry_budget: i128,
         on_attempt: Option<Py<PyAny>>,
+        allow_insecure_http: bool,
+        proxy: Option<String>,
+        proxy_from_env: bool,
+        ca_bundle: Option<PathBuf>,
+        client_cert: Option<PathBuf>,
+        client_key: Option<PathBuf>,
+        max_clock_offset: f64,
     ) -> PyResult<NativeClient> {
         let mut config = ClientConfig::new(base_url, key_id.clone());
         config.journal = journal_choice(journal);
@@ -246,6 +253,19 @@ impl NativeClient {
         config.retry_budget = RetryBudgetConfig {
             capacity: whole(py, "retry_budget", retry_budget, u64::from(u32::MAX))? as u32,
             ..RetryBudgetConfig::default()
+        };
+        config.allow_insecure_http = allow_insecure_http;
+        config.proxy = proxy.filter(|p| !p.is_empty());
+        config.proxy_from_env = proxy_from_env;
+        let path = |p: Option<PathBuf>| p.filter(|p| !p.as_os_str().is_empty());
+        config.ca_bundle = path(ca_bundle);
+        config.client_cert = path(client_cert);
+        config.client_key = path(client_key);
+        // 0 is allowed here: the clock is then never adjusted.
+        config.max_clock_offset = if max_clock_offset == 0.0 {
+            Duration::ZERO
+        } else {
+            seconds(py, "max_clock_offset", max_clock_offset)?
         };
         let client = raise(py, py.detach(|| payidem::Client::new(config, secret)))?;
         let client = match on_attempt {

@@ -142,6 +142,13 @@ class Client:
         settled_retention: float,
         retry_budget: int,
         on_attempt: Optional[Callable[[AttemptEvent], object]],
+        allow_insecure_http: bool = False,
+        proxy: Optional[str] = None,
+        proxy_from_env: bool = False,
+        ca_bundle: Optional[str] = None,
+        client_cert: Optional[str] = None,
+        client_key: Optional[str] = None,
+        max_clock_offset: float = 600.0,
     ) -> Client: ...
     @property
     def key_id(self) -> str: ...

@@ -80,6 +80,26 @@ def _count(name: str, value: int) -> int:
     return value
 
 
+def _flag(name: str, value: bool) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool, not {type(value).__name__}")
+    return value
+
+
+def _optional_text(name: str, value: Optional[str]) -> Optional[str]:
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"{name} must be a str or None, not {type(value).__name__}")
+    return value
+
+
+def _optional_path(name: str, value: Union[str, "os.PathLike[str]", None]) -> Optional[str]:
+    if value is None:
+        return None
+    if not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a path or None, not {type(value).__name__}")
+    return os.fsdecode(os.fspath(value))
+
+
 def _journal_setting(journal: Union[str, "os.PathLike[str]", None]) -> Optional[str]:
     """The ``journal`` argument as the core's setting: ``None`` (the durable
     default), :data:`MEMORY` unchanged, or a file path."""
@@ -130,6 +150,21 @@ class Client:
     logged to the ``payidem`` logger and never breaks the payment.
     ``retry_budget`` is the capacity of the retry token bucket shared by every
     call of this client (a retry costs 5, a retry after a timeout 10).
+
+    Transport: ``base_url`` must be ``https://`` except for loopback hosts
+    (``localhost``, ``127.0.0.0/8``, ``[::1]``) unless
+    ``allow_insecure_http=True``; its path prefix is sent and signed. No
+    proxy is used unless ``proxy`` (an ``http://`` or ``https://`` URL) is
+    given, or ``proxy_from_env=True`` lets ``HTTPS_PROXY`` / ``HTTP_PROXY``
+    / ``ALL_PROXY`` / ``NO_PROXY`` in (never ``HTTP_PROXY`` under CGI).
+    Servers are checked against the system's trust store, or only against
+    the CAs of the PEM file ``ca_bundle``; ``client_cert`` and
+    ``client_key`` (PEM files, both or neither) present a client
+    certificate (mutual TLS); the key is read once and never shown. A clock
+    offset learnt from a ``401 timestamp_out_of_window`` larger than
+    ``max_clock_offset`` seconds (default 600; 0 never adjusts) is not
+    trusted: the call raises :class:`Rejected` and the operation is kept.
+    Redirects are never followed.
     """
 
     def __init__(
@@ -149,6 +184,13 @@ class Client:
         settled_retention: float = 7 * 24 * 3600,
         retry_budget: int = 500,
         on_attempt: Optional[Callable[[AttemptEvent], object]] = None,
+        allow_insecure_http: bool = False,
+        proxy: Optional[str] = None,
+        proxy_from_env: bool = False,
+        ca_bundle: Union[str, "os.PathLike[str]", None] = None,
+        client_cert: Union[str, "os.PathLike[str]", None] = None,
+        client_key: Union[str, "os.PathLike[str]", None] = None,
+        max_clock_offset: float = 600.0,
     ) -> None:
         if not isinstance(secret, bytes):
             raise TypeError(f"secret must be bytes, not {type(secret).__name__}")
@@ -169,6 +211,13 @@ class Client:
             settled_retention=_seconds("settled_retention", settled_retention),
             retry_budget=_count("retry_budget", retry_budget),
             on_attempt=on_attempt,
+            allow_insecure_http=_flag("allow_insecure_http", allow_insecure_http),
+            proxy=_optional_text("proxy", proxy),
+            proxy_from_env=_flag("proxy_from_env", proxy_from_env),
+            ca_bundle=_optional_path("ca_bundle", ca_bundle),
+            client_cert=_optional_path("client_cert", client_cert),
+            client_key=_optional_path("client_key", client_key),
+            max_clock_offset=_seconds("max_clock_offset", max_clock_offset),
         )
 
     @property

@@ -13,11 +13,15 @@ auth object is any callable that takes and returns a ``PreparedRequest``.
 
 This signs one attempt; retries, keys and the journal remain the caller's
 job (``payidem.Client`` does all of that).
+
+Redirects are never followed for a signed request, whatever
+``allow_redirects`` says: a 3xx answer is returned as it is (``Location``
+intact), so the signed headers and the body never reach another URL.
 """
 
 from __future__ import annotations
 
-from typing import Any, Optional, TypeVar, Union
+from typing import Any, Dict, Optional, TypeVar, Union
 
 from ._native import Signer
 
@@ -39,12 +43,46 @@ def _body_bytes(body: Union[bytes, str, None, Any]) -> bytes:
     )
 
 
+_NOT_REDIRECTS: Dict[type, type] = {}
+
+
+def _not_a_redirect(response_type: type) -> type:
+    """``response_type`` with ``is_redirect`` always false: ``requests``
+    follows a redirect only when that property is true."""
+    cls = _NOT_REDIRECTS.get(response_type)
+    if cls is None:
+        cls = type(
+            response_type.__name__,
+            (response_type,),
+            {
+                "is_redirect": property(lambda self: False),
+                "is_permanent_redirect": property(lambda self: False),
+                "__module__": response_type.__module__,
+                "__doc__": response_type.__doc__,
+            },
+        )
+        _NOT_REDIRECTS[response_type] = cls
+    return cls
+
+
+def _refuse_redirect(response: Any, *args: Any, **kwargs: Any) -> Any:
+    """A ``requests`` response hook: a redirect answer to a signed request is
+    returned as it is, never followed (the hook runs before ``requests``
+    looks for a redirect)."""
+    if getattr(response, "is_redirect", False):
+        response.__class__ = _not_a_redirect(type(response))
+    return response
+
+
 class PayidemAuth:
     """A ``requests`` auth that signs each prepared request with protocol v1
     headers. The ``Idempotency-Key`` header of the request, if any, is signed
     and kept; a POST without one is refused with
     :class:`~payidem.InvalidArgument`. Every call signs afresh (new nonce and
-    timestamp), so a retry by ``requests`` is a new, valid attempt."""
+    timestamp), so a retry by ``requests`` is a new, valid attempt.
+
+    A redirect is never followed: the 3xx response is returned to the caller
+    and nothing is sent to the ``Location``."""
 
     def __init__(self, key_id: str, secret: bytes, *, signer: Optional[Signer] = None) -> None:
         self.signer = signer if signer is not None else Signer(key_id, secret)
@@ -59,6 +97,9 @@ class PayidemAuth:
             key if key else None,
         )
         r.headers.update(signed)
+        register = getattr(r, "register_hook", None)
+        if register is not None:
+            register("response", _refuse_redirect)
         return request
 
     def __repr__(self) -> str:

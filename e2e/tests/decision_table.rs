@@ -402,9 +402,7 @@ fn a_second_skew_in_one_call_is_rejected_and_nothing_happened() {
     let m = Arc::clone(&mock);
     let hook = log.hook_then(move |_, n| {
         if n == 1 {
-            m.set_clock(ClockSetting::System {
-                skew_seconds: -500,
-            });
+            m.set_clock(ClockSetting::System { skew_seconds: -500 });
         }
     });
     let c = client(&mock.url(), JournalChoice::Memory).with_event_hook(hook);

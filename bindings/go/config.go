@@ -61,6 +61,33 @@ type Config struct {
 	SettledRetention time.Duration
 	// RetryBudget, when set, bounds retries across all calls of the client.
 	RetryBudget *RetryBudget
+	// AllowInsecureHTTP accepts an http:// BaseURL for a host that is not
+	// loopback (localhost, 127.0.0.0/8, [::1]); without it such a BaseURL
+	// is ErrInvalidArgument naming BaseURL. Signed requests then travel in
+	// clear, and the platform's clock is never learnt from such answers.
+	AllowInsecureHTTP bool
+	// Proxy is an http:// or https:// proxy URL. No proxy is used unless it
+	// is set, or ProxyFromEnv is.
+	Proxy string
+	// ProxyFromEnv, when Proxy is empty, uses HTTPS_PROXY / HTTP_PROXY /
+	// ALL_PROXY and NO_PROXY from the environment (HTTP_PROXY never when
+	// REQUEST_METHOD is set, as under CGI). Off by default: the environment
+	// is ignored.
+	ProxyFromEnv bool
+	// CABundle is a PEM file of CA certificates trusted instead of the
+	// operating system's trust store (the default, which honours
+	// SSL_CERT_FILE and SSL_CERT_DIR).
+	CABundle string
+	// ClientCert and ClientKey are PEM files of a client certificate
+	// (chain) and its private key for mutual TLS: both or neither. The key
+	// is read once by NewClient and never appears in errors or String.
+	ClientCert string
+	ClientKey  string
+	// MaxClockOffset bounds the clock offset learnt from a 401
+	// timestamp_out_of_window answer (0: the default, 600 s). A larger
+	// answer is not trusted: the call fails with ErrRejected (status 401)
+	// and the operation is kept.
+	MaxClockOffset time.Duration
 	// OnAttempt, when set, receives every attempt's event, on the goroutine
 	// that made the call. It must be safe for concurrent use, and must not
 	// call Close, Execute or Resume on the same client (that can deadlock).
@@ -75,12 +102,20 @@ func (c Config) String() string {
 	if c.RetryBudget != nil {
 		budget = fmt.Sprintf("%+v", *c.RetryBudget)
 	}
+	proxy := ""
+	if c.Proxy != "" {
+		// A proxy URL may carry credentials.
+		proxy = "<set>"
+	}
 	return fmt.Sprintf("payidem.Config{BaseURL:%q KeyID:%q Secret:<redacted> JournalPath:%q "+
 		"ConnectTimeout:%v RequestTimeout:%v MaxAttempts:%d BackoffBase:%v BackoffCap:%v "+
-		"Deadline:%v KeyRetention:%v SettledRetention:%v RetryBudget:%s OnAttempt:%t}",
+		"Deadline:%v KeyRetention:%v SettledRetention:%v RetryBudget:%s OnAttempt:%t "+
+		"AllowInsecureHTTP:%t Proxy:%s ProxyFromEnv:%t CABundle:%q ClientCert:%q ClientKey:%q "+
+		"MaxClockOffset:%v}",
 		c.BaseURL, c.KeyID, c.JournalPath, c.ConnectTimeout, c.RequestTimeout, c.MaxAttempts,
 		c.BackoffBase, c.BackoffCap, c.Deadline, c.KeyRetention, c.SettledRetention, budget,
-		c.OnAttempt != nil)
+		c.OnAttempt != nil, c.AllowInsecureHTTP, proxy, c.ProxyFromEnv, c.CABundle,
+		c.ClientCert, c.ClientKey, c.MaxClockOffset)
 }
 
 // GoString is String, for %#v.
@@ -107,6 +142,13 @@ type options struct {
 	RetryBudget       *budgetOptions `json:"retry_budget,omitempty"`
 	KeyRetentionS     uint64         `json:"key_retention_s,omitempty"`
 	SettledRetentionS uint64         `json:"settled_retention_s,omitempty"`
+	AllowInsecureHTTP bool           `json:"allow_insecure_http,omitempty"`
+	Proxy             string         `json:"proxy,omitempty"`
+	ProxyFromEnv      bool           `json:"proxy_from_env,omitempty"`
+	CABundle          string         `json:"ca_bundle,omitempty"`
+	ClientCert        string         `json:"client_cert,omitempty"`
+	ClientKey         string         `json:"client_key,omitempty"`
+	MaxClockOffsetS   uint64         `json:"max_clock_offset_s,omitempty"`
 }
 
 type retryOptions struct {
@@ -142,6 +184,13 @@ var goFieldOfOption = map[string]string{
 	"retry_budget.success_refund": "RetryBudget.SuccessRefund",
 	"key_retention_s":             "KeyRetention",
 	"settled_retention_s":         "SettledRetention",
+	"allow_insecure_http":         "AllowInsecureHTTP",
+	"proxy":                       "Proxy",
+	"proxy_from_env":              "ProxyFromEnv",
+	"ca_bundle":                   "CABundle",
+	"client_cert":                 "ClientCert",
+	"client_key":                  "ClientKey",
+	"max_clock_offset_s":          "MaxClockOffset",
 }
 
 // ceilUnits is d in whole units, rounded up so that a positive duration
@@ -184,6 +233,13 @@ func (c *Config) optionsJSON() ([]byte, error) {
 	}
 	o.KeyRetentionS = secs("KeyRetention", c.KeyRetention)
 	o.SettledRetentionS = secs("SettledRetention", c.SettledRetention)
+	o.MaxClockOffsetS = secs("MaxClockOffset", c.MaxClockOffset)
+	o.AllowInsecureHTTP = c.AllowInsecureHTTP
+	o.Proxy = c.Proxy
+	o.ProxyFromEnv = c.ProxyFromEnv
+	o.CABundle = c.CABundle
+	o.ClientCert = c.ClientCert
+	o.ClientKey = c.ClientKey
 	if err != nil {
 		return nil, err
 	}

@@ -605,6 +605,31 @@ typedef struct payidem_signed_headers {
   char idempotency_key[PAYIDEM_IDEMPOTENCY_KEY_BUF_LEN];
 } payidem_signed_headers;
 
+/**
+ * What `payidem_verifier_verify_into` verified: act on these values, not
+ * on headers read again (the request carried each of them exactly once).
+ * Every string is NUL-terminated.
+ */
+typedef struct payidem_verified {
+  /**
+   * The key id that signed the request (`X-Api-Key`).
+   */
+  char key_id[PAYIDEM_KEY_ID_BUF_LEN];
+  /**
+   * The `Idempotency-Key`, or `""` when the request carried none (an
+   * empty or repeated header fails verification).
+   */
+  char idempotency_key[PAYIDEM_IDEMPOTENCY_KEY_BUF_LEN];
+  /**
+   * The signed nonce (`X-Nonce`), now recorded as used.
+   */
+  char nonce[PAYIDEM_NONCE_BUF_LEN];
+  /**
+   * The signed timestamp (`X-Timestamp`, Unix seconds).
+   */
+  uint64_t timestamp;
+} payidem_verified;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -618,7 +643,26 @@ extern "C" {
  * Options (unknown keys are `PAYIDEM_INVALID_ARGUMENT` naming them, e.g.
  * `"retry.bogus"`; every number is a non-negative integer):
  * - `base_url` (string, required): e.g. `"https://api.example.com"`; a
- *   path prefix is allowed, no query.
+ *   path prefix is allowed (sent and signed as part of every request
+ *   target), no query. `https://` is required except for loopback hosts
+ *   (`localhost`, `127.0.0.0/8`, `[::1]`).
+ * - `allow_insecure_http` (boolean, default false): accept `http://` for
+ *   any host (signed requests then travel in clear; the platform's clock
+ *   is never learnt from such answers).
+ * - `proxy` (string): an `http://` or `https://` proxy URL; none by
+ *   default. `proxy_from_env` (boolean, default false): when `proxy` is
+ *   absent, use `HTTPS_PROXY` / `HTTP_PROXY` / `ALL_PROXY` and `NO_PROXY`
+ *   (`HTTP_PROXY` is ignored when `REQUEST_METHOD` is set, i.e. under CGI).
+ * - `ca_bundle` (string): a PEM file of CA certificates trusted instead of
+ *   the operating system's trust store (the default, which honours
+ *   `SSL_CERT_FILE` and `SSL_CERT_DIR`).
+ * - `client_cert`, `client_key` (strings, both or neither): PEM files of a
+ *   client certificate (chain) and its private key for mutual TLS; the key
+ *   is read once and never appears in errors.
+ * - `max_clock_offset_s` (default 600): the largest clock offset learnt
+ *   from a `401 timestamp_out_of_window`; a larger answer is not trusted
+ *   and the call fails with `PAYIDEM_REJECTED` (status 401), the operation
+ *   kept. 0 never adjusts the clock.
  * - `key_id` (string, required): sent in `X-Api-Key`.
  * - `journal_path` (string): SQLite file, created 0600 if missing (its
  *   directory must exist); `":memory:"` for a memory journal (operations
@@ -644,8 +688,9 @@ extern "C" {
  * Threads: safe from any thread.
  * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `options_json` (not a JSON
  * object), an option (missing, mistyped, unknown or out of range, e.g.
- * `base_url`, `retry.max_attempts`, `key_retention_s`), `key_id`, `secret`
- * or `client_out`; `PAYIDEM_JOURNAL_ERROR` when the journal cannot be opened.
+ * `base_url`, `retry.max_attempts`, `key_retention_s`; an unreadable or
+ * mismatched `ca_bundle`, `client_cert` or `client_key`; a bad `proxy`),
+ * `key_id`, `secret` or `client_out`; `PAYIDEM_JOURNAL_ERROR` when the journal cannot be opened.
  */
 payidem_result payidem_client_new(const char *options_json,
                                   const uint8_t *secret,
@@ -1372,18 +1417,22 @@ void payidem_signed_attempt_free(struct payidem_signed_attempt *attempt);
 /**
  * Creates a verifier with a timestamp window of `window_seconds` (300 in
  * protocol v1; 0 means exactly equal) and at most
- * `nonce_capacity_per_key` live nonces per key id (past it verification
- * fails closed with `PAYIDEM_REPLAY_CACHE_FULL`; the cache is split in up
- * to 16 shards of equal size, so a capacity below 16 is exact and a larger
- * one is rounded up to a multiple of 16). Add key ids with
- * `payidem_verifier_add_key`.
+ * `nonce_capacity_per_key` live nonces per key id, exactly (past it
+ * verification fails closed with `PAYIDEM_REPLAY_CACHE_FULL`, 503, until
+ * some expire). All key ids together hold at most 16,000,000 nonces (about
+ * 540 to 700 MB) unless `payidem_verifier_set_nonce_capacity_total` says
+ * otherwise. Add key ids with `payidem_verifier_add_key`.
+ *
+ * The verifier's clock is monotonic per key id: a `now` older than the
+ * newest one already given counts as that newest one, so a server clock
+ * stepped back never lets a replay through.
  *
  * Ownership: on success `*verifier_out` receives a new verifier the caller
  * frees with `payidem_verifier_free`.
  * NULL: `verifier_out` must not be NULL; `err_out` may be NULL.
  * Threads: safe from any thread.
- * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `nonce_capacity_per_key` (0)
- * or `verifier_out`.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `window_seconds` (above
+ * 1,000,000,000), `nonce_capacity_per_key` (0) or `verifier_out`.
  */
 payidem_result payidem_verifier_new(uint64_t window_seconds,
                                     size_t nonce_capacity_per_key,
@@ -1429,8 +1478,10 @@ payidem_result payidem_verifier_set_secrets(const struct payidem_verifier *verif
 /**
  * Verifies one received request at the server's clock `now` (Unix
  * seconds), in the protocol's order: signature headers, key id, window,
- * signature, nonce replay, idempotency key on POST. A nonce is recorded
- * only once its signature verified. Header names compare
+ * signature, nonce replay, idempotency key on POST (an empty or repeated
+ * `Idempotency-Key` header is `PAYIDEM_INVALID_ARGUMENT` naming
+ * `idempotency_key`). A nonce is recorded only once its signature verified.
+ * `payidem_verifier_verify_into` also returns what was verified. Header names compare
  * case-insensitively; header bytes that are not UTF-8 are read lossily.
  *
  * `*http_status_out` (when given) receives the status to answer with: 200
@@ -1448,8 +1499,8 @@ payidem_result payidem_verifier_set_secrets(const struct payidem_verifier *verif
  * `payidem_error_server_time`), `PAYIDEM_INVALID_SIGNATURE`,
  * `PAYIDEM_NONCE_REUSED`, `PAYIDEM_REPLAY_CACHE_FULL`,
  * `PAYIDEM_IDEMPOTENCY_KEY_REQUIRED`; `PAYIDEM_INVALID_ARGUMENT` naming
- * `verifier`, `method`, `path`, `headers[i].name`, `headers[i].value` or
- * `body`.
+ * `verifier`, `method`, `path`, `headers[i].name`, `headers[i].value`,
+ * `body` or `idempotency_key`.
  */
 payidem_result payidem_verifier_verify(const struct payidem_verifier *verifier,
                                        const char *method,
@@ -1461,6 +1512,60 @@ payidem_result payidem_verifier_verify(const struct payidem_verifier *verifier,
                                        uint64_t now,
                                        uint16_t *http_status_out,
                                        struct payidem_error **err_out);
+
+/**
+ * Verifies like `payidem_verifier_verify` and, on success, writes what it
+ * verified (key id, idempotency key, nonce, timestamp) into the caller's
+ * `*verified_out`. A server must act on these values rather than read the
+ * headers again: that is how the key it charges is the key it verified.
+ *
+ * Ownership: `*verified_out` is caller memory, written only on success.
+ * NULL: as `payidem_verifier_verify`; `verified_out` must not be NULL.
+ * Threads: safe from any number of threads at once on one verifier.
+ * Errors: as `payidem_verifier_verify`, and `PAYIDEM_INVALID_ARGUMENT`
+ * naming `verified_out`.
+ */
+payidem_result payidem_verifier_verify_into(const struct payidem_verifier *verifier,
+                                            const char *method,
+                                            const char *path,
+                                            const struct payidem_header *headers,
+                                            size_t header_count,
+                                            const uint8_t *body,
+                                            size_t body_len,
+                                            uint64_t now,
+                                            struct payidem_verified *verified_out,
+                                            uint16_t *http_status_out,
+                                            struct payidem_error **err_out);
+
+/**
+ * Removes a key id: its secrets are wiped and its nonce memory freed;
+ * requests signed with it are then refused with `PAYIDEM_UNKNOWN_API_KEY`.
+ *
+ * Ownership: every input is only read.
+ * NULL: `verifier` and `key_id` must not be NULL; `err_out` may be NULL.
+ * Threads: safe at any time; it waits for running verifications.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `verifier` or `key_id`
+ * (invalid or not added).
+ */
+payidem_result payidem_verifier_remove_key(const struct payidem_verifier *verifier,
+                                           const char *key_id,
+                                           struct payidem_error **err_out);
+
+/**
+ * Sets the verifier-wide limit of nonces held across every key id (a
+ * memory cap: 34 to 43 bytes a nonce; default 16,000,000). Past it
+ * verification fails closed with `PAYIDEM_REPLAY_CACHE_FULL` (503) until
+ * some expire. Lowering it below what is held forgets nothing.
+ *
+ * Ownership: every input is only read.
+ * NULL: `verifier` must not be NULL; `err_out` may be NULL.
+ * Threads: safe at any time, concurrently with verifications.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `verifier` or
+ * `nonce_capacity_total` (0).
+ */
+payidem_result payidem_verifier_set_nonce_capacity_total(const struct payidem_verifier *verifier,
+                                                         size_t nonce_capacity_total,
+                                                         struct payidem_error **err_out);
 
 /**
  * Frees a verifier and wipes its secrets.

@@ -14,7 +14,7 @@ use payidem::journal::{OperationRecord, StoredResponse};
 use payidem::policy::RetryPolicy;
 use payidem::{CallOptions, ClientConfig, JournalChoice, OperationSpec, Outcome};
 
-use crate::convert::{seconds, whole};
+use crate::convert::{field, optional_field, optional_path_field, seconds, whole};
 use crate::errors::{raise, to_pyerr};
 use crate::events::PyAttemptEvent;
 
@@ -216,10 +216,10 @@ impl NativeClient {
     #[pyo3(signature = (base_url, key_id, secret, *, journal, connect_timeout, request_timeout, max_attempts, backoff_base, backoff_cap, deadline, key_retention, settled_retention, retry_budget, on_attempt, allow_insecure_http=false, proxy=None, proxy_from_env=false, ca_bundle=None, client_cert=None, client_key=None, max_clock_offset=600.0))]
     fn new(
         py: Python<'_>,
-        base_url: String,
-        key_id: String,
+        #[pyo3(from_py_with = field::base_url)] base_url: String,
+        #[pyo3(from_py_with = field::key_id)] key_id: String,
         secret: &[u8],
-        journal: Option<PathBuf>,
+        #[pyo3(from_py_with = optional_path_field::journal)] journal: Option<PathBuf>,
         connect_timeout: f64,
         request_timeout: f64,
         max_attempts: i128,
@@ -231,11 +231,11 @@ impl NativeClient {
         retry_budget: i128,
         on_attempt: Option<Py<PyAny>>,
         allow_insecure_http: bool,
-        proxy: Option<String>,
+        #[pyo3(from_py_with = optional_field::proxy)] proxy: Option<String>,
         proxy_from_env: bool,
-        ca_bundle: Option<PathBuf>,
-        client_cert: Option<PathBuf>,
-        client_key: Option<PathBuf>,
+        #[pyo3(from_py_with = optional_path_field::ca_bundle)] ca_bundle: Option<PathBuf>,
+        #[pyo3(from_py_with = optional_path_field::client_cert)] client_cert: Option<PathBuf>,
+        #[pyo3(from_py_with = optional_path_field::client_key)] client_key: Option<PathBuf>,
         max_clock_offset: f64,
     ) -> PyResult<NativeClient> {
         let mut config = ClientConfig::new(base_url, key_id.clone());
@@ -302,12 +302,12 @@ impl NativeClient {
     fn execute<'py>(
         &self,
         py: Python<'py>,
-        order_id: String,
-        method: String,
-        path: String,
+        #[pyo3(from_py_with = field::order_id)] order_id: String,
+        #[pyo3(from_py_with = field::method)] method: String,
+        #[pyo3(from_py_with = field::path)] path: String,
         body: &[u8],
-        status_path: Option<String>,
-        idempotency_key: Option<String>,
+        #[pyo3(from_py_with = optional_field::status_path)] status_path: Option<String>,
+        #[pyo3(from_py_with = optional_field::idempotency_key)] idempotency_key: Option<String>,
         deadline: Option<f64>,
         cancel: Option<Py<PyAny>>,
     ) -> PyResult<OutcomeTuple<'py>> {
@@ -331,7 +331,7 @@ impl NativeClient {
     fn resume<'py>(
         &self,
         py: Python<'py>,
-        order_id: String,
+        #[pyo3(from_py_with = field::order_id)] order_id: String,
         deadline: Option<f64>,
         cancel: Option<Py<PyAny>>,
     ) -> PyResult<OutcomeTuple<'py>> {
@@ -343,7 +343,11 @@ impl NativeClient {
         Ok(outcome_tuple(py, outcome))
     }
 
-    fn status(&self, py: Python<'_>, order_id: String) -> PyResult<Option<StatusTuple>> {
+    fn status(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = field::order_id)] order_id: String,
+    ) -> PyResult<Option<StatusTuple>> {
         let client = self.client()?;
         let record = raise(py, py.detach(|| client.status(&order_id)))?;
         Ok(record.map(status_tuple))
@@ -355,7 +359,11 @@ impl NativeClient {
         Ok(records.into_iter().map(status_tuple).collect())
     }
 
-    fn get<'py>(&self, py: Python<'py>, path: String) -> PyResult<ResponseTuple<'py>> {
+    fn get<'py>(
+        &self,
+        py: Python<'py>,
+        #[pyo3(from_py_with = field::path)] path: String,
+    ) -> PyResult<ResponseTuple<'py>> {
         let client = self.client()?;
         let response = raise(py, py.detach(|| client.get(&path)))?;
         Ok(response_tuple(py, response))

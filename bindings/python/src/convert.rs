@@ -76,11 +76,114 @@ pub(crate) fn unix_seconds(
     }
 }
 
+/// The message of a `str` that has no UTF-8 form.
+const NOT_UNICODE: &str =
+    "is not valid Unicode text (a lone surrogate such as \\ud800 has no UTF-8 form)";
+
+/// A `str` argument as UTF-8: a non-`str` is a `TypeError`, a `str` with a
+/// lone surrogate is `InvalidArgument` naming `field` (never a
+/// `UnicodeEncodeError`).
+pub(crate) fn text(value: &Bound<'_, PyAny>, field: &'static str) -> PyResult<String> {
+    let s = value
+        .cast::<PyString>()
+        .map_err(|_| PyTypeError::new_err(format!("{field} must be str")))?;
+    match s.to_cow() {
+        Ok(t) => Ok(t.into_owned()),
+        Err(_) => Err(invalid(value.py(), field, NOT_UNICODE)),
+    }
+}
+
+/// Like [`text`], with `None` for `None`.
+pub(crate) fn optional_text(
+    value: &Bound<'_, PyAny>,
+    field: &'static str,
+) -> PyResult<Option<String>> {
+    if value.is_none() {
+        Ok(None)
+    } else {
+        text(value, field).map(Some)
+    }
+}
+
+/// Converters for `#[pyo3(from_py_with = ...)]`, one per field name, so that
+/// every `str` argument of the package names its field when it cannot be
+/// encoded.
+macro_rules! text_fields {
+    ($($name:ident),* $(,)?) => {
+        /// `str` arguments, by field name (not every name is used both
+        /// ways).
+        #[allow(dead_code)]
+        pub(crate) mod field {
+            use pyo3::prelude::*;
+            $(
+                pub(crate) fn $name(value: &Bound<'_, PyAny>) -> PyResult<String> {
+                    super::text(value, stringify!($name))
+                }
+            )*
+        }
+        /// Optional `str` arguments (`None` allowed), by field name.
+        #[allow(dead_code)]
+        pub(crate) mod optional_field {
+            use pyo3::prelude::*;
+            $(
+                pub(crate) fn $name(value: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
+                    super::optional_text(value, stringify!($name))
+                }
+            )*
+        }
+    };
+}
+
+text_fields!(
+    base_url,
+    key_id,
+    method,
+    path,
+    order_id,
+    idempotency_key,
+    status_path,
+    nonce,
+    outcome,
+    error_code,
+    proxy,
+);
+
+/// A path argument (`str` or `os.PathLike`) for `field`: a `str` with a lone
+/// surrogate that the file-system encoding cannot carry is
+/// `InvalidArgument` naming `field`.
+pub(crate) fn optional_path(
+    value: &Bound<'_, PyAny>,
+    field: &'static str,
+) -> PyResult<Option<std::path::PathBuf>> {
+    value.extract::<Option<std::path::PathBuf>>().map_err(|e| {
+        if e.is_instance_of::<pyo3::exceptions::PyUnicodeError>(value.py()) {
+            invalid(value.py(), field, NOT_UNICODE)
+        } else {
+            e
+        }
+    })
+}
+
+/// Optional path arguments, by field name.
+pub(crate) mod optional_path_field {
+    use pyo3::prelude::*;
+    use std::path::PathBuf;
+
+    macro_rules! paths {
+        ($($name:ident),*) => {$(
+            pub(crate) fn $name(value: &Bound<'_, PyAny>) -> PyResult<Option<PathBuf>> {
+                super::optional_path(value, stringify!($name))
+            }
+        )*};
+    }
+    paths!(journal, ca_bundle, client_cert, client_key);
+}
+
 /// A timestamp as the canonical string's text: a `str` taken as is (its rule
 /// is checked by the core), or a non-negative `int`.
 pub(crate) fn timestamp_text(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<String> {
-    if let Ok(text) = value.cast::<PyString>() {
-        return Ok(text.to_cow()?.into_owned());
+    if value.is_instance_of::<PyString>() {
+        return text(value, "timestamp");
     }
     unix_seconds(py, "timestamp", Some(value)).map(|t| t.to_string())
 }
@@ -102,12 +205,24 @@ const KNOWN_NAMES: [(&CStr, &str); 5] = [
 ];
 
 impl<'py> Utf8<'py> {
-    /// The UTF-8 of a `str`; anything else is a `TypeError` naming `what`.
-    pub(crate) fn of(value: &Bound<'py, PyAny>, what: &str) -> PyResult<Utf8<'py>> {
+    /// The UTF-8 of a `str`; anything else is a `TypeError` naming `field`,
+    /// and a `str` with a lone surrogate is `InvalidArgument` naming it.
+    pub(crate) fn of(value: &Bound<'py, PyAny>, field: &'static str) -> PyResult<Utf8<'py>> {
+        Self::named(value, field, &format!("{field} must be str"))
+    }
+
+    /// Like [`Utf8::of`], with `type_message` for a non-`str`.
+    fn named(
+        value: &Bound<'py, PyAny>,
+        field: &'static str,
+        type_message: &str,
+    ) -> PyResult<Utf8<'py>> {
         let text = value
             .cast::<PyString>()
-            .map_err(|_| PyTypeError::new_err(format!("{what} must be str")))?;
-        Ok(Utf8::Held(text.encode_utf8()?))
+            .map_err(|_| PyTypeError::new_err(type_message.to_owned()))?;
+        text.encode_utf8()
+            .map(Utf8::Held)
+            .map_err(|_| invalid(value.py(), field, NOT_UNICODE))
     }
 
     /// Like [`Utf8::of`], recognising the protocol's header names as spelt
@@ -124,7 +239,7 @@ impl<'py> Utf8<'py> {
                 }
             }
         }
-        Utf8::of(value, "header names and values")
+        Utf8::named(value, "headers", HEADER_TEXT)
     }
 
     pub(crate) fn as_str(&self) -> PyResult<&str> {
@@ -136,6 +251,7 @@ impl<'py> Utf8<'py> {
     }
 }
 
+const HEADER_TEXT: &str = "header names and values must be str";
 const HEADERS_SHAPE: &str = "headers must be a mapping or a sequence of (name, value) pairs";
 
 /// Headers given as a mapping (`dict`, any object with `items()`) or as a
@@ -148,7 +264,7 @@ impl<'py> HeaderTexts<'py> {
         let Some(value) = value.filter(|v| !v.is_none()) else {
             return Ok(HeaderTexts(held));
         };
-        let text = |v: &Bound<'py, PyAny>| Utf8::of(v, "header names and values");
+        let text = |v: &Bound<'py, PyAny>| Utf8::named(v, "headers", HEADER_TEXT);
         if let Ok(dict) = value.cast::<PyDict>() {
             for (name, value) in dict.iter() {
                 held.push((Utf8::header_name(&name)?, text(&value)?));

@@ -4,7 +4,7 @@ use pyo3::prelude::*;
 
 use payidem::policy::{self, AttemptResult, Decision, Failure};
 
-use crate::convert::{unix_seconds, HeaderTexts};
+use crate::convert::{field, optional_field, unix_seconds, HeaderTexts};
 use crate::errors::invalid;
 
 /// The decision as a tuple `(kind, replayed, error, unknown, seconds,
@@ -22,9 +22,9 @@ type DecisionTuple = (
 #[pyo3(signature = (outcome, status = None, error_code = None, headers = None, has_status_path = false, now = None))]
 pub(crate) fn decide(
     py: Python<'_>,
-    outcome: String,
+    #[pyo3(from_py_with = field::outcome)] outcome: String,
     status: Option<i128>,
-    error_code: Option<String>,
+    #[pyo3(from_py_with = optional_field::error_code)] error_code: Option<String>,
     headers: Option<&Bound<'_, PyAny>>,
     has_status_path: bool,
     now: Option<&Bound<'_, PyAny>>,

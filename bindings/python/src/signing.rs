@@ -5,7 +5,7 @@ use pyo3::types::PyDict;
 
 use payidem::protocol::{self, CanonicalParts, Nonce, NonceSource, OsNonceSource};
 
-use crate::convert::{hash_sized, timestamp_text, unix_seconds};
+use crate::convert::{field, hash_sized, optional_field, timestamp_text, unix_seconds};
 use crate::errors::raise;
 
 /// Signs attempts with one key id and secret. The secret is kept only as
@@ -19,7 +19,11 @@ pub(crate) struct Signer {
 #[pymethods]
 impl Signer {
     #[new]
-    fn new(py: Python<'_>, key_id: String, secret: &[u8]) -> PyResult<Signer> {
+    fn new(
+        py: Python<'_>,
+        #[pyo3(from_py_with = field::key_id)] key_id: String,
+        secret: &[u8],
+    ) -> PyResult<Signer> {
         let inner = raise(py, protocol::Signer::new(&key_id, secret))?;
         Ok(Signer { inner })
     }
@@ -36,12 +40,12 @@ impl Signer {
     fn sign_attempt<'py>(
         &self,
         py: Python<'py>,
-        method: String,
-        path: String,
+        #[pyo3(from_py_with = field::method)] method: String,
+        #[pyo3(from_py_with = field::path)] path: String,
         body: Option<&[u8]>,
-        idempotency_key: Option<String>,
+        #[pyo3(from_py_with = optional_field::idempotency_key)] idempotency_key: Option<String>,
         timestamp: Option<&Bound<'py, PyAny>>,
-        nonce: Option<String>,
+        #[pyo3(from_py_with = optional_field::nonce)] nonce: Option<String>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let body = body.unwrap_or_default();
         let timestamp = unix_seconds(py, "timestamp", timestamp)?;
@@ -67,11 +71,11 @@ impl Signer {
     fn sign(
         &self,
         py: Python<'_>,
-        method: String,
-        path: String,
+        #[pyo3(from_py_with = field::method)] method: String,
+        #[pyo3(from_py_with = field::path)] path: String,
         timestamp: &Bound<'_, PyAny>,
-        nonce: String,
-        idempotency_key: Option<String>,
+        #[pyo3(from_py_with = field::nonce)] nonce: String,
+        #[pyo3(from_py_with = optional_field::idempotency_key)] idempotency_key: Option<String>,
         body: Option<&[u8]>,
     ) -> PyResult<String> {
         let body = body.unwrap_or_default();
@@ -101,11 +105,11 @@ impl Signer {
 #[pyo3(signature = (method, path, timestamp, nonce, idempotency_key = None, body = None))]
 pub(crate) fn canonical_string(
     py: Python<'_>,
-    method: String,
-    path: String,
+    #[pyo3(from_py_with = field::method)] method: String,
+    #[pyo3(from_py_with = field::path)] path: String,
     timestamp: &Bound<'_, PyAny>,
-    nonce: String,
-    idempotency_key: Option<String>,
+    #[pyo3(from_py_with = field::nonce)] nonce: String,
+    #[pyo3(from_py_with = optional_field::idempotency_key)] idempotency_key: Option<String>,
     body: Option<&[u8]>,
 ) -> PyResult<String> {
     let body = body.unwrap_or_default();

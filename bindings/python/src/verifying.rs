@@ -1,15 +1,19 @@
 //! `Verifier` and `Verified`: protocol section 3, for platforms and tests.
 
+use std::sync::{PoisonError, RwLock, RwLockReadGuard};
+
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
 
 use payidem::protocol::{self, IncomingRequest, VerifierConfig};
 
-use crate::convert::{hash_sized, repr_opt, unix_seconds, whole, HeaderTexts, Utf8};
+use crate::convert::{field, hash_sized, repr_opt, text, unix_seconds, whole, HeaderTexts, Utf8};
 use crate::errors::{invalid, raise};
 
-/// What a successful verification established.
+/// What a successful verification established: act on these values, not on
+/// headers read again (an empty or repeated `Idempotency-Key` header fails
+/// verification).
 #[pyclass(frozen, module = "payidem._native")]
 pub(crate) struct Verified {
     /// The key id that signed the request.
@@ -21,16 +25,20 @@ pub(crate) struct Verified {
     /// The request's idempotency key, when it carries one.
     #[pyo3(get)]
     idempotency_key: Option<String>,
+    /// The signed nonce, now recorded as used.
+    #[pyo3(get)]
+    nonce: String,
 }
 
 #[pymethods]
 impl Verified {
     fn __repr__(&self) -> String {
         format!(
-            "Verified(key_id={:?}, timestamp={}, idempotency_key={})",
+            "Verified(key_id={:?}, timestamp={}, idempotency_key={}, nonce={:?})",
             self.key_id,
             self.timestamp,
-            repr_opt(&self.idempotency_key)
+            repr_opt(&self.idempotency_key),
+            self.nonce
         )
     }
 }
@@ -40,7 +48,13 @@ impl Verified {
 /// bodies.
 #[pyclass(frozen, module = "payidem._native")]
 pub(crate) struct Verifier {
-    inner: protocol::Verifier,
+    inner: RwLock<protocol::Verifier>,
+}
+
+impl Verifier {
+    fn read(&self) -> RwLockReadGuard<'_, protocol::Verifier> {
+        self.inner.read().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 fn secrets_of(value: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<u8>>> {
@@ -63,12 +77,13 @@ fn secrets_of(value: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<u8>>> {
 #[pymethods]
 impl Verifier {
     #[new]
-    #[pyo3(signature = (keys, window_seconds = 300, nonce_capacity_per_key = 4_000_000))]
+    #[pyo3(signature = (keys, window_seconds = 300, nonce_capacity_per_key = 4_000_000, nonce_capacity_total = None))]
     fn new(
         py: Python<'_>,
         keys: &Bound<'_, PyDict>,
         window_seconds: i128,
         nonce_capacity_per_key: i128,
+        nonce_capacity_total: Option<i128>,
     ) -> PyResult<Verifier> {
         let config = VerifierConfig {
             window_seconds: whole(py, "window_seconds", window_seconds, u64::MAX)?,
@@ -81,10 +96,15 @@ impl Verifier {
             ..VerifierConfig::default()
         };
         let mut inner = raise(py, protocol::Verifier::new(config))?;
+        if let Some(total) = nonce_capacity_total {
+            let total = whole(py, "nonce_capacity_total", total, usize::MAX as u64)? as usize;
+            raise(py, inner.set_nonce_capacity_total(total))?;
+        }
         for (key_id, secrets) in keys.iter() {
-            let key_id: String = key_id
-                .extract()
-                .map_err(|_| PyTypeError::new_err("key ids must be str"))?;
+            if !key_id.is_instance_of::<PyString>() {
+                return Err(PyTypeError::new_err("key ids must be str"));
+            }
+            let key_id = text(&key_id, "key_id")?;
             let secrets = secrets_of(&secrets)?;
             let refs: Vec<&[u8]> = secrets.iter().map(Vec::as_slice).collect();
             raise(py, inner.add_key(&key_id, &refs))?;
@@ -92,7 +112,51 @@ impl Verifier {
         if keys.is_empty() {
             return Err(invalid(py, "keys", "at least one key id is required"));
         }
-        Ok(Verifier { inner })
+        Ok(Verifier {
+            inner: RwLock::new(inner),
+        })
+    }
+
+    /// Adds a key id with its active secrets (each 16..=1024 bytes).
+    fn add_key(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = field::key_id)] key_id: String,
+        secrets: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let secrets = secrets_of(secrets)?;
+        let refs: Vec<&[u8]> = secrets.iter().map(Vec::as_slice).collect();
+        let result = py.detach(|| {
+            self.inner
+                .write()
+                .unwrap_or_else(PoisonError::into_inner)
+                .add_key(&key_id, &refs)
+        });
+        raise(py, result)
+    }
+
+    /// Removes a key id: its secrets are wiped and its nonce memory freed;
+    /// requests signed with it then raise `UnknownApiKey`.
+    fn remove_key(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = field::key_id)] key_id: String,
+    ) -> PyResult<()> {
+        let result = py.detach(|| {
+            self.inner
+                .write()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove_key(&key_id)
+        });
+        raise(py, result)
+    }
+
+    /// The verifier-wide limit of nonces held across every key id (a memory
+    /// cap: 34 to 43 bytes a nonce; 16,000,000 by default). Past it
+    /// verification raises `ReplayCacheFull` (503) until some expire.
+    #[getter]
+    fn nonce_capacity_total(&self) -> usize {
+        self.read().nonce_capacity_total()
     }
 
     /// Replaces the active secrets of a configured key id (rotation), keeping
@@ -100,18 +164,18 @@ impl Verifier {
     fn set_secrets(
         &self,
         py: Python<'_>,
-        key_id: String,
+        #[pyo3(from_py_with = field::key_id)] key_id: String,
         secrets: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
         let secrets = secrets_of(secrets)?;
         let refs: Vec<&[u8]> = secrets.iter().map(Vec::as_slice).collect();
-        raise(py, self.inner.set_secrets(&key_id, &refs))
+        raise(py, self.read().set_secrets(&key_id, &refs))
     }
 
     /// The allowed clock distance in seconds.
     #[getter]
     fn window_seconds(&self) -> u64 {
-        self.inner.config().window_seconds
+        self.read().config().window_seconds
     }
 
     /// Verifies one request at the server's clock `now` (Unix seconds;
@@ -141,10 +205,11 @@ impl Verifier {
                 headers: &headers,
                 body,
             };
-            self.inner.verify(&request, now).map(|v| Verified {
+            self.read().verify(&request, now).map(|v| Verified {
                 key_id: v.key_id.to_owned(),
                 timestamp: v.timestamp,
                 idempotency_key: v.idempotency_key.map(str::to_owned),
+                nonce: v.nonce.to_owned(),
             })
         });
         raise(py, result)
@@ -153,7 +218,7 @@ impl Verifier {
     fn __repr__(&self) -> String {
         format!(
             "Verifier(window_seconds={}, secrets=<redacted>)",
-            self.inner.config().window_seconds
+            self.read().config().window_seconds
         )
     }
 }

@@ -62,7 +62,8 @@ class Signer:
 
 @final
 class Verified:
-    """What a successful verification established."""
+    """What a successful verification established: act on these values, not
+    on headers read again."""
 
     @property
     def key_id(self) -> str: ...
@@ -70,6 +71,8 @@ class Verified:
     def timestamp(self) -> int: ...
     @property
     def idempotency_key(self) -> Optional[str]: ...
+    @property
+    def nonce(self) -> str: ...
 
 @final
 class Verifier:
@@ -80,9 +83,14 @@ class Verifier:
         keys: dict[str, List[bytes]],
         window_seconds: int = 300,
         nonce_capacity_per_key: int = 4000000,
+        nonce_capacity_total: Optional[int] = None,
     ) -> Verifier: ...
     @property
     def window_seconds(self) -> int: ...
+    @property
+    def nonce_capacity_total(self) -> int: ...
+    def add_key(self, key_id: str, secrets: Iterable[bytes]) -> None: ...
+    def remove_key(self, key_id: str) -> None: ...
     def set_secrets(self, key_id: str, secrets: Iterable[bytes]) -> None: ...
     def verify(
         self,

@@ -9,7 +9,10 @@ A request that fails verification is answered by the middleware with the
 protocol's status and ``{"error": {"code": ..., "message": ...}}``; the app
 never sees it. A verified request reaches the app with
 ``environ["payidem.verified"]`` set to the :class:`~payidem.Verified` result
-and ``wsgi.input`` rewound to the body that was verified.
+(key id, idempotency key, timestamp, nonce) and ``wsgi.input`` rewound to the
+body that was verified. Act on ``environ["payidem.verified"].idempotency_key``
+rather than on ``HTTP_IDEMPOTENCY_KEY``: it is the key that was verified (an
+empty or repeated header is refused).
 """
 
 from __future__ import annotations

@@ -45,6 +45,7 @@ lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	@test -z "$$(gofmt -l bindings/go)" || { gofmt -l bindings/go; echo "gofmt: files above need formatting"; exit 1; }
+	@$(MAKE) --no-print-directory deny
 
 ## bench: criterion benchmarks and the nonce memory measurement (see BENCHMARKS.md)
 bench:
@@ -151,3 +152,16 @@ test-dist: dist
 
 bench-c:
 	$(CARGO) bench -p payidem-capi --bench sign_ffi
+
+## deny: licenses, bans (duplicates) and sources of every dependency (deny.toml);
+## advisories are not checked here: their database is on GitHub (see deny.toml)
+deny:
+	@$(CARGO) deny --version >/dev/null 2>&1 || $(CARGO) install cargo-deny --locked
+	$(CARGO) deny --offline check bans licenses sources
+
+## fuzz: every fuzz target (Rust, Go, Python) for FUZZ_SECONDS each, one at a time
+FUZZ_SECONDS ?= 60
+fuzz:
+	FUZZ_SECONDS=$(FUZZ_SECONDS) fuzz/run.sh
+
+.PHONY: deny fuzz

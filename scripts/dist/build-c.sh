@@ -44,6 +44,11 @@ cargo zigbuild --locked --profile dist -p payidem-ffi --target "$triple.2.17" >&
 
 out="$root/target/$triple/dist"
 stage="$root/target/dist-stage/$arch"
+# One build of an arch at a time: a second waits rather than rewrite the
+# stage under the first.
+mkdir -p "$root/target/dist-stage"
+exec 9> "$root/target/dist-stage/.lock-$arch"
+flock 9
 rm -rf "$stage"
 mkdir -p "$stage"
 work="$(mktemp -d)"

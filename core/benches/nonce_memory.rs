@@ -82,11 +82,10 @@ fn measure(count: usize) -> Measured {
 
     let before = CURRENT.load(Ordering::Relaxed);
     PEAK.store(before, Ordering::Relaxed);
-    // The capacity only bounds the cache (nothing is reserved up front); it is
-    // set well above `count` because a shard refuses once it holds its share
-    // (capacity / shards), which uneven random shards reach before the total.
+    // The capacity only bounds the cache (nothing is reserved up front) and
+    // is exact over every shard, so exactly `count` fits.
     let config = VerifierConfig {
-        nonce_capacity_per_key: count.saturating_mul(2),
+        nonce_capacity_per_key: count,
         ..VerifierConfig::default()
     };
     let mut verifier = Verifier::new(config).unwrap();

@@ -19,6 +19,9 @@ mod clock;
 pub mod config;
 mod control;
 pub mod faults;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod handler;
 mod http;
 mod ledger;

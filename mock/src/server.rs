@@ -53,7 +53,7 @@ impl std::fmt::Debug for MockServer {
     }
 }
 
-fn build_verifier(config: &MockConfig) -> payidem::Result<Verifier> {
+pub(crate) fn build_verifier(config: &MockConfig) -> payidem::Result<Verifier> {
     let shards = if config.nonce_capacity < 1024 { 1 } else { 64 };
     let mut verifier = Verifier::new(VerifierConfig {
         window_seconds: config.window_seconds,

@@ -172,3 +172,37 @@ fn expiries_after_2106_are_bounded() {
         );
     }
 }
+
+/// Two threads whose clocks differ by a second at the window edge: one
+/// verifies fresh requests at T+301 (which lets the cache forget nonces of
+/// T) while the other replays requests of T at T+300. Before the fix some
+/// replays were accepted; now each is refused whichever thread runs first.
+#[test]
+fn threads_at_the_window_edge_reaccept_nothing() {
+    for (capacity, shards) in [(2_000, 16), (1_200, 1)] {
+        let v = verifier(capacity, shards);
+        let captured: Vec<Request> = (0..1_000).map(|i| signed(i, T)).collect();
+        for r in &captured {
+            verify(&v, r, T).unwrap();
+        }
+        let fresh: Vec<Request> = (0..1_000).map(|i| signed(10_000 + i, T + 301)).collect();
+        let barrier = std::sync::Barrier::new(2);
+        let accepted = std::thread::scope(|s| {
+            s.spawn(|| {
+                barrier.wait();
+                for r in &fresh {
+                    let _ = verify(&v, r, T + 301);
+                }
+            });
+            let replays = s.spawn(|| {
+                barrier.wait();
+                captured
+                    .iter()
+                    .filter(|r| verify(&v, r, T + 300).is_ok())
+                    .count()
+            });
+            replays.join().unwrap()
+        });
+        assert_eq!(accepted, 0, "capacity {capacity}, {shards} shards");
+    }
+}

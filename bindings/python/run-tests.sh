@@ -24,6 +24,15 @@ REQUESTS_VERSION="2.34.2"
 
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$REPO/target}"
 
+# Two runs on one venv (e.g. `make test` and a developer's run) would
+# reinstall the package under each other; the second waits for the first.
+# (flock is util-linux; without it runs are not serialised.)
+if command -v flock >/dev/null 2>&1; then
+    mkdir -p "$(dirname "$VENV")"
+    exec 9>"$VENV.lock"
+    flock 9
+fi
+
 if [ ! -x "$VENV/bin/python" ]; then
     "$PYTHON" -m venv "$VENV"
 fi

@@ -34,15 +34,13 @@ if ! command -v "${tool_prefix}objcopy" >/dev/null 2>&1; then
     apt-get update -qq >&2
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "binutils-${tool_prefix%-}" >/dev/null
 fi
-PATH="$("$root/scripts/dist/tools.sh"):$PATH"
-export PATH
+# shellcheck source=scripts/dist/env.sh
+. "$root/scripts/dist/env.sh"
 cd "$root"
-SOURCE_DATE_EPOCH="$(git log -1 --format=%ct 2>/dev/null || echo 0)"
-export SOURCE_DATE_EPOCH
 
 cargo zigbuild --locked --profile dist -p payidem-ffi --target "$triple.2.17" >&2
 
-out="$root/target/$triple/dist"
+out="$CARGO_TARGET_DIR/$triple/dist"
 stage="$root/target/dist-stage/$arch"
 # One build of an arch at a time: a second waits rather than rewrite the
 # stage under the first.

@@ -7,16 +7,14 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-PATH="$("$root/scripts/dist/tools.sh"):$PATH"
-export PATH
+# shellcheck source=scripts/dist/env.sh
+. "$root/scripts/dist/env.sh"
 cd "$root"
-SOURCE_DATE_EPOCH="$(git log -1 --format=%ct 2>/dev/null || echo 0)"
-export SOURCE_DATE_EPOCH
 triple=x86_64-unknown-linux-gnu
 
 cargo zigbuild --locked --profile dist -p payidem-mock --bin payidem-mock --target "$triple.2.17" >&2
 
-built="$root/target/$triple/dist/payidem-mock"
+built="$CARGO_TARGET_DIR/$triple/dist/payidem-mock"
 mkdir -p "$root/dist/debug"
 objcopy --target elf64-x86-64 --only-keep-debug "$built" "$root/dist/debug/payidem-mock.debug"
 (cd "$root/dist/debug" && objcopy --target elf64-x86-64 --strip-all \

@@ -6,10 +6,13 @@
 #
 # one abi3 wheel for every CPython from 3.9 on, linked by zig against glibc
 # 2.17 (so it installs on any x86_64 Linux with glibc >= 2.17: CentOS/RHEL 7
-# and everything newer), profile `dist` (fat LTO), stripped. When the Rust
-# target x86_64-unknown-linux-musl is installed (or `rustup target add` can
-# install it), a musllinux_1_2 wheel (Alpine 3.13 and newer) is built too and
-# its path printed on the line before.
+# and everything newer), profile `dist` (fat LTO), stripped. With
+# PAYIDEM_WHEEL_MUSL=1, and when the Rust target x86_64-unknown-linux-musl is
+# installed (or `rustup target add` can install it), a musllinux_1_2 wheel
+# (Alpine 3.13 and newer) is built too and its path printed on the line
+# before. It is not built by default: nothing here can run it (no musl
+# CPython, no container engine) and auditwheel does not accept it (below), so
+# it is not a release artifact until it is proven.
 #
 # Every wheel is checked before it lands in dist/: at most
 # PAYIDEM_WHEEL_MAX_BYTES (5 MB by default), and for the manylinux wheel
@@ -28,47 +31,18 @@
 # rebuilds need the same checkout path.
 #
 #   scripts/dist/build-wheel.sh            # from anywhere; needs Rust, Python 3, git
-#   PAYIDEM_WHEEL_MUSL=0 scripts/dist/build-wheel.sh   # glibc wheel only
+#   PAYIDEM_WHEEL_MUSL=1 scripts/dist/build-wheel.sh   # also the (unproven) musllinux wheel
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 max_bytes="${PAYIDEM_WHEEL_MAX_BYTES:-5000000}"
-want_musl="${PAYIDEM_WHEEL_MUSL:-1}"
+want_musl="${PAYIDEM_WHEEL_MUSL:-0}"
 
-tools="$("$root/scripts/dist/tools.sh")"
+# shellcheck source=scripts/dist/env.sh
+. "$root/scripts/dist/env.sh"
+tools="$dist_tools"
 tools_python="$tools/python"
-PATH="$tools:$PATH"
-export PATH
 cd "$root"
-CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
-case "$CARGO_TARGET_DIR" in
-    /*) ;;
-    *) CARGO_TARGET_DIR="$root/$CARGO_TARGET_DIR" ;;
-esac
-export CARGO_TARGET_DIR
-
-SOURCE_DATE_EPOCH="$(git log -1 --format=%ct 2>/dev/null || echo 315532800)"
-export SOURCE_DATE_EPOCH
-
-# Paths that would otherwise end up in panic locations inside the binary.
-# RUSTFLAGS is a space-separated list, so a path with blanks is left alone
-# (the build still works; it is only less reproducible across machines).
-cargo_home="${CARGO_HOME:-$HOME/.cargo}"
-sysroot="$(rustc --print sysroot)"
-remap=()
-# rustc applies the last matching rule, so the checkout comes after the
-# target dir (which is usually inside it).
-for pair in "$CARGO_TARGET_DIR=/target" "$root=/payidem" "$cargo_home=/cargo" "$sysroot=/rustc"; do
-    case "${pair%=*}" in
-        *[[:space:]]*) echo "build-wheel.sh: not remapping '${pair%=*}' (contains blanks)" >&2 ;;
-        *) remap+=("--remap-path-prefix=$pair") ;;
-    esac
-done
-if [ -n "${RUSTFLAGS:-}" ]; then
-    echo "build-wheel.sh: RUSTFLAGS is set; appending the path remapping to it" >&2
-fi
-RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }${remap[*]}"
-export RUSTFLAGS
 
 version="$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -n 1)"
 mkdir -p "$root/dist"

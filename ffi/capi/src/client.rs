@@ -126,11 +126,32 @@ pub struct payidem_attempt_event {
 
 /// Receives every attempt's event, on the thread that made the attempt.
 /// `userdata` is the pointer given to `payidem_client_set_event_callback`.
+///
+/// It must return normally: no `longjmp`/`siglongjmp` out of it, no C++
+/// exception or other unwinding through it. A C++ exception reaching the
+/// library aborts the process ("Rust cannot catch foreign exceptions");
+/// it cannot be caught by the caller of `payidem_client_execute`. A
+/// `longjmp` skips the library's frames and is undefined behaviour; in
+/// practice the client's callback lock stays held for good
+/// (`payidem_client_set_event_callback` on that client then blocks
+/// forever, and so may every later attempt of it), the operation's journal
+/// lease is kept until it expires (retry deadline + request timeout + 30 s,
+/// about 120 s by default; meanwhile its order id answers
+/// `PAYIDEM_OPERATION_BUSY`), and the call's memory leaks.
 pub type payidem_event_callback =
     Option<unsafe extern "C" fn(userdata: *mut c_void, event: *const payidem_attempt_event)>;
 
 /// Polled before every attempt and during waits (about every 20 ms) on the
-/// calling thread; a non-zero return cancels the call.
+/// calling thread; a non-zero return cancels the call. The library holds
+/// no lock while it runs.
+///
+/// It must return normally: no `longjmp`/`siglongjmp` out of it, no C++
+/// exception or other unwinding through it. A C++ exception reaching the
+/// library aborts the process. A `longjmp` skips the library's frames and
+/// is undefined behaviour; in practice the operation's journal lease is
+/// kept until it expires (about 120 s by default; meanwhile its order id
+/// answers `PAYIDEM_OPERATION_BUSY`) and the call's memory leaks. To stop
+/// a call, return non-zero instead.
 pub type payidem_cancel_callback = Option<unsafe extern "C" fn(userdata: *mut c_void) -> c_int>;
 
 #[derive(Clone, Copy)]
@@ -275,7 +296,11 @@ pub unsafe extern "C" fn payidem_client_new(
 /// call `payidem_client_set_event_callback`, nor start a call that makes
 /// attempts on the same client (`payidem_client_execute`,
 /// `payidem_client_resume` and their `_with_deadline` forms): either can
-/// deadlock. It may call any other function.
+/// deadlock. It may call any other function. That lock (one per client,
+/// guarding only the callback) is the only one the library holds while
+/// calling out: no journal, retry-budget or connection lock is held during
+/// the event callback or the cancel hook. The callback must return
+/// normally (see `payidem_event_callback`).
 ///
 /// Ownership: `userdata` stays the caller's; it must outlive its
 /// registration.
@@ -612,6 +637,9 @@ pub unsafe extern "C" fn payidem_client_list_unknown(
 ///
 /// Ownership: takes `client`.
 /// NULL: `client` may be NULL (nothing happens).
+/// Anything else must be a live handle of this type from this library:
+/// freeing it twice, using it after this call, or passing a handle of
+/// another type is undefined behaviour, and is not detected.
 /// Threads: no call on `client` may be running or start.
 /// Errors: none.
 #[no_mangle]

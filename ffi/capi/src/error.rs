@@ -288,6 +288,9 @@ pub unsafe extern "C" fn payidem_error_server_time(
 ///
 /// Ownership: takes `err`; every string and buffer borrowed from it dies.
 /// NULL: `err` may be NULL (nothing happens).
+/// Anything else must be a live handle of this type from this library:
+/// freeing it twice, using it after this call, or passing a handle of
+/// another type is undefined behaviour, and is not detected.
 /// Threads: the caller must own `err`; free it once.
 /// Errors: none.
 #[no_mangle]

@@ -189,6 +189,9 @@ pub unsafe extern "C" fn payidem_outcome_header_at(
 ///
 /// Ownership: takes `outcome`; every string and buffer borrowed from it dies.
 /// NULL: `outcome` may be NULL (nothing happens).
+/// Anything else must be a live handle of this type from this library:
+/// freeing it twice, using it after this call, or passing a handle of
+/// another type is undefined behaviour, and is not detected.
 /// Threads: the caller must own `outcome`; free it once.
 /// Errors: none.
 #[no_mangle]
@@ -240,6 +243,9 @@ pub unsafe extern "C" fn payidem_order_list_get(
 ///
 /// Ownership: takes `list`; every string borrowed from it dies.
 /// NULL: `list` may be NULL (nothing happens).
+/// Anything else must be a live handle of this type from this library:
+/// freeing it twice, using it after this call, or passing a handle of
+/// another type is undefined behaviour, and is not detected.
 /// Threads: the caller must own `list`; free it once.
 /// Errors: none.
 #[no_mangle]

@@ -184,6 +184,9 @@ pub unsafe extern "C" fn payidem_signer_new(
 ///
 /// Ownership: takes `signer`.
 /// NULL: `signer` may be NULL (nothing happens).
+/// Anything else must be a live handle of this type from this library:
+/// freeing it twice, using it after this call, or passing a handle of
+/// another type is undefined behaviour, and is not detected.
 /// Threads: no other thread may be using `signer`.
 /// Errors: none.
 #[no_mangle]
@@ -581,6 +584,9 @@ pub unsafe extern "C" fn payidem_signed_attempt_signature(
 ///
 /// Ownership: takes `attempt`; every string borrowed from it dies.
 /// NULL: `attempt` may be NULL (nothing happens).
+/// Anything else must be a live handle of this type from this library:
+/// freeing it twice, using it after this call, or passing a handle of
+/// another type is undefined behaviour, and is not detected.
 /// Threads: the caller must own `attempt`; free it once.
 /// Errors: none.
 #[no_mangle]

@@ -396,6 +396,9 @@ pub unsafe extern "C" fn payidem_verifier_set_nonce_capacity_total(
 ///
 /// Ownership: takes `verifier`.
 /// NULL: `verifier` may be NULL (nothing happens).
+/// Anything else must be a live handle of this type from this library:
+/// freeing it twice, using it after this call, or passing a handle of
+/// another type is undefined behaviour, and is not detected.
 /// Threads: no other thread may be using `verifier`.
 /// Errors: none.
 #[no_mangle]

@@ -72,6 +72,20 @@ fn files() -> &'static Mutex<Files> {
         } else {
             std::env::temp_dir()
         };
+        // libFuzzer ends with exit(), so files of earlier runs whose
+        // process is gone are removed here.
+        if let Ok(entries) = std::fs::read_dir(&dir) {
+            for entry in entries.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let Some(rest) = name.strip_prefix("payidem-fuzz-journal-") else {
+                    continue;
+                };
+                let pid: String = rest.chars().take_while(char::is_ascii_digit).collect();
+                if !pid.is_empty() && !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+                    let _ = std::fs::remove_file(entry.path());
+                }
+            }
+        }
         let path = dir.join(format!(
             "payidem-fuzz-journal-{}.sqlite3",
             std::process::id()

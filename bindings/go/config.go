@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+	"unicode/utf8"
 )
 
 // JournalMemory, as Config.JournalPath, keeps the client's operations in
@@ -206,6 +207,16 @@ func ceilUnits(field string, d, unit time.Duration) (uint64, error) {
 func (c *Config) optionsJSON() ([]byte, error) {
 	// An empty JournalPath is omitted: the library then opens the durable
 	// default journal.
+	// encoding/json would silently turn invalid UTF-8 into U+FFFD (e.g. a
+	// journal path naming another file); refuse it like every C string.
+	for _, f := range []struct{ name, value string }{
+		{"BaseURL", c.BaseURL}, {"KeyID", c.KeyID}, {"JournalPath", c.JournalPath},
+		{"Proxy", c.Proxy}, {"CABundle", c.CABundle}, {"ClientCert", c.ClientCert}, {"ClientKey", c.ClientKey},
+	} {
+		if !utf8.ValidString(f.value) {
+			return nil, invalid(f.name, "is not valid UTF-8")
+		}
+	}
 	o := options{BaseURL: c.BaseURL, KeyID: c.KeyID, JournalPath: c.JournalPath}
 	var err error
 	ms := func(field string, d time.Duration) uint64 {

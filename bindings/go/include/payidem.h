@@ -25,6 +25,12 @@
  *   payidem_signer may be shared freely between threads; payidem_outcome,
  *   payidem_error, payidem_signed_attempt and payidem_order_list have a
  *   single owner at a time.
+ * - Handle misuse is undefined behaviour and is not detected: freeing a
+ *   handle twice, using it after its *_free, or passing a handle of
+ *   another type (e.g. a payidem_signer cast to payidem_verifier).
+ * - Callbacks (payidem_event_callback, payidem_cancel_callback) must
+ *   return normally: a C++ exception through one aborts the process, and
+ *   a longjmp out of one is undefined behaviour (see their docs).
  */
 
 #ifndef PAYIDEM_H
@@ -518,12 +524,33 @@ typedef struct payidem_attempt_event {
 /**
  * Receives every attempt's event, on the thread that made the attempt.
  * `userdata` is the pointer given to `payidem_client_set_event_callback`.
+ *
+ * It must return normally: no `longjmp`/`siglongjmp` out of it, no C++
+ * exception or other unwinding through it. A C++ exception reaching the
+ * library aborts the process ("Rust cannot catch foreign exceptions");
+ * it cannot be caught by the caller of `payidem_client_execute`. A
+ * `longjmp` skips the library's frames and is undefined behaviour; in
+ * practice the client's callback lock stays held for good
+ * (`payidem_client_set_event_callback` on that client then blocks
+ * forever, and so may every later attempt of it), the operation's journal
+ * lease is kept until it expires (retry deadline + request timeout + 30 s,
+ * about 120 s by default; meanwhile its order id answers
+ * `PAYIDEM_OPERATION_BUSY`), and the call's memory leaks.
  */
 typedef void (*payidem_event_callback)(void *userdata, const struct payidem_attempt_event *event);
 
 /**
  * Polled before every attempt and during waits (about every 20 ms) on the
- * calling thread; a non-zero return cancels the call.
+ * calling thread; a non-zero return cancels the call. The library holds
+ * no lock while it runs.
+ *
+ * It must return normally: no `longjmp`/`siglongjmp` out of it, no C++
+ * exception or other unwinding through it. A C++ exception reaching the
+ * library aborts the process. A `longjmp` skips the library's frames and
+ * is undefined behaviour; in practice the operation's journal lease is
+ * kept until it expires (about 120 s by default; meanwhile its order id
+ * answers `PAYIDEM_OPERATION_BUSY`) and the call's memory leaks. To stop
+ * a call, return non-zero instead.
  */
 typedef int (*payidem_cancel_callback)(void *userdata);
 
@@ -708,7 +735,11 @@ payidem_result payidem_client_new(const char *options_json,
  * call `payidem_client_set_event_callback`, nor start a call that makes
  * attempts on the same client (`payidem_client_execute`,
  * `payidem_client_resume` and their `_with_deadline` forms): either can
- * deadlock. It may call any other function.
+ * deadlock. It may call any other function. That lock (one per client,
+ * guarding only the callback) is the only one the library holds while
+ * calling out: no journal, retry-budget or connection lock is held during
+ * the event callback or the cancel hook. The callback must return
+ * normally (see `payidem_event_callback`).
  *
  * Ownership: `userdata` stays the caller's; it must outlive its
  * registration.
@@ -864,6 +895,9 @@ payidem_result payidem_client_list_unknown(const struct payidem_client *client,
  *
  * Ownership: takes `client`.
  * NULL: `client` may be NULL (nothing happens).
+ * Anything else must be a live handle of this type from this library:
+ * freeing it twice, using it after this call, or passing a handle of
+ * another type is undefined behaviour, and is not detected.
  * Threads: no call on `client` may be running or start.
  * Errors: none.
  */
@@ -971,6 +1005,9 @@ bool payidem_error_server_time(const struct payidem_error *err, uint64_t *server
  *
  * Ownership: takes `err`; every string and buffer borrowed from it dies.
  * NULL: `err` may be NULL (nothing happens).
+ * Anything else must be a live handle of this type from this library:
+ * freeing it twice, using it after this call, or passing a handle of
+ * another type is undefined behaviour, and is not detected.
  * Threads: the caller must own `err`; free it once.
  * Errors: none.
  */
@@ -1075,6 +1112,9 @@ payidem_result payidem_outcome_header_at(const struct payidem_outcome *outcome,
  *
  * Ownership: takes `outcome`; every string and buffer borrowed from it dies.
  * NULL: `outcome` may be NULL (nothing happens).
+ * Anything else must be a live handle of this type from this library:
+ * freeing it twice, using it after this call, or passing a handle of
+ * another type is undefined behaviour, and is not detected.
  * Threads: the caller must own `outcome`; free it once.
  * Errors: none.
  */
@@ -1106,6 +1146,9 @@ const char *payidem_order_list_get(const struct payidem_order_list *list, size_t
  *
  * Ownership: takes `list`; every string borrowed from it dies.
  * NULL: `list` may be NULL (nothing happens).
+ * Anything else must be a live handle of this type from this library:
+ * freeing it twice, using it after this call, or passing a handle of
+ * another type is undefined behaviour, and is not detected.
  * Threads: the caller must own `list`; free it once.
  * Errors: none.
  */
@@ -1196,6 +1239,9 @@ payidem_result payidem_signer_new(const char *key_id,
  *
  * Ownership: takes `signer`.
  * NULL: `signer` may be NULL (nothing happens).
+ * Anything else must be a live handle of this type from this library:
+ * freeing it twice, using it after this call, or passing a handle of
+ * another type is undefined behaviour, and is not detected.
  * Threads: no other thread may be using `signer`.
  * Errors: none.
  */
@@ -1409,6 +1455,9 @@ const char *payidem_signed_attempt_signature(const struct payidem_signed_attempt
  *
  * Ownership: takes `attempt`; every string borrowed from it dies.
  * NULL: `attempt` may be NULL (nothing happens).
+ * Anything else must be a live handle of this type from this library:
+ * freeing it twice, using it after this call, or passing a handle of
+ * another type is undefined behaviour, and is not detected.
  * Threads: the caller must own `attempt`; free it once.
  * Errors: none.
  */
@@ -1420,7 +1469,7 @@ void payidem_signed_attempt_free(struct payidem_signed_attempt *attempt);
  * `nonce_capacity_per_key` live nonces per key id, exactly (past it
  * verification fails closed with `PAYIDEM_REPLAY_CACHE_FULL`, 503, until
  * some expire). All key ids together hold at most 16,000,000 nonces (about
- * 540 to 700 MB) unless `payidem_verifier_set_nonce_capacity_total` says
+ * 540 MB, at most 0.9 GB) unless `payidem_verifier_set_nonce_capacity_total` says
  * otherwise. Add key ids with `payidem_verifier_add_key`.
  *
  * The verifier's clock is monotonic per key id: a `now` older than the
@@ -1553,7 +1602,7 @@ payidem_result payidem_verifier_remove_key(const struct payidem_verifier *verifi
 
 /**
  * Sets the verifier-wide limit of nonces held across every key id (a
- * memory cap: 34 to 43 bytes a nonce; default 16,000,000). Past it
+ * memory cap: 28 to 57 bytes a nonce, 33.6 measured; default 16,000,000). Past it
  * verification fails closed with `PAYIDEM_REPLAY_CACHE_FULL` (503) until
  * some expire. Lowering it below what is held forgets nothing.
  *
@@ -1572,6 +1621,9 @@ payidem_result payidem_verifier_set_nonce_capacity_total(const struct payidem_ve
  *
  * Ownership: takes `verifier`.
  * NULL: `verifier` may be NULL (nothing happens).
+ * Anything else must be a live handle of this type from this library:
+ * freeing it twice, using it after this call, or passing a handle of
+ * another type is undefined behaviour, and is not detected.
  * Threads: no other thread may be using `verifier`.
  * Errors: none.
  */

@@ -55,7 +55,11 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 prefix="$work/prefix"
 make -s -C "$root" install PREFIX="$prefix" >/dev/null
-export_dyn=(env PKG_CONFIG_PATH="$prefix/lib/pkgconfig" LD_LIBRARY_PATH="$prefix/lib")
+# The go command caches the package with the -L that pkg-config gave a
+# previous run (a temp prefix since deleted) without keying on it; naming the
+# prefix in CGO_LDFLAGS, which it does key on, makes every run link this one.
+export_dyn=(env PKG_CONFIG_PATH="$prefix/lib/pkgconfig" LD_LIBRARY_PATH="$prefix/lib"
+	CGO_LDFLAGS="${CGO_LDFLAGS:-} -L$prefix/lib")
 "${export_dyn[@]}" go test -c -tags payidem_dynamic -o "$work/payidem-dynamic.test" .
 if ! readelf -d "$work/payidem-dynamic.test" | grep -q 'NEEDED.*\[libpayidem\.so\.0\]'; then
 	echo "the payidem_dynamic build does not load libpayidem.so.0" >&2

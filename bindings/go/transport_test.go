@@ -167,16 +167,11 @@ func startTLSPlatform(t *testing.T, pki *testPKI, requireClientCert bool) (*http
 }
 
 func transportConfig(url string) Config {
-	return Config{
-		BaseURL:        url,
-		KeyID:          mockKeyID,
-		Secret:         []byte(mockSecret),
-		JournalPath:    JournalMemory,
-		ConnectTimeout: 2 * time.Second,
-		RequestTimeout: 3 * time.Second,
-		MaxAttempts:    1,
-		Deadline:       10 * time.Second,
-	}
+	c := fastConfig(url)
+	c.RequestTimeout = 3 * time.Second
+	c.MaxAttempts = 1
+	c.Deadline = 10 * time.Second
+	return c
 }
 
 func TestCABundleAndClientCertificateAgainstMTLS(t *testing.T) {

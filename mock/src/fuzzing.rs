@@ -10,9 +10,10 @@ use std::sync::Mutex;
 use crate::clock::{ClockSetting, ServerClock};
 use crate::config::MockConfig;
 use crate::faults::{FaultDice, FaultSettings};
-use crate::handler::{process, Action, Incoming, Shared, State};
+use crate::handler::{Action, Shared, State};
 use crate::http::{self, Parser, Progress};
 use crate::ledger::Ledger;
+use crate::server::process_request;
 use crate::stats::Stats;
 use crate::store::Store;
 
@@ -93,19 +94,7 @@ impl Harness {
                     }
                     Progress::Complete(request, used) => {
                         inbuf.drain(..used);
-                        let headers: Vec<(&str, &str)> = request
-                            .headers
-                            .iter()
-                            .map(|(n, v)| (n.as_str(), v.as_str()))
-                            .collect();
-                        let incoming = Incoming {
-                            method: &request.method,
-                            target: &request.target,
-                            headers: &headers,
-                            body: &request.body,
-                            peer: None,
-                        };
-                        let outcome = process(&self.shared, &incoming);
+                        let outcome = process_request(&self.shared, &request, None);
                         // A control request may have set a pause; keep
                         // the harness fast.
                         self.shared

@@ -339,8 +339,12 @@ fn route_label(method: &str, target: &str) -> &'static str {
     crate::routes::route(method, target).map_or(UNKNOWN_ROUTE, |r| r.label())
 }
 
-fn answer_job(shared: &Shared, job: Job) -> Reply {
-    let request = &job.request;
+/// Handles one complete request from `peer` (none: an in-process caller).
+pub(crate) fn process_request(
+    shared: &Shared,
+    request: &http::Request,
+    peer: Option<SocketAddr>,
+) -> Outcome {
     let headers: Vec<(&str, &str)> = request
         .headers
         .iter()
@@ -351,19 +355,26 @@ fn answer_job(shared: &Shared, job: Job) -> Reply {
         target: &request.target,
         headers: &headers,
         body: &request.body,
-        peer: Some(job.peer),
+        peer,
     };
-    let outcome =
-        catch_unwind(AssertUnwindSafe(|| process(shared, &incoming))).unwrap_or_else(|_| Outcome {
-            route: UNKNOWN_ROUTE,
-            answer: Answer::error(
-                500,
-                "internal_error",
-                "the mock failed while handling this request",
-            ),
-            action: Action::Respond,
-            fault: None,
-        });
+    process(shared, &incoming)
+}
+
+fn answer_job(shared: &Shared, job: Job) -> Reply {
+    let request = &job.request;
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        process_request(shared, request, Some(job.peer))
+    }))
+    .unwrap_or_else(|_| Outcome {
+        route: UNKNOWN_ROUTE,
+        answer: Answer::error(
+            500,
+            "internal_error",
+            "the mock failed while handling this request",
+        ),
+        action: Action::Respond,
+        fault: None,
+    });
     record(shared, &outcome);
     let close = request.close;
     let bytes = || http::serialize(&outcome.answer, &shared.clock.http_date(), close);

@@ -191,6 +191,12 @@ enum payidem_result
    */
   PAYIDEM_CANCELLED = 17,
   /**
+   * The platform refused every attempt before its idempotency check
+   * (authentication, rate limit): nothing happened; not final, the
+   * operation keeps its key (status and body in the error).
+   */
+  PAYIDEM_REFUSED = 18,
+  /**
    * C ABI only: the caller's buffer is too small; the error message and
    * the call's length output say how much is needed.
    */

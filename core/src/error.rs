@@ -51,11 +51,16 @@ pub enum ErrorCode {
     /// The caller cancelled the call (deadline, context, Ctrl-C). The
     /// operation keeps its key; resume it if an attempt may have landed.
     Cancelled,
+    /// The platform refused every attempt of the call before its
+    /// idempotency check (authentication, rate limit): nothing happened.
+    /// Not final: the operation keeps its key and `execute`/`resume` may
+    /// complete it later. The last answer's status and body are kept.
+    Refused,
 }
 
 impl ErrorCode {
     /// Every code, in number order.
-    pub const ALL: [ErrorCode; 17] = [
+    pub const ALL: [ErrorCode; 18] = [
         ErrorCode::InvalidArgument,
         ErrorCode::IdempotencyConflict,
         ErrorCode::Rejected,
@@ -73,6 +78,7 @@ impl ErrorCode {
         ErrorCode::IdempotencyKeyRequired,
         ErrorCode::Internal,
         ErrorCode::Cancelled,
+        ErrorCode::Refused,
     ];
 
     /// The stable snake_case name, as used on the wire and in every binding.
@@ -95,6 +101,7 @@ impl ErrorCode {
             ErrorCode::IdempotencyKeyRequired => "idempotency_key_required",
             ErrorCode::Internal => "internal_error",
             ErrorCode::Cancelled => "cancelled",
+            ErrorCode::Refused => "refused",
         }
     }
 
@@ -118,7 +125,21 @@ impl ErrorCode {
             ErrorCode::IdempotencyKeyRequired => 15,
             ErrorCode::Internal => 16,
             ErrorCode::Cancelled => 17,
+            ErrorCode::Refused => 18,
         }
+    }
+
+    /// Whether an operation that ended with this code is settled for good:
+    /// it is never sent again, and `execute`/`resume` answer the same end
+    /// (`rejected`, `idempotency_conflict`, `key_expired`). `false` for
+    /// every other code: an operation that ended with it keeps its key and
+    /// may still be completed (`outcome_unknown`, `refused`,
+    /// `transport_error`, `cancelled`, `operation_busy`, ...).
+    pub fn is_final(self) -> bool {
+        matches!(
+            self,
+            ErrorCode::Rejected | ErrorCode::IdempotencyConflict | ErrorCode::KeyExpired
+        )
     }
 
     /// The code with this stable name, if any.

@@ -51,6 +51,10 @@ pub enum payidem_result {
     PAYIDEM_INTERNAL_ERROR = 16,
     /// The caller cancelled the call; the operation keeps its key.
     PAYIDEM_CANCELLED = 17,
+    /// The platform refused every attempt before its idempotency check
+    /// (authentication, rate limit): nothing happened; not final, the
+    /// operation keeps its key (status and body in the error).
+    PAYIDEM_REFUSED = 18,
     /// C ABI only: the caller's buffer is too small; the error message and
     /// the call's length output say how much is needed.
     PAYIDEM_BUFFER_TOO_SMALL = 100,
@@ -58,7 +62,7 @@ pub enum payidem_result {
 
 impl payidem_result {
     /// Every code, in number order.
-    pub(crate) const ALL: [payidem_result; 19] = [
+    pub(crate) const ALL: [payidem_result; 20] = [
         payidem_result::PAYIDEM_OK,
         payidem_result::PAYIDEM_INVALID_ARGUMENT,
         payidem_result::PAYIDEM_IDEMPOTENCY_CONFLICT,
@@ -77,6 +81,7 @@ impl payidem_result {
         payidem_result::PAYIDEM_IDEMPOTENCY_KEY_REQUIRED,
         payidem_result::PAYIDEM_INTERNAL_ERROR,
         payidem_result::PAYIDEM_CANCELLED,
+        payidem_result::PAYIDEM_REFUSED,
         payidem_result::PAYIDEM_BUFFER_TOO_SMALL,
     ];
 
@@ -113,6 +118,7 @@ impl payidem_result {
             payidem_result::PAYIDEM_IDEMPOTENCY_KEY_REQUIRED => c"idempotency_key_required",
             payidem_result::PAYIDEM_INTERNAL_ERROR => c"internal_error",
             payidem_result::PAYIDEM_CANCELLED => c"cancelled",
+            payidem_result::PAYIDEM_REFUSED => c"refused",
             payidem_result::PAYIDEM_BUFFER_TOO_SMALL => c"buffer_too_small",
         }
     }

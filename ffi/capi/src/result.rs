@@ -196,7 +196,7 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), payidem_result::ALL.len());
-        assert!(payidem_result_name(18).is_null());
+        assert!(payidem_result_name(19).is_null());
         assert!(payidem_result_name(99).is_null());
     }
 }

@@ -910,6 +910,69 @@ payidem_result payidem_client_list_unknown(const struct payidem_client *client,
 void payidem_client_free(struct payidem_client *client);
 
 /**
+ * Deletes the settled operations (succeeded, rejected, conflict) whose
+ * last change is older than the client's settled retention
+ * (`settled_retention_s`); never an unsettled one. `*purged_out` receives
+ * how many went. `payidem_client_new` purges once when it opens the
+ * journal; a long-running process calls this now and then.
+ *
+ * Ownership: `*purged_out` is caller memory, written only on success.
+ * NULL: `client` and `purged_out` must not be NULL; `err_out` may be NULL.
+ * Threads: safe from any number of threads on one client.
+ * Errors: `PAYIDEM_JOURNAL_ERROR`; `PAYIDEM_INVALID_ARGUMENT` naming
+ * `client` or `purged_out`.
+ */
+payidem_result payidem_client_purge_settled(const struct payidem_client *client,
+                                            size_t *purged_out,
+                                            struct payidem_error **err_out);
+
+/**
+ * One signed GET of `path` (joined to the base URL like every request
+ * target, e.g. `"/v1/payments/pay_123"`), for reading a resource: no
+ * journal, no retry, no status query, bounded by the request timeout.
+ * Whatever the platform answers (any status, 4xx and 5xx included) is the
+ * outcome: read it with `payidem_outcome_http_status`,
+ * `payidem_outcome_body` and `payidem_outcome_header_at`. Its order id and
+ * idempotency key are empty strings, its attempts 1, and it is never
+ * replayed.
+ *
+ * Ownership: on success `*outcome_out` receives a new outcome the caller
+ * frees with `payidem_outcome_free`.
+ * NULL: `client`, `path` and `outcome_out` must not be NULL; `err_out` may
+ * be NULL.
+ * Threads: safe from any number of threads on one client.
+ * Errors: `PAYIDEM_TRANSPORT_ERROR` when no answer came (connection,
+ * TLS, timeout); `PAYIDEM_INVALID_ARGUMENT` naming `client`, `path` or
+ * `outcome_out`.
+ */
+payidem_result payidem_client_get(const struct payidem_client *client,
+                                  const char *path,
+                                  struct payidem_outcome **outcome_out,
+                                  struct payidem_error **err_out);
+
+/**
+ * The client's defaults as JSON, from the same source `payidem_client_new`
+ * uses, so that a binding never copies a default:
+ *
+ * `{"options": {...}, "memory_journal": ":memory:"}`
+ *
+ * - `options`: every optional key of `payidem_client_new`'s options object
+ *   (nested `retry` and `retry_budget` included) at its default value;
+ *   string options that are unset by default (`journal_path`, meaning the
+ *   durable default journal, `proxy`, `ca_bundle`, `client_cert`,
+ *   `client_key`) are `""`. With `base_url` and `key_id` added it is a
+ *   valid options object that sets every default explicitly.
+ * - `memory_journal`: the `journal_path` value that keeps operations in
+ *   memory only (tests only, never production).
+ *
+ * Ownership: the string is static; never free it.
+ * NULL: never takes a pointer.
+ * Threads: safe from any thread.
+ * Errors: none.
+ */
+const char *payidem_client_defaults_json(void);
+
+/**
  * The error's code; `PAYIDEM_OK` for a NULL error (no error).
  *
  * Ownership: borrows `err`.
@@ -1220,6 +1283,20 @@ payidem_result payidem_error_code_from_body(const uint8_t *body,
  * Errors: none; an unknown number gives NULL.
  */
 const char *payidem_result_name(uint32_t code);
+
+/**
+ * The highest number among payidem's stable error codes in the linked
+ * library. Codes 1 to this number are exactly the core library's codes,
+ * without gaps, each named by `payidem_result_name`; the C ABI's own codes
+ * (from 100 up) are not counted. Lets a binding check, at run time, that
+ * it knows every code of the library it is linked with.
+ *
+ * Ownership: nothing to free.
+ * NULL: never takes a pointer.
+ * Threads: safe from any thread.
+ * Errors: none.
+ */
+uint32_t payidem_result_max_error_code(void);
 
 /**
  * Creates a signer for `key_id` (1..=128 of `[A-Za-z0-9._:-]`) and a

@@ -176,16 +176,23 @@ static void test_result_names_are_the_stable_codes(void) {
         "journal_error", "missing_signature", "unknown_api_key",
         "timestamp_out_of_window", "invalid_signature", "nonce_reused",
         "replay_cache_full", "idempotency_key_required", "internal_error",
-        "cancelled"};
+        "cancelled", "refused"};
     unsigned i;
+    uint32_t max = payidem_result_max_error_code();
     for (i = 0; i < sizeof names / sizeof names[0]; i++) {
         CHECK_STR(payidem_result_name(i), names[i]);
     }
+    /* Codes 1..max are the library's stable codes, every one named. */
+    CHECK(max == sizeof names / sizeof names[0] - 1);
+    for (i = 1; i <= max; i++) {
+        CHECK(payidem_result_name(i) != NULL);
+    }
+    CHECK(payidem_result_name(max + 1) == NULL);
     CHECK(PAYIDEM_CANCELLED == 17);
     CHECK(PAYIDEM_INTERNAL_ERROR == 16);
+    CHECK(PAYIDEM_REFUSED == 18);
     CHECK_STR(payidem_result_name(PAYIDEM_BUFFER_TOO_SMALL), "buffer_too_small");
     CHECK(PAYIDEM_BUFFER_TOO_SMALL == 100);
-    CHECK(payidem_result_name(18) == NULL);
     CHECK(payidem_result_name(99) == NULL);
     CHECK(payidem_result_name(101) == NULL);
     CHECK(sizeof(payidem_result) == 4);
@@ -1064,6 +1071,52 @@ static void test_client_options_are_checked(void) {
     CHECK(client == NULL);
 }
 
+/* The defaults document: every option at its default, accepted as is by
+ * payidem_client_new once base_url and key_id are added. */
+static void test_client_defaults_json(void) {
+    static const char *const keys[] = {
+        "journal_path", "connect_timeout_ms", "request_timeout_ms", "retry", "retry_budget",
+        "key_retention_s", "settled_retention_s", "max_clock_offset_s", "allow_insecure_http",
+        "proxy", "proxy_from_env", "ca_bundle", "client_cert", "client_key"};
+    const char *text = payidem_client_defaults_json();
+    cJSON *doc, *options;
+    payidem_client *client = NULL;
+    payidem_error *err = NULL;
+    char *json;
+    unsigned i;
+    CHECK(text != NULL);
+    CHECK(text == payidem_client_defaults_json());
+    if (text == NULL || (doc = cJSON_Parse(text)) == NULL) {
+        CHECK(!"defaults are JSON");
+        return;
+    }
+    options = cJSON_GetObjectItemCaseSensitive(doc, "options");
+    CHECK(cJSON_IsObject(options));
+    CHECK(cJSON_GetArraySize(options) == (int)(sizeof keys / sizeof keys[0]));
+    for (i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        CHECK(cJSON_GetObjectItemCaseSensitive(options, keys[i]) != NULL);
+    }
+    CHECK(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(
+              cJSON_GetObjectItemCaseSensitive(options, "retry"), "max_attempts")) >= 1);
+    CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "memory_journal")),
+              ":memory:");
+    /* Every default given explicitly makes a client (memory journal: the
+     * durable default would write under $HOME). */
+    cJSON_AddStringToObject(options, "base_url", "http://127.0.0.1:1");
+    cJSON_AddStringToObject(options, "key_id", MOCK_KEY_ID);
+    cJSON_ReplaceItemInObjectCaseSensitive(
+        options, "journal_path",
+        cJSON_CreateString(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "memory_journal"))));
+    json = cJSON_PrintUnformatted(options);
+    EXPECT_OK(payidem_client_new(json, (const uint8_t *)MOCK_SECRET, strlen(MOCK_SECRET),
+                                 &client, &err),
+              err);
+    CHECK(client != NULL);
+    payidem_client_free(client);
+    free(json);
+    cJSON_Delete(doc);
+}
+
 /* ---- end to end against payidem-mock ----------------------------------- */
 
 static struct mock mock_ok;
@@ -1553,6 +1606,134 @@ static void test_e2e_sqlite_journal_survives_the_client(void) {
     rmdir(dir);
 }
 
+/* payidem_client_get: one signed GET, any status is an outcome, nothing
+ * journaled; a dead platform is a transport error. */
+static void test_e2e_get_reads_without_the_journal(void) {
+    payidem_client *client, *dead;
+    payidem_outcome *outcome = NULL, *got = NULL;
+    payidem_order_list *list = NULL;
+    payidem_error *err = NULL;
+    char body[128], sp[128];
+    const uint8_t *bytes = NULL;
+    size_t len = 0;
+    bool found = true;
+    payidem_operation_state state;
+    uint32_t attempts;
+    CHECK(mock_ok_started);
+    if (!mock_ok_started) return;
+    client = new_client(mock_ok.base_url, "");
+    CHECK(client != NULL);
+    if (!client) return;
+    payment_body(body, sizeof body, "c-ord-get", 4100);
+    EXPECT_OK(payidem_client_execute(client, "c-ord-get", "POST", "/v1/payments",
+                                     (const uint8_t *)body, strlen(body), NULL, NULL, &outcome,
+                                     &err),
+              err);
+    status_path(sp, sizeof sp, "c-ord-get");
+    EXPECT_OK(payidem_client_get(client, sp, &got, &err), err);
+    CHECK(got != NULL);
+    if (got) {
+        CHECK(payidem_outcome_http_status(got) == 200);
+        CHECK(!payidem_outcome_replayed(got));
+        CHECK_STR(payidem_outcome_order_id(got), "");
+        CHECK_STR(payidem_outcome_idempotency_key(got), "");
+        CHECK(payidem_outcome_attempts(got) == 1);
+        CHECK(payidem_outcome_body(got, &bytes, &len));
+        if (bytes && outcome) {
+            /* The GET reads the payment the POST created: the same body. */
+            const uint8_t *created = NULL;
+            size_t created_len = 0;
+            CHECK(payidem_outcome_body(outcome, &created, &created_len));
+            CHECK(len > 0 && len == created_len && memcmp(bytes, created, len) == 0);
+        }
+        payidem_outcome_free(got);
+        got = NULL;
+    }
+    /* A 404 is an answer, not an error. */
+    status_path(sp, sizeof sp, "c-ord-never-paid");
+    EXPECT_OK(payidem_client_get(client, sp, &got, &err), err);
+    CHECK(got != NULL && payidem_outcome_http_status(got) == 404);
+    payidem_outcome_free(got);
+    got = NULL;
+    /* Nothing of the GETs reached the journal. */
+    EXPECT_OK(payidem_client_status(client, "c-ord-never-paid", &found, &state, &attempts, &err),
+              err);
+    CHECK(!found);
+    EXPECT_OK(payidem_client_list_unknown(client, &list, &err), err);
+    CHECK(payidem_order_list_len(list) == 0);
+    payidem_order_list_free(list);
+
+    EXPECT_ERR(payidem_client_get(NULL, "/v1/payments", &got, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "client");
+    EXPECT_ERR(payidem_client_get(client, NULL, &got, &err), err, PAYIDEM_INVALID_ARGUMENT,
+               "path");
+    EXPECT_ERR(payidem_client_get(client, "no-slash", &got, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "path");
+    EXPECT_ERR(payidem_client_get(client, "/v1/payments", NULL, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "outcome_out");
+    CHECK(got == NULL);
+
+    dead = new_client("http://127.0.0.1:1", "");
+    CHECK(dead != NULL);
+    if (dead) {
+        EXPECT_ERR(payidem_client_get(dead, "/v1/payments/pay_1", &got, &err), err,
+                   PAYIDEM_TRANSPORT_ERROR, NULL);
+        CHECK(got == NULL);
+        payidem_client_free(dead);
+    }
+    payidem_outcome_free(outcome);
+    payidem_client_free(client);
+}
+
+/* payidem_client_purge_settled deletes settled operations past the
+ * settled retention and never an unsettled one. */
+static void test_e2e_purge_settled(void) {
+    payidem_client *client;
+    payidem_outcome *outcome = NULL;
+    payidem_error *err = NULL;
+    char body[128];
+    size_t purged = 99;
+    struct cancel_state cancel = {NULL, 0, 1, PAYIDEM_OK};
+    bool found = false;
+    payidem_operation_state state;
+    uint32_t attempts;
+    CHECK(mock_ok_started);
+    if (!mock_ok_started) return;
+    client = new_client(mock_ok.base_url, "\"settled_retention_s\":1");
+    CHECK(client != NULL);
+    if (!client) return;
+    EXPECT_OK(payidem_client_purge_settled(client, &purged, &err), err);
+    CHECK(purged == 0);
+    payment_body(body, sizeof body, "c-ord-purged", 4200);
+    EXPECT_OK(payidem_client_execute(client, "c-ord-purged", "POST", "/v1/payments",
+                                     (const uint8_t *)body, strlen(body), NULL, NULL, &outcome,
+                                     &err),
+              err);
+    payidem_outcome_free(outcome);
+    outcome = NULL;
+    /* Journaled but never sent (cancelled before the first attempt):
+     * unsettled, so never purged. */
+    payment_body(body, sizeof body, "c-ord-kept", 4300);
+    EXPECT_ERR(payidem_client_execute_with_deadline(client, "c-ord-kept", "POST", "/v1/payments",
+                                                    (const uint8_t *)body, strlen(body), NULL,
+                                                    NULL, 0, cancel_now, &cancel, &outcome, &err),
+               err, PAYIDEM_CANCELLED, NULL);
+    EXPECT_OK(payidem_client_purge_settled(client, &purged, &err), err);
+    CHECK(purged == 0);
+    sleep_ms(2100);
+    EXPECT_OK(payidem_client_purge_settled(client, &purged, &err), err);
+    CHECK(purged == 1);
+    EXPECT_OK(payidem_client_status(client, "c-ord-purged", &found, &state, &attempts, &err), err);
+    CHECK(!found);
+    EXPECT_OK(payidem_client_status(client, "c-ord-kept", &found, &state, &attempts, &err), err);
+    CHECK(found && state == PAYIDEM_STATE_PENDING);
+    EXPECT_ERR(payidem_client_purge_settled(NULL, &purged, &err), err, PAYIDEM_INVALID_ARGUMENT,
+               "client");
+    EXPECT_ERR(payidem_client_purge_settled(client, NULL, &err), err, PAYIDEM_INVALID_ARGUMENT,
+               "purged_out");
+    payidem_client_free(client);
+}
+
 static void test_every_reachable_code_was_reached(void) {
     unsigned code;
     for (code = 1; code <= 17; code++) {
@@ -1598,6 +1779,9 @@ int main(void) {
     RUN(test_e2e_cancel_busy_and_transport);
     RUN(test_e2e_unknown_outcome_resume_and_key_expiry);
     RUN(test_e2e_sqlite_journal_survives_the_client);
+    RUN(test_client_defaults_json);
+    RUN(test_e2e_get_reads_without_the_journal);
+    RUN(test_e2e_purge_settled);
     RUN(test_every_reachable_code_was_reached);
 
     mock_stop(&mock_ok);

@@ -648,3 +648,184 @@ pub unsafe extern "C" fn payidem_client_free(client: *mut payidem_client) {
         guard_value((), || drop(Box::from_raw(client)));
     }
 }
+
+/// Deletes the settled operations (succeeded, rejected, conflict) whose
+/// last change is older than the client's settled retention
+/// (`settled_retention_s`); never an unsettled one. `*purged_out` receives
+/// how many went. `payidem_client_new` purges once when it opens the
+/// journal; a long-running process calls this now and then.
+///
+/// Ownership: `*purged_out` is caller memory, written only on success.
+/// NULL: `client` and `purged_out` must not be NULL; `err_out` may be NULL.
+/// Threads: safe from any number of threads on one client.
+/// Errors: `PAYIDEM_JOURNAL_ERROR`; `PAYIDEM_INVALID_ARGUMENT` naming
+/// `client` or `purged_out`.
+#[no_mangle]
+pub unsafe extern "C" fn payidem_client_purge_settled(
+    client: *const payidem_client,
+    purged_out: *mut usize,
+    err_out: *mut *mut payidem_error,
+) -> payidem_result {
+    guard(err_out, || {
+        let client = handle(client, "client")?;
+        let slot = out(purged_out, "purged_out")?;
+        slot.write(client.inner.purge_settled()?);
+        Ok(())
+    })
+}
+
+/// One signed GET of `path` (joined to the base URL like every request
+/// target, e.g. `"/v1/payments/pay_123"`), for reading a resource: no
+/// journal, no retry, no status query, bounded by the request timeout.
+/// Whatever the platform answers (any status, 4xx and 5xx included) is the
+/// outcome: read it with `payidem_outcome_http_status`,
+/// `payidem_outcome_body` and `payidem_outcome_header_at`. Its order id and
+/// idempotency key are empty strings, its attempts 1, and it is never
+/// replayed.
+///
+/// Ownership: on success `*outcome_out` receives a new outcome the caller
+/// frees with `payidem_outcome_free`.
+/// NULL: `client`, `path` and `outcome_out` must not be NULL; `err_out` may
+/// be NULL.
+/// Threads: safe from any number of threads on one client.
+/// Errors: `PAYIDEM_TRANSPORT_ERROR` when no answer came (connection,
+/// TLS, timeout); `PAYIDEM_INVALID_ARGUMENT` naming `client`, `path` or
+/// `outcome_out`.
+#[no_mangle]
+pub unsafe extern "C" fn payidem_client_get(
+    client: *const payidem_client,
+    path: *const c_char,
+    outcome_out: *mut *mut payidem_outcome,
+    err_out: *mut *mut payidem_error,
+) -> payidem_result {
+    guard(err_out, || {
+        let client = handle(client, "client")?;
+        let path = req_str(path, "path")?;
+        let slot = out(outcome_out, "outcome_out")?;
+        let response = client.inner.get(path)?;
+        let outcome = payidem::Outcome {
+            order_id: String::new(),
+            idempotency_key: String::new(),
+            attempts: 1,
+            response,
+        };
+        slot.write(Box::into_raw(Box::new(payidem_outcome::from(outcome))));
+        Ok(())
+    })
+}
+
+/// The client's defaults as JSON, from the same source `payidem_client_new`
+/// uses, so that a binding never copies a default:
+///
+/// `{"options": {...}, "memory_journal": ":memory:"}`
+///
+/// - `options`: every optional key of `payidem_client_new`'s options object
+///   (nested `retry` and `retry_budget` included) at its default value;
+///   string options that are unset by default (`journal_path`, meaning the
+///   durable default journal, `proxy`, `ca_bundle`, `client_cert`,
+///   `client_key`) are `""`. With `base_url` and `key_id` added it is a
+///   valid options object that sets every default explicitly.
+/// - `memory_journal`: the `journal_path` value that keeps operations in
+///   memory only (tests only, never production).
+///
+/// Ownership: the string is static; never free it.
+/// NULL: never takes a pointer.
+/// Threads: safe from any thread.
+/// Errors: none.
+#[no_mangle]
+pub extern "C" fn payidem_client_defaults_json() -> *const c_char {
+    static DEFAULTS: std::sync::OnceLock<CString> = std::sync::OnceLock::new();
+    guard_value(ptr::null(), || {
+        DEFAULTS.get_or_init(|| c_string(defaults_json())).as_ptr()
+    })
+}
+
+/// The document `payidem_client_defaults_json` returns.
+fn defaults_json() -> String {
+    let c = payidem::ClientConfig::new("", "");
+    let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    let path = |p: &Option<std::path::PathBuf>| {
+        p.as_ref()
+            .map_or_else(String::new, |p| p.to_string_lossy().into_owned())
+    };
+    let journal_path = match &c.journal {
+        payidem::JournalChoice::Sqlite(p) => p.to_string_lossy().into_owned(),
+        payidem::JournalChoice::Memory => payidem::journal::MEMORY_JOURNAL.to_owned(),
+        payidem::JournalChoice::Default | payidem::JournalChoice::Custom(_) => String::new(),
+    };
+    serde_json::json!({
+        "options": {
+            "journal_path": journal_path,
+            "connect_timeout_ms": ms(c.connect_timeout),
+            "request_timeout_ms": ms(c.request_timeout),
+            "retry": {
+                "base_ms": ms(c.retry.base),
+                "cap_ms": ms(c.retry.cap),
+                "max_attempts": c.retry.max_attempts,
+                "deadline_ms": ms(c.retry.deadline),
+            },
+            "retry_budget": {
+                "capacity": c.retry_budget.capacity,
+                "retry_cost": c.retry_budget.retry_cost,
+                "timeout_cost": c.retry_budget.timeout_cost,
+                "success_refund": c.retry_budget.success_refund,
+            },
+            "key_retention_s": c.key_retention.as_secs(),
+            "settled_retention_s": c.settled_retention.as_secs(),
+            "max_clock_offset_s": c.max_clock_offset.as_secs(),
+            "allow_insecure_http": c.allow_insecure_http,
+            "proxy": c.proxy.clone().unwrap_or_default(),
+            "proxy_from_env": c.proxy_from_env,
+            "ca_bundle": path(&c.ca_bundle),
+            "client_cert": path(&c.client_cert),
+            "client_key": path(&c.client_key),
+        },
+        "memory_journal": payidem::journal::MEMORY_JOURNAL,
+    })
+    .to_string()
+}
+
+#[cfg(test)]
+mod defaults_tests {
+    use super::*;
+    use std::ffi::CStr;
+
+    fn defaults() -> serde_json::Value {
+        let text = unsafe { CStr::from_ptr(payidem_client_defaults_json()) };
+        serde_json::from_str(text.to_str().unwrap()).unwrap()
+    }
+
+    #[test]
+    fn defaults_are_the_configuration_a_client_gets_without_options() {
+        let doc = defaults();
+        let mut options = doc["options"].as_object().unwrap().clone();
+        options.insert("base_url".into(), "https://api.example.com".into());
+        options.insert("key_id".into(), "k".into());
+        let explicit = options::parse(&serde_json::Value::Object(options).to_string()).unwrap();
+        let implicit =
+            options::parse(r#"{"base_url":"https://api.example.com","key_id":"k"}"#).unwrap();
+        assert_eq!(format!("{explicit:?}"), format!("{implicit:?}"));
+        assert_eq!(
+            format!("{implicit:?}"),
+            format!(
+                "{:?}",
+                payidem::ClientConfig::new("https://api.example.com", "k")
+            )
+        );
+        assert_eq!(doc["memory_journal"], payidem::journal::MEMORY_JOURNAL);
+        let memory = options::parse(&format!(
+            r#"{{"base_url":"https://a.example","key_id":"k","journal_path":{}}}"#,
+            doc["memory_journal"]
+        ))
+        .unwrap();
+        assert!(matches!(memory.journal, payidem::JournalChoice::Memory));
+    }
+
+    #[test]
+    fn defaults_are_one_static_string() {
+        assert_eq!(
+            payidem_client_defaults_json(),
+            payidem_client_defaults_json()
+        );
+    }
+}

@@ -159,6 +159,25 @@ pub extern "C" fn payidem_result_name(code: u32) -> *const c_char {
     payidem_result::from_number(code).map_or(std::ptr::null(), |r| r.c_name().as_ptr())
 }
 
+/// The highest number among payidem's stable error codes in the linked
+/// library. Codes 1 to this number are exactly the core library's codes,
+/// without gaps, each named by `payidem_result_name`; the C ABI's own codes
+/// (from 100 up) are not counted. Lets a binding check, at run time, that
+/// it knows every code of the library it is linked with.
+///
+/// Ownership: nothing to free.
+/// NULL: never takes a pointer.
+/// Threads: safe from any thread.
+/// Errors: none.
+#[no_mangle]
+pub extern "C" fn payidem_result_max_error_code() -> u32 {
+    ErrorCode::ALL
+        .into_iter()
+        .map(ErrorCode::number)
+        .max()
+        .unwrap_or(0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -198,5 +217,21 @@ mod tests {
         assert_eq!(names.len(), payidem_result::ALL.len());
         assert!(payidem_result_name(19).is_null());
         assert!(payidem_result_name(99).is_null());
+    }
+
+    #[test]
+    fn max_error_code_bounds_every_core_code_without_gaps() {
+        let max = payidem_result_max_error_code();
+        assert_eq!(max as usize, ErrorCode::ALL.len());
+        for (i, code) in ErrorCode::ALL.into_iter().enumerate() {
+            assert_eq!(code.number() as usize, i + 1, "{code}");
+        }
+        for n in 1..=max {
+            let name = payidem_result_name(n);
+            assert!(!name.is_null(), "code {n} has no name");
+            let name = unsafe { std::ffi::CStr::from_ptr(name) }.to_str().unwrap();
+            assert_eq!(ErrorCode::from_name(name).map(ErrorCode::number), Some(n));
+        }
+        assert!(payidem_result_name(max + 1).is_null());
     }
 }

@@ -445,6 +445,17 @@ typedef struct payidem_order_list payidem_order_list;
 typedef struct payidem_outcome payidem_outcome;
 
 /**
+ * The HTTP answer that refuses a request which failed verification (or
+ * whose body is too large): status, headers and the exact body
+ * `{"error":{"code":"...","message":"..."}}`. The core builds it; the mock,
+ * the Go middleware and the Python WSGI middleware send the same bytes.
+ *
+ * Read-only once made: any number of threads may read it at once; free it
+ * once, with `payidem_refusal_free`, when no other thread uses it.
+ */
+typedef struct payidem_refusal payidem_refusal;
+
+/**
  * The signed headers of one attempt, in a fixed order: `X-Api-Key`,
  * `X-Timestamp`, `X-Nonce`, `X-Signature`, then `Idempotency-Key` when the
  * request carries one.
@@ -1619,6 +1630,8 @@ payidem_result payidem_verifier_set_secrets(const struct payidem_verifier *verif
  * `*http_status_out` (when given) receives the status to answer with: 200
  * on success, the error's status otherwise (401, 409, 503, 400; 500 for an
  * internal error), so a server can answer without inspecting the error.
+ * `payidem_refusal_from_error` builds the whole answer (status, headers and
+ * body) from the error.
  *
  * Ownership: every input is only read.
  * NULL: `verifier`, `method` and `path` must not be NULL; `headers` may be
@@ -1711,6 +1724,155 @@ payidem_result payidem_verifier_set_nonce_capacity_total(const struct payidem_ve
  * Errors: none.
  */
 void payidem_verifier_free(struct payidem_verifier *verifier);
+
+/**
+ * The result number of the verification code at `index` (0-based, in
+ * number order), or 0 (`PAYIDEM_OK`) past the last one: exactly the codes
+ * `payidem_verifier_verify` fails with (`PAYIDEM_INVALID_ARGUMENT`,
+ * `PAYIDEM_MISSING_SIGNATURE`, ..., `PAYIDEM_IDEMPOTENCY_KEY_REQUIRED`),
+ * each refused with its own status. Lets a binding test every one.
+ *
+ * Ownership: nothing to free.
+ * NULL: never takes a pointer.
+ * Threads: safe from any thread.
+ * Errors: none.
+ */
+uint32_t payidem_refusal_verification_code_at(size_t index);
+
+/**
+ * Builds the answer to a request whose verification failed with `error`
+ * (as `payidem_verifier_verify` gave it): its status (401, 409, 503 or
+ * 400), `Content-Type: application/json`, for
+ * `PAYIDEM_TIMESTAMP_OUT_OF_WINDOW` the server's clock as `X-Server-Time`
+ * and `Date`, and the body with the error's code and message. An error that
+ * verification never gives is a failure of the server: 500
+ * `internal_error`, whose message shows nothing of it.
+ *
+ * Ownership: `error` is only read (free it as usual); on success
+ * `*refusal_out` receives a new refusal the caller frees with
+ * `payidem_refusal_free`.
+ * NULL: `error` and `refusal_out` must not be NULL; `err_out` may be NULL.
+ * Threads: safe from any thread; `error` must not be freed meanwhile.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `error` or `refusal_out`.
+ */
+payidem_result payidem_refusal_from_error(const struct payidem_error *error,
+                                          struct payidem_refusal **refusal_out,
+                                          struct payidem_error **err_out);
+
+/**
+ * Builds the refusal for a verification failure given by its parts, for a
+ * binding that keeps an error's fields rather than the `payidem_error`:
+ * `code` is a result number (`PAYIDEM_NONCE_REUSED`, ...), `message` the
+ * error's message, and `server_time` (Unix seconds) the server's clock,
+ * used only by `PAYIDEM_TIMESTAMP_OUT_OF_WINDOW`. The same answer as
+ * `payidem_refusal_from_error` for an error with these parts.
+ *
+ * Ownership: inputs are only read; on success `*refusal_out` receives a new
+ * refusal the caller frees with `payidem_refusal_free`.
+ * NULL: `message` and `refusal_out` must not be NULL; `err_out` may be NULL.
+ * Threads: safe from any thread.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `code` (0, or a number that is
+ * no code), `message` or `refusal_out`.
+ */
+payidem_result payidem_refusal_new(uint32_t code,
+                                   const char *message,
+                                   uint64_t server_time,
+                                   struct payidem_refusal **refusal_out,
+                                   struct payidem_error **err_out);
+
+/**
+ * Builds the 413 `payload_too_large` refusal for a body over a server's
+ * limit of `limit_bytes`, which was neither read nor verified.
+ *
+ * Ownership: on success `*refusal_out` receives a new refusal the caller
+ * frees with `payidem_refusal_free`.
+ * NULL: `refusal_out` must not be NULL; `err_out` may be NULL.
+ * Threads: safe from any thread.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `refusal_out`.
+ */
+payidem_result payidem_refusal_body_too_large(uint64_t limit_bytes,
+                                              struct payidem_refusal **refusal_out,
+                                              struct payidem_error **err_out);
+
+/**
+ * The HTTP status to answer with; 0 for a NULL refusal.
+ *
+ * Ownership: borrows `refusal`.
+ * NULL: `refusal` may be NULL, giving 0.
+ * Threads: read-only; not while another thread frees `refusal`.
+ * Errors: none.
+ */
+uint16_t payidem_refusal_status(const struct payidem_refusal *refusal);
+
+/**
+ * The error code the body carries (e.g. `"nonce_reused"`,
+ * `"payload_too_large"`), for logs and metrics; NULL for a NULL refusal.
+ *
+ * Ownership: borrowed from `refusal`, valid until
+ * `payidem_refusal_free(refusal)`.
+ * NULL: `refusal` may be NULL, giving NULL.
+ * Threads: read-only; not while another thread frees `refusal`.
+ * Errors: none.
+ */
+const char *payidem_refusal_code(const struct payidem_refusal *refusal);
+
+/**
+ * How many headers to send (besides framing ones such as
+ * `Content-Length`); 0 for a NULL refusal.
+ *
+ * Ownership: borrows `refusal`.
+ * NULL: `refusal` may be NULL, giving 0.
+ * Threads: read-only; not while another thread frees `refusal`.
+ * Errors: none.
+ */
+size_t payidem_refusal_header_count(const struct payidem_refusal *refusal);
+
+/**
+ * The header at `index` (0-based): `Content-Type` first, then for
+ * `timestamp_out_of_window` `X-Server-Time` and `Date`. A server that adds
+ * its own `Date` to every answer must not add it to one that has this one.
+ *
+ * Ownership: `*name_out` and `*value_out` are borrowed from `refusal`,
+ * valid until `payidem_refusal_free(refusal)`.
+ * NULL: `refusal`, `name_out` and `value_out` must not be NULL; `err_out`
+ * may be NULL.
+ * Threads: read-only; not while another thread frees `refusal`.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `refusal`, `index` (out of
+ * range), `name_out` or `value_out`.
+ */
+payidem_result payidem_refusal_header_at(const struct payidem_refusal *refusal,
+                                         size_t index,
+                                         const char **name_out,
+                                         const char **value_out,
+                                         struct payidem_error **err_out);
+
+/**
+ * The body to send: sets `*body_out` and `*len_out` (UTF-8 JSON, not
+ * NUL-terminated) and returns true; returns false and leaves them untouched
+ * for NULL arguments.
+ *
+ * Ownership: the bytes are borrowed from `refusal`, valid until
+ * `payidem_refusal_free(refusal)`.
+ * NULL: none of the arguments may be NULL (false).
+ * Threads: read-only; not while another thread frees `refusal`.
+ * Errors: none.
+ */
+bool payidem_refusal_body(const struct payidem_refusal *refusal,
+                          const uint8_t **body_out,
+                          size_t *len_out);
+
+/**
+ * Frees a refusal.
+ *
+ * Ownership: takes `refusal`; every string and buffer borrowed from it dies.
+ * NULL: `refusal` may be NULL (nothing happens).
+ * Anything else must be a live handle of this type from this library:
+ * freeing it twice, using it after this call, or passing a handle of
+ * another type is undefined behaviour, and is not detected.
+ * Threads: no other thread may be using `refusal`; free it once.
+ * Errors: none.
+ */
+void payidem_refusal_free(struct payidem_refusal *refusal);
 
 /**
  * The library's version (`PAYIDEM_VERSION_MAJOR` and friends in the

@@ -1748,6 +1748,207 @@ static void test_every_reachable_code_was_reached(void) {
     CHECK(reached[PAYIDEM_BUFFER_TOO_SMALL]);
 }
 
+/* ---- verification refusals (payidem_refusal_*) -------------------------
+ * The HTTP answer to a request that failed verification, built by the core:
+ * the same status, headers and body bytes the mock, Go and Python send. */
+
+/* The header of `refusal` named `name`, or NULL. */
+static const char *refusal_header(const payidem_refusal *refusal, const char *name) {
+    size_t i;
+    for (i = 0; i < payidem_refusal_header_count(refusal); i++) {
+        const char *n = NULL, *v = NULL;
+        payidem_error *err = NULL;
+        EXPECT_OK(payidem_refusal_header_at(refusal, i, &n, &v, &err), err);
+        if (n != NULL && strcasecmp(n, name) == 0) {
+            return v;
+        }
+    }
+    return NULL;
+}
+
+/* Whether the refusal's body is exactly `expected`. */
+static int refusal_body_is(const payidem_refusal *refusal, const char *expected) {
+    const uint8_t *body = NULL;
+    size_t len = 0;
+    if (!payidem_refusal_body(refusal, &body, &len)) {
+        return 0;
+    }
+    if (len != strlen(expected) || memcmp(body, expected, len) != 0) {
+        fprintf(stderr, "  body is \"%.*s\", expected \"%s\"\n", (int)len, (const char *)body,
+                expected);
+        return 0;
+    }
+    return 1;
+}
+
+static void test_refusal_of_a_real_verification_failure(void) {
+    payidem_signer *signer = new_signer();
+    payidem_verifier *verifier = NULL;
+    payidem_refusal *refusal = NULL, *again = NULL;
+    payidem_error *err = NULL, *failure = NULL;
+    payidem_signed_headers s;
+    payidem_header hs[5];
+    const uint8_t *secrets[1];
+    size_t lens[1];
+    uint64_t now = 1800000000u;
+    char expected[512];
+    secrets[0] = SECRET;
+    lens[0] = SECRET_LEN;
+    EXPECT_OK(payidem_verifier_new(300, 100, &verifier, &err), err);
+    EXPECT_OK(payidem_verifier_add_key(verifier, "key_live_1", secrets, lens, 1, &err), err);
+    EXPECT_OK(payidem_signer_sign_into(signer, "POST", "/v1/p", "k-1", BODY, BODY_LEN, now, &s,
+                                       &err),
+              err);
+    hs[0].name = "X-Api-Key";
+    hs[0].value = s.api_key;
+    hs[1].name = "X-Timestamp";
+    hs[1].value = s.timestamp;
+    hs[2].name = "X-Nonce";
+    hs[2].value = s.nonce;
+    hs[3].name = "X-Signature";
+    hs[3].value = s.signature;
+    hs[4].name = "Idempotency-Key";
+    hs[4].value = s.idempotency_key;
+
+    /* 401 timestamp_out_of_window carries the verifier's clock twice. */
+    CHECK(payidem_verifier_verify(verifier, "POST", "/v1/p", hs, 5, BODY, BODY_LEN, now + 301,
+                                  NULL, &failure) == PAYIDEM_TIMESTAMP_OUT_OF_WINDOW);
+    EXPECT_OK(payidem_refusal_from_error(failure, &refusal, &err), err);
+    CHECK(payidem_refusal_status(refusal) == 401);
+    CHECK_STR(payidem_refusal_code(refusal), "timestamp_out_of_window");
+    CHECK(payidem_refusal_header_count(refusal) == 3);
+    CHECK_STR(refusal_header(refusal, "Content-Type"), "application/json");
+    CHECK_STR(refusal_header(refusal, "X-Server-Time"), "1800000301");
+    CHECK_STR(refusal_header(refusal, "Date"), "Fri, 15 Jan 2027 08:05:01 GMT");
+    snprintf(expected, sizeof expected,
+             "{\"error\":{\"code\":\"timestamp_out_of_window\",\"message\":\"%s\"}}",
+             payidem_error_message(failure));
+    CHECK(refusal_body_is(refusal, expected));
+    /* The same answer from the error's parts. */
+    EXPECT_OK(payidem_refusal_new(PAYIDEM_TIMESTAMP_OUT_OF_WINDOW, payidem_error_message(failure),
+                                  1800000301u, &again, &err),
+              err);
+    CHECK(refusal_body_is(again, expected));
+    CHECK_STR(refusal_header(again, "Date"), "Fri, 15 Jan 2027 08:05:01 GMT");
+    payidem_refusal_free(again);
+    payidem_refusal_free(refusal);
+    payidem_error_free(failure);
+
+    /* 409 nonce_reused: the second verification of the same attempt. */
+    EXPECT_OK(payidem_verifier_verify(verifier, "POST", "/v1/p", hs, 5, BODY, BODY_LEN, now, NULL,
+                                      &err),
+              err);
+    CHECK(payidem_verifier_verify(verifier, "POST", "/v1/p", hs, 5, BODY, BODY_LEN, now, NULL,
+                                  &failure) == PAYIDEM_NONCE_REUSED);
+    EXPECT_OK(payidem_refusal_from_error(failure, &refusal, &err), err);
+    CHECK(payidem_refusal_status(refusal) == 409);
+    CHECK(payidem_refusal_header_count(refusal) == 1);
+    CHECK(refusal_header(refusal, "Date") == NULL);
+    snprintf(expected, sizeof expected,
+             "{\"error\":{\"code\":\"nonce_reused\",\"message\":\"%s\"}}",
+             payidem_error_message(failure));
+    CHECK(refusal_body_is(refusal, expected));
+    payidem_refusal_free(refusal);
+    payidem_error_free(failure);
+
+    /* An error verification never gives: 500, its message not shown. */
+    CHECK(payidem_verifier_new(300, 0, &verifier, &failure) == PAYIDEM_INVALID_ARGUMENT);
+    payidem_error_free(failure);
+    EXPECT_OK(payidem_refusal_new(PAYIDEM_JOURNAL_ERROR, "/var/lib/shop/journal.sqlite3", 0,
+                                  &refusal, &err),
+              err);
+    CHECK(payidem_refusal_status(refusal) == 500);
+    CHECK_STR(payidem_refusal_code(refusal), "internal_error");
+    CHECK(refusal_body_is(refusal, "{\"error\":{\"code\":\"internal_error\",\"message\":"
+                                   "\"the server could not verify this request\"}}"));
+    payidem_refusal_free(refusal);
+
+    payidem_verifier_free(verifier);
+    payidem_signer_free(signer);
+}
+
+static void test_refusal_of_every_verification_code(void) {
+    size_t i;
+    size_t count = 0;
+    for (i = 0; payidem_refusal_verification_code_at(i) != 0; i++) {
+        uint32_t code = payidem_refusal_verification_code_at(i);
+        const char *name = payidem_result_name(code);
+        payidem_refusal *refusal = NULL;
+        payidem_error *err = NULL;
+        uint16_t status;
+        char expected[256];
+        count++;
+        CHECK(name != NULL);
+        if (name == NULL) {
+            continue;
+        }
+        EXPECT_OK(payidem_refusal_new(code, "why \"it\" failed", 7, &refusal, &err), err);
+        status = payidem_refusal_status(refusal);
+        CHECK(status == 400 || status == 401 || status == 409 || status == 503);
+        CHECK_STR(payidem_refusal_code(refusal), name);
+        CHECK_STR(refusal_header(refusal, "Content-Type"), "application/json");
+        CHECK((refusal_header(refusal, "X-Server-Time") != NULL) ==
+              (code == PAYIDEM_TIMESTAMP_OUT_OF_WINDOW));
+        snprintf(expected, sizeof expected,
+                 "{\"error\":{\"code\":\"%s\",\"message\":\"why \\\"it\\\" failed\"}}", name);
+        CHECK(refusal_body_is(refusal, expected));
+        payidem_refusal_free(refusal);
+    }
+    /* The verifier's seven protocol codes and invalid_argument (a bad
+     * Idempotency-Key header). */
+    CHECK(count == 8);
+    CHECK(payidem_refusal_verification_code_at(0) == PAYIDEM_INVALID_ARGUMENT);
+    CHECK(payidem_refusal_verification_code_at(count) == 0);
+    CHECK(payidem_refusal_verification_code_at((size_t)-1) == 0);
+}
+
+static void test_refusal_body_too_large_and_bad_arguments(void) {
+    payidem_refusal *refusal = NULL;
+    payidem_error *err = NULL;
+    const char *name = NULL, *value = NULL;
+    const uint8_t *body = NULL;
+    size_t len = 0;
+    EXPECT_OK(payidem_refusal_body_too_large(1048576u, &refusal, &err), err);
+    CHECK(payidem_refusal_status(refusal) == 413);
+    CHECK_STR(payidem_refusal_code(refusal), "payload_too_large");
+    CHECK(refusal_body_is(refusal, "{\"error\":{\"code\":\"payload_too_large\",\"message\":"
+                                   "\"the body is larger than 1048576 bytes\"}}"));
+
+    EXPECT_ERR(payidem_refusal_header_at(refusal, 1, &name, &value, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "index");
+    EXPECT_ERR(payidem_refusal_header_at(NULL, 0, &name, &value, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "refusal");
+    EXPECT_ERR(payidem_refusal_header_at(refusal, 0, NULL, &value, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "name_out");
+    EXPECT_ERR(payidem_refusal_header_at(refusal, 0, &name, NULL, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "value_out");
+    CHECK(!payidem_refusal_body(refusal, NULL, &len));
+    CHECK(!payidem_refusal_body(refusal, &body, NULL));
+    CHECK(!payidem_refusal_body(NULL, &body, &len));
+    payidem_refusal_free(refusal);
+    refusal = NULL;
+
+    EXPECT_ERR(payidem_refusal_from_error(NULL, &refusal, &err), err, PAYIDEM_INVALID_ARGUMENT,
+               "error");
+    EXPECT_ERR(payidem_refusal_new(PAYIDEM_NONCE_REUSED, "m", 0, NULL, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "refusal_out");
+    EXPECT_ERR(payidem_refusal_new(PAYIDEM_NONCE_REUSED, NULL, 0, &refusal, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "message");
+    EXPECT_ERR(payidem_refusal_new(PAYIDEM_OK, "m", 0, &refusal, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "code");
+    EXPECT_ERR(payidem_refusal_new(99, "m", 0, &refusal, &err), err, PAYIDEM_INVALID_ARGUMENT,
+               "code");
+    EXPECT_ERR(payidem_refusal_body_too_large(1, NULL, &err), err, PAYIDEM_INVALID_ARGUMENT,
+               "refusal_out");
+    CHECK(refusal == NULL);
+    CHECK(payidem_refusal_status(NULL) == 0);
+    CHECK(payidem_refusal_code(NULL) == NULL);
+    CHECK(payidem_refusal_header_count(NULL) == 0);
+    payidem_refusal_free(NULL);
+}
+
+/* ---- end of verification refusals ------------------------------------- */
+
 int main(void) {
     const char *path = getenv("PAYIDEM_VECTORS");
     char *text = read_file(path ? path : "core/tests/vectors/protocol-v1.json");
@@ -1782,6 +1983,10 @@ int main(void) {
     RUN(test_client_defaults_json);
     RUN(test_e2e_get_reads_without_the_journal);
     RUN(test_e2e_purge_settled);
+    /* verification refusals */
+    RUN(test_refusal_of_a_real_verification_failure);
+    RUN(test_refusal_of_every_verification_code);
+    RUN(test_refusal_body_too_large_and_bad_arguments);
     RUN(test_every_reachable_code_was_reached);
 
     mock_stop(&mock_ok);

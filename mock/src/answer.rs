@@ -1,5 +1,6 @@
 //! Answers the mock gives: status, JSON body and headers.
 
+use payidem::protocol::refusal::{self, Refusal};
 use serde_json::json;
 
 /// One HTTP answer, before it is written.
@@ -7,7 +8,8 @@ use serde_json::json;
 pub(crate) struct Answer {
     pub(crate) status: u16,
     pub(crate) body: Vec<u8>,
-    /// Headers besides `Content-Type: application/json` and `Date`.
+    /// Headers besides `Content-Type: application/json`, and besides `Date`
+    /// unless the answer carries its own (the server's clock of a refusal).
     pub(crate) headers: Vec<(&'static str, String)>,
     /// The error code of an error answer, for the stats.
     pub(crate) code: Option<String>,
@@ -42,14 +44,35 @@ impl Answer {
         }
     }
 
-    /// The answer for a payidem error (a verification failure or an invalid
-    /// field), with the status the protocol assigns to its code.
+    /// The answer for a payidem error about a field of the request's payload
+    /// (400 `invalid_request` naming it), with the status the protocol
+    /// assigns to any other code. Verification failures are answered with
+    /// [`Answer::refusal`] instead.
     pub(crate) fn from_payidem(err: &payidem::Error) -> Answer {
         if let Some(field) = err.field() {
             return Answer::invalid(field, err.message());
         }
         let status = err.http_status().unwrap_or(500);
         Answer::error(status, err.code().as_str(), err.message())
+    }
+
+    /// The core's refusal as it is (status, code, body and headers, the
+    /// server's clock headers included): the one definition of what a
+    /// platform answers to a request that failed verification, or whose
+    /// framing or size is refused. `Content-Type` is left to the writer,
+    /// which always sends the same one.
+    pub(crate) fn refusal(refusal: &Refusal) -> Answer {
+        Answer {
+            status: refusal.status(),
+            body: refusal.body().to_vec(),
+            headers: refusal
+                .headers()
+                .iter()
+                .filter(|(name, _)| !name.eq_ignore_ascii_case(refusal::CONTENT_TYPE))
+                .cloned()
+                .collect(),
+            code: Some(refusal.code().to_owned()),
+        }
     }
 
     /// Adds a header.
@@ -74,7 +97,23 @@ mod tests {
         assert_eq!(a.status, 400);
         let v: serde_json::Value = serde_json::from_slice(&a.body).unwrap();
         assert_eq!(v["error"]["field"], "order_id");
-        let e = payidem::Error::new(payidem::ErrorCode::NonceReused, "again");
-        assert_eq!(Answer::from_payidem(&e).status, 409);
+    }
+
+    #[test]
+    fn a_refusal_is_answered_as_the_core_builds_it() {
+        let e = payidem::Error::new(payidem::ErrorCode::TimestampOutOfWindow, "late")
+            .with_server_time(1_000);
+        let refusal = Refusal::for_error(&e);
+        let a = Answer::refusal(&refusal);
+        assert_eq!(a.status, 401);
+        assert_eq!(a.body, refusal.body());
+        assert_eq!(a.code.as_deref(), Some("timestamp_out_of_window"));
+        assert_eq!(
+            a.headers,
+            [
+                ("X-Server-Time", "1000".to_owned()),
+                ("Date", "Thu, 01 Jan 1970 00:16:40 GMT".to_owned())
+            ]
+        );
     }
 }

@@ -6,8 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use payidem::protocol::{IncomingRequest, Verifier};
-use payidem::ErrorCode;
+use payidem::protocol::{IncomingRequest, Refusal, Verifier};
 use serde_json::json;
 
 use crate::answer::Answer;
@@ -201,14 +200,7 @@ pub(crate) fn process(shared: &Shared, req: &Incoming<'_>) -> Outcome {
     };
     let verified = match shared.verifier.verify(&incoming, now) {
         Ok(v) => v,
-        Err(e) => {
-            let mut answer = Answer::from_payidem(&e);
-            if e.code() == ErrorCode::TimestampOutOfWindow {
-                answer =
-                    answer.with_header("X-Server-Time", e.server_time().unwrap_or(now).to_string());
-            }
-            return Outcome::answer(label, answer);
-        }
+        Err(e) => return Outcome::answer(label, Answer::refusal(&Refusal::for_error(&e))),
     };
 
     match &route {

@@ -43,7 +43,9 @@ pub(crate) enum Refusal {
 impl Refusal {
     pub(crate) fn answer(&self) -> Answer {
         match self {
-            Refusal::BadRequest(why) => Answer::error(400, "bad_request", *why),
+            Refusal::BadRequest(why) => {
+                Answer::refusal(&payidem::protocol::Refusal::bad_request(why))
+            }
             Refusal::HeadersTooLarge => Answer::error(
                 431,
                 "request_header_fields_too_large",
@@ -51,10 +53,8 @@ impl Refusal {
                     "the request head is limited to {MAX_HEAD_BYTES} bytes and {MAX_HEADERS} fields"
                 ),
             ),
-            Refusal::BodyTooLarge { .. } => Answer::error(
-                413,
-                "payload_too_large",
-                format!("the body is larger than {MAX_BODY_BYTES} bytes"),
+            Refusal::BodyTooLarge { .. } => Answer::refusal(
+                &payidem::protocol::Refusal::body_too_large(MAX_BODY_BYTES as u64),
             ),
         }
     }
@@ -378,16 +378,24 @@ fn reason(status: u16) -> &'static str {
 pub(crate) const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 
 /// `answer` as bytes on the wire, with `Content-Type: application/json`,
-/// `Date`, `Content-Length` and, when `close`, `Connection: close`.
+/// `Date` (`date`, unless the answer carries its own), `Content-Length`
+/// and, when `close`, `Connection: close`.
 pub(crate) fn serialize(answer: &Answer, date: &str, close: bool) -> Vec<u8> {
     let mut head = String::with_capacity(256);
     let _ = write!(
         head,
-        "HTTP/1.1 {} {}\r\nContent-Type: application/json\r\nDate: {date}\r\nContent-Length: {}\r\n",
+        "HTTP/1.1 {} {}\r\nContent-Type: application/json\r\n",
         answer.status,
         reason(answer.status),
-        answer.body.len()
     );
+    if !answer
+        .headers
+        .iter()
+        .any(|(n, _)| n.eq_ignore_ascii_case("date"))
+    {
+        let _ = write!(head, "Date: {date}\r\n");
+    }
+    let _ = write!(head, "Content-Length: {}\r\n", answer.body.len());
     for (name, value) in &answer.headers {
         let framing = ["connection", "content-length", "transfer-encoding"];
         if framing.iter().any(|f| name.eq_ignore_ascii_case(f))
@@ -486,5 +494,20 @@ mod tests {
         let text = String::from_utf8(out).unwrap();
         assert!(text.starts_with("HTTP/1.1 404 Not Found\r\n"));
         assert!(text.contains("Connection: close\r\n\r\n{"));
+    }
+
+    #[test]
+    fn a_refusal_sends_its_own_date_only() {
+        let e = payidem::Error::new(payidem::ErrorCode::TimestampOutOfWindow, "late")
+            .with_server_time(1_000);
+        let answer = Answer::refusal(&payidem::protocol::Refusal::for_error(&e));
+        let text = String::from_utf8(serialize(&answer, "NOW", false)).unwrap();
+        assert_eq!(text.matches("Date: ").count(), 1, "{text}");
+        assert!(text.contains("Date: Thu, 01 Jan 1970 00:16:40 GMT\r\n"));
+        assert!(text.contains("X-Server-Time: 1000\r\n"));
+        assert_eq!(text.matches("Content-Type: ").count(), 1, "{text}");
+        let plain =
+            String::from_utf8(serialize(&Answer::error(404, "x", "y"), "NOW", false)).unwrap();
+        assert!(plain.contains("Date: NOW\r\n"));
     }
 }

@@ -8,12 +8,14 @@ pub mod fields;
 pub mod headers;
 pub mod nonce;
 mod nonce_cache;
+pub mod refusal;
 mod secret;
 pub mod signer;
 pub mod verifier;
 
 pub use canonical::{body_sha256_hex, canonical_string, CanonicalParts};
 pub use nonce::{Nonce, NonceSource, OsNonceSource};
+pub use refusal::Refusal;
 pub use signer::{FrozenRequest, Signature, SignedAttempt, Signer};
 pub use verifier::{
     IncomingRequest, Verified, Verifier, VerifierConfig, DEFAULT_NONCE_CAPACITY_TOTAL,

@@ -1,12 +1,16 @@
 //! Platform-side verification of signed requests.
 
-use std::ffi::c_char;
+use std::ffi::{c_char, CStr, CString};
+use std::ptr;
 use std::sync::{PoisonError, RwLock};
 
-use payidem::protocol::{IncomingRequest, Verifier, VerifierConfig};
+use payidem::protocol::{IncomingRequest, Refusal, Verifier, VerifierConfig};
+use payidem::{Error, ErrorCode};
 
 use crate::boundary::{guard, guard_value};
-use crate::error::{payidem_error, FfiError};
+use crate::error::{
+    payidem_error, payidem_error_code, payidem_error_message, payidem_error_server_time, FfiError,
+};
 use crate::headers::{payidem_header, read_headers};
 use crate::result::payidem_result;
 use crate::signing::{
@@ -258,6 +262,8 @@ unsafe fn verify_impl(
 /// `*http_status_out` (when given) receives the status to answer with: 200
 /// on success, the error's status otherwise (401, 409, 503, 400; 500 for an
 /// internal error), so a server can answer without inspecting the error.
+/// `payidem_refusal_from_error` builds the whole answer (status, headers and
+/// body) from the error.
 ///
 /// Ownership: every input is only read.
 /// NULL: `verifier`, `method` and `path` must not be NULL; `headers` may be
@@ -405,5 +411,386 @@ pub unsafe extern "C" fn payidem_verifier_set_nonce_capacity_total(
 pub unsafe extern "C" fn payidem_verifier_free(verifier: *mut payidem_verifier) {
     if !verifier.is_null() {
         guard_value((), || drop(Box::from_raw(verifier)));
+    }
+}
+
+/// The HTTP answer that refuses a request which failed verification (or
+/// whose body is too large): status, headers and the exact body
+/// `{"error":{"code":"...","message":"..."}}`. The core builds it; the mock,
+/// the Go middleware and the Python WSGI middleware send the same bytes.
+///
+/// Read-only once made: any number of threads may read it at once; free it
+/// once, with `payidem_refusal_free`, when no other thread uses it.
+pub struct payidem_refusal {
+    status: u16,
+    code: CString,
+    headers: Vec<(CString, CString)>,
+    body: Vec<u8>,
+}
+
+impl payidem_refusal {
+    fn new(refusal: &Refusal) -> payidem_refusal {
+        let c = |s: &str| CString::new(s).expect("refusal headers and codes hold no NUL");
+        payidem_refusal {
+            status: refusal.status(),
+            code: c(refusal.code()),
+            headers: refusal
+                .headers()
+                .iter()
+                .map(|(name, value)| (c(name), c(value)))
+                .collect(),
+            body: refusal.body().to_vec(),
+        }
+    }
+
+    fn boxed(refusal: &Refusal) -> *mut payidem_refusal {
+        Box::into_raw(Box::new(payidem_refusal::new(refusal)))
+    }
+}
+
+/// The result number of the verification code at `index` (0-based, in
+/// number order), or 0 (`PAYIDEM_OK`) past the last one: exactly the codes
+/// `payidem_verifier_verify` fails with (`PAYIDEM_INVALID_ARGUMENT`,
+/// `PAYIDEM_MISSING_SIGNATURE`, ..., `PAYIDEM_IDEMPOTENCY_KEY_REQUIRED`),
+/// each refused with its own status. Lets a binding test every one.
+///
+/// Ownership: nothing to free.
+/// NULL: never takes a pointer.
+/// Threads: safe from any thread.
+/// Errors: none.
+#[no_mangle]
+pub extern "C" fn payidem_refusal_verification_code_at(index: usize) -> u32 {
+    Refusal::VERIFICATION_CODES
+        .get(index)
+        .map_or(0, |code| code.number())
+}
+
+/// Builds the answer to a request whose verification failed with `error`
+/// (as `payidem_verifier_verify` gave it): its status (401, 409, 503 or
+/// 400), `Content-Type: application/json`, for
+/// `PAYIDEM_TIMESTAMP_OUT_OF_WINDOW` the server's clock as `X-Server-Time`
+/// and `Date`, and the body with the error's code and message. An error that
+/// verification never gives is a failure of the server: 500
+/// `internal_error`, whose message shows nothing of it.
+///
+/// Ownership: `error` is only read (free it as usual); on success
+/// `*refusal_out` receives a new refusal the caller frees with
+/// `payidem_refusal_free`.
+/// NULL: `error` and `refusal_out` must not be NULL; `err_out` may be NULL.
+/// Threads: safe from any thread; `error` must not be freed meanwhile.
+/// Errors: `PAYIDEM_INVALID_ARGUMENT` naming `error` or `refusal_out`.
+#[no_mangle]
+pub unsafe extern "C" fn payidem_refusal_from_error(
+    error: *const payidem_error,
+    refusal_out: *mut *mut payidem_refusal,
+    err_out: *mut *mut payidem_error,
+) -> payidem_result {
+    guard(err_out, || {
+        let slot = out(refusal_out, "refusal_out")?;
+        let error = handle(error, "error")?;
+        let code = payidem_error_code(error).error_code();
+        let message = CStr::from_ptr(payidem_error_message(error)).to_string_lossy();
+        let mut core = Error::new(code.unwrap_or(ErrorCode::Internal), message);
+        let mut server_time = 0u64;
+        if payidem_error_server_time(error, &mut server_time) {
+            core = core.with_server_time(server_time);
+        }
+        slot.write(payidem_refusal::boxed(&Refusal::for_error(&core)));
+        Ok(())
+    })
+}
+
+/// Builds the refusal for a verification failure given by its parts, for a
+/// binding that keeps an error's fields rather than the `payidem_error`:
+/// `code` is a result number (`PAYIDEM_NONCE_REUSED`, ...), `message` the
+/// error's message, and `server_time` (Unix seconds) the server's clock,
+/// used only by `PAYIDEM_TIMESTAMP_OUT_OF_WINDOW`. The same answer as
+/// `payidem_refusal_from_error` for an error with these parts.
+///
+/// Ownership: inputs are only read; on success `*refusal_out` receives a new
+/// refusal the caller frees with `payidem_refusal_free`.
+/// NULL: `message` and `refusal_out` must not be NULL; `err_out` may be NULL.
+/// Threads: safe from any thread.
+/// Errors: `PAYIDEM_INVALID_ARGUMENT` naming `code` (0, or a number that is
+/// no code), `message` or `refusal_out`.
+#[no_mangle]
+pub unsafe extern "C" fn payidem_refusal_new(
+    code: u32,
+    message: *const c_char,
+    server_time: u64,
+    refusal_out: *mut *mut payidem_refusal,
+    err_out: *mut *mut payidem_error,
+) -> payidem_result {
+    guard(err_out, || {
+        let slot = out(refusal_out, "refusal_out")?;
+        let result = payidem_result::from_number(code)
+            .filter(|r| *r != payidem_result::PAYIDEM_OK)
+            .ok_or_else(|| FfiError::invalid("code", format!("{code} is no error code")))?;
+        let message = req_str(message, "message")?;
+        let core = Error::new(result.error_code().unwrap_or(ErrorCode::Internal), message)
+            .with_server_time(server_time);
+        slot.write(payidem_refusal::boxed(&Refusal::for_error(&core)));
+        Ok(())
+    })
+}
+
+/// Builds the 413 `payload_too_large` refusal for a body over a server's
+/// limit of `limit_bytes`, which was neither read nor verified.
+///
+/// Ownership: on success `*refusal_out` receives a new refusal the caller
+/// frees with `payidem_refusal_free`.
+/// NULL: `refusal_out` must not be NULL; `err_out` may be NULL.
+/// Threads: safe from any thread.
+/// Errors: `PAYIDEM_INVALID_ARGUMENT` naming `refusal_out`.
+#[no_mangle]
+pub unsafe extern "C" fn payidem_refusal_body_too_large(
+    limit_bytes: u64,
+    refusal_out: *mut *mut payidem_refusal,
+    err_out: *mut *mut payidem_error,
+) -> payidem_result {
+    guard(err_out, || {
+        let slot = out(refusal_out, "refusal_out")?;
+        slot.write(payidem_refusal::boxed(&Refusal::body_too_large(
+            limit_bytes,
+        )));
+        Ok(())
+    })
+}
+
+/// The HTTP status to answer with; 0 for a NULL refusal.
+///
+/// Ownership: borrows `refusal`.
+/// NULL: `refusal` may be NULL, giving 0.
+/// Threads: read-only; not while another thread frees `refusal`.
+/// Errors: none.
+#[no_mangle]
+pub unsafe extern "C" fn payidem_refusal_status(refusal: *const payidem_refusal) -> u16 {
+    guard_value(0, || refusal.as_ref().map_or(0, |r| r.status))
+}
+
+/// The error code the body carries (e.g. `"nonce_reused"`,
+/// `"payload_too_large"`), for logs and metrics; NULL for a NULL refusal.
+///
+/// Ownership: borrowed from `refusal`, valid until
+/// `payidem_refusal_free(refusal)`.
+/// NULL: `refusal` may be NULL, giving NULL.
+/// Threads: read-only; not while another thread frees `refusal`.
+/// Errors: none.
+#[no_mangle]
+pub unsafe extern "C" fn payidem_refusal_code(refusal: *const payidem_refusal) -> *const c_char {
+    guard_value(ptr::null(), || {
+        refusal.as_ref().map_or(ptr::null(), |r| r.code.as_ptr())
+    })
+}
+
+/// How many headers to send (besides framing ones such as
+/// `Content-Length`); 0 for a NULL refusal.
+///
+/// Ownership: borrows `refusal`.
+/// NULL: `refusal` may be NULL, giving 0.
+/// Threads: read-only; not while another thread frees `refusal`.
+/// Errors: none.
+#[no_mangle]
+pub unsafe extern "C" fn payidem_refusal_header_count(refusal: *const payidem_refusal) -> usize {
+    guard_value(0, || refusal.as_ref().map_or(0, |r| r.headers.len()))
+}
+
+/// The header at `index` (0-based): `Content-Type` first, then for
+/// `timestamp_out_of_window` `X-Server-Time` and `Date`. A server that adds
+/// its own `Date` to every answer must not add it to one that has this one.
+///
+/// Ownership: `*name_out` and `*value_out` are borrowed from `refusal`,
+/// valid until `payidem_refusal_free(refusal)`.
+/// NULL: `refusal`, `name_out` and `value_out` must not be NULL; `err_out`
+/// may be NULL.
+/// Threads: read-only; not while another thread frees `refusal`.
+/// Errors: `PAYIDEM_INVALID_ARGUMENT` naming `refusal`, `index` (out of
+/// range), `name_out` or `value_out`.
+#[no_mangle]
+pub unsafe extern "C" fn payidem_refusal_header_at(
+    refusal: *const payidem_refusal,
+    index: usize,
+    name_out: *mut *const c_char,
+    value_out: *mut *const c_char,
+    err_out: *mut *mut payidem_error,
+) -> payidem_result {
+    guard(err_out, || {
+        let refusal = handle(refusal, "refusal")?;
+        let name_slot = out(name_out, "name_out")?;
+        let value_slot = out(value_out, "value_out")?;
+        let (name, value) = refusal.headers.get(index).ok_or_else(|| {
+            FfiError::invalid(
+                "index",
+                format!(
+                    "is {index}; the refusal has {} headers",
+                    refusal.headers.len()
+                ),
+            )
+        })?;
+        name_slot.write(name.as_ptr());
+        value_slot.write(value.as_ptr());
+        Ok(())
+    })
+}
+
+/// The body to send: sets `*body_out` and `*len_out` (UTF-8 JSON, not
+/// NUL-terminated) and returns true; returns false and leaves them untouched
+/// for NULL arguments.
+///
+/// Ownership: the bytes are borrowed from `refusal`, valid until
+/// `payidem_refusal_free(refusal)`.
+/// NULL: none of the arguments may be NULL (false).
+/// Threads: read-only; not while another thread frees `refusal`.
+/// Errors: none.
+#[no_mangle]
+pub unsafe extern "C" fn payidem_refusal_body(
+    refusal: *const payidem_refusal,
+    body_out: *mut *const u8,
+    len_out: *mut usize,
+) -> bool {
+    guard_value(false, || match refusal.as_ref() {
+        Some(r) if !body_out.is_null() && !len_out.is_null() => {
+            body_out.write(r.body.as_ptr());
+            len_out.write(r.body.len());
+            true
+        }
+        _ => false,
+    })
+}
+
+/// Frees a refusal.
+///
+/// Ownership: takes `refusal`; every string and buffer borrowed from it dies.
+/// NULL: `refusal` may be NULL (nothing happens).
+/// Anything else must be a live handle of this type from this library:
+/// freeing it twice, using it after this call, or passing a handle of
+/// another type is undefined behaviour, and is not detected.
+/// Threads: no other thread may be using `refusal`; free it once.
+/// Errors: none.
+#[no_mangle]
+pub unsafe extern "C" fn payidem_refusal_free(refusal: *mut payidem_refusal) {
+    if !refusal.is_null() {
+        guard_value((), || drop(Box::from_raw(refusal)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::{payidem_error_field, payidem_error_free};
+
+    unsafe fn parts(r: *const payidem_refusal) -> (u16, String, Vec<(String, String)>, Vec<u8>) {
+        let text = |p: *const c_char| CStr::from_ptr(p).to_str().unwrap().to_owned();
+        let mut headers = Vec::new();
+        for i in 0..payidem_refusal_header_count(r) {
+            let (mut n, mut v) = (ptr::null(), ptr::null());
+            let rc = payidem_refusal_header_at(r, i, &mut n, &mut v, ptr::null_mut());
+            assert_eq!(rc, payidem_result::PAYIDEM_OK);
+            headers.push((text(n), text(v)));
+        }
+        let (mut body, mut len) = (ptr::null(), 0usize);
+        assert!(payidem_refusal_body(r, &mut body, &mut len));
+        let body = std::slice::from_raw_parts(body, len).to_vec();
+        (
+            payidem_refusal_status(r),
+            text(payidem_refusal_code(r)),
+            headers,
+            body,
+        )
+    }
+
+    fn core_parts(r: &Refusal) -> (u16, String, Vec<(String, String)>, Vec<u8>) {
+        (
+            r.status(),
+            r.code().to_owned(),
+            r.headers()
+                .iter()
+                .map(|(n, v)| ((*n).to_owned(), v.clone()))
+                .collect(),
+            r.body().to_vec(),
+        )
+    }
+
+    #[test]
+    fn from_error_and_new_give_the_cores_refusal() {
+        unsafe {
+            for code in ErrorCode::ALL {
+                let core = Error::new(code, "m \"x\"").with_server_time(1_000);
+                let error =
+                    Box::into_raw(Box::new(payidem_error::from(FfiError::from(core.clone()))));
+                let mut from_error = ptr::null_mut();
+                let rc = payidem_refusal_from_error(error, &mut from_error, ptr::null_mut());
+                assert_eq!(rc, payidem_result::PAYIDEM_OK);
+                let mut from_parts = ptr::null_mut();
+                let rc = payidem_refusal_new(
+                    code.number(),
+                    c"m \"x\"".as_ptr(),
+                    1_000,
+                    &mut from_parts,
+                    ptr::null_mut(),
+                );
+                assert_eq!(rc, payidem_result::PAYIDEM_OK);
+                let expected = core_parts(&Refusal::for_error(&core));
+                assert_eq!(parts(from_error), expected, "{code}");
+                assert_eq!(parts(from_parts), expected, "{code}");
+                payidem_refusal_free(from_error);
+                payidem_refusal_free(from_parts);
+                payidem_error_free(error);
+            }
+        }
+    }
+
+    #[test]
+    fn the_code_list_is_the_cores() {
+        let listed: Vec<u32> = (0..)
+            .map(|i| payidem_refusal_verification_code_at(i))
+            .take_while(|n| *n != 0)
+            .collect();
+        let core: Vec<u32> = Refusal::VERIFICATION_CODES
+            .iter()
+            .map(|c| c.number())
+            .collect();
+        assert_eq!(listed, core);
+    }
+
+    #[test]
+    fn bad_arguments_are_named() {
+        unsafe {
+            let field = |rc: payidem_result, err: *mut payidem_error| {
+                assert_eq!(rc, payidem_result::PAYIDEM_INVALID_ARGUMENT);
+                let name = CStr::from_ptr(payidem_error_field(err))
+                    .to_str()
+                    .unwrap()
+                    .to_owned();
+                payidem_error_free(err);
+                name
+            };
+            let mut r = ptr::null_mut();
+            let mut err = ptr::null_mut();
+            let rc = payidem_refusal_from_error(ptr::null(), &mut r, &mut err);
+            assert_eq!(field(rc, err), "error");
+            let rc = payidem_refusal_new(0, c"m".as_ptr(), 0, &mut r, &mut err);
+            assert_eq!(field(rc, err), "code");
+            let rc = payidem_refusal_new(99, c"m".as_ptr(), 0, &mut r, &mut err);
+            assert_eq!(field(rc, err), "code");
+            let rc = payidem_refusal_new(13, ptr::null(), 0, &mut r, &mut err);
+            assert_eq!(field(rc, err), "message");
+            let rc = payidem_refusal_new(13, c"m".as_ptr(), 0, ptr::null_mut(), &mut err);
+            assert_eq!(field(rc, err), "refusal_out");
+            let rc = payidem_refusal_body_too_large(1, ptr::null_mut(), &mut err);
+            assert_eq!(field(rc, err), "refusal_out");
+            assert!(r.is_null(), "no output on failure");
+            let rc = payidem_refusal_body_too_large(10, &mut r, ptr::null_mut());
+            assert_eq!(rc, payidem_result::PAYIDEM_OK);
+            let (mut n, mut v) = (ptr::null(), ptr::null());
+            let rc = payidem_refusal_header_at(r, 1, &mut n, &mut v, &mut err);
+            assert_eq!(field(rc, err), "index");
+            assert_eq!(parts(r), core_parts(&Refusal::body_too_large(10)));
+            payidem_refusal_free(r);
+            assert_eq!(payidem_refusal_status(ptr::null()), 0);
+            assert!(payidem_refusal_code(ptr::null()).is_null());
+            assert_eq!(payidem_refusal_header_count(ptr::null()), 0);
+            payidem_refusal_free(ptr::null_mut());
+        }
     }
 }

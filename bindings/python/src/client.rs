@@ -9,14 +9,15 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
+use payidem::journal::OperationState;
+
 use payidem::client::{AttemptEvent, RetryBudgetConfig};
 use payidem::journal::{OperationRecord, StoredResponse};
-use payidem::policy::RetryPolicy;
 use payidem::{CallOptions, ClientConfig, JournalChoice, OperationSpec, Outcome};
 
 use crate::convert::{field, optional_field, optional_path_field, seconds, whole};
 use crate::errors::{raise, to_pyerr};
-use crate::events::PyAttemptEvent;
+use crate::events;
 
 /// `(status, headers, body, replayed)`.
 type ResponseTuple<'py> = (u16, Vec<(String, String)>, Bound<'py, PyBytes>, bool);
@@ -83,8 +84,8 @@ fn status_tuple(record: OperationRecord) -> StatusTuple {
 fn event_hook(callback: Py<PyAny>) -> payidem::client::EventHook {
     Arc::new(move |event: &AttemptEvent| {
         Python::attach(|py| {
-            let called = Py::new(py, PyAttemptEvent::from(event))
-                .and_then(|e| callback.call1(py, (e,)).map(drop));
+            let called =
+                events::to_python(py, event).and_then(|e| callback.call1(py, (e,)).map(drop));
             if let Err(err) = called {
                 log_hook_failure(py, err);
             }
@@ -202,6 +203,35 @@ pub(crate) fn default_journal_path(py: Python<'_>) -> PyResult<std::ffi::OsStrin
     raise(py, payidem::journal::default_journal_path()).map(PathBuf::into_os_string)
 }
 
+/// The core's default settings of a client (`ClientConfig::new`), by the
+/// Python keyword that sets each: durations in seconds, counts as ints,
+/// flags as bools. `payidem.Client` takes its keyword defaults from here, so
+/// no default is written twice.
+#[pyfunction]
+pub(crate) fn client_defaults(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let c = ClientConfig::new(String::new(), String::new());
+    let d = PyDict::new(py);
+    d.set_item("connect_timeout", c.connect_timeout.as_secs_f64())?;
+    d.set_item("request_timeout", c.request_timeout.as_secs_f64())?;
+    d.set_item("max_attempts", c.retry.max_attempts)?;
+    d.set_item("backoff_base", c.retry.base.as_secs_f64())?;
+    d.set_item("backoff_cap", c.retry.cap.as_secs_f64())?;
+    d.set_item("deadline", c.retry.deadline.as_secs_f64())?;
+    d.set_item("key_retention", c.key_retention.as_secs_f64())?;
+    d.set_item("settled_retention", c.settled_retention.as_secs_f64())?;
+    d.set_item("retry_budget", c.retry_budget.capacity)?;
+    d.set_item("allow_insecure_http", c.allow_insecure_http)?;
+    d.set_item("proxy_from_env", c.proxy_from_env)?;
+    d.set_item("max_clock_offset", c.max_clock_offset.as_secs_f64())?;
+    Ok(d)
+}
+
+/// The stable names of every journal state (`payidem.OperationState`), in
+/// the core's order.
+pub(crate) fn operation_states() -> Vec<&'static str> {
+    OperationState::ALL.iter().map(|s| s.as_str()).collect()
+}
+
 fn optional_seconds(
     py: Python<'_>,
     field: &'static str,
@@ -212,61 +242,90 @@ fn optional_seconds(
 
 #[pymethods]
 impl NativeClient {
+    /// Every option left `None` keeps the core's default
+    /// (`ClientConfig::new`); `payidem.Client` passes them all.
     #[new]
-    #[pyo3(signature = (base_url, key_id, secret, *, journal, connect_timeout, request_timeout, max_attempts, backoff_base, backoff_cap, deadline, key_retention, settled_retention, retry_budget, on_attempt, allow_insecure_http=false, proxy=None, proxy_from_env=false, ca_bundle=None, client_cert=None, client_key=None, max_clock_offset=600.0))]
+    #[pyo3(signature = (base_url, key_id, secret, *, journal=None, connect_timeout=None, request_timeout=None, max_attempts=None, backoff_base=None, backoff_cap=None, deadline=None, key_retention=None, settled_retention=None, retry_budget=None, on_attempt=None, allow_insecure_http=None, proxy=None, proxy_from_env=None, ca_bundle=None, client_cert=None, client_key=None, max_clock_offset=None))]
     fn new(
         py: Python<'_>,
         #[pyo3(from_py_with = field::base_url)] base_url: String,
         #[pyo3(from_py_with = field::key_id)] key_id: String,
         secret: &[u8],
         #[pyo3(from_py_with = optional_path_field::journal)] journal: Option<PathBuf>,
-        connect_timeout: f64,
-        request_timeout: f64,
-        max_attempts: i128,
-        backoff_base: f64,
-        backoff_cap: f64,
-        deadline: f64,
-        key_retention: f64,
-        settled_retention: f64,
-        retry_budget: i128,
+        connect_timeout: Option<f64>,
+        request_timeout: Option<f64>,
+        max_attempts: Option<i128>,
+        backoff_base: Option<f64>,
+        backoff_cap: Option<f64>,
+        deadline: Option<f64>,
+        key_retention: Option<f64>,
+        settled_retention: Option<f64>,
+        retry_budget: Option<i128>,
         on_attempt: Option<Py<PyAny>>,
-        allow_insecure_http: bool,
+        allow_insecure_http: Option<bool>,
         #[pyo3(from_py_with = optional_field::proxy)] proxy: Option<String>,
-        proxy_from_env: bool,
+        proxy_from_env: Option<bool>,
         #[pyo3(from_py_with = optional_path_field::ca_bundle)] ca_bundle: Option<PathBuf>,
         #[pyo3(from_py_with = optional_path_field::client_cert)] client_cert: Option<PathBuf>,
         #[pyo3(from_py_with = optional_path_field::client_key)] client_key: Option<PathBuf>,
-        max_clock_offset: f64,
+        max_clock_offset: Option<f64>,
     ) -> PyResult<NativeClient> {
         let mut config = ClientConfig::new(base_url, key_id.clone());
+        let secs = |field: &'static str, value: Option<f64>, default: &mut Duration| {
+            if let Some(d) = optional_seconds(py, field, value)? {
+                *default = d;
+            }
+            PyResult::Ok(())
+        };
         config.journal = journal_choice(journal);
-        config.connect_timeout = seconds(py, "connect_timeout", connect_timeout)?;
-        config.request_timeout = seconds(py, "request_timeout", request_timeout)?;
-        config.retry = RetryPolicy {
-            base: seconds(py, "backoff_base", backoff_base)?,
-            cap: seconds(py, "backoff_cap", backoff_cap)?,
-            max_attempts: whole(py, "max_attempts", max_attempts, u64::from(u32::MAX))? as u32,
-            deadline: seconds(py, "deadline", deadline)?,
+        secs(
+            "connect_timeout",
+            connect_timeout,
+            &mut config.connect_timeout,
+        )?;
+        secs(
+            "request_timeout",
+            request_timeout,
+            &mut config.request_timeout,
+        )?;
+        secs("backoff_base", backoff_base, &mut config.retry.base)?;
+        secs("backoff_cap", backoff_cap, &mut config.retry.cap)?;
+        secs("deadline", deadline, &mut config.retry.deadline)?;
+        secs("key_retention", key_retention, &mut config.key_retention)?;
+        secs(
+            "settled_retention",
+            settled_retention,
+            &mut config.settled_retention,
+        )?;
+        let count = |field: &'static str, value: i128| {
+            whole(py, field, value, u64::from(u32::MAX)).map(|n| n as u32)
         };
-        config.key_retention = seconds(py, "key_retention", key_retention)?;
-        config.settled_retention = seconds(py, "settled_retention", settled_retention)?;
-        config.retry_budget = RetryBudgetConfig {
-            capacity: whole(py, "retry_budget", retry_budget, u64::from(u32::MAX))? as u32,
-            ..RetryBudgetConfig::default()
-        };
-        config.allow_insecure_http = allow_insecure_http;
+        if let Some(n) = max_attempts {
+            config.retry.max_attempts = count("max_attempts", n)?;
+        }
+        if let Some(n) = retry_budget {
+            config.retry_budget = RetryBudgetConfig {
+                capacity: count("retry_budget", n)?,
+                ..config.retry_budget
+            };
+        }
+        if let Some(flag) = allow_insecure_http {
+            config.allow_insecure_http = flag;
+        }
         config.proxy = proxy.filter(|p| !p.is_empty());
-        config.proxy_from_env = proxy_from_env;
+        if let Some(flag) = proxy_from_env {
+            config.proxy_from_env = flag;
+        }
         let path = |p: Option<PathBuf>| p.filter(|p| !p.as_os_str().is_empty());
         config.ca_bundle = path(ca_bundle);
         config.client_cert = path(client_cert);
         config.client_key = path(client_key);
         // 0 is allowed here: the clock is then never adjusted.
-        config.max_clock_offset = if max_clock_offset == 0.0 {
-            Duration::ZERO
-        } else {
-            seconds(py, "max_clock_offset", max_clock_offset)?
-        };
+        match max_clock_offset {
+            None => {}
+            Some(0.0) => config.max_clock_offset = Duration::ZERO,
+            Some(s) => config.max_clock_offset = seconds(py, "max_clock_offset", s)?,
+        }
         let client = raise(py, py.detach(|| payidem::Client::new(config, secret)))?;
         let client = match on_attempt {
             Some(callback) if !callback.is_none(py) => client.with_event_hook(event_hook(callback)),

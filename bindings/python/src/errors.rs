@@ -36,10 +36,14 @@ fn build<'py>(py: Python<'py>, error: &Error) -> PyResult<Bound<'py, PyAny>> {
     factory.call((error.code().as_str(), error.message()), Some(&context))
 }
 
-/// Every stable code the core defines, in number order, for the Python side
-/// to prove that it has a class for each.
-pub(crate) fn all_codes() -> Vec<&'static str> {
-    ErrorCode::ALL.iter().map(|c| c.as_str()).collect()
+/// Every stable code the core defines, in number order, as `(number, name,
+/// http_status, final)`: `payidem.errors` builds its class table from it and
+/// refuses to import when a class is missing or extra.
+pub(crate) fn error_codes() -> Vec<(u32, &'static str, Option<u16>, bool)> {
+    ErrorCode::ALL
+        .iter()
+        .map(|c| (c.number(), c.as_str(), c.http_status(), c.is_final()))
+        .collect()
 }
 
 /// An `invalid_argument` error raised from the binding itself (a Python value

@@ -1,83 +1,73 @@
 //! `AttemptEvent`: what one attempt did, for logs and metrics.
+//!
+//! The event is the frozen dataclass `payidem._types.AttemptEvent` (so that
+//! users can build, compare, copy and pickle events in their own tests); this
+//! module fills it from the core's event and gives Python the core's names
+//! of attempt kinds and next actions.
 
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyDict;
 
 use payidem::client::AttemptEvent;
+use payidem::operation::{AttemptKind, NextAction};
 
-use crate::convert::repr_opt;
+static EVENT_CLASS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
-/// What happened in one attempt. Holds no secret and no body.
-#[pyclass(frozen, module = "payidem._native", name = "AttemptEvent")]
-pub(crate) struct PyAttemptEvent {
-    /// The operation's order id.
-    #[pyo3(get)]
-    order_id: String,
-    /// The operation's idempotency key.
-    #[pyo3(get)]
-    idempotency_key: String,
-    /// The attempt's number over every call of the operation (1 = first).
-    #[pyo3(get)]
-    attempt: u32,
-    /// `"operation"` (the operation's own request) or `"status_query"`.
-    #[pyo3(get)]
-    kind: &'static str,
-    /// What the client does next: `settle`, `retry_now`, `retry_later`,
-    /// `adjust_clock`, `query_status`, `query_later` or `give_up`.
-    #[pyo3(get)]
-    next: &'static str,
-    /// Seconds waited before the next attempt, if any.
-    #[pyo3(get)]
-    wait: Option<f64>,
-    /// The HTTP status, if a response came.
-    #[pyo3(get)]
-    status: Option<u16>,
-    /// The response's error code, if any.
-    #[pyo3(get)]
-    error_code: Option<String>,
-    /// The transport failure, if no response came.
-    #[pyo3(get)]
-    transport_error: Option<String>,
-    /// Whether the platform replayed a stored answer.
-    #[pyo3(get)]
-    replayed: bool,
-    /// Seconds the attempt took.
-    #[pyo3(get)]
-    duration: f64,
+/// Every attempt kind of the core, in declaration order.
+const ATTEMPT_KINDS: [AttemptKind; 2] = [AttemptKind::Operation, AttemptKind::StatusQuery];
+
+// The compiler refuses a core that gained a kind `ATTEMPT_KINDS` lacks.
+const _: fn(AttemptKind) = |kind| match kind {
+    AttemptKind::Operation | AttemptKind::StatusQuery => (),
+};
+
+/// Every next action of the core, in declaration order.
+const NEXT_ACTIONS: [NextAction; 7] = [
+    NextAction::Settle,
+    NextAction::RetryNow,
+    NextAction::RetryLater,
+    NextAction::AdjustClock,
+    NextAction::QueryStatus,
+    NextAction::QueryLater,
+    NextAction::GiveUp,
+];
+
+// The compiler refuses a core that gained an action `NEXT_ACTIONS` lacks.
+const _: fn(NextAction) = |next| match next {
+    NextAction::Settle
+    | NextAction::RetryNow
+    | NextAction::RetryLater
+    | NextAction::AdjustClock
+    | NextAction::QueryStatus
+    | NextAction::QueryLater
+    | NextAction::GiveUp => (),
+};
+
+/// The stable names of every attempt kind (`payidem.AttemptKind`).
+pub(crate) fn attempt_kinds() -> Vec<&'static str> {
+    ATTEMPT_KINDS.iter().map(|k| k.as_str()).collect()
 }
 
-impl From<&AttemptEvent> for PyAttemptEvent {
-    fn from(e: &AttemptEvent) -> Self {
-        PyAttemptEvent {
-            order_id: e.order_id.clone(),
-            idempotency_key: e.idempotency_key.clone(),
-            attempt: e.attempt,
-            kind: e.kind.as_str(),
-            next: e.next.as_str(),
-            wait: e.wait.map(|w| w.as_secs_f64()),
-            status: e.status,
-            error_code: e.error_code.clone(),
-            transport_error: e.transport_error.clone(),
-            replayed: e.replayed,
-            duration: e.duration.as_secs_f64(),
-        }
-    }
+/// The stable names of every next action (`payidem.NextAction`).
+pub(crate) fn next_actions() -> Vec<&'static str> {
+    NEXT_ACTIONS.iter().map(|n| n.as_str()).collect()
 }
 
-#[pymethods]
-impl PyAttemptEvent {
-    fn __repr__(&self) -> String {
-        format!(
-            "AttemptEvent(order_id={:?}, attempt={}, kind={:?}, next={:?}, status={}, error_code={}, transport_error={}, wait={}, replayed={}, duration={:.3})",
-            self.order_id,
-            self.attempt,
-            self.kind,
-            self.next,
-            repr_opt(&self.status),
-            repr_opt(&self.error_code),
-            repr_opt(&self.transport_error),
-            repr_opt(&self.wait),
-            if self.replayed { "True" } else { "False" },
-            self.duration
-        )
-    }
+/// The core's event as a `payidem.AttemptEvent`.
+pub(crate) fn to_python<'py>(py: Python<'py>, e: &AttemptEvent) -> PyResult<Bound<'py, PyAny>> {
+    let class = EVENT_CLASS.import(py, "payidem._types", "AttemptEvent")?;
+    let fields = PyDict::new(py);
+    fields.set_item("order_id", &e.order_id)?;
+    fields.set_item("idempotency_key", &e.idempotency_key)?;
+    fields.set_item("attempt", e.attempt)?;
+    fields.set_item("kind", e.kind.as_str())?;
+    fields.set_item("next", e.next.as_str())?;
+    fields.set_item("wait", e.wait.map(|w| w.as_secs_f64()))?;
+    fields.set_item("status", e.status)?;
+    fields.set_item("error_code", e.error_code.as_deref())?;
+    fields.set_item("transport_error", e.transport_error.as_deref())?;
+    fields.set_item("replayed", e.replayed)?;
+    fields.set_item("duration", e.duration.as_secs_f64())?;
+    class.call((), Some(&fields))
 }

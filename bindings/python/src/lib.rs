@@ -17,21 +17,33 @@ mod verifying;
 
 use pyo3::prelude::*;
 
+/// Every error code of the core, in number order, as `(number, name,
+/// http_status, final)`: the table `payidem.errors` builds its exception
+/// classes from (`http_status` is the status a verifier answers with, `final`
+/// whether an operation that ended with the code is settled for good).
+#[pyfunction]
+fn error_codes() -> Vec<(u32, &'static str, Option<u16>, bool)> {
+    errors::error_codes()
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("PROTOCOL", "payidem-v1")?;
-    m.add("ERROR_CODES", errors::all_codes())?;
+    m.add("ATTEMPT_KINDS", events::attempt_kinds())?;
+    m.add("NEXT_ACTIONS", events::next_actions())?;
+    m.add("OPERATION_STATES", client::operation_states())?;
     m.add("LARGE_BODY_BYTES", convert::DETACH_BODY_BYTES)?;
     m.add("MEMORY_JOURNAL", payidem::journal::MEMORY_JOURNAL)?;
     m.add_class::<signing::Signer>()?;
     m.add_class::<verifying::Verifier>()?;
     m.add_class::<verifying::Verified>()?;
-    m.add_class::<events::PyAttemptEvent>()?;
     m.add_class::<client::NativeClient>()?;
     m.add_function(wrap_pyfunction!(signing::canonical_string, m)?)?;
     m.add_function(wrap_pyfunction!(signing::body_sha256_hex, m)?)?;
     m.add_function(wrap_pyfunction!(policy::decide, m)?)?;
     m.add_function(wrap_pyfunction!(client::default_journal_path, m)?)?;
+    m.add_function(wrap_pyfunction!(client::client_defaults, m)?)?;
+    m.add_function(wrap_pyfunction!(error_codes, m)?)?;
     Ok(())
 }

@@ -20,11 +20,10 @@ SECRET = b"sk_test_0123456789abcdef0123456789abcdef"
 
 
 def test_every_core_code_has_its_class() -> None:
-    assert set(_native.ERROR_CODES) == set(errors._BY_CODE)
-    for code in _native.ERROR_CODES:
+    for number, code, http_status, final in _native.error_codes():
         cls = errors.error_class(code)
-        assert cls.CODE == code
-        assert issubclass(cls, payidem.Error)
+        assert cls.CODE == code and issubclass(cls, payidem.Error)
+        assert (cls.NUMBER, cls.HTTP_STATUS, cls.FINAL) == (number, http_status, final)
     verification = {
         "missing_signature",
         "unknown_api_key",
@@ -40,6 +39,26 @@ def test_every_core_code_has_its_class() -> None:
     assert errors.error_class("from_the_future") is payidem.InternalError
     unknown = errors._from_native("from_the_future", "text")
     assert isinstance(unknown, payidem.InternalError) and "from_the_future" in unknown.message
+
+
+def test_final_or_not_is_the_cores() -> None:
+    final = {cls.CODE for cls in errors._BY_CODE.values() if cls.FINAL}
+    assert final == {"rejected", "idempotency_conflict", "key_expired"}
+    rejected = errors._from_native("rejected", "no", status=402, body=b"{}")
+    refused = errors._from_native("refused", "later", status=429, body=b"{}", order_id="o", idempotency_key="k")
+    assert isinstance(rejected, payidem.Rejected) and rejected.final
+    assert isinstance(refused, payidem.Refused) and not refused.final
+    assert not isinstance(refused, payidem.Rejected)
+    assert (refused.status, refused.body, refused.order_id, refused.number) == (429, b"{}", "o", 18)
+    assert "Final" in (payidem.Rejected.__doc__ or "")
+    assert "NOT final" in (payidem.Refused.__doc__ or "")
+
+
+def test_python_raised_errors_carry_the_cores_status() -> None:
+    # No status given: the class's, from the core's table.
+    assert payidem.NonceReused("again").http_status == 409
+    assert payidem.InvalidArgument("bad", field="x").http_status == 400
+    assert payidem.OutcomeUnknown("?").http_status is None
 
 
 def test_errors_pickle_with_their_context() -> None:

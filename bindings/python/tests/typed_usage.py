@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from typing import Dict, List, Optional, Tuple, Union
+from typing import Dict, List, NoReturn, Optional, Tuple, Union
 
 import payidem
 from payidem.requests_auth import PayidemAuth
@@ -24,7 +25,11 @@ def pay(client: payidem.Client, order_id: str, amount: int) -> Optional[int]:
     except payidem.Rejected as e:
         status: int | None = e.status
         body: bytes | None = e.body
-        return status if body is not None else None
+        settled: bool = e.final
+        return status if body is not None and settled else None
+    except payidem.Refused as e:
+        number: int = e.number
+        return e.status if number else None
     except payidem.OutcomeUnknown as e:
         key: Optional[str] = e.idempotency_key
         return None if key else None
@@ -44,8 +49,70 @@ def recover(client: payidem.Client) -> List[str]:
             done.append(code)
     for status in client.list_unknown():
         created: int = status.created_at
-        done.append(f"{status.state}:{created}")
+        state: payidem.OperationState = status.state
+        done.append(f"{state}:{created}")
     return done
+
+
+def never(value: NoReturn) -> NoReturn:
+    raise AssertionError(value)
+
+
+def describe(event: payidem.AttemptEvent) -> str:
+    """Narrowing over the Literal names: mypy proves every case is handled."""
+    next_action: payidem.NextAction = event.next
+    if next_action == "settle":
+        return "done"
+    elif next_action == "retry_now" or next_action == "retry_later" or next_action == "adjust_clock":
+        return "again"
+    elif next_action == "query_status" or next_action == "query_later":
+        return "asking"
+    elif next_action == "give_up":
+        return "gave up"
+    else:
+        never(next_action)
+
+
+def kind_of(event: payidem.AttemptEvent) -> str:
+    kind = event.kind
+    if kind == "operation":
+        return "POST"
+    elif kind == "status_query":
+        return "GET"
+    else:
+        never(kind)
+
+
+def hook_under_test() -> List[str]:
+    seen: List[str] = []
+
+    def hook(event: payidem.AttemptEvent) -> None:
+        seen.append(describe(event) + kind_of(event))
+
+    event = payidem.AttemptEvent(
+        order_id="ord-1",
+        idempotency_key="create-ord-1",
+        attempt=1,
+        kind="operation",
+        next="retry_later",
+        wait=0.5,
+        status=503,
+    )
+    hook(event)
+    hook(dataclasses.replace(event, next="give_up"))
+    outcome = payidem.Outcome(
+        order_id="ord-1",
+        idempotency_key="create-ord-1",
+        attempts=2,
+        status=201,
+        headers=payidem.Headers([("Content-Type", "application/json")]),
+        body=b"{}",
+    )
+    same: bool = outcome == dataclasses.replace(outcome)
+    defaults: payidem.ClientDefaults = payidem.CLIENT_DEFAULTS
+    timeout: float = defaults.request_timeout
+    code: payidem.ErrorCodeName = payidem.Refused.CODE
+    return seen if same and timeout and code else []
 
 
 def sign_and_verify() -> Tuple[Dict[str, str], payidem.Verified]:

@@ -15,14 +15,15 @@ another file. ``journal=payidem.MEMORY`` (``":memory:"``) loses operations
 with the process: tests only.
 
 Everything protocol-related runs in Rust (``payidem._native``); this package
-adds the Pythonic surface and the exception classes.
+adds the Pythonic surface, the value types and the exception classes. Every
+table they share with the core (error codes, state and action names, client
+defaults) comes from the core and is checked when the package is imported.
 """
 
 from __future__ import annotations
 
 from ._native import (
     PROTOCOL,
-    AttemptEvent,
     Signer,
     Verified,
     Verifier,
@@ -30,12 +31,24 @@ from ._native import (
     canonical_string,
 )
 from ._native import __version__ as __version__
-from ._types import Decision, Headers, OperationStatus, Outcome, Response
-from .client import MEMORY, Body, Client, default_journal_path, freeze_body
+from ._types import (
+    AttemptEvent,
+    AttemptKind,
+    ClientDefaults,
+    Decision,
+    Headers,
+    NextAction,
+    OperationState,
+    OperationStatus,
+    Outcome,
+    Response,
+)
+from .client import CLIENT_DEFAULTS, MEMORY, Body, Client, default_journal_path, freeze_body
 from .decisions import decide
 from .errors import (
     Cancelled,
     Error,
+    ErrorCodeName,
     IdempotencyConflict,
     IdempotencyKeyRequired,
     InternalError,
@@ -47,6 +60,7 @@ from .errors import (
     NonceReused,
     OperationBusy,
     OutcomeUnknown,
+    Refused,
     Rejected,
     ReplayCacheFull,
     TimestampOutOfWindow,
@@ -57,13 +71,17 @@ from .errors import (
 from .logs import log_attempts
 
 __all__ = [
+    "CLIENT_DEFAULTS",
     "PROTOCOL",
     "AttemptEvent",
+    "AttemptKind",
     "Body",
     "Cancelled",
     "Client",
+    "ClientDefaults",
     "Decision",
     "Error",
+    "ErrorCodeName",
     "Headers",
     "IdempotencyConflict",
     "IdempotencyKeyRequired",
@@ -74,11 +92,14 @@ __all__ = [
     "KeyExpired",
     "MEMORY",
     "MissingSignature",
+    "NextAction",
     "NonceReused",
     "OperationBusy",
+    "OperationState",
     "OperationStatus",
     "Outcome",
     "OutcomeUnknown",
+    "Refused",
     "Rejected",
     "ReplayCacheFull",
     "Response",

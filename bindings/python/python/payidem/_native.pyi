@@ -1,13 +1,17 @@
 """Type stubs of ``payidem._native``, the PyO3 module over the Rust core."""
 
-from typing import Callable, Iterable, List, Mapping, Optional, Tuple, Union, final
+from typing import Callable, Iterable, List, Mapping, Optional, Tuple, TypedDict, Union, final
+
+from payidem._types import AttemptEvent as _AttemptEvent
+from payidem._types import OperationState as _OperationState
 
 __all__ = [
-    "AttemptEvent",
+    "ATTEMPT_KINDS",
     "Client",
-    "ERROR_CODES",
     "LARGE_BODY_BYTES",
     "MEMORY_JOURNAL",
+    "NEXT_ACTIONS",
+    "OPERATION_STATES",
     "PROTOCOL",
     "Signer",
     "Verified",
@@ -15,21 +19,42 @@ __all__ = [
     "__version__",
     "body_sha256_hex",
     "canonical_string",
+    "client_defaults",
     "decide",
     "default_journal_path",
+    "error_codes",
 ]
 
 __version__: str
 PROTOCOL: str
-ERROR_CODES: List[str]
 LARGE_BODY_BYTES: int
 MEMORY_JOURNAL: str
 """The core's name of a memory-only journal (``":memory:"``)."""
+ATTEMPT_KINDS: List[str]
+"""The core's attempt kinds (``payidem.AttemptKind``), in order."""
+NEXT_ACTIONS: List[str]
+"""The core's next actions (``payidem.NextAction``), in order."""
+OPERATION_STATES: List[str]
+"""The core's journal states (``payidem.OperationState``), in order."""
 
 _Headers = Union[Mapping[str, str], Iterable[Tuple[str, str]]]
 _Response = Tuple[int, List[Tuple[str, str]], bytes, bool]
 _Outcome = Tuple[str, str, int, int, List[Tuple[str, str]], bytes, bool]
-_Status = Tuple[str, str, int, str, int, int, str, str, Optional[str], str]
+_Status = Tuple[str, _OperationState, int, str, int, int, str, str, Optional[str], str]
+
+class _ClientDefaults(TypedDict):
+    connect_timeout: float
+    request_timeout: float
+    max_attempts: int
+    backoff_base: float
+    backoff_cap: float
+    deadline: float
+    key_retention: float
+    settled_retention: float
+    retry_budget: int
+    allow_insecure_http: bool
+    proxy_from_env: bool
+    max_clock_offset: float
 
 @final
 class Signer:
@@ -103,33 +128,6 @@ class Verifier:
         """Raises the ``VerificationError`` of the protocol's answer."""
 
 @final
-class AttemptEvent:
-    """What happened in one attempt; holds no secret and no body."""
-
-    @property
-    def order_id(self) -> str: ...
-    @property
-    def idempotency_key(self) -> str: ...
-    @property
-    def attempt(self) -> int: ...
-    @property
-    def kind(self) -> str: ...
-    @property
-    def next(self) -> str: ...
-    @property
-    def wait(self) -> Optional[float]: ...
-    @property
-    def status(self) -> Optional[int]: ...
-    @property
-    def error_code(self) -> Optional[str]: ...
-    @property
-    def transport_error(self) -> Optional[str]: ...
-    @property
-    def replayed(self) -> bool: ...
-    @property
-    def duration(self) -> float: ...
-
-@final
 class Client:
     """The core's client; ``payidem.Client`` is the public face."""
 
@@ -139,25 +137,26 @@ class Client:
         key_id: str,
         secret: bytes,
         *,
-        journal: Optional[str],
-        connect_timeout: float,
-        request_timeout: float,
-        max_attempts: int,
-        backoff_base: float,
-        backoff_cap: float,
-        deadline: float,
-        key_retention: float,
-        settled_retention: float,
-        retry_budget: int,
-        on_attempt: Optional[Callable[[AttemptEvent], object]],
-        allow_insecure_http: bool = False,
+        journal: Optional[str] = None,
+        connect_timeout: Optional[float] = None,
+        request_timeout: Optional[float] = None,
+        max_attempts: Optional[int] = None,
+        backoff_base: Optional[float] = None,
+        backoff_cap: Optional[float] = None,
+        deadline: Optional[float] = None,
+        key_retention: Optional[float] = None,
+        settled_retention: Optional[float] = None,
+        retry_budget: Optional[int] = None,
+        on_attempt: Optional[Callable[[_AttemptEvent], object]] = None,
+        allow_insecure_http: Optional[bool] = None,
         proxy: Optional[str] = None,
-        proxy_from_env: bool = False,
+        proxy_from_env: Optional[bool] = None,
         ca_bundle: Optional[str] = None,
         client_cert: Optional[str] = None,
         client_key: Optional[str] = None,
-        max_clock_offset: float = 600.0,
-    ) -> Client: ...
+        max_clock_offset: Optional[float] = None,
+    ) -> Client:
+        """Every option left ``None`` keeps the core's default."""
     @property
     def key_id(self) -> str: ...
     @property
@@ -199,6 +198,14 @@ def canonical_string(
 
 def body_sha256_hex(body: bytes) -> str:
     """The body's SHA-256 as 64 lower-case hex digits."""
+
+def client_defaults() -> _ClientDefaults:
+    """The core's default client settings (``ClientConfig::new``) by
+    ``payidem.Client`` keyword; durations in seconds."""
+
+def error_codes() -> List[Tuple[int, str, Optional[int], bool]]:
+    """Every error code of the core, in number order: ``(number, name,
+    http_status, final)``."""
 
 def default_journal_path() -> str:
     """The durable default journal of this user, from ``XDG_STATE_HOME`` or

@@ -1,12 +1,89 @@
-"""Result types: responses, outcomes, operation status and decisions."""
+"""Value types: responses, outcomes, attempt events, operation status,
+decisions, the client's defaults, and the stable names they use.
+
+Every type here is a frozen dataclass (or a read-only mapping) that users can
+build themselves, e.g. in tests; instances compare by value. The ``Literal``
+names (:data:`AttemptKind`, :data:`NextAction`, :data:`OperationState`) are
+the Rust core's own: importing payidem fails if they ever differ.
+"""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, List, Mapping, Optional, Tuple, Union
+from typing import (
+    Any,
+    Iterable,
+    Iterator,
+    List,
+    Literal,
+    Mapping,
+    Optional,
+    Sequence,
+    Tuple,
+    Union,
+    get_args,
+)
 
-__all__ = ["Headers", "Response", "Outcome", "OperationStatus", "Decision"]
+from . import _native
+from .errors import InvalidArgument
+
+__all__ = [
+    "AttemptEvent",
+    "AttemptKind",
+    "ClientDefaults",
+    "Decision",
+    "Headers",
+    "NextAction",
+    "OperationState",
+    "OperationStatus",
+    "Outcome",
+    "Response",
+]
+
+AttemptKind = Literal["operation", "status_query"]
+"""What an attempt was: the operation's own request, or a signed GET of its
+status path."""
+
+NextAction = Literal[
+    "settle",
+    "retry_now",
+    "retry_later",
+    "adjust_clock",
+    "query_status",
+    "query_later",
+    "give_up",
+]
+"""What the client does after an attempt: ``settle`` (the call is over),
+``retry_now`` (re-sign and resend at once), ``retry_later`` (after a backoff
+or ``Retry-After``), ``adjust_clock`` (correct the clock offset and resend),
+``query_status`` (ask the status path), ``query_later`` (ask it after a
+backoff) or ``give_up`` (attempts, deadline or retry budget exhausted)."""
+
+OperationState = Literal["pending", "in_flight", "unknown", "succeeded", "rejected", "conflict"]
+"""Where an operation stands in the journal: ``pending`` (nothing sent),
+``in_flight`` (an attempt may have reached the platform), ``unknown``
+(resume it), or settled: ``succeeded``, ``rejected``, ``conflict``."""
+
+
+def _check_names(alias: object, core: Sequence[str], what: str) -> None:
+    """Raises ``ImportError`` when a ``Literal`` of this package and the
+    core's list of names differ (a binding built against another core)."""
+    ours = tuple(get_args(alias))
+    if ours != tuple(core):
+        raise ImportError(
+            f"payidem: the {what} names {ours!r} differ from the Rust core's {tuple(core)!r}"
+        )
+
+
+_check_names(AttemptKind, _native.ATTEMPT_KINDS, "attempt kind")
+_check_names(NextAction, _native.NEXT_ACTIONS, "next action")
+_check_names(OperationState, _native.OPERATION_STATES, "operation state")
+
+_ATTEMPT_KINDS = frozenset(_native.ATTEMPT_KINDS)
+_NEXT_ACTIONS = frozenset(_native.NEXT_ACTIONS)
+_SETTLED: Tuple[OperationState, ...] = ("succeeded", "rejected", "conflict")
+_UNRESOLVED: Tuple[OperationState, ...] = ("in_flight", "unknown")
 
 
 class Headers(Mapping[str, str]):
@@ -109,17 +186,114 @@ class Outcome(_Body):
     replayed: bool = False
 
 
+@dataclass(frozen=True, init=False)
+class AttemptEvent:
+    """What happened in one attempt, as an ``on_attempt`` hook receives it.
+    Holds no secret and no body.
+
+    ``attempt`` counts every attempt of the operation over all calls (1 =
+    first); ``kind`` and ``next`` are an :data:`AttemptKind` and a
+    :data:`NextAction`; ``wait`` is the seconds waited before the next
+    attempt, if any; ``status`` and ``error_code`` (the ``error.code`` of
+    the platform's JSON error body) are set when a response came,
+    ``transport_error`` when none did; ``replayed`` tells whether the
+    platform answered from its idempotency store; ``duration`` is the
+    attempt's seconds.
+
+    Build one with keywords, e.g. to test a hook::
+
+        AttemptEvent(order_id="ord-1", idempotency_key="create-ord-1",
+                     attempt=1, kind="operation", next="settle", status=201)
+
+    A ``kind`` or ``next`` that is not one of the core's names raises
+    :class:`~payidem.InvalidArgument` naming the field.
+    """
+
+    order_id: str
+    idempotency_key: str
+    attempt: int
+    kind: AttemptKind
+    next: NextAction
+    wait: Optional[float]
+    status: Optional[int]
+    error_code: Optional[str]
+    transport_error: Optional[str]
+    replayed: bool
+    duration: float
+
+    def __init__(
+        self,
+        *,
+        order_id: str,
+        idempotency_key: str,
+        attempt: int,
+        kind: AttemptKind,
+        next: NextAction,
+        wait: Optional[float] = None,
+        status: Optional[int] = None,
+        error_code: Optional[str] = None,
+        transport_error: Optional[str] = None,
+        replayed: bool = False,
+        duration: float = 0.0,
+    ) -> None:
+        if kind not in _ATTEMPT_KINDS:
+            raise _invalid("kind", f"must be one of {sorted(_ATTEMPT_KINDS)}, not {kind!r}")
+        if next not in _NEXT_ACTIONS:
+            raise _invalid("next", f"must be one of {sorted(_NEXT_ACTIONS)}, not {next!r}")
+        values = dict(
+            order_id=order_id,
+            idempotency_key=idempotency_key,
+            attempt=attempt,
+            kind=kind,
+            next=next,
+            wait=wait,
+            status=status,
+            error_code=error_code,
+            transport_error=transport_error,
+            replayed=replayed,
+            duration=duration,
+        )
+        for name, value in values.items():
+            object.__setattr__(self, name, value)
+
+
+def _invalid(name: str, message: str) -> InvalidArgument:
+    return InvalidArgument(f"{name}: {message}", field=name)
+
+
+@dataclass(frozen=True)
+class ClientDefaults:
+    """The Rust core's default settings of a client (``ClientConfig::new``),
+    by the keyword of :class:`~payidem.Client` that sets each. Durations are
+    seconds. ``payidem.CLIENT_DEFAULTS`` holds them; ``Client``'s keyword
+    defaults are these values, never a copy."""
+
+    connect_timeout: float
+    request_timeout: float
+    max_attempts: int
+    backoff_base: float
+    backoff_cap: float
+    deadline: float
+    key_retention: float
+    settled_retention: float
+    retry_budget: int
+    allow_insecure_http: bool
+    proxy_from_env: bool
+    max_clock_offset: float
+
+
 @dataclass(frozen=True)
 class OperationStatus:
     """What the journal knows of one operation.
 
-    ``state`` is one of ``pending`` (nothing sent), ``in_flight`` (an attempt
-    may have reached the platform), ``unknown`` (resume it), ``succeeded``,
-    ``rejected`` or ``conflict``. Times are Unix seconds.
+    ``state`` is an :data:`OperationState`: ``pending`` (nothing sent),
+    ``in_flight`` (an attempt may have reached the platform), ``unknown``
+    (resume it), ``succeeded``, ``rejected`` or ``conflict``. Times are Unix
+    seconds.
     """
 
     order_id: str
-    state: str
+    state: OperationState
     attempts: int
     idempotency_key: str
     created_at: int
@@ -132,12 +306,12 @@ class OperationStatus:
     @property
     def settled(self) -> bool:
         """Whether the outcome is final."""
-        return self.state in ("succeeded", "rejected", "conflict")
+        return self.state in _SETTLED
 
     @property
     def unresolved(self) -> bool:
         """Whether an attempt may have landed without the outcome being known."""
-        return self.state in ("in_flight", "unknown")
+        return self.state in _UNRESOLVED
 
 
 @dataclass(frozen=True)
@@ -159,7 +333,7 @@ class Decision:
     server_time: Optional[int] = None
 
 
-StatusTuple = Tuple[str, str, int, str, int, int, str, str, Optional[str], str]
+StatusTuple = Tuple[str, OperationState, int, str, int, int, str, str, Optional[str], str]
 HeaderInput = Union[Mapping[str, str], Iterable[Tuple[str, str]]]
 
 

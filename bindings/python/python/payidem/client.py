@@ -8,11 +8,16 @@ from types import TracebackType
 from typing import Any, Callable, Dict, List, Optional, Tuple, Type, Union
 
 from . import _native
-from ._native import AttemptEvent
-from ._types import Headers, OperationStatus, Outcome, Response, _status
+from ._types import AttemptEvent, ClientDefaults, Headers, OperationStatus, Outcome, Response, _status
 from .errors import Error, InvalidArgument
 
-__all__ = ["Client", "Body", "MEMORY", "default_journal_path", "freeze_body"]
+__all__ = ["Client", "Body", "CLIENT_DEFAULTS", "MEMORY", "default_journal_path", "freeze_body"]
+
+CLIENT_DEFAULTS: ClientDefaults = ClientDefaults(**_native.client_defaults())
+"""The Rust core's default settings of a client: the keyword defaults of
+:class:`Client` (taken from here, so every language has the same ones)."""
+
+_D = CLIENT_DEFAULTS
 
 Body = Union[bytes, bytearray, memoryview, Dict[str, Any], List[Any]]
 """What ``Client.execute`` accepts as a body."""
@@ -145,11 +150,13 @@ class Client:
     :data:`MEMORY` (``":memory:"``) keeps operations in memory only, which
     loses the crash guarantee: tests only, never production. An unusable
     journal raises :class:`JournalError` naming the path.
-    Durations are seconds. ``on_attempt`` receives an :class:`AttemptEvent`
-    after every attempt, from the calling thread; an exception it raises is
-    logged to the ``payidem`` logger and never breaks the payment.
-    ``retry_budget`` is the capacity of the retry token bucket shared by every
-    call of this client (a retry costs 5, a retry after a timeout 10).
+    Durations are seconds; every keyword default is the Rust core's
+    (:data:`CLIENT_DEFAULTS`). ``on_attempt`` receives an
+    :class:`AttemptEvent` after every attempt, from the calling thread; an
+    exception it raises is logged to the ``payidem`` logger and never breaks
+    the payment. ``retry_budget`` is the capacity of the retry token bucket
+    shared by every call of this client (each retry spends tokens, a retry
+    after a timeout more than one after an error answer; successes refund).
 
     Transport: ``base_url`` must be ``https://`` except for loopback hosts
     (``localhost``, ``127.0.0.0/8``, ``[::1]``) unless
@@ -162,8 +169,8 @@ class Client:
     ``client_key`` (PEM files, both or neither) present a client
     certificate (mutual TLS); the key is read once and never shown. A clock
     offset learnt from a ``401 timestamp_out_of_window`` larger than
-    ``max_clock_offset`` seconds (default 600; 0 never adjusts) is not
-    trusted: the call raises :class:`Rejected` and the operation is kept.
+    ``max_clock_offset`` seconds (0 never adjusts) is not trusted: the call
+    fails and the operation is kept.
     Redirects are never followed.
     """
 
@@ -174,23 +181,23 @@ class Client:
         secret: bytes,
         *,
         journal: Union[str, "os.PathLike[str]", None] = None,
-        connect_timeout: float = 5.0,
-        request_timeout: float = 30.0,
-        max_attempts: int = 8,
-        backoff_base: float = 0.2,
-        backoff_cap: float = 10.0,
-        deadline: float = 60.0,
-        key_retention: float = 172800,
-        settled_retention: float = 7 * 24 * 3600,
-        retry_budget: int = 500,
+        connect_timeout: float = _D.connect_timeout,
+        request_timeout: float = _D.request_timeout,
+        max_attempts: int = _D.max_attempts,
+        backoff_base: float = _D.backoff_base,
+        backoff_cap: float = _D.backoff_cap,
+        deadline: float = _D.deadline,
+        key_retention: float = _D.key_retention,
+        settled_retention: float = _D.settled_retention,
+        retry_budget: int = _D.retry_budget,
         on_attempt: Optional[Callable[[AttemptEvent], object]] = None,
-        allow_insecure_http: bool = False,
+        allow_insecure_http: bool = _D.allow_insecure_http,
         proxy: Optional[str] = None,
-        proxy_from_env: bool = False,
+        proxy_from_env: bool = _D.proxy_from_env,
         ca_bundle: Union[str, "os.PathLike[str]", None] = None,
         client_cert: Union[str, "os.PathLike[str]", None] = None,
         client_key: Union[str, "os.PathLike[str]", None] = None,
-        max_clock_offset: float = 600.0,
+        max_clock_offset: float = _D.max_clock_offset,
     ) -> None:
         if not isinstance(secret, bytes):
             raise TypeError(f"secret must be bytes, not {type(secret).__name__}")
@@ -282,11 +289,14 @@ class Client:
         for :meth:`resume`. An attempt already on the wire finishes first
         (at most ``request_timeout``).
 
-        Raises :class:`~payidem.Rejected`, :class:`~payidem.IdempotencyConflict`,
-        :class:`~payidem.OutcomeUnknown`, :class:`~payidem.KeyExpired`,
+        Raises :class:`~payidem.Rejected`, :class:`~payidem.IdempotencyConflict`
+        or :class:`~payidem.KeyExpired` (final: the operation is settled), or,
+        with the operation kept with its key (``error.final`` is false),
+        :class:`~payidem.Refused` (nothing happened),
+        :class:`~payidem.OutcomeUnknown`,
         :class:`~payidem.TransportError` (nothing reached the platform),
-        :class:`~payidem.OperationBusy`, :class:`~payidem.JournalError`,
-        :class:`~payidem.InvalidArgument` or :class:`~payidem.Cancelled`.
+        :class:`~payidem.OperationBusy` or :class:`~payidem.Cancelled`; or
+        :class:`~payidem.JournalError` or :class:`~payidem.InvalidArgument`.
         """
         frozen = freeze_body(body)
         return _outcome(

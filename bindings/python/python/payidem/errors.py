@@ -1,22 +1,33 @@
 """The exceptions payidem raises: one class per stable error code.
 
 Every exception derives from :class:`Error` and carries ``code``, the stable
-snake_case name shared with the Rust core, the C ABI and the Go binding.
-Verification failures derive from :class:`VerificationError`, whose
-``http_status`` is the status a platform answers with.
+snake_case name shared with the Rust core, the C ABI and the Go binding,
+``number``, the code's stable number there, and ``final``, whether the
+operation the error concerns is settled for good. Verification failures
+derive from :class:`VerificationError`, whose ``http_status`` is the status a
+platform answers with.
+
+The table of codes is the Rust core's (``payidem._native.error_codes()``):
+importing this module fails if a code of the core has no class here, or a
+class has a code the core does not know. Numbers, finality and verification
+statuses come from that table, never from a copy.
 
 None of them ever holds a secret.
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Dict, Optional, Tuple, Type
+from typing import Any, ClassVar, Dict, Iterable, Literal, Optional, Tuple, Type, get_args
+
+from . import _native
 
 __all__ = [
     "Error",
+    "ErrorCodeName",
     "InvalidArgument",
     "IdempotencyConflict",
     "Rejected",
+    "Refused",
     "OutcomeUnknown",
     "KeyExpired",
     "OperationBusy",
@@ -35,6 +46,28 @@ __all__ = [
     "error_class",
 ]
 
+ErrorCodeName = Literal[
+    "invalid_argument",
+    "idempotency_conflict",
+    "rejected",
+    "outcome_unknown",
+    "key_expired",
+    "operation_busy",
+    "transport_error",
+    "journal_error",
+    "missing_signature",
+    "unknown_api_key",
+    "timestamp_out_of_window",
+    "invalid_signature",
+    "nonce_reused",
+    "replay_cache_full",
+    "idempotency_key_required",
+    "internal_error",
+    "cancelled",
+    "refused",
+]
+"""Every stable error code, in the core's number order (1, 2, ...)."""
+
 
 class Error(Exception):
     """Base class of every payidem error.
@@ -42,12 +75,23 @@ class Error(Exception):
     ``code`` is the stable machine code, ``message`` the text for people,
     ``http_status`` the HTTP status tied to the error when there is one, and
     ``order_id`` / ``idempotency_key`` name the operation the error concerns
-    when it concerns one.
+    when it concerns one. ``number`` is the code's stable number (the C ABI's
+    result and Go's code) and ``final`` tells whether the operation is
+    settled for good (never sent again, ``execute``/``resume`` answer the same
+    error) or may still be completed by ``execute``/``resume``.
     """
 
-    CODE: ClassVar[str] = "internal_error"
+    CODE: ClassVar[ErrorCodeName] = "internal_error"
+    #: The code's stable number (set from the core's table at import).
+    NUMBER: ClassVar[int]
+    #: Whether an operation that ended with this code is settled for good
+    #: (set from the core's table at import).
+    FINAL: ClassVar[bool]
+    #: The HTTP status tied to the code, if any (a verifier's answer; set
+    #: from the core's table at import).
+    HTTP_STATUS: ClassVar[Optional[int]]
 
-    code: str
+    code: ErrorCodeName
     message: str
     http_status: Optional[int]
     order_id: Optional[str]
@@ -64,9 +108,22 @@ class Error(Exception):
         super().__init__(message)
         self.code = self.CODE
         self.message = message
-        self.http_status = http_status
+        self.http_status = http_status if http_status is not None else self.HTTP_STATUS
         self.order_id = order_id
         self.idempotency_key = idempotency_key
+
+    @property
+    def number(self) -> int:
+        """The code's stable number, as in the C ABI and Go."""
+        return self.NUMBER
+
+    @property
+    def final(self) -> bool:
+        """Whether the operation is settled for good: ``True`` for
+        :class:`Rejected`, :class:`IdempotencyConflict` and
+        :class:`KeyExpired`; ``False`` for every other error, whose operation
+        (if any) keeps its key and may still be completed."""
+        return self.FINAL
 
     def _context(self) -> Dict[str, Any]:
         return {
@@ -135,9 +192,25 @@ class IdempotencyConflict(_WithResponse):
 
 class Rejected(_WithResponse):
     """The platform refused the operation with a final answer; ``status`` and
-    ``body`` are that answer (e.g. 402 ``card_declined``)."""
+    ``body`` are that answer (e.g. 402 ``card_declined``).
+
+    Final: the operation is settled and never sent again; ``execute`` with the
+    same order id answers the same error. Compare :class:`Refused`."""
 
     CODE = "rejected"
+
+
+class Refused(_WithResponse):
+    """Every attempt of the call was refused before the platform's
+    idempotency check (e.g. 401 authentication or 429 rate limiting until
+    the retries ran out): nothing happened. ``status`` and ``body`` are the
+    last answer.
+
+    NOT final: the operation is kept in the journal with its key, and
+    ``execute`` again (once the cause is fixed) or ``resume`` may still
+    complete it. Compare :class:`Rejected`."""
+
+    CODE = "refused"
 
 
 class OutcomeUnknown(Error):
@@ -193,8 +266,7 @@ class VerificationError(Error):
     http_status: int
 
     def __init__(self, message: str, *, http_status: Optional[int] = None, **context: Any) -> None:
-        status = http_status if http_status is not None else _VERIFICATION_STATUS[self.CODE]
-        super().__init__(message, http_status=status, **context)
+        super().__init__(message, http_status=http_status, **context)
 
 
 class MissingSignature(VerificationError):
@@ -248,16 +320,6 @@ class IdempotencyKeyRequired(VerificationError):
     CODE = "idempotency_key_required"
 
 
-_VERIFICATION_STATUS: Dict[str, int] = {
-    MissingSignature.CODE: 401,
-    UnknownApiKey.CODE: 401,
-    TimestampOutOfWindow.CODE: 401,
-    InvalidSignature.CODE: 401,
-    NonceReused.CODE: 409,
-    ReplayCacheFull.CODE: 503,
-    IdempotencyKeyRequired.CODE: 400,
-}
-
 _CLASSES: Tuple[Type[Error], ...] = (
     InvalidArgument,
     IdempotencyConflict,
@@ -276,9 +338,47 @@ _CLASSES: Tuple[Type[Error], ...] = (
     IdempotencyKeyRequired,
     InternalError,
     Cancelled,
+    Refused,
 )
 
-_BY_CODE: Dict[str, Type[Error]] = {cls.CODE: cls for cls in _CLASSES}
+CodeRow = Tuple[int, str, Optional[int], bool]
+
+
+def _class_table(classes: Iterable[Type[Error]], core: Iterable[CodeRow]) -> Dict[str, Type[Error]]:
+    """The class of every code of ``core`` (the core's ``(number, name,
+    http_status, final)`` rows), each class given its ``NUMBER``, ``FINAL``
+    and ``HTTP_STATUS``. Raises ``ImportError`` when a code has no class, a
+    class has a code the core lacks, two classes share a code, or
+    :data:`ErrorCodeName` differs from the core's names."""
+    rows = list(core)
+    by_code: Dict[str, Type[Error]] = {}
+    for cls in classes:
+        if cls.CODE in by_code:
+            raise ImportError(f"payidem.errors: {by_code[cls.CODE].__name__} and {cls.__name__} share code {cls.CODE!r}")
+        by_code[cls.CODE] = cls
+    names = [name for _, name, _, _ in rows]
+    missing = [name for name in names if name not in by_code]
+    extra = sorted(set(by_code) - set(names))
+    if missing or extra:
+        raise ImportError(
+            "payidem.errors does not match the Rust core's error codes: "
+            f"no class for {missing}, classes for unknown codes {extra}"
+        )
+    if tuple(get_args(ErrorCodeName)) != tuple(names):
+        raise ImportError(f"payidem.errors: ErrorCodeName differs from the Rust core's codes {names}")
+    for number, name, http_status, final in rows:
+        cls = by_code[name]
+        cls.NUMBER, cls.FINAL, cls.HTTP_STATUS = number, final, http_status
+    return by_code
+
+
+_BY_CODE: Dict[str, Type[Error]] = _class_table(_CLASSES, _native.error_codes())
+# The base class stands for internal_error when raised as it is.
+Error.NUMBER, Error.FINAL, Error.HTTP_STATUS = (
+    InternalError.NUMBER,
+    InternalError.FINAL,
+    InternalError.HTTP_STATUS,
+)
 
 
 def error_class(code: str) -> Type[Error]:
@@ -291,6 +391,7 @@ _ACCEPTS: Dict[Type[Error], Tuple[str, ...]] = {
     InvalidArgument: ("field",),
     IdempotencyConflict: ("status", "body"),
     Rejected: ("status", "body"),
+    Refused: ("status", "body"),
     TimestampOutOfWindow: ("server_time",),
 }
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Callable
 
-from ._native import AttemptEvent
+from ._types import AttemptEvent
 
 __all__ = ["log_attempts"]
 

@@ -14,6 +14,17 @@ auth object is any callable that takes and returns a ``PreparedRequest``.
 This signs one attempt; retries, keys and the journal remain the caller's
 job (``payidem.Client`` does all of that).
 
+Never let urllib3 retry a signed request (``HTTPAdapter(max_retries=
+Retry(...))``, or any adapter or proxy that replays requests): the auth runs
+once per ``requests`` call, so urllib3 resends the *same signed bytes*, same
+nonce and timestamp, and the platform refuses the copy with ``409
+nonce_reused`` (for a POST whose first answer was lost or a 504, the payment
+may well have been made, and the 409 says nothing about it). Retry by calling
+``requests`` again with the same body and ``Idempotency-Key``: each call signs
+afresh. Better, let ``payidem.Client`` run the operation: it re-signs every
+attempt, journals the key and body first, and follows the protocol's
+decision after each answer.
+
 Redirects are never followed for a signed request, whatever
 ``allow_redirects`` says: a 3xx answer is returned as it is (``Location``
 intact), so the signed headers and the body never reach another URL.
@@ -78,8 +89,14 @@ class PayidemAuth:
     """A ``requests`` auth that signs each prepared request with protocol v1
     headers. The ``Idempotency-Key`` header of the request, if any, is signed
     and kept; a POST without one is refused with
-    :class:`~payidem.InvalidArgument`. Every call signs afresh (new nonce and
-    timestamp), so a retry by ``requests`` is a new, valid attempt.
+    :class:`~payidem.InvalidArgument`.
+
+    Each ``requests`` call is signed once, afresh (new nonce and timestamp):
+    calling again is a new, valid attempt. A retry *inside* one call is not:
+    urllib3's ``Retry`` (``HTTPAdapter(max_retries=...)``) resends the same
+    signed bytes and the platform answers ``409 nonce_reused``. Leave
+    ``max_retries`` at its default (no retries), retry by calling again, or
+    use ``payidem.Client``, which re-signs every attempt.
 
     A redirect is never followed: the 3xx response is returned to the caller
     and nothing is sent to the ``Location``."""

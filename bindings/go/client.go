@@ -270,10 +270,17 @@ func (c *Client) Resume(ctx context.Context, orderID string) (*Outcome, error) {
 }
 
 // Status is the journal's record of an order (StateNotFound when absent).
-func (c *Client) Status(orderID string) (OperationStatus, error) {
+// A done ctx ends it before it starts (ErrCancelled and ctx.Err()).
+func (c *Client) Status(ctx context.Context, orderID string) (OperationStatus, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	var args cstrings
 	order, err := args.add("order_id", orderID)
 	if err != nil {
+		return OperationStatus{}, err
+	}
+	if err := cancelledBy(ctx); err != nil {
 		return OperationStatus{}, err
 	}
 	c.mu.RLock()
@@ -298,8 +305,15 @@ func (c *Client) Status(orderID string) (OperationStatus, error) {
 
 // ListUnknown gives the order ids whose outcome is unknown (in flight when
 // a process died, or ended with ErrOutcomeUnknown), oldest first: Resume
-// each.
-func (c *Client) ListUnknown() ([]string, error) {
+// each, or call ResumeUnknown. A done ctx ends it before it starts
+// (ErrCancelled and ctx.Err()).
+func (c *Client) ListUnknown(ctx context.Context) ([]string, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if err := cancelledBy(ctx); err != nil {
+		return nil, err
+	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if c.ptr == nil {
@@ -321,29 +335,162 @@ func (c *Client) ListUnknown() ([]string, error) {
 	return ids, nil
 }
 
+// ResumeResult is what ResumeUnknown did with one order: exactly one of
+// Outcome and Err is set.
+type ResumeResult struct {
+	OrderID string
+	// Outcome is the settled outcome when the resume settled the order.
+	Outcome *Outcome
+	// Err is the resume's error, as Resume returns it: ErrOperationBusy
+	// for an order another process is driving right now, ErrOutcomeUnknown
+	// when it is still unknown (resume it later), ErrRejected, ErrKeyExpired,
+	// ErrCancelled once ctx is done, ...
+	Err error
+}
+
+// ResumeUnknown resumes every operation whose outcome is unknown
+// (ListUnknown, oldest first), each with Resume and ctx, and returns one
+// result per order, in that order. The error is non-nil only when the list
+// cannot be read (then no order was resumed); the failure of one order is
+// in its result and does not stop the others. Once ctx is done, the
+// remaining orders end at once with ErrCancelled, their keys kept.
+func (c *Client) ResumeUnknown(ctx context.Context) ([]ResumeResult, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ids, err := c.ListUnknown(ctx)
+	if err != nil {
+		return nil, err
+	}
+	results := make([]ResumeResult, 0, len(ids))
+	for _, id := range ids {
+		out, err := c.Resume(ctx, id)
+		results = append(results, ResumeResult{OrderID: id, Outcome: out, Err: err})
+	}
+	return results, nil
+}
+
+// PurgeSettled deletes the settled operations (succeeded, rejected,
+// conflict) whose last change is older than Config.SettledRetention, never
+// an unsettled one, and returns how many went. NewClient purges once; a
+// long-running process calls this now and then. A done ctx ends it before
+// it starts (ErrCancelled and ctx.Err()).
+func (c *Client) PurgeSettled(ctx context.Context) (int, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if err := cancelledBy(ctx); err != nil {
+		return 0, err
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.ptr == nil {
+		return 0, ErrClosed
+	}
+	var purged C.size_t
+	var cerr *C.payidem_error
+	rc := C.payidem_client_purge_settled(c.ptr, &purged, &cerr)
+	runtime.KeepAlive(c)
+	if rc != C.PAYIDEM_OK {
+		return 0, newError(rc, cerr, nil)
+	}
+	return int(purged), nil
+}
+
+// Response is the platform's answer to Get, whatever its status.
+type Response struct {
+	Status  int
+	Headers http.Header
+	Body    []byte
+}
+
+// Get sends one signed GET of path (joined to BaseURL like every request,
+// e.g. "/v1/payments/pay_123") to read a resource: no journal, no retry,
+// at most RequestTimeout. Any answer is a Response, 4xx and 5xx included;
+// no answer (connection, TLS, timeout) is ErrTransport. A done ctx ends it
+// before it starts; when ctx is done while the request is on the wire, Get
+// returns at once with ErrCancelled (and ctx.Err()) and the request, which
+// changes nothing on the platform, ends in the background within
+// RequestTimeout.
+func (c *Client) Get(ctx context.Context, path string) (*Response, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	var args cstrings
+	p, err := args.add("path", path)
+	if err != nil {
+		return nil, err
+	}
+	if err := cancelledBy(ctx); err != nil {
+		return nil, err
+	}
+	type result struct {
+		resp *Response
+		err  error
+	}
+	get := func() result {
+		c.mu.RLock()
+		defer c.mu.RUnlock()
+		if c.ptr == nil {
+			return result{err: ErrClosed}
+		}
+		var out *C.payidem_outcome
+		var cerr *C.payidem_error
+		rc := C.payidem_client_get(c.ptr, args.ptr(p), &out, &cerr)
+		runtime.KeepAlive(c)
+		if rc != C.PAYIDEM_OK {
+			return result{err: newError(rc, cerr, nil)}
+		}
+		defer C.payidem_outcome_free(out)
+		return result{resp: responseOf(out)}
+	}
+	if ctx.Done() == nil {
+		r := get()
+		return r.resp, r.err
+	}
+	done := make(chan result, 1)
+	go func() { done <- get() }()
+	select {
+	case r := <-done:
+		return r.resp, r.err
+	case <-ctx.Done():
+		return nil, cancelledBy(ctx)
+	}
+}
+
 // takeOutcome copies a C outcome into Go and frees it.
 func takeOutcome(out *C.payidem_outcome) *Outcome {
 	defer C.payidem_outcome_free(out)
-	o := &Outcome{
-		Status:         int(C.payidem_outcome_http_status(out)),
+	r := responseOf(out)
+	return &Outcome{
+		Status:         r.Status,
+		Headers:        r.Headers,
+		Body:           r.Body,
 		Replayed:       bool(C.payidem_outcome_replayed(out)),
 		IdempotencyKey: goStringOrEmpty(C.payidem_outcome_idempotency_key(out)),
 		OrderID:        goStringOrEmpty(C.payidem_outcome_order_id(out)),
 		Attempts:       int(C.payidem_outcome_attempts(out)),
-		Headers:        http.Header{},
-		Body:           []byte{},
+	}
+}
+
+// responseOf copies the status, headers and body of a C outcome into Go.
+func responseOf(out *C.payidem_outcome) *Response {
+	r := &Response{
+		Status:  int(C.payidem_outcome_http_status(out)),
+		Headers: http.Header{},
+		Body:    []byte{},
 	}
 	var body *C.uint8_t
 	var n C.size_t
 	if C.payidem_outcome_body(out, &body, &n) && n > 0 {
-		o.Body = C.GoBytes(unsafe.Pointer(body), C.int(n))
+		r.Body = C.GoBytes(unsafe.Pointer(body), C.int(n))
 	}
 	count := int(C.payidem_outcome_header_count(out))
 	for i := 0; i < count; i++ {
 		var name, value *C.char
 		if C.payidem_outcome_header_at(out, C.size_t(i), &name, &value, nil) == C.PAYIDEM_OK {
-			o.Headers.Add(C.GoString(name), C.GoString(value))
+			r.Headers.Add(C.GoString(name), C.GoString(value))
 		}
 	}
-	return o
+	return r
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -45,11 +46,11 @@ func TestClientPaysOnceAndAnswersAgainFromTheJournal(t *testing.T) {
 	if err != nil || again.Status != 201 || !bytes.Equal(again.Body, first.Body) {
 		t.Fatalf("second call %+v, %v", again, err)
 	}
-	st, err := c.Status(order)
+	st, err := c.Status(bg(), order)
 	if err != nil || st.State != StateSucceeded || st.Attempts != 1 {
 		t.Fatalf("status %+v %v", st, err)
 	}
-	if st, _ := c.Status(orderID("never")); st.State != StateNotFound {
+	if st, _ := c.Status(bg(), orderID("never")); st.State != StateNotFound {
 		t.Errorf("status of an unknown order: %v", st.State)
 	}
 	m.assertOnePaymentEach(t, []string{order})
@@ -74,7 +75,7 @@ func TestClientRejectedKeepsStatusAndBody(t *testing.T) {
 	if errors.Is(err, ErrOutcomeUnknown) || errors.Is(err, ErrCancelled) {
 		t.Error("a rejection matches another sentinel")
 	}
-	if st, _ := c.Status(order); st.State != StateRejected {
+	if st, _ := c.Status(bg(), order); st.State != StateRejected {
 		t.Errorf("state %v, want rejected", st.State)
 	}
 }
@@ -121,11 +122,11 @@ func TestClientOutcomeUnknownIsResumable(t *testing.T) {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		t.Error("an unknown outcome without a context claims a context error")
 	}
-	unknown, err := c.ListUnknown()
+	unknown, err := c.ListUnknown(bg())
 	if err != nil || len(unknown) != 1 || unknown[0] != order {
 		t.Fatalf("ListUnknown = %v, %v", unknown, err)
 	}
-	if st, _ := c.Status(order); st.State != StateUnknown || st.Attempts != 2 {
+	if st, _ := c.Status(bg(), order); st.State != StateUnknown || st.Attempts != 2 {
 		t.Errorf("status %+v, want unknown after 2 attempts", st)
 	}
 
@@ -137,7 +138,7 @@ func TestClientOutcomeUnknownIsResumable(t *testing.T) {
 	if out.Status != 201 || !out.Replayed || out.Attempts != 3 {
 		t.Errorf("resumed outcome %+v", out)
 	}
-	if unknown, _ := c.ListUnknown(); len(unknown) != 0 {
+	if unknown, _ := c.ListUnknown(bg()); len(unknown) != 0 {
 		t.Errorf("still unknown: %v", unknown)
 	}
 	m.assertOnePaymentEach(t, []string{order})
@@ -193,7 +194,7 @@ func TestClientTransportError(t *testing.T) {
 	if !errors.Is(err, ErrTransport) {
 		t.Fatalf("err = %v, want transport_error", err)
 	}
-	if st, _ := c.Status(order); st.State == StateNotFound || st.State == StateSucceeded {
+	if st, _ := c.Status(bg(), order); st.State == StateNotFound || st.State == StateSucceeded {
 		t.Errorf("state %v: the operation must stay journaled with its key", st.State)
 	}
 }
@@ -210,7 +211,7 @@ func TestClientOperationBusy(t *testing.T) {
 	}()
 	var err error
 	for i := 0; i < 100; i++ {
-		if st, _ := c.Status(op.OrderID); st.State == StateInFlight {
+		if st, _ := c.Status(bg(), op.OrderID); st.State == StateInFlight {
 			_, err = c.Execute(bg(), op)
 			break
 		}
@@ -264,7 +265,7 @@ func TestClientSQLiteJournalSurvivesReopen(t *testing.T) {
 	}
 	c.Close()
 	c2 := newTestClient(t, cfg)
-	if st, err := c2.Status(op.OrderID); err != nil || st.State != StateSucceeded {
+	if st, err := c2.Status(bg(), op.OrderID); err != nil || st.State != StateSucceeded {
 		t.Fatalf("status after reopen %+v %v", st, err)
 	}
 	again, err := c2.Execute(bg(), op)
@@ -309,7 +310,7 @@ func TestClientInvalidArguments(t *testing.T) {
 	if !errors.As(err, &ia) || ia.Field != "order_id" {
 		t.Errorf("resume of an unknown order: %v", err)
 	}
-	if _, err := c.Status("bad id"); !errors.Is(err, ErrInvalidArgument) {
+	if _, err := c.Status(bg(), "bad id"); !errors.Is(err, ErrInvalidArgument) {
 		t.Errorf("status of a bad id: %v", err)
 	}
 }
@@ -379,11 +380,25 @@ func TestClientCloseIsIdempotentAndFinal(t *testing.T) {
 	if _, err := c.Resume(bg(), "o"); !errors.Is(err, ErrClosed) {
 		t.Errorf("Resume after Close: %v", err)
 	}
-	if _, err := c.Status("o"); !errors.Is(err, ErrClosed) {
+	if _, err := c.Status(bg(), "o"); !errors.Is(err, ErrClosed) {
 		t.Errorf("Status after Close: %v", err)
 	}
-	if _, err := c.ListUnknown(); !errors.Is(err, ErrClosed) {
+	if _, err := c.ListUnknown(bg()); !errors.Is(err, ErrClosed) {
 		t.Errorf("ListUnknown after Close: %v", err)
+	}
+	if _, err := c.ResumeUnknown(bg()); !errors.Is(err, ErrClosed) {
+		t.Errorf("ResumeUnknown after Close: %v", err)
+	}
+	if _, err := c.PurgeSettled(bg()); !errors.Is(err, ErrClosed) {
+		t.Errorf("PurgeSettled after Close: %v", err)
+	}
+	if _, err := c.Get(bg(), "/v1/payments/p"); !errors.Is(err, ErrClosed) {
+		t.Errorf("Get after Close: %v", err)
+	}
+	ctx, cancel := context.WithCancel(bg())
+	defer cancel()
+	if _, err := c.Get(ctx, "/v1/payments/p"); !errors.Is(err, ErrClosed) {
+		t.Errorf("Get with a live context after Close: %v", err)
 	}
 }
 
@@ -437,5 +452,325 @@ func TestClientSurvivesAPanickingHook(t *testing.T) {
 	c := newTestClient(t, cfg)
 	if _, err := c.Execute(bg(), payment(orderID("panic"), 50)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// unknownOrders leaves n orders with an unknown outcome in c's journal:
+// the platform commits each payment but its answer is lost, and nothing
+// else (no status path) can tell. c must allow few attempts.
+func unknownOrders(t *testing.T, m *mock, c *Client, prefix string, n int) []string {
+	t.Helper()
+	m.setFaults(t, map[string]any{"drop_after_commit": 1.0})
+	var orders []string
+	for i := 0; i < n; i++ {
+		op := payment(orderID(prefix), 300+i)
+		op.StatusPath = ""
+		if _, err := c.Execute(bg(), op); !errors.Is(err, ErrOutcomeUnknown) {
+			t.Fatalf("%s: err = %v, want outcome_unknown", op.OrderID, err)
+		}
+		orders = append(orders, op.OrderID)
+	}
+	m.setFaults(t, map[string]any{})
+	return orders
+}
+
+func TestClientResumeUnknownSettlesEveryUnknownOrder(t *testing.T) {
+	m := startMock(t)
+	cfg := fastConfig(m.URL)
+	cfg.MaxAttempts = 2
+	c := newTestClient(t, cfg)
+	settled := orderID("settled")
+	if _, err := c.Execute(bg(), payment(settled, 100)); err != nil {
+		t.Fatal(err)
+	}
+	orders := unknownOrders(t, m, c, "resume-all", 3)
+	listed, err := c.ListUnknown(bg())
+	if err != nil || fmt.Sprint(listed) != fmt.Sprint(orders) {
+		t.Fatalf("ListUnknown = %v, %v; want %v (oldest first)", listed, err, orders)
+	}
+
+	results, err := c.ResumeUnknown(bg())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != len(orders) {
+		t.Fatalf("%d results for %d unknown orders: %+v", len(results), len(orders), results)
+	}
+	for i, r := range results {
+		if r.OrderID != orders[i] || r.Err != nil || r.Outcome == nil {
+			t.Errorf("result %d: %+v, want %s settled", i, r, orders[i])
+			continue
+		}
+		if r.Outcome.OrderID != r.OrderID || r.Outcome.Status != 201 || !r.Outcome.Replayed {
+			t.Errorf("result %d: outcome %+v, want the platform's replayed 201", i, r.Outcome)
+		}
+	}
+	if left, err := c.ListUnknown(bg()); err != nil || len(left) != 0 {
+		t.Errorf("still unknown: %v %v", left, err)
+	}
+	// Nothing left: an empty result, not an error.
+	if again, err := c.ResumeUnknown(bg()); err != nil || len(again) != 0 {
+		t.Errorf("second ResumeUnknown: %+v %v", again, err)
+	}
+	m.assertOnePaymentEach(t, append(orders, settled))
+}
+
+// An order another process is driving answers ErrOperationBusy; the other
+// orders are resumed all the same.
+func TestClientResumeUnknownReportsBusyOrders(t *testing.T) {
+	m := startMock(t)
+	cfg := fastConfig(m.URL)
+	cfg.MaxAttempts = 2
+	cfg.JournalPath = filepath.Join(t.TempDir(), "journal.sqlite3")
+	c := newTestClient(t, cfg)
+	other := newTestClient(t, cfg) // another process sharing the journal
+	orders := unknownOrders(t, m, c, "busy-resume", 2)
+
+	// Every answer, replays included, comes 1.5 s late (inside the 2 s
+	// request timeout): the other client holds the first order meanwhile.
+	m.setFaults(t, map[string]any{"delay_after_commit": 1.0, "delay_ms": 1500})
+	done := make(chan error, 1)
+	go func() {
+		_, err := other.Resume(bg(), orders[0])
+		done <- err
+	}()
+	driving := false
+	for i := 0; i < 200 && !driving; i++ {
+		st, err := c.Status(bg(), orders[0])
+		driving = err == nil && st.State == StateInFlight && st.Attempts > 2
+		if !driving {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	if !driving {
+		t.Fatal("the other client never sent its attempt")
+	}
+	results, err := c.ResumeUnknown(bg())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 2 || results[0].OrderID != orders[0] || results[1].OrderID != orders[1] {
+		t.Fatalf("results %+v, want %v", results, orders)
+	}
+	if !errors.Is(results[0].Err, ErrOperationBusy) || results[0].Outcome != nil {
+		t.Errorf("the busy order: %+v, want ErrOperationBusy", results[0])
+	}
+	if results[1].Err != nil || results[1].Outcome == nil || results[1].Outcome.Status != 201 {
+		t.Errorf("the free order: %+v, want settled", results[1])
+	}
+	if err := <-done; err != nil {
+		t.Errorf("the other client's resume: %v", err)
+	}
+	m.assertOnePaymentEach(t, orders)
+}
+
+func TestClientResumeUnknownStopsWithItsContext(t *testing.T) {
+	m := startMock(t)
+	cfg := fastConfig(m.URL)
+	cfg.MaxAttempts = 2
+	cfg.BackoffCap = 5 * time.Second
+	c := newTestClient(t, cfg)
+	orders := unknownOrders(t, m, c, "resume-cancel", 2)
+
+	// A done context resumes nothing.
+	done, cancelDone := context.WithCancel(bg())
+	cancelDone()
+	if results, err := c.ResumeUnknown(done); !errors.Is(err, ErrCancelled) || !errors.Is(err, context.Canceled) || results != nil {
+		t.Fatalf("with a done context: %+v, %v", results, err)
+	}
+
+	// Every POST answers 503 with Retry-After: 1: the first resume waits,
+	// the context ends during the wait, the second order ends at once.
+	m.setFaults(t, map[string]any{"error_503": 1.0})
+	ctx, cancel := context.WithCancel(bg())
+	defer cancel()
+	timer := time.AfterFunc(300*time.Millisecond, cancel)
+	defer timer.Stop()
+	start := time.Now()
+	results, err := c.ResumeUnknown(ctx)
+	if took := time.Since(start); took > 900*time.Millisecond {
+		t.Errorf("took %v, cancelled after 300ms", took)
+	}
+	if err != nil || len(results) != 2 {
+		t.Fatalf("results %+v, %v", results, err)
+	}
+	for i, r := range results {
+		if r.OrderID != orders[i] || r.Outcome != nil || !errors.Is(r.Err, ErrCancelled) || !errors.Is(r.Err, context.Canceled) {
+			t.Errorf("result %d: %+v, want ErrCancelled and context.Canceled", i, r)
+		}
+	}
+	// Both keep their keys and settle later, paid once.
+	m.setFaults(t, map[string]any{})
+	results, err = c.ResumeUnknown(bg())
+	if err != nil || len(results) != 2 || results[0].Err != nil || results[1].Err != nil {
+		t.Fatalf("resume after the faults: %+v, %v", results, err)
+	}
+	m.assertOnePaymentEach(t, orders)
+}
+
+func TestClientPurgeSettledKeepsUnsettledOperations(t *testing.T) {
+	m := startMock(t)
+	cfg := fastConfig(m.URL)
+	cfg.MaxAttempts = 2
+	cfg.SettledRetention = time.Second
+	c := newTestClient(t, cfg)
+	settledOp := payment(orderID("purged"), 500)
+	first, err := c.Execute(bg(), settledOp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	declined := orderID("purged-declined")
+	if _, err := c.Execute(bg(), payment(declined, 1402)); !errors.Is(err, ErrRejected) {
+		t.Fatalf("declined: %v", err)
+	}
+	unknown := unknownOrders(t, m, c, "kept", 1)[0]
+	if n, err := c.PurgeSettled(bg()); err != nil || n != 0 {
+		t.Fatalf("PurgeSettled right away = %d, %v; want 0 (inside the retention)", n, err)
+	}
+	time.Sleep(2100 * time.Millisecond)
+	if n, err := c.PurgeSettled(bg()); err != nil || n != 2 {
+		t.Fatalf("PurgeSettled = %d, %v; want 2 (the success and the rejection)", n, err)
+	}
+	for _, o := range []string{settledOp.OrderID, declined} {
+		if st, err := c.Status(bg(), o); err != nil || st.State != StateNotFound {
+			t.Errorf("%s after the purge: %+v %v", o, st, err)
+		}
+	}
+	if st, err := c.Status(bg(), unknown); err != nil || st.State != StateUnknown {
+		t.Errorf("the unknown order after the purge: %+v %v", st, err)
+	}
+	if n, err := c.PurgeSettled(bg()); err != nil || n != 0 {
+		t.Errorf("PurgeSettled again = %d, %v", n, err)
+	}
+	// A purged order executed again is a new operation with the same
+	// default key: the platform replays its payment, paid once.
+	again, err := c.Execute(bg(), settledOp)
+	if err != nil || !again.Replayed || !bytes.Equal(again.Body, first.Body) {
+		t.Errorf("the purged order again: %+v %v", again, err)
+	}
+	if _, err := c.Resume(bg(), unknown); err != nil {
+		t.Fatal(err)
+	}
+	m.assertOnePaymentEach(t, []string{settledOp.OrderID, unknown})
+
+	ctx, cancel := context.WithCancel(bg())
+	cancel()
+	if _, err := c.PurgeSettled(ctx); !errors.Is(err, ErrCancelled) || !errors.Is(err, context.Canceled) {
+		t.Errorf("PurgeSettled with a done context: %v", err)
+	}
+}
+
+func TestClientGetReadsWithoutTheJournal(t *testing.T) {
+	m := startMock(t)
+	c := newTestClient(t, fastConfig(m.URL))
+	order := orderID("get")
+	created, err := c.Execute(bg(), payment(order, 650))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p struct {
+		PaymentID string `json:"payment_id"`
+	}
+	if err := json.Unmarshal(created.Body, &p); err != nil || p.PaymentID == "" {
+		t.Fatalf("created %s: %v", created.Body, err)
+	}
+	for _, path := range []string{"/v1/payments?order_id=" + order, "/v1/payments/" + p.PaymentID} {
+		r, err := c.Get(bg(), path)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		if r.Status != 200 || !bytes.Equal(r.Body, created.Body) || !strings.Contains(r.Headers.Get("Content-Type"), "json") {
+			t.Errorf("GET %s: %d %v %s, want the created payment", path, r.Status, r.Headers, r.Body)
+		}
+	}
+	// Any answer is a response: a 404 is no error.
+	never := orderID("never-paid")
+	r, err := c.Get(bg(), "/v1/payments?order_id="+never)
+	if err != nil || r.Status != 404 || !bytes.Contains(r.Body, []byte("not_found")) {
+		t.Fatalf("GET of an unknown order: %+v %v", r, err)
+	}
+	// Nothing was journaled, and the platform saw signed GETs only.
+	if st, err := c.Status(bg(), never); err != nil || st.State != StateNotFound {
+		t.Errorf("status %+v %v", st, err)
+	}
+	if unknown, err := c.ListUnknown(bg()); err != nil || len(unknown) != 0 {
+		t.Errorf("unknown %v %v", unknown, err)
+	}
+	m.assertOnePaymentEach(t, []string{order})
+
+	for _, path := range []string{"", "no-slash", "/nul\x00"} {
+		var ia *InvalidArgumentError
+		if _, err := c.Get(bg(), path); !errors.As(err, &ia) || ia.Field != "path" {
+			t.Errorf("GET %q: %v, want invalid path", path, err)
+		}
+	}
+	done, cancel := context.WithCancel(bg())
+	cancel()
+	if _, err := c.Get(done, "/v1/payments?order_id="+order); !errors.Is(err, ErrCancelled) || !errors.Is(err, context.Canceled) {
+		t.Errorf("GET with a done context: %v", err)
+	}
+	if _, err := c.Status(done, order); !errors.Is(err, ErrCancelled) || !errors.Is(err, context.Canceled) {
+		t.Errorf("Status with a done context: %v", err)
+	}
+	if _, err := c.ListUnknown(done); !errors.Is(err, ErrCancelled) || !errors.Is(err, context.Canceled) {
+		t.Errorf("ListUnknown with a done context: %v", err)
+	}
+}
+
+func TestClientGetTransportErrorAndContextDeadline(t *testing.T) {
+	m := startMock(t)
+	url := m.URL
+	_ = m.cmd.Process.Kill()
+	_ = m.cmd.Wait()
+	if _, err := newTestClient(t, fastConfig(url)).Get(bg(), "/v1/payments/p"); !errors.Is(err, ErrTransport) {
+		t.Errorf("GET of a dead platform: %v, want ErrTransport", err)
+	}
+
+	// A platform that accepts and never answers: the context ends the call
+	// long before the request timeout.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	conns := make(chan net.Conn, 4)
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns <- conn
+		}
+	}()
+	cfg := fastConfig("http://" + ln.Addr().String())
+	cfg.RequestTimeout = 10 * time.Second
+	c := newTestClient(t, cfg)
+	ctx, cancel := context.WithTimeout(bg(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = c.Get(ctx, "/v1/payments/p")
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("took %v with a 200ms deadline", took)
+	}
+	if !errors.Is(err, ErrCancelled) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("err = %v, want ErrCancelled and context.DeadlineExceeded", err)
+	}
+	// Hang up: the request left in the background ends, and Close returns.
+	select {
+	case conn := <-conns:
+		conn.Close()
+	case <-time.After(5 * time.Second):
+		t.Error("the GET never connected")
+	}
+	closed := make(chan struct{})
+	go func() {
+		c.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Error("Close waited for the abandoned GET past its hang-up")
 	}
 }

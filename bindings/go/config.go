@@ -2,15 +2,22 @@
 
 package payidem
 
+/*
+#include "payidem.h"
+*/
+import "C"
+
 import (
 	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
 
 // JournalMemory, as Config.JournalPath, keeps the client's operations in
-// memory only.
+// memory only. It is the library's name for a memory journal (a test
+// checks it against the linked library).
 //
 // UNSAFE FOR PRODUCTION. Operations and their idempotency keys die with the
 // process: after a crash, a kill or a restart in the middle of a payment,
@@ -20,9 +27,23 @@ import (
 // file on persistent storage.
 const JournalMemory = ":memory:"
 
-// Config configures a Client. Zero values take the library's defaults
-// (the durable default journal, connect 5 s, request 30 s, 8 attempts, backoff 200 ms base and 10 s cap,
-// 60 s deadline per call, 48 h key retention, 7 days settled retention).
+// Config configures a Client. A zero field takes the library's default;
+// DefaultConfig reads them all from the linked library. They are (a test
+// checks this list against the library):
+//
+//   - JournalPath: "" (the durable default journal)
+//   - ConnectTimeout: 5s
+//   - RequestTimeout: 30s
+//   - MaxAttempts: 8
+//   - BackoffBase: 200ms
+//   - BackoffCap: 10s
+//   - Deadline: 60s
+//   - KeyRetention: 48h (also the largest allowed)
+//   - SettledRetention: 168h (7 days)
+//   - MaxClockOffset: 600s
+//   - RetryBudget: {Capacity:500 RetryCost:5 TimeoutCost:10 SuccessRefund:1}
+//   - AllowInsecureHTTP, ProxyFromEnv: false
+//   - Proxy, CABundle, ClientCert, ClientKey: "" (none)
 type Config struct {
 	// BaseURL of the platform, e.g. "https://api.example.com" (required).
 	BaseURL string
@@ -56,7 +77,8 @@ type Config struct {
 	// Deadline bounds one call; a context deadline may shorten it.
 	Deadline time.Duration
 	// KeyRetention: an unknown operation whose key is older is never sent
-	// again (ErrKeyExpired); at most 48 h.
+	// again (ErrKeyExpired); at most the default, the platform's
+	// retention.
 	KeyRetention time.Duration
 	// SettledRetention: settled operations older than this are purged.
 	SettledRetention time.Duration
@@ -85,9 +107,9 @@ type Config struct {
 	ClientCert string
 	ClientKey  string
 	// MaxClockOffset bounds the clock offset learnt from a 401
-	// timestamp_out_of_window answer (0: the default, 600 s). A larger
-	// answer is not trusted: the call fails with ErrRejected (status 401)
-	// and the operation is kept.
+	// timestamp_out_of_window answer (0: the default). A larger answer is
+	// not trusted: the call fails with ErrRejected (status 401) and the
+	// operation is kept.
 	MaxClockOffset time.Duration
 	// OnAttempt, when set, receives every attempt's event, on the goroutine
 	// that made the call. It must be safe for concurrent use, and must not
@@ -124,7 +146,7 @@ func (c Config) GoString() string { return c.String() }
 
 // RetryBudget is a token bucket shared by all calls of a client: retries
 // and timeouts spend tokens, successes refund them. Zero fields take the
-// defaults (capacity 500, retry cost 5, timeout cost 10, refund 1).
+// defaults (see Config and DefaultConfig).
 type RetryBudget struct {
 	Capacity      uint32
 	RetryCost     uint32
@@ -265,4 +287,77 @@ func (c *Config) optionsJSON() ([]byte, error) {
 		o.RetryBudget = &budgetOptions{b.Capacity, b.RetryCost, b.TimeoutCost, b.SuccessRefund}
 	}
 	return json.Marshal(o)
+}
+
+// libraryDefaults is the document payidem_client_defaults_json returns.
+type libraryDefaults struct {
+	Options       options `json:"options"`
+	MemoryJournal string  `json:"memory_journal"`
+}
+
+var (
+	defaultsOnce sync.Once
+	defaults     libraryDefaults
+	defaultsErr  error
+)
+
+// libraryDefaultsJSON is the linked library's defaults document
+// (payidem_client_defaults_json).
+func libraryDefaultsJSON() string {
+	return goStringOrEmpty(C.payidem_client_defaults_json())
+}
+
+// readLibraryDefaults decodes the linked library's defaults once.
+func readLibraryDefaults() (libraryDefaults, error) {
+	defaultsOnce.Do(func() {
+		raw := libraryDefaultsJSON()
+		if err := json.Unmarshal([]byte(raw), &defaults); err != nil {
+			defaultsErr = fmt.Errorf("payidem: the library's defaults %q: %w", raw, err)
+		}
+	})
+	return defaults, defaultsErr
+}
+
+// DefaultConfig is the configuration a Client gets for every zero field of
+// Config, read from the linked library (the one source of every default):
+// timeouts, retry policy, retry budget, retentions and MaxClockOffset set,
+// JournalPath "" (the durable default journal), no proxy and no TLS files.
+// BaseURL, KeyID and Secret are empty: set them before NewClient. It
+// panics only if the linked library's defaults cannot be decoded, which a
+// library and binding built from one source never do.
+func DefaultConfig() Config {
+	d, err := readLibraryDefaults()
+	if err != nil {
+		panic(err)
+	}
+	o := d.Options
+	var retry retryOptions
+	if o.Retry != nil {
+		retry = *o.Retry
+	}
+	var budget *RetryBudget
+	if b := o.RetryBudget; b != nil {
+		budget = &RetryBudget{b.Capacity, b.RetryCost, b.TimeoutCost, b.SuccessRefund}
+	}
+	ms := func(n uint64) time.Duration { return time.Duration(n) * time.Millisecond }
+	secs := func(n uint64) time.Duration { return time.Duration(n) * time.Second }
+	return Config{
+		JournalPath:       o.JournalPath,
+		ConnectTimeout:    ms(o.ConnectTimeoutMS),
+		RequestTimeout:    ms(o.RequestTimeoutMS),
+		MaxAttempts:       int(retry.MaxAttempts),
+		BackoffBase:       ms(retry.BaseMS),
+		BackoffCap:        ms(retry.CapMS),
+		Deadline:          ms(retry.DeadlineMS),
+		KeyRetention:      secs(o.KeyRetentionS),
+		SettledRetention:  secs(o.SettledRetentionS),
+		RetryBudget:       budget,
+		AllowInsecureHTTP: o.AllowInsecureHTTP,
+		Proxy:             o.Proxy,
+		ProxyFromEnv:      o.ProxyFromEnv,
+		CABundle:          o.CABundle,
+		ClientCert:        o.ClientCert,
+		ClientKey:         o.ClientKey,
+		MaxClockOffset:    secs(o.MaxClockOffsetS),
+	}
 }

@@ -40,7 +40,7 @@ func TestCancelDuringBackoffReturnsPromptlyAndStaysResumable(t *testing.T) {
 	if !errors.As(err, &e) || e.OrderID != op.OrderID || e.IdempotencyKey != "create-"+op.OrderID {
 		t.Errorf("error names %+v", e)
 	}
-	if st, _ := c.Status(op.OrderID); st.State == StateNotFound || st.State == StateSucceeded {
+	if st, _ := c.Status(bg(), op.OrderID); st.State == StateNotFound || st.State == StateSucceeded {
 		t.Errorf("state after cancel %v", st.State)
 	}
 
@@ -136,7 +136,7 @@ func TestManyCancellableCallsShareAClient(t *testing.T) {
 	wg.Wait()
 	m.setFaults(t, map[string]any{})
 	for _, o := range orders {
-		if st, _ := c.Status(o); st.State != StateSucceeded {
+		if st, _ := c.Status(bg(), o); st.State != StateSucceeded {
 			if _, err := c.Resume(bg(), o); err != nil {
 				t.Fatalf("resume %s: %v", o, err)
 			}

@@ -5,9 +5,14 @@
 // (include/payidem.h); this package only moves values across it. A Client
 // runs business operations to a settled outcome with one idempotency key
 // each, journaled so that a crash or an unknown outcome can be resumed
-// without a second charge. Signer and Verifier serve callers that keep
-// their own HTTP stack (net/http included), and Decide exposes the retry
-// decision table.
+// without a second charge (Client.ResumeUnknown at start-up finishes what
+// a crash left in flight); every Client method takes a context.Context.
+// Signer and Verifier serve callers that keep their own HTTP stack
+// (net/http included), and Decide exposes the retry decision table.
+//
+// Nothing is defined twice: error codes, options and defaults come from the
+// linked library (DefaultConfig, ResultName), and the package's tests fail
+// when the binding lacks a code, an option or a default the library has.
 //
 // The module carries the header and a prebuilt static libpayidem for
 // linux/amd64 and linux/arm64 (glibc >= 2.17), so `go get` is enough with

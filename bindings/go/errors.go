@@ -9,6 +9,7 @@ package payidem
 import "C"
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -38,6 +39,7 @@ const (
 	CodeIdempotencyKeyRequired Code = "idempotency_key_required" // 15
 	CodeInternal               Code = "internal_error"           // 16
 	CodeCancelled              Code = "cancelled"                // 17
+	CodeRefused                Code = "refused"                  // 18
 	// CodeBufferTooSmall exists only in the C ABI; seen from Go it is a bug
 	// of this binding and matches ErrInternal.
 	CodeBufferTooSmall Code = "buffer_too_small" // 100
@@ -68,6 +70,12 @@ var (
 	ErrIdempotencyKeyRequired error = &sentinel{CodeIdempotencyKeyRequired}
 	ErrInternal               error = &sentinel{CodeInternal}
 	ErrCancelled              error = &sentinel{CodeCancelled}
+	// ErrRefused: the platform refused every attempt of the call before
+	// its idempotency check (authentication, rate limit), so nothing
+	// happened. Not final: the operation keeps its key and Execute or
+	// Resume may still complete it. HTTPStatus and Body hold the last
+	// answer.
+	ErrRefused error = &sentinel{CodeRefused}
 )
 
 // ErrClosed is returned by every call on a Client, Signer or Verifier after
@@ -97,6 +105,7 @@ var codeByResult = map[uint32]struct {
 	C.PAYIDEM_IDEMPOTENCY_KEY_REQUIRED: {CodeIdempotencyKeyRequired, ErrIdempotencyKeyRequired},
 	C.PAYIDEM_INTERNAL_ERROR:           {CodeInternal, ErrInternal},
 	C.PAYIDEM_CANCELLED:                {CodeCancelled, ErrCancelled},
+	C.PAYIDEM_REFUSED:                  {CodeRefused, ErrRefused},
 	C.PAYIDEM_BUFFER_TOO_SMALL:         {CodeBufferTooSmall, ErrInternal},
 }
 
@@ -234,6 +243,27 @@ func invalid(field, msg string) error {
 // number that is no code.
 func ResultName(code uint32) string {
 	return goStringOrEmpty(C.payidem_result_name(C.uint32_t(code)))
+}
+
+// libraryMaxErrorCode is the highest stable error code the linked library
+// knows: codes 1 to it are every code of the core, without gaps.
+func libraryMaxErrorCode() uint32 {
+	return uint32(C.payidem_result_max_error_code())
+}
+
+// cancelledBy is the error of a call that ctx ended before it started (nil
+// while ctx is live): it matches ErrCancelled and ctx.Err().
+func cancelledBy(ctx context.Context) error {
+	cause := ctx.Err()
+	if cause == nil {
+		return nil
+	}
+	return &Error{
+		Code:     CodeCancelled,
+		Message:  "the context was done before the call started",
+		sentinel: ErrCancelled,
+		cause:    cause,
+	}
 }
 
 // errorOfResult is the error of a bare result number, as a call failing

@@ -42,7 +42,7 @@ var allSentinels = []error{
 	ErrInvalidArgument, ErrIdempotencyConflict, ErrRejected, ErrOutcomeUnknown, ErrKeyExpired,
 	ErrOperationBusy, ErrTransport, ErrJournal, ErrMissingSignature, ErrUnknownAPIKey,
 	ErrTimestampOutOfWindow, ErrInvalidSignature, ErrNonceReused, ErrReplayCacheFull,
-	ErrIdempotencyKeyRequired, ErrInternal, ErrCancelled,
+	ErrIdempotencyKeyRequired, ErrInternal, ErrCancelled, ErrRefused,
 }
 
 func TestEveryHeaderCodeMapsToItsSentinel(t *testing.T) {

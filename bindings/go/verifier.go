@@ -11,15 +11,16 @@ import "C"
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"runtime"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
+	"unsafe"
 )
 
 // Verifier checks signed requests on the platform side, in the protocol's
@@ -31,6 +32,10 @@ type Verifier struct {
 	// MaxBodyBytes bounds the body Middleware reads (1 MiB by default); a
 	// larger one is answered 413 without being verified.
 	MaxBodyBytes int64
+
+	// Clock, when set, gives Middleware the server's time (time.Now by
+	// default).
+	Clock func() time.Time
 }
 
 // Verified is what a successful verification established. Act on these
@@ -212,8 +217,8 @@ func requestTarget(r *http.Request) string {
 
 // Verify checks r, whose body is body, at the server clock now. On failure
 // the *Error's Code and HTTPStatus are the protocol's answer (ServerTime is
-// set for timestamp_out_of_window). VerifyRequest also returns what it
-// verified.
+// set for timestamp_out_of_window), and RefusalFor(err) is the whole answer
+// to send. VerifyRequest also returns what it verified.
 func (v *Verifier) Verify(r *http.Request, body []byte, now time.Time) error {
 	_, err := v.VerifyRequest(r, body, now)
 	return err
@@ -269,48 +274,44 @@ func (v *Verifier) VerifyRequest(r *http.Request, body []byte, now time.Time) (V
 }
 
 // Middleware verifies every request before next sees it. A failure is
-// answered with the protocol's status and error body
-// {"error":{"code","message"}} (401 timestamp_out_of_window also carries
-// X-Server-Time and Date); a verified request reaches next with its body
+// answered with the refusal the library's core builds for it (RefusalFor:
+// the protocol's status, Content-Type, X-Server-Time and Date for
+// timestamp_out_of_window, and the body {"error":{"code","message"}}), the
+// same bytes as the mock platform's; a body over MaxBodyBytes is refused
+// 413 payload_too_large. A verified request reaches next with its body
 // restored and what was verified in its context (VerifiedFromContext).
 func (v *Verifier) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		now := time.Now()
+		if v.Clock != nil {
+			now = v.Clock()
+		}
 		limit := v.MaxBodyBytes
 		if limit <= 0 {
 			limit = 1 << 20
 		}
 		body, err := readBody(r, limit)
+		if errors.Is(err, errBodyTooLarge) {
+			bodyTooLarge(limit).ServeHTTP(w, r)
+			return
+		}
 		if err != nil {
-			writeError(w, http.StatusRequestEntityTooLarge, "payload_too_large", err.Error(), time.Time{})
+			RefusalFor(invalid("body", "could not be read: "+err.Error())).ServeHTTP(w, r)
 			return
 		}
 		verified, err := v.VerifyRequest(r, body, now)
 		if err != nil {
-			var e *Error
-			if !errors.As(err, &e) {
-				writeError(w, http.StatusInternalServerError, string(CodeInternal), "verification failed", time.Time{})
-				return
-			}
-			status := e.HTTPStatus
-			if status == 0 {
-				status = http.StatusBadRequest
-			}
-			serverTime := time.Time{}
-			if e.Code == CodeTimestampOutOfWindow {
-				serverTime = e.ServerTime
-				if serverTime.IsZero() {
-					serverTime = now
-				}
-			}
-			writeError(w, status, string(e.Code), e.Message, serverTime)
+			RefusalFor(err).ServeHTTP(w, r)
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), verifiedKey{}, verified)))
 	})
 }
 
-// readBody reads at most limit bytes of r's body and restores it.
+var errBodyTooLarge = errors.New("payidem: body too large")
+
+// readBody reads at most limit bytes of r's body and restores it; a larger
+// body is errBodyTooLarge.
 func readBody(r *http.Request, limit int64) ([]byte, error) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
@@ -321,32 +322,162 @@ func readBody(r *http.Request, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	if int64(len(body)) > limit {
-		return nil, errors.New("body is larger than " + strconv.FormatInt(limit, 10) + " bytes")
+		return nil, errBodyTooLarge
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
 	return body, nil
 }
 
-type errorBody struct {
-	Error struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
+// Refusal is the complete HTTP answer that refuses a request, as the
+// library's core builds it: the same status, headers and body bytes as the
+// mock platform, the C ABI and the Python middleware send. It is an
+// http.Handler that writes exactly that answer.
+type Refusal struct {
+	// Status is the HTTP status (401, 409, 503, 400, 413; 500 for a failure
+	// of the server itself).
+	Status int
+	// Code is the error code the body carries (a Code, or
+	// "payload_too_large").
+	Code Code
+	// Header holds the headers to send: Content-Type, and X-Server-Time and
+	// Date (the verifier's clock) for timestamp_out_of_window.
+	Header http.Header
+	// Body is the exact body, {"error":{"code":"...","message":"..."}}.
+	Body []byte
 }
 
-// writeError answers with the protocol's error body; a non-zero serverTime
-// adds X-Server-Time and Date.
-func writeError(w http.ResponseWriter, status int, code, message string, serverTime time.Time) {
-	var b errorBody
-	b.Error.Code, b.Error.Message = code, message
-	out, _ := json.Marshal(b)
+// ServeHTTP writes the refusal on w: its headers (replacing any of the same
+// name, so the Date is the verifier's clock when the refusal has one),
+// Content-Length, the status and the body.
+func (f *Refusal) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	if !serverTime.IsZero() {
-		h.Set("X-Server-Time", strconv.FormatInt(serverTime.Unix(), 10))
-		h.Set("Date", serverTime.UTC().Format(http.TimeFormat))
+	for name, values := range f.Header {
+		h[name] = append([]string(nil), values...)
 	}
-	w.WriteHeader(status)
-	w.Write(out)
+	h.Set("Content-Length", strconv.Itoa(len(f.Body)))
+	w.WriteHeader(f.Status)
+	w.Write(f.Body)
+}
+
+// RefusalFor is the answer to a request whose verification failed with err
+// (from Verify or VerifyRequest). A verification code (VerificationCodes)
+// is answered with its status and err's code and message, and
+// timestamp_out_of_window with err's ServerTime (the current time when it
+// has none) as X-Server-Time and Date. Any other error, also one that is
+// no *Error such as ErrClosed, is a failure of the server: 500
+// internal_error with a fixed message that shows nothing of it. nil gives
+// nil.
+func RefusalFor(err error) *Refusal {
+	if err == nil {
+		return nil
+	}
+	var e *Error
+	if !errors.As(err, &e) {
+		e = &Error{Code: CodeInternal, Message: err.Error()}
+	}
+	serverTime := e.ServerTime
+	if serverTime.IsZero() {
+		serverTime = time.Now()
+	}
+	number, known := resultNumber(e.Code)
+	if !known {
+		number = C.PAYIDEM_INTERNAL_ERROR
+	}
+	if f, ok := newRefusal(number, e.Message, serverTime); ok {
+		return f
+	}
+	return internalRefusal()
+}
+
+// newRefusal asks the core for the refusal of an error with these parts.
+func newRefusal(number uint32, message string, serverTime time.Time) (*Refusal, bool) {
+	var args cstrings
+	m, err := args.add("message", strings.ReplaceAll(message, "\x00", "\uFFFD"))
+	if err != nil {
+		return nil, false
+	}
+	unix := serverTime.Unix()
+	if unix < 0 {
+		unix = 0
+	}
+	var ref *C.payidem_refusal
+	var cerr *C.payidem_error
+	if C.payidem_refusal_new(C.uint32_t(number), args.ptr(m), C.uint64_t(unix), &ref, &cerr) != C.PAYIDEM_OK {
+		C.payidem_error_free(cerr)
+		return nil, false
+	}
+	return refusalFromC(ref), true
+}
+
+// internalRefusal answers a failure of this binding itself: the core's 500
+// internal_error, or a bare 500 if even the core cannot build one.
+func internalRefusal() *Refusal {
+	if f, ok := newRefusal(C.PAYIDEM_INTERNAL_ERROR, "", time.Now()); ok {
+		return f
+	}
+	return &Refusal{Status: http.StatusInternalServerError, Code: CodeInternal, Header: make(http.Header)}
+}
+
+// VerificationCodes are the codes Verify fails with, in number order, as
+// the linked library lists them: each has its own status in RefusalFor.
+func VerificationCodes() []Code {
+	var codes []Code
+	for i := 0; ; i++ {
+		number := uint32(C.payidem_refusal_verification_code_at(C.size_t(i)))
+		if number == 0 {
+			return codes
+		}
+		codes = append(codes, Code(ResultName(number)))
+	}
+}
+
+var resultNumbers = sync.OnceValue(func() map[Code]uint32 {
+	numbers := make(map[Code]uint32)
+	for n := uint32(1); n < 256; n++ {
+		if name := ResultName(n); name != "" {
+			numbers[Code(name)] = n
+		}
+	}
+	return numbers
+})
+
+// resultNumber is the C result number of code, as the linked library names
+// it.
+func resultNumber(code Code) (uint32, bool) {
+	n, ok := resultNumbers()[code]
+	return n, ok
+}
+
+// bodyTooLarge is the 413 refusal of a body over limit bytes.
+func bodyTooLarge(limit int64) *Refusal {
+	var ref *C.payidem_refusal
+	var cerr *C.payidem_error
+	if C.payidem_refusal_body_too_large(C.uint64_t(limit), &ref, &cerr) != C.PAYIDEM_OK {
+		C.payidem_error_free(cerr)
+		return internalRefusal()
+	}
+	return refusalFromC(ref)
+}
+
+// refusalFromC copies ref out and frees it.
+func refusalFromC(ref *C.payidem_refusal) *Refusal {
+	defer C.payidem_refusal_free(ref)
+	f := &Refusal{
+		Status: int(C.payidem_refusal_status(ref)),
+		Code:   Code(goStringOrEmpty(C.payidem_refusal_code(ref))),
+		Header: make(http.Header),
+	}
+	for i := 0; i < int(C.payidem_refusal_header_count(ref)); i++ {
+		var name, value *C.char
+		if C.payidem_refusal_header_at(ref, C.size_t(i), &name, &value, nil) == C.PAYIDEM_OK {
+			f.Header.Add(C.GoString(name), C.GoString(value))
+		}
+	}
+	var body *C.uint8_t
+	var n C.size_t
+	if C.payidem_refusal_body(ref, &body, &n) {
+		f.Body = C.GoBytes(unsafe.Pointer(body), C.int(n))
+	}
+	return f
 }

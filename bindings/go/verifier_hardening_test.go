@@ -4,9 +4,12 @@ package payidem
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -153,5 +156,156 @@ func TestCapacityIsExactAndTheClockNeverGoesBack(t *testing.T) {
 	g, _ := s.SignAt(later, "GET", "/p", "", nil)
 	if err := v.Verify(request("GET", "/p", g), nil, later); !errors.Is(err, ErrReplayCacheFull) {
 		t.Errorf("over the total: %v", err)
+	}
+}
+
+// Issue #12: the middleware's refusal is the core's, byte for byte, for
+// every code the linked library lists as a verification code. A code added
+// to the core without a request here that provokes it fails this test.
+func TestMiddlewareRefusalIsTheCoresForEveryVerificationCode(t *testing.T) {
+	s := newTestSigner(t)
+	now := time.Unix(1767225600, 0)
+	body := []byte(`{"amount":1}`)
+	sign := func(at time.Time, method, path, key string) http.Header {
+		t.Helper()
+		h, err := s.SignAt(at, method, path, key, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	type scenario struct {
+		first  http.Header // verified (and accepted) before, when set
+		method string
+		header http.Header
+	}
+	scenarios := map[Code]func() scenario{
+		CodeInvalidArgument: func() scenario {
+			h := sign(now, "GET", "/v1/payments", "")
+			h[HeaderIdempotencyKey] = []string{""}
+			return scenario{method: "GET", header: h}
+		},
+		CodeMissingSignature: func() scenario {
+			h := sign(now, "POST", "/v1/payments", "create-a")
+			h.Del(HeaderSignature)
+			return scenario{method: "POST", header: h}
+		},
+		CodeUnknownAPIKey: func() scenario {
+			h := sign(now, "POST", "/v1/payments", "create-a")
+			h.Set(HeaderAPIKey, "key_other")
+			return scenario{method: "POST", header: h}
+		},
+		CodeTimestampOutOfWindow: func() scenario {
+			return scenario{method: "POST", header: sign(now.Add(-301*time.Second), "POST", "/v1/payments", "create-a")}
+		},
+		CodeInvalidSignature: func() scenario {
+			return scenario{method: "POST", header: sign(now, "POST", "/v1/other", "create-a")}
+		},
+		CodeNonceReused: func() scenario {
+			h := sign(now, "POST", "/v1/payments", "create-a")
+			return scenario{first: h, method: "POST", header: h}
+		},
+		CodeReplayCacheFull: func() scenario {
+			return scenario{
+				first:  sign(now, "POST", "/v1/payments", "create-a"),
+				method: "POST",
+				header: sign(now, "POST", "/v1/payments", "create-b"),
+			}
+		},
+		CodeIdempotencyKeyRequired: func() scenario {
+			ts, nonce := strconv.FormatInt(now.Unix(), 10), "6f1c2a4e-9b3d-4c5e-8f70-1a2b3c4d5e6f"
+			sig, err := s.SignParts("POST", "/v1/payments", ts, nonce, "", body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := http.Header{}
+			h.Set(HeaderAPIKey, "key_live_1")
+			h.Set(HeaderTimestamp, ts)
+			h.Set(HeaderNonce, nonce)
+			h.Set(HeaderSignature, sig)
+			return scenario{method: "POST", header: h}
+		},
+	}
+	codes := VerificationCodes()
+	if len(codes) < len(scenarios) {
+		t.Fatalf("the library lists %v", codes)
+	}
+	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("%s %s reached the handler", r.Method, r.URL)
+	})
+	for _, code := range codes {
+		build, ok := scenarios[code]
+		if !ok {
+			t.Errorf("no request here provokes %s: add one", code)
+			continue
+		}
+		sc := build()
+		// Two verifiers in the same state: one answers directly, the
+		// other through the middleware.
+		direct, served := newTestVerifier(t, 1), newTestVerifier(t, 1)
+		served.Clock = func() time.Time { return now }
+		if sc.first != nil {
+			for _, v := range []*Verifier{direct, served} {
+				if err := v.Verify(request("POST", "/v1/payments", sc.first.Clone()), body, now); err != nil {
+					t.Fatalf("%s: first request: %v", code, err)
+				}
+			}
+		}
+		_, err := direct.VerifyRequest(request(sc.method, "/v1/payments", sc.header.Clone()), body, now)
+		var e *Error
+		if !errors.As(err, &e) || e.Code != code {
+			t.Errorf("%s: the scenario gave %v", code, err)
+			continue
+		}
+		want := RefusalFor(err)
+
+		r := httptest.NewRequest(sc.method, "/v1/payments", bytes.NewReader(body))
+		r.Header = sc.header.Clone()
+		w := httptest.NewRecorder()
+		served.Middleware(next).ServeHTTP(w, r)
+
+		if w.Code != want.Status || w.Code != e.HTTPStatus || want.Code != code {
+			t.Errorf("%s: status %d, core %d (%s), error %d", code, w.Code, want.Status, want.Code, e.HTTPStatus)
+		}
+		if !bytes.Equal(w.Body.Bytes(), want.Body) {
+			t.Errorf("%s: body %s, core %s", code, w.Body.Bytes(), want.Body)
+		}
+		wantHeader := want.Header.Clone()
+		wantHeader.Set("Content-Length", strconv.Itoa(len(want.Body)))
+		if !reflect.DeepEqual(w.Header(), wantHeader) {
+			t.Errorf("%s: headers %v, core %v", code, w.Header(), wantHeader)
+		}
+		// What the protocol asks of every refusal, checked apart from the
+		// core's own words.
+		var reply errorReply
+		if err := json.Unmarshal(w.Body.Bytes(), &reply); err != nil || reply.Error.Code != string(code) || reply.Error.Message != e.Message {
+			t.Errorf("%s: body %s (%v)", code, w.Body.Bytes(), err)
+		}
+		if w.Header().Get("Content-Type") != "application/json" {
+			t.Errorf("%s: Content-Type %q", code, w.Header().Get("Content-Type"))
+		}
+		clock := code == CodeTimestampOutOfWindow
+		if got := w.Header().Get("X-Server-Time"); (got == strconv.FormatInt(now.Unix(), 10)) != clock || (got != "") != clock {
+			t.Errorf("%s: X-Server-Time %q", code, got)
+		}
+		if got := w.Header().Get("Date"); (got == now.UTC().Format(http.TimeFormat)) != clock || (got != "") != clock {
+			t.Errorf("%s: Date %q", code, got)
+		}
+	}
+}
+
+func TestRefusalForOtherErrorsIsAHidden500(t *testing.T) {
+	if RefusalFor(nil) != nil {
+		t.Error("nil error, non-nil refusal")
+	}
+	for _, err := range []error{ErrClosed, &Error{Code: CodeJournal, Message: "/var/lib/shop/journal"}, &Error{Code: "no_such_code", Message: "x"}} {
+		f := RefusalFor(err)
+		if f.Status != 500 || f.Code != CodeInternal || bytes.Contains(f.Body, []byte("journal")) || bytes.Contains(f.Body, []byte("closed")) {
+			t.Errorf("%v: %d %s %s", err, f.Status, f.Code, f.Body)
+		}
+	}
+	f := bodyTooLarge(64)
+	if f.Status != 413 || f.Code != "payload_too_large" || string(f.Body) != `{"error":{"code":"payload_too_large","message":"the body is larger than 64 bytes"}}` {
+		t.Errorf("413: %d %s %s", f.Status, f.Code, f.Body)
 	}
 }

@@ -124,7 +124,9 @@ def test_client_keyword_defaults_are_the_cores() -> None:
 
 
 def test_the_native_client_writes_no_default() -> None:
-    signature = getattr(_native.Client, "__text_signature__", None) or ""
+    signature = getattr(_native.Client, "__text_signature__", None)
+    if signature is None:
+        pytest.skip("PyO3 gives classes no text signature under abi3 before Python 3.10")
     defaults = re.findall(r"=([^,)]+)", signature)
     assert defaults and set(defaults) == {"None"}, signature
 

@@ -341,10 +341,10 @@ _CLASSES: Tuple[Type[Error], ...] = (
     Refused,
 )
 
-CodeRow = Tuple[int, str, Optional[int], bool]
+_CodeRow = Tuple[int, str, Optional[int], bool]
 
 
-def _class_table(classes: Iterable[Type[Error]], core: Iterable[CodeRow]) -> Dict[str, Type[Error]]:
+def _class_table(classes: Iterable[Type[Error]], core: Iterable[_CodeRow]) -> Dict[str, Type[Error]]:
     """The class of every code of ``core`` (the core's ``(number, name,
     http_status, final)`` rows), each class given its ``NUMBER``, ``FINAL``
     and ``HTTP_STATUS``. Raises ``ImportError`` when a code has no class, a
@@ -354,7 +354,9 @@ def _class_table(classes: Iterable[Type[Error]], core: Iterable[CodeRow]) -> Dic
     by_code: Dict[str, Type[Error]] = {}
     for cls in classes:
         if cls.CODE in by_code:
-            raise ImportError(f"payidem.errors: {by_code[cls.CODE].__name__} and {cls.__name__} share code {cls.CODE!r}")
+            raise ImportError(
+                f"payidem.errors: {by_code[cls.CODE].__name__} and {cls.__name__} share code {cls.CODE!r}"
+            )
         by_code[cls.CODE] = cls
     names = [name for _, name, _, _ in rows]
     missing = [name for name in names if name not in by_code]

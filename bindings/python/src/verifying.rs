@@ -4,12 +4,24 @@ use std::sync::{PoisonError, RwLock, RwLockReadGuard};
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyString};
+use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
 
-use payidem::protocol::{self, IncomingRequest, VerifierConfig};
+use payidem::protocol::{self, IncomingRequest, Refusal, VerifierConfig};
+use payidem::{Error, ErrorCode};
 
 use crate::convert::{field, hash_sized, repr_opt, text, unix_seconds, whole, HeaderTexts, Utf8};
 use crate::errors::{invalid, raise};
+
+/// A refusal as Python sees it: status, `(name, value)` headers, body.
+type RefusalParts = (u16, Vec<(&'static str, String)>, Py<PyBytes>);
+
+fn parts(py: Python<'_>, refusal: &Refusal) -> RefusalParts {
+    (
+        refusal.status(),
+        refusal.headers().to_vec(),
+        PyBytes::new(py, refusal.body()).unbind(),
+    )
+}
 
 /// What a successful verification established: act on these values, not on
 /// headers read again (an empty or repeated `Idempotency-Key` header fails
@@ -213,6 +225,55 @@ impl Verifier {
             })
         });
         raise(py, result)
+    }
+
+    /// Every code `verify` fails with, in number order, as the core lists
+    /// them: each is refused with its own status.
+    #[classattr]
+    #[pyo3(name = "VERIFICATION_CODES")]
+    fn verification_codes(py: Python<'_>) -> PyResult<Py<PyTuple>> {
+        let names = Refusal::VERIFICATION_CODES.map(|c| c.as_str());
+        Ok(PyTuple::new(py, names)?.unbind())
+    }
+
+    /// The core's HTTP refusal of a request whose verification failed with
+    /// the error `code` (a stable name) and `message`, as
+    /// `(status, headers, body)`: the exact answer the mock, the C ABI and
+    /// the Go middleware send. `server_time` (Unix seconds) is the server's
+    /// clock that `timestamp_out_of_window` carries as `X-Server-Time` and
+    /// `Date`. A code that verification never gives is a failure of the
+    /// server: 500 `internal_error` with a message that shows nothing of it.
+    #[staticmethod]
+    #[pyo3(signature = (code, message, server_time = None))]
+    fn refusal(
+        py: Python<'_>,
+        code: &Bound<'_, PyAny>,
+        message: &Bound<'_, PyAny>,
+        server_time: Option<i128>,
+    ) -> PyResult<RefusalParts> {
+        let name = text(code, "code")?;
+        let code = ErrorCode::from_name(&name)
+            .ok_or_else(|| invalid(py, "code", &format!("{name:?} is no error code")))?;
+        let mut error = Error::new(code, text(message, "message")?);
+        if let Some(t) = server_time {
+            error = error.with_server_time(whole(py, "server_time", t, u64::MAX)?);
+        }
+        Ok(parts(py, &Refusal::for_error(&error)))
+    }
+
+    /// The core's 413 `payload_too_large` refusal of a body over `limit`
+    /// bytes, as `(status, headers, body)`.
+    #[staticmethod]
+    fn body_too_large_refusal(py: Python<'_>, limit: i128) -> PyResult<RefusalParts> {
+        let limit = whole(py, "limit", limit, u64::MAX)?;
+        Ok(parts(py, &Refusal::body_too_large(limit)))
+    }
+
+    /// The core's 400 `bad_request` refusal of a request whose framing
+    /// cannot be trusted (`why` says what), as `(status, headers, body)`.
+    #[staticmethod]
+    fn bad_request_refusal(py: Python<'_>, why: &Bound<'_, PyAny>) -> PyResult<RefusalParts> {
+        Ok(parts(py, &Refusal::bad_request(&text(why, "why")?)))
     }
 
     fn __repr__(&self) -> String {

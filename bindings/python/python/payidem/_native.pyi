@@ -1,6 +1,6 @@
 """Type stubs of ``payidem._native``, the PyO3 module over the Rust core."""
 
-from typing import Callable, Iterable, List, Mapping, Optional, Tuple, TypedDict, Union, final
+from typing import Callable, ClassVar, Iterable, List, Mapping, Optional, Tuple, TypedDict, Union, final
 
 from payidem._types import AttemptEvent as _AttemptEvent
 from payidem._types import OperationState as _OperationState
@@ -99,6 +99,8 @@ class Verified:
     @property
     def nonce(self) -> str: ...
 
+_RefusalParts = Tuple[int, List[Tuple[str, str]], bytes]
+
 @final
 class Verifier:
     """Verifies signed requests for a set of key ids, refusing replays."""
@@ -126,6 +128,17 @@ class Verifier:
         now: Optional[int] = None,
     ) -> Verified:
         """Raises the ``VerificationError`` of the protocol's answer."""
+    VERIFICATION_CODES: ClassVar[Tuple[str, ...]]
+    """Every code ``verify`` raises, in number order, as the core lists them."""
+    @staticmethod
+    def refusal(code: str, message: str, server_time: Optional[int] = None) -> _RefusalParts:
+        """The core's HTTP refusal ``(status, headers, body)`` of this error."""
+    @staticmethod
+    def body_too_large_refusal(limit: int) -> _RefusalParts:
+        """The core's 413 ``payload_too_large`` refusal."""
+    @staticmethod
+    def bad_request_refusal(why: str) -> _RefusalParts:
+        """The core's 400 ``bad_request`` refusal."""
 
 @final
 class Client:

@@ -6,8 +6,11 @@
     app = VerifyingMiddleware(app, Verifier({"key_live_1": [secret]}))
 
 A request that fails verification is answered by the middleware with the
-protocol's status and ``{"error": {"code": ..., "message": ...}}``; the app
-never sees it. A verified request reaches the app with
+refusal the Rust core builds for it (:func:`refusal`): the protocol's status,
+``Content-Type: application/json``, ``X-Server-Time`` and ``Date`` for
+``timestamp_out_of_window``, and the body
+``{"error":{"code":"...","message":"..."}}``, byte for byte what the mock
+platform, the C ABI and the Go middleware send; the app never sees it. A verified request reaches the app with
 ``environ["payidem.verified"]`` set to the :class:`~payidem.Verified` result
 (key id, idempotency key, timestamp, nonce) and ``wsgi.input`` rewound to the
 body that was verified. Act on ``environ["payidem.verified"].idempotency_key``
@@ -17,17 +20,16 @@ empty or repeated header is refused).
 
 from __future__ import annotations
 
-import email.utils
 import io
-import json
 import time
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
+from http import HTTPStatus
+from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Tuple
 from urllib.parse import quote
 
 from ._native import Verifier
-from .errors import Error, TimestampOutOfWindow
+from .errors import Error
 
-__all__ = ["VerifyingMiddleware", "request_target", "header_pairs"]
+__all__ = ["Refusal", "VerifyingMiddleware", "refusal", "request_target", "header_pairs"]
 
 StartResponse = Callable[..., Any]
 WSGIApp = Callable[[Dict[str, Any], StartResponse], Iterable[bytes]]
@@ -64,6 +66,45 @@ def header_pairs(environ: Dict[str, Any]) -> List[Tuple[str, str]]:
     return pairs
 
 
+class Refusal(NamedTuple):
+    """The HTTP answer that refuses a request, as the Rust core builds it."""
+
+    status: int
+    """The HTTP status (401, 409, 503, 400, 413; 500 for a failure of the
+    server itself)."""
+    headers: List[Tuple[str, str]]
+    """The headers to send besides ``Content-Length``: ``Content-Type``, and
+    ``X-Server-Time`` and ``Date`` for ``timestamp_out_of_window``."""
+    body: bytes
+    """The exact body, ``{"error":{"code":"...","message":"..."}}``."""
+
+    @property
+    def status_line(self) -> str:
+        """The WSGI status line, e.g. ``"409 Conflict"``."""
+        return f"{self.status} {HTTPStatus(self.status).phrase}"
+
+    def respond(self, start_response: StartResponse) -> List[bytes]:
+        """Answers with this refusal through ``start_response``; returns the
+        body to hand back to the server."""
+        start_response(self.status_line, [*self.headers, ("Content-Length", str(len(self.body)))])
+        return [self.body]
+
+
+def refusal(error: Error, *, now: Optional[int] = None) -> Refusal:
+    """The core's answer to a request whose verification raised ``error``.
+
+    A verification error (``Verifier.VERIFICATION_CODES``) is answered with
+    its status, code and message; ``timestamp_out_of_window`` carries the
+    error's ``server_time`` (else ``now``, else the local clock) as
+    ``X-Server-Time`` and ``Date``. Any other error is a failure of the
+    server: 500 ``internal_error`` with a message that shows nothing of it.
+    """
+    server_time = getattr(error, "server_time", None)
+    if server_time is None:
+        server_time = now if now is not None else int(time.time())
+    return Refusal(*Verifier.refusal(error.code, error.message, server_time))
+
+
 class VerifyingMiddleware:
     """Verifies every request with ``verifier`` and refuses those that fail.
 
@@ -89,11 +130,11 @@ class VerifyingMiddleware:
         try:
             length = int(environ.get("CONTENT_LENGTH") or 0)
         except ValueError:
-            return _answer(start_response, 400, "invalid_request", "Content-Length is not a number")
+            return _refuse(start_response, Verifier.bad_request_refusal("Content-Length is not a number"))
         if length < 0:
-            return _answer(start_response, 400, "invalid_request", "Content-Length is negative")
+            return _refuse(start_response, Verifier.bad_request_refusal("Content-Length is negative"))
         if length > self.max_body:
-            return _answer(start_response, 413, "payload_too_large", "the body is too large")
+            return _refuse(start_response, Verifier.body_too_large_refusal(self.max_body))
         body = environ["wsgi.input"].read(length) if length else b""
         now = self.clock()
         try:
@@ -104,32 +145,13 @@ class VerifyingMiddleware:
                 body,
                 now,
             )
-        except TimestampOutOfWindow as e:
-            server_time = e.server_time if e.server_time is not None else now
-            extra = [
-                ("X-Server-Time", str(server_time)),
-                ("Date", email.utils.formatdate(server_time, usegmt=True)),
-            ]
-            return _answer(start_response, e.http_status, e.code, e.message, extra)
         except Error as e:
-            return _answer(start_response, e.http_status or 400, e.code, e.message)
+            return refusal(e, now=now).respond(start_response)
         environ[ENVIRON_KEY] = verified
         environ["wsgi.input"] = io.BytesIO(body)
         environ["CONTENT_LENGTH"] = str(len(body))
         return self.app(environ, start_response)
 
 
-_REASONS = {400: "Bad Request", 401: "Unauthorized", 409: "Conflict", 413: "Payload Too Large", 503: "Service Unavailable"}
-
-
-def _answer(
-    start_response: StartResponse,
-    status: int,
-    code: str,
-    message: str,
-    extra: Optional[List[Tuple[str, str]]] = None,
-) -> List[bytes]:
-    body = json.dumps({"error": {"code": code, "message": message}}).encode("utf-8")
-    headers = [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
-    start_response(f"{status} {_REASONS.get(status, 'Error')}", headers + (extra or []))
-    return [body]
+def _refuse(start_response: StartResponse, parts: Tuple[int, List[Tuple[str, str]], bytes]) -> List[bytes]:
+    return Refusal(*parts).respond(start_response)

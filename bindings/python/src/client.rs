@@ -10,7 +10,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
 use payidem::client::{AttemptEvent, RetryBudgetConfig};
-use payidem::journal::{OperationRecord, StoredResponse};
+use payidem::journal::OperationRecord;
+use payidem::operation::Response;
 use payidem::policy::RetryPolicy;
 use payidem::{CallOptions, ClientConfig, JournalChoice, OperationSpec, Outcome};
 
@@ -45,7 +46,7 @@ type StatusTuple = (
     String,
 );
 
-fn response_tuple(py: Python<'_>, r: StoredResponse) -> ResponseTuple<'_> {
+fn response_tuple(py: Python<'_>, r: Response) -> ResponseTuple<'_> {
     (r.status, r.headers, PyBytes::new(py, &r.body), r.replayed)
 }
 

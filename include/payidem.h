@@ -349,9 +349,8 @@ enum payidem_decision_kind
    */
   PAYIDEM_DECISION_RETRY_NOW = 3,
   /**
-   * Retry after a full-jitter backoff; `unknown` tells whether the
-   * attempt may have taken effect (then, if retries run out, the outcome
-   * is unknown: keep the key).
+   * Retry after a full-jitter backoff (see `landed` for what to do if
+   * retries run out).
    */
   PAYIDEM_DECISION_RETRY_BACKOFF = 4,
   /**
@@ -366,12 +365,51 @@ enum payidem_decision_kind
    * The outcome is unknown: query the operation's status first.
    */
   PAYIDEM_DECISION_QUERY_STATUS = 7,
+  /**
+   * (Status queries only.) The operation did not land: send the
+   * operation itself again at once with the same key — unless its key is
+   * past the platform's retention, which makes the outcome `key_expired`.
+   */
+  PAYIDEM_DECISION_SEND_OPERATION = 8,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
 typedef enum payidem_decision_kind payidem_decision_kind;
 #else
 typedef uint32_t payidem_decision_kind;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * Whether the operation may have taken effect, as far as one answer tells
+ * (`payidem_decision.landed`).
+ */
+enum payidem_landed
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * It did not (the answer came before the platform's idempotency step,
+   * nothing was sent, or the key is held by another request).
+   */
+  PAYIDEM_LANDED_NO = 0,
+  /**
+   * It may have: keep the key, never re-key; if retries run out the
+   * outcome is unknown (`PAYIDEM_OUTCOME_UNKNOWN`), never "failed".
+   */
+  PAYIDEM_LANDED_MAYBE = 1,
+  /**
+   * It did (a 2xx, a final refusal the platform keeps, an operation in
+   * progress).
+   */
+  PAYIDEM_LANDED_YES = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum payidem_landed payidem_landed;
+#else
+typedef uint32_t payidem_landed;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
@@ -606,10 +644,13 @@ typedef struct payidem_decision {
    */
   bool replayed;
   /**
-   * For `PAYIDEM_DECISION_RETRY_BACKOFF`: the attempt may have taken
-   * effect.
+   * For every kind: whether the operation may have taken effect. Not
+   * `PAYIDEM_LANDED_NO` means: keep the key; when retries run out the
+   * outcome is unknown. A `PAYIDEM_DECISION_FAIL` with
+   * `PAYIDEM_LANDED_NO` is a refusal before the platform's idempotency
+   * step: nothing happened (not final; `PAYIDEM_REFUSED` in a client).
    */
-  bool unknown;
+  payidem_landed landed;
   /**
    * For `PAYIDEM_DECISION_RETRY_AFTER`: seconds to wait.
    */
@@ -1235,12 +1276,16 @@ const char *payidem_order_list_get(const struct payidem_order_list *list, size_t
 void payidem_order_list_free(struct payidem_order_list *list);
 
 /**
- * The protocol's decision (section 4) after one attempt. `outcome` is a
- * `payidem_attempt_outcome` value; for `PAYIDEM_ATTEMPT_RESPONSE` give the
- * `status`, the body's `error.code` (`error_code`, NULL when none; see
+ * The protocol's decision (section 4) after one attempt of the
+ * operation's own request. `outcome` is a `payidem_attempt_outcome` value;
+ * for `PAYIDEM_ATTEMPT_RESPONSE` give the `status`, the body's
+ * `error.code` (`error_code`, NULL when none; see
  * `payidem_error_code_from_body`) and the response `headers`; otherwise
  * they are ignored. `has_status_path` tells whether the operation's status
- * can be queried; `now` (Unix seconds) resolves a `Retry-After` date.
+ * can be queried; `now` is the platform's clock in Unix seconds (local
+ * time plus any offset learnt from it), which resolves a `Retry-After`
+ * date. `decision_out->landed` tells whether the operation may have taken
+ * effect: never give up on a key that is not `PAYIDEM_LANDED_NO`.
  *
  * Ownership: `*decision_out` is caller memory, written only on success;
  * every input is only read.
@@ -1261,6 +1306,30 @@ payidem_result payidem_decide(uint32_t outcome,
                               uint64_t now,
                               struct payidem_decision *decision_out,
                               struct payidem_error **err_out);
+
+/**
+ * The protocol's decision after one status query (a signed GET of the
+ * operation's status path): 2xx settles the operation with that answer
+ * (`PAYIDEM_DECISION_DONE`), 404 means it did not land
+ * (`PAYIDEM_DECISION_SEND_OPERATION`), clock and replay answers as for
+ * the operation, anything else is asked again after a backoff or
+ * `Retry-After`. `decision_out->landed` is `PAYIDEM_LANDED_YES` for a 2xx,
+ * `PAYIDEM_LANDED_NO` for a 404, `PAYIDEM_LANDED_MAYBE` otherwise.
+ *
+ * Ownership: `*decision_out` is caller memory, written only on success;
+ * every input is only read.
+ * NULL: as for `payidem_decide`.
+ * Threads: safe from any thread.
+ * Errors: as for `payidem_decide`.
+ */
+payidem_result payidem_decide_status_query(uint32_t outcome,
+                                           uint16_t status,
+                                           const char *error_code,
+                                           const struct payidem_header *headers,
+                                           size_t header_count,
+                                           uint64_t now,
+                                           struct payidem_decision *decision_out,
+                                           struct payidem_error **err_out);
 
 /**
  * Writes the `error.code` of a protocol error body

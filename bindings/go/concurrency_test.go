@@ -53,7 +53,7 @@ func TestSixtyFourGoroutinesShareOneClient(t *testing.T) {
 				if _, err := signer.Sign("GET", "/v1/payments?order_id="+order, "", nil); err != nil {
 					errs <- err
 				}
-				if _, err := c.Status(order); err != nil {
+				if _, err := c.Status(bg(), order); err != nil {
 					errs <- err
 				}
 			}

@@ -51,8 +51,8 @@ const (
 	DecisionFail DecisionKind = C.PAYIDEM_DECISION_FAIL
 	// DecisionRetryNow: re-sign with a fresh nonce and timestamp, retry at once.
 	DecisionRetryNow DecisionKind = C.PAYIDEM_DECISION_RETRY_NOW
-	// DecisionRetryBackoff: retry after a full-jitter backoff; Unknown
-	// tells whether the attempt may have taken effect.
+	// DecisionRetryBackoff: retry after a full-jitter backoff (see Landed
+	// for what to do if retries run out).
 	DecisionRetryBackoff DecisionKind = C.PAYIDEM_DECISION_RETRY_BACKOFF
 	// DecisionRetryAfter: retry after RetryAfter (the platform's Retry-After).
 	DecisionRetryAfter DecisionKind = C.PAYIDEM_DECISION_RETRY_AFTER
@@ -61,7 +61,40 @@ const (
 	DecisionAdjustClockRetry DecisionKind = C.PAYIDEM_DECISION_ADJUST_CLOCK_RETRY
 	// DecisionQueryStatus: the outcome is unknown; query the status first.
 	DecisionQueryStatus DecisionKind = C.PAYIDEM_DECISION_QUERY_STATUS
+	// DecisionSendOperation (status queries only): the operation did not
+	// land; send it again at once with the same key, unless its key is past
+	// the platform's retention (then the outcome is key_expired).
+	DecisionSendOperation DecisionKind = C.PAYIDEM_DECISION_SEND_OPERATION
 )
+
+// Landed tells whether an operation may have taken effect.
+type Landed int
+
+// The answers about landing.
+const (
+	// LandedNo: it did not (the answer came before the platform's
+	// idempotency step, nothing was sent, or the key is held by another
+	// request).
+	LandedNo Landed = C.PAYIDEM_LANDED_NO
+	// LandedMaybe: it may have. Keep the key, never re-key; if retries run
+	// out the outcome is unknown, never "failed".
+	LandedMaybe Landed = C.PAYIDEM_LANDED_MAYBE
+	// LandedYes: it did (a 2xx, a final refusal the platform keeps, an
+	// operation in progress).
+	LandedYes Landed = C.PAYIDEM_LANDED_YES
+)
+
+func (l Landed) String() string {
+	switch l {
+	case LandedNo:
+		return "no"
+	case LandedMaybe:
+		return "maybe"
+	case LandedYes:
+		return "yes"
+	}
+	return "landed(" + itoa(int(l)) + ")"
+}
 
 func (k DecisionKind) String() string {
 	switch k {
@@ -79,6 +112,8 @@ func (k DecisionKind) String() string {
 		return "adjust_clock_retry"
 	case DecisionQueryStatus:
 		return "query_status"
+	case DecisionSendOperation:
+		return "send_operation"
 	}
 	return "decision(" + itoa(int(k)) + ")"
 }
@@ -91,18 +126,43 @@ type Decision struct {
 	Failure Code
 	// Replayed: the platform answered from its idempotency store (DecisionDone).
 	Replayed bool
-	// Unknown: the attempt may have taken effect (DecisionRetryBackoff).
-	Unknown bool
+	// Landed: whether the operation may have taken effect, for every kind.
+	// Anything but LandedNo means: keep the key. A DecisionFail with
+	// LandedNo is a refusal before the idempotency step: nothing happened
+	// (not final).
+	Landed Landed
 	// RetryAfter is the wait of a DecisionRetryAfter.
 	RetryAfter time.Duration
 	// ServerTime is the platform's clock of a DecisionAdjustClockRetry.
 	ServerTime time.Time
 }
 
-// Decide applies the protocol's decision table (section 4) to one attempt,
-// for callers with their own HTTP stack. hasStatusPath tells whether the
-// operation's status can be queried; now resolves a Retry-After date.
+// Decide applies the protocol's decision table (section 4) to one attempt
+// of the operation's own request, for callers with their own HTTP stack.
+// hasStatusPath tells whether the operation's status can be queried; now is
+// the platform's clock (local time plus any offset learnt from it), which
+// resolves a Retry-After date.
 func Decide(result AttemptResult, hasStatusPath bool, now time.Time) (Decision, error) {
+	return decideWith(result, now, func(code *C.char, headers cHeaders, unix C.uint64_t, out *C.payidem_decision, cerr **C.payidem_error) C.payidem_result {
+		return C.payidem_decide(C.uint32_t(result.Outcome), C.uint16_t(result.Status), code,
+			headers.ptr, C.size_t(headers.count), C.bool(hasStatusPath), unix, out, cerr)
+	})
+}
+
+// DecideStatusQuery applies the status-query rules to one status query's
+// result: a 2xx settles the operation with that answer (DecisionDone), 404
+// means it did not land (DecisionSendOperation), clock and replay answers as
+// for the operation, anything else is asked again after a backoff.
+func DecideStatusQuery(result AttemptResult, now time.Time) (Decision, error) {
+	return decideWith(result, now, func(code *C.char, headers cHeaders, unix C.uint64_t, out *C.payidem_decision, cerr **C.payidem_error) C.payidem_result {
+		return C.payidem_decide_status_query(C.uint32_t(result.Outcome), C.uint16_t(result.Status), code,
+			headers.ptr, C.size_t(headers.count), unix, out, cerr)
+	})
+}
+
+type decideFunc func(code *C.char, headers cHeaders, unix C.uint64_t, out *C.payidem_decision, cerr **C.payidem_error) C.payidem_result
+
+func decideWith(result AttemptResult, now time.Time, call decideFunc) (Decision, error) {
 	if result.Status < 0 || result.Status > 65535 {
 		return Decision{}, invalid("status", "must be an HTTP status")
 	}
@@ -122,15 +182,14 @@ func Decide(result AttemptResult, hasStatusPath bool, now time.Time) (Decision, 
 	}
 	var out C.payidem_decision
 	var cerr *C.payidem_error
-	rc := C.payidem_decide(C.uint32_t(result.Outcome), C.uint16_t(result.Status), args.ptr(code),
-		headers.ptr, C.size_t(headers.count), C.bool(hasStatusPath), C.uint64_t(unix), &out, &cerr)
+	rc := call(args.ptr(code), headers, C.uint64_t(unix), &out, &cerr)
 	if rc != C.PAYIDEM_OK {
 		return Decision{}, newError(rc, cerr, nil)
 	}
 	d := Decision{
 		Kind:       DecisionKind(out.kind),
 		Replayed:   bool(out.replayed),
-		Unknown:    bool(out.unknown),
+		Landed:     Landed(out.landed),
 		RetryAfter: time.Duration(out.seconds) * time.Second,
 	}
 	if out.failure != C.PAYIDEM_OK {

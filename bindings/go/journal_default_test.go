@@ -83,7 +83,7 @@ func TestDefaultJournalIsDurableAndPrivate(t *testing.T) {
 	// A new client (a restarted process) finds the operation and answers it
 	// from the journal with the same key.
 	c2 := newTestClient(t, cfg)
-	if st, err := c2.Status(op.OrderID); err != nil || st.State != StateSucceeded {
+	if st, err := c2.Status(bg(), op.OrderID); err != nil || st.State != StateSucceeded {
 		t.Fatalf("status after reopen: %+v %v", st, err)
 	}
 	again, err := c2.Execute(bg(), op)
@@ -136,7 +136,7 @@ func TestMemoryJournalCreatesNoFile(t *testing.T) {
 	}
 	// The operation died with the client.
 	c2 := newTestClient(t, cfg)
-	if st, err := c2.Status(op.OrderID); err != nil || st.State != StateNotFound {
+	if st, err := c2.Status(bg(), op.OrderID); err != nil || st.State != StateNotFound {
 		t.Fatalf("status in a new memory client: %+v %v", st, err)
 	}
 }

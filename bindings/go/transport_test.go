@@ -205,7 +205,7 @@ func TestUnknownIssuerIsNotSentAndResumable(t *testing.T) {
 	if !errors.Is(err, ErrTransport) {
 		t.Fatalf("want ErrTransport (not sent), got %v", err)
 	}
-	st, err := c.Status(order)
+	st, err := c.Status(bg(), order)
 	if err != nil || st.State != StatePending {
 		t.Fatalf("status %+v, %v", st, err)
 	}

@@ -228,8 +228,10 @@ func TestVectorsDecide(t *testing.T) {
 			if v.Expect.Error == "" && d.Failure != "" {
 				t.Errorf("failure %q, want none", d.Failure)
 			}
-			if v.Expect.Unknown != nil && d.Unknown != *v.Expect.Unknown {
-				t.Errorf("unknown %v, want %v", d.Unknown, *v.Expect.Unknown)
+			// The vectors' "unknown": true is payidem's "may have landed";
+			// where they say nothing they assert nothing.
+			if v.Expect.Unknown != nil && *v.Expect.Unknown && d.Landed != LandedMaybe {
+				t.Errorf("landed %v, want maybe", d.Landed)
 			}
 			if v.Expect.Seconds != nil && d.RetryAfter != time.Duration(*v.Expect.Seconds)*time.Second {
 				t.Errorf("retry after %v, want %ds", d.RetryAfter, *v.Expect.Seconds)

@@ -14,10 +14,8 @@
 
 use std::process::ExitCode;
 
-use payidem::journal::{
-    Journal, Lease, NewOperation, OperationState, SqliteJournal, SqliteJournalOptions,
-    StoredResponse,
-};
+use payidem::journal::{Journal, Lease, SqliteJournal, SqliteJournalOptions};
+use payidem::operation::{FrozenOperation, OperationState, Response};
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
@@ -58,7 +56,7 @@ fn run(path: &std::path::Path, count: u32) -> payidem::Result<()> {
         owner: "journal_fsyncs".into(),
         expires_at: 2_000_000_000,
     };
-    let response = StoredResponse {
+    let response = Response {
         status: 201,
         headers: vec![("Content-Type".into(), "application/json".into())],
         body: br#"{"id":"pay_1","status":"captured"}"#.to_vec(),
@@ -68,7 +66,7 @@ fn run(path: &std::path::Path, count: u32) -> payidem::Result<()> {
     let stamp = std::process::id();
     for i in 0..count {
         let body = format!(r#"{{"amount":{i},"currency":"EUR"}}"#).into_bytes();
-        let operation = NewOperation {
+        let operation = FrozenOperation {
             order_id: format!("order-{stamp}-{i}"),
             idempotency_key: format!("key-{stamp}-{i}"),
             method: "POST".into(),

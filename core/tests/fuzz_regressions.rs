@@ -2,9 +2,8 @@
 //! replayed on every `cargo test`. Each test names its target and the
 //! crashing input (base64 as libFuzzer printed it).
 
-use payidem::journal::{
-    process_owner, Journal, Lease, NewOperation, SqliteJournal, SqliteJournalOptions,
-};
+use payidem::journal::{process_owner, Journal, Lease, SqliteJournal, SqliteJournalOptions};
+use payidem::operation::FrozenOperation;
 use payidem::protocol::fields;
 use payidem::ErrorCode;
 
@@ -39,7 +38,7 @@ fn journal_rows_clock_past_i64_is_invalid_argument() {
         owner: process_owner("fuzz", 1),
         expires_at: now,
     };
-    let op = NewOperation {
+    let op = FrozenOperation {
         order_id: "ord-1".into(),
         idempotency_key: "create-ord-1".into(),
         method: "POST".into(),

@@ -2,13 +2,13 @@
 //! `SqliteJournal` alike.
 
 use payidem::journal::{
-    Journal, Lease, MemoryJournal, NewOperation, Opened, OperationRecord, OperationState,
-    SqliteJournal, SqliteJournalOptions, StoredResponse,
+    Journal, Lease, MemoryJournal, Opened, OperationRecord, SqliteJournal, SqliteJournalOptions,
 };
+use payidem::operation::{FrozenOperation, OperationState, Response};
 use payidem::ErrorCode;
 
-fn op(order_id: &str, key: &str, body: &[u8]) -> NewOperation {
-    NewOperation {
+fn op(order_id: &str, key: &str, body: &[u8]) -> FrozenOperation {
+    FrozenOperation {
         order_id: order_id.into(),
         idempotency_key: key.into(),
         method: "POST".into(),
@@ -26,8 +26,8 @@ fn lease(owner: &str, expires_at: u64) -> Lease {
     }
 }
 
-fn response(status: u16, replayed: bool) -> StoredResponse {
-    StoredResponse {
+fn response(status: u16, replayed: bool) -> Response {
+    Response {
         status,
         headers: vec![
             ("Content-Type".into(), "application/json".into()),
@@ -410,9 +410,9 @@ fn responses_round_trip(j: &dyn Journal) {
         (OperationState::Rejected, Some(response(422, false))),
         (
             OperationState::Conflict,
-            Some(StoredResponse {
+            Some(Response {
                 status: 409,
-                ..StoredResponse::default()
+                ..Response::default()
             }),
         ),
         (OperationState::Succeeded, None),

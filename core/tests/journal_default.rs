@@ -41,7 +41,7 @@ fn a_client_without_a_journal_uses_a_private_file_under_xdg_state_home() {
     drop(again);
     let journal = SqliteJournal::open(&path, SqliteJournalOptions::default()).unwrap();
     assert!(journal
-        .list(&payidem::journal::OperationState::ALL)
+        .list(&payidem::operation::OperationState::ALL)
         .unwrap()
         .is_empty());
     assert_eq!(mode(&path), 0o600, "reopening keeps the mode");

@@ -8,15 +8,13 @@ use std::sync::{Arc, Barrier, Condvar, Mutex};
 use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
-use payidem::journal::{
-    Journal, Lease, NewOperation, OperationState, SqliteJournal, SqliteJournalOptions, SyncHook,
-    SyncPoint,
-};
+use payidem::journal::{Journal, Lease, SqliteJournal, SqliteJournalOptions, SyncHook, SyncPoint};
+use payidem::operation::{FrozenOperation, OperationState};
 use payidem::ErrorCode;
 
-fn op(order_id: &str) -> NewOperation {
+fn op(order_id: &str) -> FrozenOperation {
     let body = format!(r#"{{"order_id":"{order_id}"}}"#).into_bytes();
-    NewOperation {
+    FrozenOperation {
         order_id: order_id.into(),
         idempotency_key: format!("key-{order_id}"),
         method: "POST".into(),

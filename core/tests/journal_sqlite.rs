@@ -6,13 +6,13 @@ use std::sync::Barrier;
 use std::time::Duration;
 
 use payidem::journal::{
-    Journal, Lease, NewOperation, Opened, OperationState, SqliteJournal, SqliteJournalOptions,
-    StoredResponse, SCHEMA_VERSION,
+    Journal, Lease, Opened, SqliteJournal, SqliteJournalOptions, SCHEMA_VERSION,
 };
+use payidem::operation::{FrozenOperation, OperationState, Response};
 use payidem::{Error, ErrorCode};
 
-fn op(order_id: &str, body: &[u8]) -> NewOperation {
-    NewOperation {
+fn op(order_id: &str, body: &[u8]) -> FrozenOperation {
+    FrozenOperation {
         order_id: order_id.into(),
         idempotency_key: format!("key-{order_id}"),
         method: "POST".into(),
@@ -51,7 +51,7 @@ fn assert_journal_error(err: &Error, path: &Path, words: &str) {
 fn everything_survives_a_restart() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("journal.db");
-    let answer = StoredResponse {
+    let answer = Response {
         status: 201,
         headers: vec![
             ("Idempotent-Replayed".into(), "true".into()),
@@ -112,7 +112,7 @@ fn one_lease_winner_among_eight_threads_on_two_handles() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("journal.db");
     let handles = [open(&path), open(&path)];
-    let operations: Vec<NewOperation> = (0..ORDERS)
+    let operations: Vec<FrozenOperation> = (0..ORDERS)
         .map(|i| op(&format!("order-{i}"), &[i as u8]))
         .collect();
     let barrier = Barrier::new(THREADS);

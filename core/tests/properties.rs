@@ -4,7 +4,9 @@
 use std::time::Duration;
 
 use hmac::{Hmac, Mac};
-use payidem::policy::{decide, parse_retry_after, AttemptResult, Decision, Failure, RetryPolicy};
+use payidem::policy::{
+    decide, parse_retry_after, Action, AttemptResult, Failure, Landed, RetryPolicy,
+};
 use payidem::protocol::{
     body_sha256_hex, canonical_string, CanonicalParts, IncomingRequest, Nonce, SignedAttempt,
     Signer, Verifier, VerifierConfig,
@@ -629,12 +631,17 @@ proptest! {
         let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
         let result = AttemptResult::Response { status, error_code: code.as_deref(), headers: &headers };
         let decision = decide(&result, has_status_path, now);
-        prop_assert_eq!(matches!(decision, Decision::Done { .. }), (200..=299).contains(&status));
+        prop_assert_eq!(matches!(decision.action, Action::Done { .. }), (200..=299).contains(&status));
         if status >= 500 || (status == 409 && code.as_deref() != Some("idempotency_conflict")) {
-            prop_assert!(!matches!(decision, Decision::Fail(_)), "{status} {code:?}: {decision:?}");
+            prop_assert!(!matches!(decision.action, Action::Fail(_)), "{status} {code:?}: {decision:?}");
         }
-        if decision == Decision::Fail(Failure::IdempotencyConflict) {
+        if decision.action == Action::Fail(Failure::IdempotencyConflict) {
             prop_assert_eq!(status, 409);
+        }
+        // A server error never proves that nothing happened, except the
+        // replay cache's own refusal, which comes before the operation.
+        if status >= 500 && !(status == 503 && code.as_deref() == Some("replay_cache_full")) {
+            prop_assert_eq!(decision.landed, Landed::Maybe, "{} {:?}", status, code);
         }
     }
 
@@ -642,12 +649,13 @@ proptest! {
     /// is retried, one sent without an answer is unknown.
     #[test]
     fn decide_without_a_response(has_status_path in any::<bool>(), now in any::<u64>()) {
-        prop_assert_eq!(decide(&AttemptResult::NotSent, has_status_path, now), Decision::RetryBackoff { unknown: false });
+        let not_sent = decide(&AttemptResult::NotSent, has_status_path, now);
+        prop_assert_eq!((not_sent.action, not_sent.landed), (Action::RetryBackoff, Landed::No));
         let unknown = decide(&AttemptResult::SentNoResponse, has_status_path, now);
         if has_status_path {
-            prop_assert_eq!(unknown, Decision::QueryStatus);
+            prop_assert_eq!((unknown.action, unknown.landed), (Action::QueryStatus, Landed::Maybe));
         } else {
-            prop_assert_eq!(unknown, Decision::RetryBackoff { unknown: true });
+            prop_assert_eq!((unknown.action, unknown.landed), (Action::RetryBackoff, Landed::Maybe));
         }
     }
 

@@ -8,7 +8,7 @@ mod support;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use payidem::journal::OperationState;
+use payidem::operation::OperationState;
 use payidem::protocol::{IncomingRequest, Verifier, VerifierConfig};
 use payidem::{Client, ErrorCode};
 use support::*;
@@ -90,7 +90,7 @@ fn a_forged_clock_offset_beyond_the_bound_is_refused() {
     cfg.retry.max_attempts = 3;
     let client = Client::new(cfg, SECRET).unwrap();
     let e = client.execute(&payment("ord-clock-1")).unwrap_err();
-    assert_eq!(e.code(), ErrorCode::Rejected, "{e}");
+    assert_eq!(e.code(), ErrorCode::Refused, "{e}");
     assert_eq!(e.http_status(), Some(401));
     assert!(e.message().contains("max_clock_offset"), "{e}");
     assert_eq!(client.clock_offset().seconds(), 0);
@@ -141,7 +141,7 @@ fn the_clock_is_never_learnt_over_plain_http_to_a_non_loopback_host() {
     cfg.retry.max_attempts = 3;
     let client = Client::new(cfg, SECRET).unwrap();
     let e = client.execute(&payment("ord-clock-4")).unwrap_err();
-    assert_eq!(e.code(), ErrorCode::Rejected, "{e}");
+    assert_eq!(e.code(), ErrorCode::Refused, "{e}");
     assert!(e.message().contains("plain http"), "{e}");
     assert_eq!(client.clock_offset().seconds(), 0);
     assert_eq!(platform.seen().len(), 1);

@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
-use payidem::journal::{Journal, OperationState, SqliteJournal, SqliteJournalOptions};
+use payidem::journal::{Journal, SqliteJournal, SqliteJournalOptions};
+use payidem::operation::OperationState;
 use serde_json::Value;
 
 use crate::plan::Plan;

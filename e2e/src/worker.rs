@@ -11,9 +11,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use payidem::client::{AttemptEvent, RetryBudgetConfig};
-use payidem::journal::{
-    OperationState, SqliteJournal, SqliteJournalOptions, StoredResponse, SyncHook, SyncPoint,
-};
+use payidem::journal::{SqliteJournal, SqliteJournalOptions, SyncHook, SyncPoint};
+use payidem::operation::{OperationState, Response};
 use payidem::policy::RetryPolicy;
 use payidem::{Client, ClientConfig, ErrorCode, JournalChoice};
 use payidem_mock::{DEFAULT_KEY_ID, DEFAULT_SECRET};
@@ -255,7 +254,7 @@ const CALLS_PER_PASS: usize = 12;
 
 /// Drives `spec` until settled: `Ok(Some(response))` succeeded,
 /// `Ok(None)` settled as rejected.
-fn settle(client: &Client, spec: &OwnedSpec) -> Result<Option<StoredResponse>, Stuck> {
+fn settle(client: &Client, spec: &OwnedSpec) -> Result<Option<Response>, Stuck> {
     let mut last = String::new();
     for _ in 0..CALLS_PER_PASS {
         match client.execute(&spec.spec()) {

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use payidem::client::{AttemptEvent, RetryBudgetConfig};
-use payidem::journal::{Journal, Lease, MemoryJournal, OperationState};
+use payidem::journal::{Journal, Lease, MemoryJournal};
+use payidem::operation::OperationState;
 use payidem::operation::{AttemptKind, NextAction};
 use payidem::policy::RetryPolicy;
 use payidem::protocol::{NonceSource, OsNonceSource, Signer};
@@ -395,7 +396,7 @@ fn clock_skew_is_adjusted_once_and_the_offset_is_kept() {
 }
 
 #[test]
-fn a_second_skew_in_one_call_is_rejected_and_nothing_happened() {
+fn a_second_skew_in_one_call_is_refused_and_nothing_happened() {
     let mock = Arc::new(start_mock());
     mock.set_clock(ClockSetting::System { skew_seconds: 500 });
     let log = EventLog::new();
@@ -409,10 +410,7 @@ fn a_second_skew_in_one_call_is_rejected_and_nothing_happened() {
     let e = c
         .execute(&OwnedSpec::payment("ord-skew-3", 1400, true).spec())
         .unwrap_err();
-    assert_eq!(
-        (e.code(), e.http_status()),
-        (ErrorCode::Rejected, Some(401))
-    );
+    assert_eq!((e.code(), e.http_status()), (ErrorCode::Refused, Some(401)));
     assert_eq!(log.events().len(), 2);
     assert_eq!(
         c.status("ord-skew-3").unwrap().unwrap().state,

@@ -10,10 +10,8 @@ use std::sync::{Mutex, OnceLock};
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use payidem::journal::{
-    process_owner, Journal, Lease, NewOperation, OperationState, SqliteJournal,
-    SqliteJournalOptions,
-};
+use payidem::journal::{process_owner, Journal, Lease, SqliteJournal, SqliteJournalOptions};
+use payidem::operation::{FrozenOperation, OperationState};
 use payidem::ErrorCode;
 use rusqlite::types::Value;
 
@@ -174,7 +172,7 @@ fuzz_target!(|input: Input| {
         );
         allowed(j.release(id, &lease), &[ErrorCode::InvalidArgument]);
     }
-    let op = NewOperation {
+    let op = FrozenOperation {
         order_id: "ord-1".into(),
         idempotency_key: "create-ord-1".into(),
         method: "POST".into(),

@@ -191,6 +191,12 @@ enum payidem_result
    */
   PAYIDEM_CANCELLED = 17,
   /**
+   * The platform refused every attempt before its idempotency check
+   * (authentication, rate limit): nothing happened; not final, the
+   * operation keeps its key (status and body in the error).
+   */
+  PAYIDEM_REFUSED = 18,
+  /**
    * C ABI only: the caller's buffer is too small; the error message and
    * the call's length output say how much is needed.
    */
@@ -343,9 +349,8 @@ enum payidem_decision_kind
    */
   PAYIDEM_DECISION_RETRY_NOW = 3,
   /**
-   * Retry after a full-jitter backoff; `unknown` tells whether the
-   * attempt may have taken effect (then, if retries run out, the outcome
-   * is unknown: keep the key).
+   * Retry after a full-jitter backoff (see `landed` for what to do if
+   * retries run out).
    */
   PAYIDEM_DECISION_RETRY_BACKOFF = 4,
   /**
@@ -360,12 +365,51 @@ enum payidem_decision_kind
    * The outcome is unknown: query the operation's status first.
    */
   PAYIDEM_DECISION_QUERY_STATUS = 7,
+  /**
+   * (Status queries only.) The operation did not land: send the
+   * operation itself again at once with the same key — unless its key is
+   * past the platform's retention, which makes the outcome `key_expired`.
+   */
+  PAYIDEM_DECISION_SEND_OPERATION = 8,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
 typedef enum payidem_decision_kind payidem_decision_kind;
 #else
 typedef uint32_t payidem_decision_kind;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * Whether the operation may have taken effect, as far as one answer tells
+ * (`payidem_decision.landed`).
+ */
+enum payidem_landed
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * It did not (the answer came before the platform's idempotency step,
+   * nothing was sent, or the key is held by another request).
+   */
+  PAYIDEM_LANDED_NO = 0,
+  /**
+   * It may have: keep the key, never re-key; if retries run out the
+   * outcome is unknown (`PAYIDEM_OUTCOME_UNKNOWN`), never "failed".
+   */
+  PAYIDEM_LANDED_MAYBE = 1,
+  /**
+   * It did (a 2xx, a final refusal the platform keeps, an operation in
+   * progress).
+   */
+  PAYIDEM_LANDED_YES = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum payidem_landed payidem_landed;
+#else
+typedef uint32_t payidem_landed;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
@@ -437,6 +481,17 @@ typedef struct payidem_order_list payidem_order_list;
  * once; free it with `payidem_outcome_free`.
  */
 typedef struct payidem_outcome payidem_outcome;
+
+/**
+ * The HTTP answer that refuses a request which failed verification (or
+ * whose body is too large): status, headers and the exact body
+ * `{"error":{"code":"...","message":"..."}}`. The core builds it; the mock,
+ * the Go middleware and the Python WSGI middleware send the same bytes.
+ *
+ * Read-only once made: any number of threads may read it at once; free it
+ * once, with `payidem_refusal_free`, when no other thread uses it.
+ */
+typedef struct payidem_refusal payidem_refusal;
 
 /**
  * The signed headers of one attempt, in a fixed order: `X-Api-Key`,
@@ -589,10 +644,13 @@ typedef struct payidem_decision {
    */
   bool replayed;
   /**
-   * For `PAYIDEM_DECISION_RETRY_BACKOFF`: the attempt may have taken
-   * effect.
+   * For every kind: whether the operation may have taken effect. Not
+   * `PAYIDEM_LANDED_NO` means: keep the key; when retries run out the
+   * outcome is unknown. A `PAYIDEM_DECISION_FAIL` with
+   * `PAYIDEM_LANDED_NO` is a refusal before the platform's idempotency
+   * step: nothing happened (not final; `PAYIDEM_REFUSED` in a client).
    */
-  bool unknown;
+  payidem_landed landed;
   /**
    * For `PAYIDEM_DECISION_RETRY_AFTER`: seconds to wait.
    */
@@ -904,6 +962,69 @@ payidem_result payidem_client_list_unknown(const struct payidem_client *client,
 void payidem_client_free(struct payidem_client *client);
 
 /**
+ * Deletes the settled operations (succeeded, rejected, conflict) whose
+ * last change is older than the client's settled retention
+ * (`settled_retention_s`); never an unsettled one. `*purged_out` receives
+ * how many went. `payidem_client_new` purges once when it opens the
+ * journal; a long-running process calls this now and then.
+ *
+ * Ownership: `*purged_out` is caller memory, written only on success.
+ * NULL: `client` and `purged_out` must not be NULL; `err_out` may be NULL.
+ * Threads: safe from any number of threads on one client.
+ * Errors: `PAYIDEM_JOURNAL_ERROR`; `PAYIDEM_INVALID_ARGUMENT` naming
+ * `client` or `purged_out`.
+ */
+payidem_result payidem_client_purge_settled(const struct payidem_client *client,
+                                            size_t *purged_out,
+                                            struct payidem_error **err_out);
+
+/**
+ * One signed GET of `path` (joined to the base URL like every request
+ * target, e.g. `"/v1/payments/pay_123"`), for reading a resource: no
+ * journal, no retry, no status query, bounded by the request timeout.
+ * Whatever the platform answers (any status, 4xx and 5xx included) is the
+ * outcome: read it with `payidem_outcome_http_status`,
+ * `payidem_outcome_body` and `payidem_outcome_header_at`. Its order id and
+ * idempotency key are empty strings, its attempts 1, and it is never
+ * replayed.
+ *
+ * Ownership: on success `*outcome_out` receives a new outcome the caller
+ * frees with `payidem_outcome_free`.
+ * NULL: `client`, `path` and `outcome_out` must not be NULL; `err_out` may
+ * be NULL.
+ * Threads: safe from any number of threads on one client.
+ * Errors: `PAYIDEM_TRANSPORT_ERROR` when no answer came (connection,
+ * TLS, timeout); `PAYIDEM_INVALID_ARGUMENT` naming `client`, `path` or
+ * `outcome_out`.
+ */
+payidem_result payidem_client_get(const struct payidem_client *client,
+                                  const char *path,
+                                  struct payidem_outcome **outcome_out,
+                                  struct payidem_error **err_out);
+
+/**
+ * The client's defaults as JSON, from the same source `payidem_client_new`
+ * uses, so that a binding never copies a default:
+ *
+ * `{"options": {...}, "memory_journal": ":memory:"}`
+ *
+ * - `options`: every optional key of `payidem_client_new`'s options object
+ *   (nested `retry` and `retry_budget` included) at its default value;
+ *   string options that are unset by default (`journal_path`, meaning the
+ *   durable default journal, `proxy`, `ca_bundle`, `client_cert`,
+ *   `client_key`) are `""`. With `base_url` and `key_id` added it is a
+ *   valid options object that sets every default explicitly.
+ * - `memory_journal`: the `journal_path` value that keeps operations in
+ *   memory only (tests only, never production).
+ *
+ * Ownership: the string is static; never free it.
+ * NULL: never takes a pointer.
+ * Threads: safe from any thread.
+ * Errors: none.
+ */
+const char *payidem_client_defaults_json(void);
+
+/**
  * The error's code; `PAYIDEM_OK` for a NULL error (no error).
  *
  * Ownership: borrows `err`.
@@ -1155,12 +1276,16 @@ const char *payidem_order_list_get(const struct payidem_order_list *list, size_t
 void payidem_order_list_free(struct payidem_order_list *list);
 
 /**
- * The protocol's decision (section 4) after one attempt. `outcome` is a
- * `payidem_attempt_outcome` value; for `PAYIDEM_ATTEMPT_RESPONSE` give the
- * `status`, the body's `error.code` (`error_code`, NULL when none; see
+ * The protocol's decision (section 4) after one attempt of the
+ * operation's own request. `outcome` is a `payidem_attempt_outcome` value;
+ * for `PAYIDEM_ATTEMPT_RESPONSE` give the `status`, the body's
+ * `error.code` (`error_code`, NULL when none; see
  * `payidem_error_code_from_body`) and the response `headers`; otherwise
  * they are ignored. `has_status_path` tells whether the operation's status
- * can be queried; `now` (Unix seconds) resolves a `Retry-After` date.
+ * can be queried; `now` is the platform's clock in Unix seconds (local
+ * time plus any offset learnt from it), which resolves a `Retry-After`
+ * date. `decision_out->landed` tells whether the operation may have taken
+ * effect: never give up on a key that is not `PAYIDEM_LANDED_NO`.
  *
  * Ownership: `*decision_out` is caller memory, written only on success;
  * every input is only read.
@@ -1181,6 +1306,30 @@ payidem_result payidem_decide(uint32_t outcome,
                               uint64_t now,
                               struct payidem_decision *decision_out,
                               struct payidem_error **err_out);
+
+/**
+ * The protocol's decision after one status query (a signed GET of the
+ * operation's status path): 2xx settles the operation with that answer
+ * (`PAYIDEM_DECISION_DONE`), 404 means it did not land
+ * (`PAYIDEM_DECISION_SEND_OPERATION`), clock and replay answers as for
+ * the operation, anything else is asked again after a backoff or
+ * `Retry-After`. `decision_out->landed` is `PAYIDEM_LANDED_YES` for a 2xx,
+ * `PAYIDEM_LANDED_NO` for a 404, `PAYIDEM_LANDED_MAYBE` otherwise.
+ *
+ * Ownership: `*decision_out` is caller memory, written only on success;
+ * every input is only read.
+ * NULL: as for `payidem_decide`.
+ * Threads: safe from any thread.
+ * Errors: as for `payidem_decide`.
+ */
+payidem_result payidem_decide_status_query(uint32_t outcome,
+                                           uint16_t status,
+                                           const char *error_code,
+                                           const struct payidem_header *headers,
+                                           size_t header_count,
+                                           uint64_t now,
+                                           struct payidem_decision *decision_out,
+                                           struct payidem_error **err_out);
 
 /**
  * Writes the `error.code` of a protocol error body
@@ -1214,6 +1363,20 @@ payidem_result payidem_error_code_from_body(const uint8_t *body,
  * Errors: none; an unknown number gives NULL.
  */
 const char *payidem_result_name(uint32_t code);
+
+/**
+ * The highest number among payidem's stable error codes in the linked
+ * library. Codes 1 to this number are exactly the core library's codes,
+ * without gaps, each named by `payidem_result_name`; the C ABI's own codes
+ * (from 100 up) are not counted. Lets a binding check, at run time, that
+ * it knows every code of the library it is linked with.
+ *
+ * Ownership: nothing to free.
+ * NULL: never takes a pointer.
+ * Threads: safe from any thread.
+ * Errors: none.
+ */
+uint32_t payidem_result_max_error_code(void);
 
 /**
  * Creates a signer for `key_id` (1..=128 of `[A-Za-z0-9._:-]`) and a
@@ -1536,6 +1699,8 @@ payidem_result payidem_verifier_set_secrets(const struct payidem_verifier *verif
  * `*http_status_out` (when given) receives the status to answer with: 200
  * on success, the error's status otherwise (401, 409, 503, 400; 500 for an
  * internal error), so a server can answer without inspecting the error.
+ * `payidem_refusal_from_error` builds the whole answer (status, headers and
+ * body) from the error.
  *
  * Ownership: every input is only read.
  * NULL: `verifier`, `method` and `path` must not be NULL; `headers` may be
@@ -1628,6 +1793,155 @@ payidem_result payidem_verifier_set_nonce_capacity_total(const struct payidem_ve
  * Errors: none.
  */
 void payidem_verifier_free(struct payidem_verifier *verifier);
+
+/**
+ * The result number of the verification code at `index` (0-based, in
+ * number order), or 0 (`PAYIDEM_OK`) past the last one: exactly the codes
+ * `payidem_verifier_verify` fails with (`PAYIDEM_INVALID_ARGUMENT`,
+ * `PAYIDEM_MISSING_SIGNATURE`, ..., `PAYIDEM_IDEMPOTENCY_KEY_REQUIRED`),
+ * each refused with its own status. Lets a binding test every one.
+ *
+ * Ownership: nothing to free.
+ * NULL: never takes a pointer.
+ * Threads: safe from any thread.
+ * Errors: none.
+ */
+uint32_t payidem_refusal_verification_code_at(size_t index);
+
+/**
+ * Builds the answer to a request whose verification failed with `error`
+ * (as `payidem_verifier_verify` gave it): its status (401, 409, 503 or
+ * 400), `Content-Type: application/json`, for
+ * `PAYIDEM_TIMESTAMP_OUT_OF_WINDOW` the server's clock as `X-Server-Time`
+ * and `Date`, and the body with the error's code and message. An error that
+ * verification never gives is a failure of the server: 500
+ * `internal_error`, whose message shows nothing of it.
+ *
+ * Ownership: `error` is only read (free it as usual); on success
+ * `*refusal_out` receives a new refusal the caller frees with
+ * `payidem_refusal_free`.
+ * NULL: `error` and `refusal_out` must not be NULL; `err_out` may be NULL.
+ * Threads: safe from any thread; `error` must not be freed meanwhile.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `error` or `refusal_out`.
+ */
+payidem_result payidem_refusal_from_error(const struct payidem_error *error,
+                                          struct payidem_refusal **refusal_out,
+                                          struct payidem_error **err_out);
+
+/**
+ * Builds the refusal for a verification failure given by its parts, for a
+ * binding that keeps an error's fields rather than the `payidem_error`:
+ * `code` is a result number (`PAYIDEM_NONCE_REUSED`, ...), `message` the
+ * error's message, and `server_time` (Unix seconds) the server's clock,
+ * used only by `PAYIDEM_TIMESTAMP_OUT_OF_WINDOW`. The same answer as
+ * `payidem_refusal_from_error` for an error with these parts.
+ *
+ * Ownership: inputs are only read; on success `*refusal_out` receives a new
+ * refusal the caller frees with `payidem_refusal_free`.
+ * NULL: `message` and `refusal_out` must not be NULL; `err_out` may be NULL.
+ * Threads: safe from any thread.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `code` (0, or a number that is
+ * no code), `message` or `refusal_out`.
+ */
+payidem_result payidem_refusal_new(uint32_t code,
+                                   const char *message,
+                                   uint64_t server_time,
+                                   struct payidem_refusal **refusal_out,
+                                   struct payidem_error **err_out);
+
+/**
+ * Builds the 413 `payload_too_large` refusal for a body over a server's
+ * limit of `limit_bytes`, which was neither read nor verified.
+ *
+ * Ownership: on success `*refusal_out` receives a new refusal the caller
+ * frees with `payidem_refusal_free`.
+ * NULL: `refusal_out` must not be NULL; `err_out` may be NULL.
+ * Threads: safe from any thread.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `refusal_out`.
+ */
+payidem_result payidem_refusal_body_too_large(uint64_t limit_bytes,
+                                              struct payidem_refusal **refusal_out,
+                                              struct payidem_error **err_out);
+
+/**
+ * The HTTP status to answer with; 0 for a NULL refusal.
+ *
+ * Ownership: borrows `refusal`.
+ * NULL: `refusal` may be NULL, giving 0.
+ * Threads: read-only; not while another thread frees `refusal`.
+ * Errors: none.
+ */
+uint16_t payidem_refusal_status(const struct payidem_refusal *refusal);
+
+/**
+ * The error code the body carries (e.g. `"nonce_reused"`,
+ * `"payload_too_large"`), for logs and metrics; NULL for a NULL refusal.
+ *
+ * Ownership: borrowed from `refusal`, valid until
+ * `payidem_refusal_free(refusal)`.
+ * NULL: `refusal` may be NULL, giving NULL.
+ * Threads: read-only; not while another thread frees `refusal`.
+ * Errors: none.
+ */
+const char *payidem_refusal_code(const struct payidem_refusal *refusal);
+
+/**
+ * How many headers to send (besides framing ones such as
+ * `Content-Length`); 0 for a NULL refusal.
+ *
+ * Ownership: borrows `refusal`.
+ * NULL: `refusal` may be NULL, giving 0.
+ * Threads: read-only; not while another thread frees `refusal`.
+ * Errors: none.
+ */
+size_t payidem_refusal_header_count(const struct payidem_refusal *refusal);
+
+/**
+ * The header at `index` (0-based): `Content-Type` first, then for
+ * `timestamp_out_of_window` `X-Server-Time` and `Date`. A server that adds
+ * its own `Date` to every answer must not add it to one that has this one.
+ *
+ * Ownership: `*name_out` and `*value_out` are borrowed from `refusal`,
+ * valid until `payidem_refusal_free(refusal)`.
+ * NULL: `refusal`, `name_out` and `value_out` must not be NULL; `err_out`
+ * may be NULL.
+ * Threads: read-only; not while another thread frees `refusal`.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `refusal`, `index` (out of
+ * range), `name_out` or `value_out`.
+ */
+payidem_result payidem_refusal_header_at(const struct payidem_refusal *refusal,
+                                         size_t index,
+                                         const char **name_out,
+                                         const char **value_out,
+                                         struct payidem_error **err_out);
+
+/**
+ * The body to send: sets `*body_out` and `*len_out` (UTF-8 JSON, not
+ * NUL-terminated) and returns true; returns false and leaves them untouched
+ * for NULL arguments.
+ *
+ * Ownership: the bytes are borrowed from `refusal`, valid until
+ * `payidem_refusal_free(refusal)`.
+ * NULL: none of the arguments may be NULL (false).
+ * Threads: read-only; not while another thread frees `refusal`.
+ * Errors: none.
+ */
+bool payidem_refusal_body(const struct payidem_refusal *refusal,
+                          const uint8_t **body_out,
+                          size_t *len_out);
+
+/**
+ * Frees a refusal.
+ *
+ * Ownership: takes `refusal`; every string and buffer borrowed from it dies.
+ * NULL: `refusal` may be NULL (nothing happens).
+ * Anything else must be a live handle of this type from this library:
+ * freeing it twice, using it after this call, or passing a handle of
+ * another type is undefined behaviour, and is not detected.
+ * Threads: no other thread may be using `refusal`; free it once.
+ * Errors: none.
+ */
+void payidem_refusal_free(struct payidem_refusal *refusal);
 
 /**
  * The library's version (`PAYIDEM_VERSION_MAJOR` and friends in the

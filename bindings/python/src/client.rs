@@ -9,10 +9,11 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
-use payidem::journal::OperationState;
+use payidem::operation::OperationState;
 
 use payidem::client::{AttemptEvent, RetryBudgetConfig};
-use payidem::journal::{OperationRecord, StoredResponse};
+use payidem::journal::OperationRecord;
+use payidem::operation::Response;
 use payidem::{CallOptions, ClientConfig, JournalChoice, OperationSpec, Outcome};
 
 use crate::convert::{field, optional_field, optional_path_field, seconds, whole};
@@ -46,7 +47,7 @@ type StatusTuple = (
     String,
 );
 
-fn response_tuple(py: Python<'_>, r: StoredResponse) -> ResponseTuple<'_> {
+fn response_tuple(py: Python<'_>, r: Response) -> ResponseTuple<'_> {
     (r.status, r.headers, PyBytes::new(py, &r.body), r.replayed)
 }
 

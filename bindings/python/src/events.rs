@@ -14,44 +14,14 @@ use payidem::operation::{AttemptKind, NextAction};
 
 static EVENT_CLASS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
-/// Every attempt kind of the core, in declaration order.
-const ATTEMPT_KINDS: [AttemptKind; 2] = [AttemptKind::Operation, AttemptKind::StatusQuery];
-
-// The compiler refuses a core that gained a kind `ATTEMPT_KINDS` lacks.
-const _: fn(AttemptKind) = |kind| match kind {
-    AttemptKind::Operation | AttemptKind::StatusQuery => (),
-};
-
-/// Every next action of the core, in declaration order.
-const NEXT_ACTIONS: [NextAction; 7] = [
-    NextAction::Settle,
-    NextAction::RetryNow,
-    NextAction::RetryLater,
-    NextAction::AdjustClock,
-    NextAction::QueryStatus,
-    NextAction::QueryLater,
-    NextAction::GiveUp,
-];
-
-// The compiler refuses a core that gained an action `NEXT_ACTIONS` lacks.
-const _: fn(NextAction) = |next| match next {
-    NextAction::Settle
-    | NextAction::RetryNow
-    | NextAction::RetryLater
-    | NextAction::AdjustClock
-    | NextAction::QueryStatus
-    | NextAction::QueryLater
-    | NextAction::GiveUp => (),
-};
-
 /// The stable names of every attempt kind (`payidem.AttemptKind`).
 pub(crate) fn attempt_kinds() -> Vec<&'static str> {
-    ATTEMPT_KINDS.iter().map(|k| k.as_str()).collect()
+    AttemptKind::ALL.iter().map(|k| k.as_str()).collect()
 }
 
 /// The stable names of every next action (`payidem.NextAction`).
 pub(crate) fn next_actions() -> Vec<&'static str> {
-    NEXT_ACTIONS.iter().map(|n| n.as_str()).collect()
+    NextAction::ALL.iter().map(|n| n.as_str()).collect()
 }
 
 /// The core's event as a `payidem.AttemptEvent`.

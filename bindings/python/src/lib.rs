@@ -42,6 +42,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(signing::canonical_string, m)?)?;
     m.add_function(wrap_pyfunction!(signing::body_sha256_hex, m)?)?;
     m.add_function(wrap_pyfunction!(policy::decide, m)?)?;
+    m.add_function(wrap_pyfunction!(policy::decide_status_query, m)?)?;
     m.add_function(wrap_pyfunction!(client::default_journal_path, m)?)?;
     m.add_function(wrap_pyfunction!(client::client_defaults, m)?)?;
     m.add_function(wrap_pyfunction!(error_codes, m)?)?;

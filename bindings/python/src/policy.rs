@@ -2,18 +2,18 @@
 
 use pyo3::prelude::*;
 
-use payidem::policy::{self, AttemptResult, Decision, Failure};
+use payidem::policy::{self, Action, AttemptResult, Decision, Failure};
 
 use crate::convert::{field, optional_field, unix_seconds, HeaderTexts};
 use crate::errors::invalid;
 
-/// The decision as a tuple `(kind, replayed, error, unknown, seconds,
+/// The decision as a tuple `(kind, replayed, error, landed, seconds,
 /// server_time)`; `payidem.decide` wraps it in a `Decision`.
 type DecisionTuple = (
     &'static str,
     bool,
     Option<&'static str>,
-    bool,
+    &'static str,
     Option<u64>,
     Option<u64>,
 );
@@ -32,7 +32,35 @@ pub(crate) fn decide(
     let texts = HeaderTexts::collect(headers)?;
     let headers = texts.pairs()?;
     let now = unix_seconds(py, "now", now)?;
-    let result = match outcome.as_str() {
+    let result = attempt_result(py, &outcome, status, error_code.as_deref(), &headers)?;
+    Ok(tuple(policy::decide(&result, has_status_path, now)))
+}
+
+#[pyfunction]
+#[pyo3(signature = (outcome, status = None, error_code = None, headers = None, now = None))]
+pub(crate) fn decide_status_query(
+    py: Python<'_>,
+    #[pyo3(from_py_with = field::outcome)] outcome: String,
+    status: Option<i128>,
+    #[pyo3(from_py_with = optional_field::error_code)] error_code: Option<String>,
+    headers: Option<&Bound<'_, PyAny>>,
+    now: Option<&Bound<'_, PyAny>>,
+) -> PyResult<DecisionTuple> {
+    let texts = HeaderTexts::collect(headers)?;
+    let headers = texts.pairs()?;
+    let now = unix_seconds(py, "now", now)?;
+    let result = attempt_result(py, &outcome, status, error_code.as_deref(), &headers)?;
+    Ok(tuple(policy::decide_status_query(&result, now)))
+}
+
+fn attempt_result<'a>(
+    py: Python<'_>,
+    outcome: &str,
+    status: Option<i128>,
+    error_code: Option<&'a str>,
+    headers: &'a [(&'a str, &'a str)],
+) -> PyResult<AttemptResult<'a>> {
+    Ok(match outcome {
         "response" => {
             let status = status
                 .and_then(|s| u16::try_from(s).ok())
@@ -42,8 +70,8 @@ pub(crate) fn decide(
                 })?;
             AttemptResult::Response {
                 status,
-                error_code: error_code.as_deref(),
-                headers: &headers,
+                error_code,
+                headers,
             }
         }
         "not_sent" => AttemptResult::NotSent,
@@ -55,29 +83,27 @@ pub(crate) fn decide(
                 "must be 'response', 'not_sent' or 'sent_no_response'",
             ))
         }
-    };
-    Ok(match policy::decide(&result, has_status_path, now) {
-        Decision::Done { replayed } => ("done", replayed, None, false, None, None),
-        Decision::Fail(failure) => {
+    })
+}
+
+fn tuple(d: Decision) -> DecisionTuple {
+    let landed = d.landed.as_str();
+    let kind = d.action.as_str();
+    match d.action {
+        Action::Done { replayed } => (kind, replayed, None, landed, None, None),
+        Action::Fail(failure) => {
             let error = match failure {
                 Failure::IdempotencyConflict => "idempotency_conflict",
                 Failure::Rejected => "rejected",
             };
-            ("fail", false, Some(error), false, None, None)
+            (kind, false, Some(error), landed, None, None)
         }
-        Decision::RetryNow => ("retry_now", false, None, false, None, None),
-        Decision::RetryBackoff { unknown } => ("retry_backoff", false, None, unknown, None, None),
-        Decision::RetryAfter { seconds } => {
-            ("retry_after", false, None, false, Some(seconds), None)
+        Action::RetryAfter { seconds } => (kind, false, None, landed, Some(seconds), None),
+        Action::AdjustClockRetry { server_time } => {
+            (kind, false, None, landed, None, Some(server_time))
         }
-        Decision::AdjustClockRetry { server_time } => (
-            "adjust_clock_retry",
-            false,
-            None,
-            false,
-            None,
-            Some(server_time),
-        ),
-        Decision::QueryStatus => ("query_status", false, None, true, None, None),
-    })
+        Action::RetryNow | Action::RetryBackoff | Action::QueryStatus | Action::SendOperation => {
+            (kind, false, None, landed, None, None)
+        }
+    }
 }

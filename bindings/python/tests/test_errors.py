@@ -101,12 +101,16 @@ def test_rejected(mock: Mock, make_client: MakeClient) -> None:
     assert info.value.order_id == order
 
 
-def test_rejected_with_a_wrong_secret(mock: Mock, make_client: MakeClient) -> None:
+def test_refused_with_a_wrong_secret_is_not_final(mock: Mock, make_client: MakeClient) -> None:
     order = new_order()
-    with pytest.raises(payidem.Rejected) as info:
+    with pytest.raises(payidem.Refused) as info:
         make_client(secret=b"x" * 32).execute(order, "POST", "/v1/payments", payment(order))
     assert info.value.status == 401
+    assert not info.value.final
     assert mock.payments_created(order) == 0
+    # Nothing happened: the same operation with the right secret pays once.
+    outcome = make_client().execute(order, "POST", "/v1/payments", payment(order))
+    assert outcome.status == 201 and mock.payments_created(order) == 1
 
 
 def test_outcome_unknown(mock: Mock, make_client: MakeClient) -> None:

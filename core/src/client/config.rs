@@ -4,8 +4,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::budget::RetryBudgetConfig;
 use crate::journal::Journal;
+use crate::policy::RetryBudgetConfig;
 use crate::policy::RetryPolicy;
 
 /// Where a client keeps its operations.
@@ -131,7 +131,8 @@ impl std::fmt::Debug for ClientConfig {
 
 /// The default [`ClientConfig::max_clock_offset`]: the protocol's 300 s
 /// window plus five minutes.
-pub const DEFAULT_MAX_CLOCK_OFFSET: Duration = Duration::from_secs(600);
+pub const DEFAULT_MAX_CLOCK_OFFSET: Duration =
+    Duration::from_secs(crate::operation::DEFAULT_MAX_CLOCK_OFFSET_SECS);
 
 impl ClientConfig {
     /// Defaults for `base_url` and `key_id`: the durable default journal

@@ -1,28 +1,27 @@
 //! The blocking client: runs operations to a settled outcome over HTTP,
 //! keeping every operation's key and frozen body in a durable journal.
 
-mod budget;
+mod call;
 mod config;
 mod events;
 mod transport;
 
-pub use budget::{RetryBudget, RetryBudgetConfig};
+pub use crate::policy::{RetryBudget, RetryBudgetConfig};
+pub use call::{Call, CallStep};
 pub use config::{ClientConfig, JournalChoice, DEFAULT_MAX_CLOCK_OFFSET};
 pub use events::{AttemptEvent, EventHook};
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::journal::{
-    Journal, Lease, MemoryJournal, Opened, OperationRecord, OperationState, SqliteJournal,
-    SqliteJournalOptions, StoredResponse,
+    Journal, Lease, MemoryJournal, Opened, OperationRecord, SqliteJournal, SqliteJournalOptions,
 };
 use crate::operation::{
-    AttemptKind, CallLimits, CallTime, NextAction, Operation, OperationSpec, OsEntropy, Outcome,
-    Reply, Settlement, Step,
+    CallLimits, CallSetup, End, Operation, OperationSpec, OperationState, Outcome, Reply, Response,
 };
 use crate::policy::ClockOffset;
 use crate::protocol::Signer;
@@ -50,39 +49,88 @@ impl std::fmt::Debug for CallOptions<'_> {
 /// Runs business operations against the platform, one key per operation,
 /// however the network and the process misbehave.
 ///
-/// `Send + Sync`: one client serves any number of threads. Two calls (in
-/// this or another process sharing the journal) never drive the same
-/// operation at once; the second gets `operation_busy`.
+/// `Send + Sync`, and cheap to clone (clones share everything): one client
+/// serves any number of threads. Two calls (in this or another process
+/// sharing the journal) never drive the same operation at once; the second
+/// gets `operation_busy`.
+#[derive(Clone)]
 pub struct Client {
+    shared: Arc<Shared>,
+}
+
+/// What every call of a client shares.
+pub(crate) struct Shared {
     signer: Signer,
     journal: Arc<dyn Journal>,
     transport: HttpTransport,
     limits: CallLimits,
     request_timeout: Duration,
     settled_retention: Duration,
-    budget: RetryBudget,
+    budget: Arc<RetryBudget>,
     clock_offset: AtomicI64,
-    max_clock_offset: Duration,
     /// This client instance's random id, part of every lease owner id.
     instance: String,
     calls: AtomicU64,
-    hook: Option<EventHook>,
+    hook: RwLock<Option<EventHook>>,
 }
 
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client")
-            .field("base_url", &self.transport)
-            .field("signer", &self.signer)
-            .field("limits", &self.limits)
+            .field("base_url", &self.shared.transport)
+            .field("signer", &self.shared.signer)
+            .field("limits", &self.shared.limits)
             .finish_non_exhaustive()
     }
 }
 
-fn unix_now() -> u64 {
+pub(crate) fn unix_now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
+}
+
+impl Shared {
+    fn clock_offset(&self) -> ClockOffset {
+        ClockOffset::from_seconds(self.clock_offset.load(Ordering::Relaxed))
+    }
+
+    /// Shares an offset a call has just learnt from the platform. A call
+    /// that learnt nothing never writes: it may have started before another
+    /// call learnt a newer one.
+    fn learn_clock_offset(&self, offset: ClockOffset) {
+        self.clock_offset.store(offset.seconds(), Ordering::Relaxed);
+    }
+
+    fn lease_ttl_secs(&self) -> u64 {
+        // Longer than any call can take: the deadline, one more attempt, and slack.
+        self.limits
+            .policy
+            .deadline
+            .saturating_add(self.request_timeout)
+            .as_secs()
+            .saturating_add(30)
+    }
+
+    fn new_lease(&self, now: u64) -> Lease {
+        let call = self.calls.fetch_add(1, Ordering::Relaxed);
+        Lease {
+            owner: crate::journal::process_owner(&self.instance, call),
+            expires_at: now.saturating_add(self.lease_ttl_secs()),
+        }
+    }
+
+    fn emit(&self, event: &events::AttemptEvent) {
+        let hook = self
+            .hook
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(hook) = hook {
+            // A failing logger must not abandon a payment half-way.
+            let _ = catch_unwind(AssertUnwindSafe(|| hook(event)));
+        }
+    }
 }
 
 impl Client {
@@ -94,6 +142,7 @@ impl Client {
         let limits = CallLimits {
             policy: config.retry,
             key_retention_secs: config.key_retention.as_secs(),
+            max_clock_offset: config.max_clock_offset,
         };
         limits.check()?;
         if config.request_timeout.is_zero() {
@@ -124,42 +173,55 @@ impl Client {
         let mut instance = [0u8; 8];
         crate::protocol::nonce::fill_random(&mut instance);
         let client = Client {
-            signer,
-            journal,
-            transport,
-            limits,
-            request_timeout: config.request_timeout,
-            settled_retention: config.settled_retention,
-            budget: RetryBudget::new(config.retry_budget),
-            clock_offset: AtomicI64::new(0),
-            max_clock_offset: config.max_clock_offset,
-            instance: format!("{:016x}", u64::from_ne_bytes(instance)),
-            calls: AtomicU64::new(0),
-            hook: None,
+            shared: Arc::new(Shared {
+                signer,
+                journal,
+                transport,
+                limits,
+                request_timeout: config.request_timeout,
+                settled_retention: config.settled_retention,
+                budget: Arc::new(RetryBudget::new(config.retry_budget)),
+                clock_offset: AtomicI64::new(0),
+                instance: format!("{:016x}", u64::from_ne_bytes(instance)),
+                calls: AtomicU64::new(0),
+                hook: RwLock::new(None),
+            }),
         };
         client.purge_settled()?;
         Ok(client)
     }
 
-    /// The client with `hook` receiving every attempt's event.
-    pub fn with_event_hook(mut self, hook: EventHook) -> Client {
-        self.hook = Some(hook);
+    /// The client with `hook` receiving every attempt's event (also for the
+    /// clones that share it).
+    pub fn with_event_hook(self, hook: EventHook) -> Client {
+        *self
+            .shared
+            .hook
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Some(hook);
         self
     }
 
     /// The key id this client signs with.
     pub fn key_id(&self) -> &str {
-        self.signer.key_id()
+        self.shared.signer.key_id()
     }
 
     /// The shared retry budget.
     pub fn retry_budget(&self) -> &RetryBudget {
-        &self.budget
+        &self.shared.budget
     }
 
     /// The clock offset learnt from the platform, applied to every attempt.
     pub fn clock_offset(&self) -> ClockOffset {
-        ClockOffset::from_seconds(self.clock_offset.load(Ordering::Relaxed))
+        self.shared.clock_offset()
+    }
+
+    /// The URL an attempt's request target is sent to (the base URL's
+    /// origin followed by `path`, which already holds the base URL's path
+    /// prefix), for callers that send attempts with their own HTTP client.
+    pub fn url(&self, path: &str) -> String {
+        self.shared.transport.url(path)
     }
 
     /// Runs the operation to a settled outcome.
@@ -168,10 +230,12 @@ impl Client {
     /// already in the journal with the same request continues that operation
     /// (a settled one answers from the journal, without any network call); with
     /// another request it fails with `idempotency_conflict` and changes
-    /// nothing. Errors: `rejected` (status, body), `idempotency_conflict`,
-    /// `outcome_unknown` (resumable, key kept), `key_expired`,
-    /// `transport_error` (nothing reached the platform; key kept),
-    /// `operation_busy`, `journal_error`, `invalid_argument`.
+    /// nothing. Errors (their codes say whether the operation is final, see
+    /// [`ErrorCode::is_final`]): `rejected` (status, body), `idempotency_conflict`,
+    /// `key_expired`, `refused` (status, body; nothing happened),
+    /// `outcome_unknown` (resumable, key kept), `transport_error` (nothing
+    /// reached the platform; key kept), `operation_busy`, `journal_error`,
+    /// `invalid_argument`.
     pub fn execute(&self, spec: &OperationSpec<'_>) -> Result<Outcome> {
         self.execute_with(spec, CallOptions::default())
     }
@@ -182,6 +246,15 @@ impl Client {
         spec: &OperationSpec<'_>,
         options: CallOptions<'_>,
     ) -> Result<Outcome> {
+        let call = self.begin(spec, options.deadline)?;
+        self.drive(call, options)
+    }
+
+    /// Starts a call of the operation for a caller that sends the attempts
+    /// with its own HTTP client: the same checks, journal and steps as
+    /// [`Client::execute`], which is this plus sending with the client's
+    /// transport. `deadline` shortens the client's retry deadline.
+    pub fn begin(&self, spec: &OperationSpec<'_>, deadline: Option<Duration>) -> Result<Call> {
         // The base URL's path prefix is part of the request target, so of
         // the signature and of the journaled operation.
         crate::protocol::fields::check_path(spec.path)?;
@@ -189,8 +262,9 @@ impl Client {
             crate::protocol::fields::check_path(status_path)
                 .map_err(|e| Error::invalid("status_path", e.message()))?;
         }
-        let path = self.transport.target(spec.path);
-        let status_path = spec.status_path.map(|p| self.transport.target(p));
+        let transport = &self.shared.transport;
+        let path = transport.target(spec.path);
+        let status_path = spec.status_path.map(|p| transport.target(p));
         let spec = OperationSpec {
             path: &path,
             status_path: status_path.as_deref(),
@@ -198,11 +272,58 @@ impl Client {
         };
         let operation = spec.freeze()?;
         let now = unix_now();
-        let lease = self.new_lease(now);
-        match self.journal.open(&operation, &lease, now)? {
-            Opened::Settled(record) => settled_result(&record),
-            Opened::Created(record) | Opened::Resumable(record) => {
-                self.drive(record, lease, options)
+        let lease = self.shared.new_lease(now);
+        let opened = self.shared.journal.open(&operation, &lease, now)?;
+        self.call_for(opened, lease, deadline)
+    }
+
+    /// Starts a call resuming an unsettled operation of the journal, for a
+    /// caller that sends with its own HTTP client (see [`Client::begin`]).
+    pub fn begin_resume(&self, order_id: &str, deadline: Option<Duration>) -> Result<Call> {
+        crate::protocol::fields::check_order_id(order_id)?;
+        let now = unix_now();
+        let lease = self.shared.new_lease(now);
+        let opened = self.shared.journal.claim(order_id, &lease, now)?;
+        self.call_for(opened, lease, deadline)
+    }
+
+    fn call_for(&self, opened: Opened, lease: Lease, deadline: Option<Duration>) -> Result<Call> {
+        let record = match opened {
+            Opened::Settled(record) => {
+                let op = &record.operation;
+                return Ok(Call::done(
+                    Arc::clone(&self.shared),
+                    &op.order_id,
+                    &op.idempotency_key,
+                    settled_result(&record),
+                ));
+            }
+            Opened::Created(record) | Opened::Resumable(record) => record,
+        };
+        let mut limits = self.shared.limits;
+        if let Some(deadline) = deadline {
+            limits.policy.deadline = limits
+                .policy
+                .deadline
+                .min(deadline.max(Duration::from_millis(1)));
+        }
+        let setup = CallSetup {
+            limits,
+            clock: self.shared.clock_offset(),
+            clock_trusted: self.shared.transport.clock_trusted(),
+            budget: Some(Arc::clone(&self.shared.budget)),
+        };
+        let op = &record.operation;
+        match Operation::start(op, record.progress(), setup, unix_now()) {
+            Ok(machine) => Ok(Call::running(
+                Arc::clone(&self.shared),
+                machine,
+                lease,
+                limits.policy.deadline,
+            )),
+            Err(e) => {
+                let _ = self.shared.journal.release(&op.order_id, &lease);
+                Err(e.with_operation(&op.order_id, &op.idempotency_key))
             }
         }
     }
@@ -216,27 +337,21 @@ impl Client {
 
     /// [`Client::resume`] with per-call options.
     pub fn resume_with(&self, order_id: &str, options: CallOptions<'_>) -> Result<Outcome> {
-        crate::protocol::fields::check_order_id(order_id)?;
-        let now = unix_now();
-        let lease = self.new_lease(now);
-        match self.journal.claim(order_id, &lease, now)? {
-            Opened::Settled(record) => settled_result(&record),
-            Opened::Created(record) | Opened::Resumable(record) => {
-                self.drive(record, lease, options)
-            }
-        }
+        let call = self.begin_resume(order_id, options.deadline)?;
+        self.drive(call, options)
     }
 
     /// The journal's record of an operation, if it exists.
     pub fn status(&self, order_id: &str) -> Result<Option<OperationRecord>> {
         crate::protocol::fields::check_order_id(order_id)?;
-        self.journal.get(order_id)
+        self.shared.journal.get(order_id)
     }
 
     /// Operations whose outcome is unknown (in flight when a process died,
     /// or ended as `outcome_unknown`), oldest first.
     pub fn list_unknown(&self) -> Result<Vec<OperationRecord>> {
-        self.journal
+        self.shared
+            .journal
             .list(&[OperationState::InFlight, OperationState::Unknown])
     }
 
@@ -258,24 +373,25 @@ impl Client {
     /// Deletes settled operations older than the settled retention; never an
     /// unsettled one. Returns how many went.
     pub fn purge_settled(&self) -> Result<usize> {
-        let before = unix_now().saturating_sub(self.settled_retention.as_secs());
-        self.journal.purge_settled(before)
+        let before = unix_now().saturating_sub(self.shared.settled_retention.as_secs());
+        self.shared.journal.purge_settled(before)
     }
 
     /// One signed GET of `path` (no journal, no retries), e.g. to read a
     /// payment. Transport failures are `transport_error`.
-    pub fn get(&self, path: &str) -> Result<StoredResponse> {
+    pub fn get(&self, path: &str) -> Result<Response> {
         crate::protocol::fields::check_path(path)?;
-        let path = &self.transport.target(path);
+        let shared = &self.shared;
+        let path = &shared.transport.target(path);
         let request = crate::protocol::FrozenRequest::new("GET", path, "", b"")?;
-        let timestamp = self.clock_offset().apply(unix_now());
+        let timestamp = shared.clock_offset().apply(unix_now());
         let nonce = crate::protocol::NonceSource::next_nonce(&crate::protocol::OsNonceSource);
-        let signed = self.signer.sign_frozen(&request, timestamp, nonce);
+        let signed = shared.signer.sign_frozen(&request, timestamp, nonce);
         let headers: Vec<(&'static str, String)> =
             signed.headers().map(|(n, v)| (n, v.to_owned())).collect();
-        match self
+        match shared
             .transport
-            .send("GET", path, &headers, b"", self.request_timeout)
+            .send("GET", path, &headers, b"", shared.request_timeout)
         {
             Reply::Response(response) => Ok(response),
             other => Err(transport::transport_error(&other)
@@ -283,47 +399,8 @@ impl Client {
         }
     }
 
-    fn new_lease(&self, now: u64) -> Lease {
-        let call = self.calls.fetch_add(1, Ordering::Relaxed);
-        Lease {
-            owner: crate::journal::process_owner(&self.instance, call),
-            expires_at: now.saturating_add(self.lease_ttl_secs()),
-        }
-    }
-
-    fn lease_ttl_secs(&self) -> u64 {
-        // Longer than any call can take: the deadline, one more attempt, and slack.
-        self.limits
-            .policy
-            .deadline
-            .saturating_add(self.request_timeout)
-            .as_secs()
-            .saturating_add(30)
-    }
-
-    fn drive(
-        &self,
-        record: OperationRecord,
-        mut lease: Lease,
-        options: CallOptions<'_>,
-    ) -> Result<Outcome> {
-        let order_id = record.operation.order_id.clone();
-        let key = record.operation.idempotency_key.clone();
-        let mut limits = self.limits;
-        if let Some(deadline) = options.deadline {
-            limits.policy.deadline = limits
-                .policy
-                .deadline
-                .min(deadline.max(Duration::from_millis(1)));
-        }
-        let started = Instant::now();
-        let mut op = match Operation::start(&record, limits, self.clock_offset(), unix_now()) {
-            Ok(op) => op,
-            Err(e) => {
-                let _ = self.journal.release(&order_id, &lease);
-                return Err(e.with_operation(&order_id, &key));
-            }
-        };
+    /// Sends `call`'s attempts with this client's transport until it ends.
+    fn drive(&self, mut call: Call, options: CallOptions<'_>) -> Result<Outcome> {
         // A cancel hook that panics counts as a cancel: the call still ends
         // through the journal and releases its lease.
         let cancelled = || {
@@ -331,215 +408,36 @@ impl Client {
                 .cancel
                 .is_some_and(|c| catch_unwind(AssertUnwindSafe(c)).unwrap_or(true))
         };
-        let mut spent = 0u32;
-        let mut was_cancelled = false;
-        // Why a clock answer was not believed, if one was not.
-        let mut clock_refused: Option<String> = None;
-        // Set once the machine has ended: a cancel that arrives after the
-        // last answer must not hide that answer (a payment may have been made).
-        let mut over = false;
-        let settlement = loop {
-            let now = CallTime {
-                unix: unix_now(),
-                elapsed: started.elapsed(),
-            };
-            if !over && cancelled() {
-                was_cancelled = true;
-                break op.abandon("cancelled by the caller");
+        loop {
+            if !call.is_done() && cancelled() {
+                return call.cancel();
             }
-            match op.poll(&self.signer, now, &OsEntropy) {
-                Step::Settled(settlement) => break settlement,
-                Step::Wait(wait) => {
+            match call.step() {
+                CallStep::Done(result) => return result,
+                CallStep::Wait(wait) => {
                     if !sleep_unless_cancelled(wait, &cancelled) {
-                        was_cancelled = true;
-                        break op.abandon("cancelled by the caller");
+                        return call.cancel();
                     }
                 }
-                Step::Send(attempt) => {
-                    if attempt.kind == AttemptKind::Operation {
-                        lease.expires_at = now.unix.saturating_add(self.lease_ttl_secs());
-                        if let Err(e) =
-                            self.journal
-                                .record_attempt(&order_id, &lease, attempt.number, now.unix)
-                        {
-                            let _ = self.journal.release(&order_id, &lease);
-                            return Err(e.with_operation(&order_id, &key));
-                        }
-                    }
-                    let remaining = limits.policy.deadline.saturating_sub(now.elapsed);
-                    let timeout = self
-                        .request_timeout
-                        .min(remaining)
-                        .max(Duration::from_millis(1));
-                    let sent_at = Instant::now();
-                    let reply = self.transport.send(
+                CallStep::Send { attempt, timeout } => {
+                    let reply = self.shared.transport.send(
                         &attempt.method,
                         &attempt.path,
                         &attempt.headers,
                         &attempt.body,
                         timeout,
                     );
-                    let duration = sent_at.elapsed();
-                    let event_base = EventParts::of(&reply);
-                    let after = CallTime {
-                        unix: unix_now(),
-                        elapsed: started.elapsed(),
-                    };
-                    let reaction = op.handle(reply, after, &OsEntropy);
-                    let mut next = reaction.next;
-                    if next == NextAction::AdjustClock {
-                        if let Some(why) = self.untrusted_offset(op.clock_offset()) {
-                            op.abandon(&why);
-                            clock_refused = Some(why);
-                            next = NextAction::GiveUp;
-                        }
-                    }
-                    self.note_clock_offset(next, op.clock_offset());
-                    if matches!(next, NextAction::RetryLater | NextAction::QueryLater) {
-                        let cost = if event_base.timed_out {
-                            self.budget.config().timeout_cost
-                        } else {
-                            self.budget.config().retry_cost
-                        };
-                        if self.budget.try_spend(cost) {
-                            spent = spent.saturating_add(cost);
-                        } else {
-                            op.abandon("the client's retry budget is exhausted");
-                            next = NextAction::GiveUp;
-                        }
-                    }
-                    over = matches!(next, NextAction::Settle | NextAction::GiveUp);
-                    self.emit(AttemptEvent {
-                        order_id: order_id.clone(),
-                        idempotency_key: key.clone(),
-                        attempt: attempt.number,
-                        kind: attempt.kind,
-                        next,
-                        wait: if next == NextAction::GiveUp {
-                            None
-                        } else {
-                            reaction.wait
-                        },
-                        status: reaction.status,
-                        error_code: reaction.error_code,
-                        transport_error: event_base.transport_error,
-                        replayed: event_base.replayed,
-                        duration,
-                    });
+                    call.report(reply);
                 }
             }
-        };
-        let state = settlement.journal_state();
-        self.journal
-            .finish(
-                &order_id,
-                &lease,
-                state,
-                settlement.stored_response(),
-                unix_now(),
-            )
-            .map_err(|e| e.with_operation(&order_id, &key))?;
-        if matches!(settlement, Settlement::Succeeded(_)) {
-            self.budget.refund(if spent > 0 {
-                spent
-            } else {
-                self.budget.config().success_refund
-            });
-        }
-        if was_cancelled {
-            let resumable = if state.is_unresolved() {
-                "resume it to learn the outcome"
-            } else {
-                "nothing was sent"
-            };
-            return Err(Error::new(
-                ErrorCode::Cancelled,
-                format!("order {order_id}: cancelled; key {key} is kept ({resumable})"),
-            )
-            .with_operation(&order_id, &key));
-        }
-        match (clock_refused, settlement) {
-            (Some(why), Settlement::Refused(r)) => Err(Error::new(
-                ErrorCode::Rejected,
-                format!("order {order_id}: the platform refused the timestamp and {why}; nothing happened, the operation is kept with key {key}"),
-            )
-            .with_response(r.status, r.body)
-            .with_operation(&order_id, &key)),
-            (_, settlement) => settlement.into_result(&order_id, &key, op.attempts()),
-        }
-    }
-
-    /// Why a clock offset learnt from an (unauthenticated) answer is not to
-    /// be believed, if it is not: beyond the bound, or over plain http to a
-    /// host that is not loopback.
-    fn untrusted_offset(&self, offset: ClockOffset) -> Option<String> {
-        if !self.transport.clock_trusted() {
-            return Some(
-                "its clock answer came over plain http, which is never trusted (the clock was not adjusted)"
-                    .to_owned(),
-            );
-        }
-        if !offset.within(self.max_clock_offset) {
-            return Some(format!(
-                "its clock answer ({} s from ours) exceeds max_clock_offset ({} s) and is not trusted (the clock was not adjusted; check this machine's clock)",
-                offset.seconds(),
-                self.max_clock_offset.as_secs()
-            ));
-        }
-        None
-    }
-
-    /// Shares the offset a call has just learnt from the platform. A call
-    /// that learnt nothing leaves the shared offset alone: it may have
-    /// started before another call learnt a newer one.
-    fn note_clock_offset(&self, next: NextAction, offset: ClockOffset) {
-        if next == NextAction::AdjustClock {
-            self.clock_offset.store(offset.seconds(), Ordering::Relaxed);
-        }
-    }
-
-    fn emit(&self, event: AttemptEvent) {
-        if let Some(hook) = &self.hook {
-            // A failing logger must not abandon a payment half-way.
-            let _ = catch_unwind(AssertUnwindSafe(|| hook(&event)));
-        }
-    }
-}
-
-struct EventParts {
-    transport_error: Option<String>,
-    timed_out: bool,
-    replayed: bool,
-}
-
-impl EventParts {
-    fn of(reply: &Reply) -> EventParts {
-        match reply {
-            Reply::Response(r) => EventParts {
-                transport_error: None,
-                timed_out: false,
-                replayed: r.replayed,
-            },
-            Reply::NotSent(why) => EventParts {
-                transport_error: Some(why.clone()),
-                timed_out: false,
-                replayed: false,
-            },
-            Reply::SentNoResponse(why) => EventParts {
-                transport_error: Some(why.clone()),
-                timed_out: true,
-                replayed: false,
-            },
         }
     }
 }
 
 fn settled_result(record: &OperationRecord) -> Result<Outcome> {
     let op = &record.operation;
-    match Settlement::from_record(record) {
-        Some(settlement) => {
-            settlement.into_result(&op.order_id, &op.idempotency_key, record.attempts)
-        }
+    match End::from_settled(record.state, record.response.as_ref()) {
+        Some(end) => end.into_result(&op.order_id, &op.idempotency_key, record.attempts),
         None => Err(Error::new(
             ErrorCode::Internal,
             "the journal reported an unsettled operation as settled",
@@ -601,34 +499,13 @@ mod tests {
     }
 
     #[test]
-    fn a_call_that_learnt_no_offset_keeps_the_one_another_call_learnt() {
-        let mut config = ClientConfig::new("http://127.0.0.1:9", "key_test_1");
-        config.journal = JournalChoice::Memory;
-        let client = Client::new(config, b"0123456789abcdef0123").unwrap();
-        // Call A learns the platform's clock.
-        client.note_clock_offset(NextAction::AdjustClock, ClockOffset::from_seconds(3600));
-        // Call B started before that, with offset 0, and settles.
-        for next in [
-            NextAction::Settle,
-            NextAction::RetryLater,
-            NextAction::QueryStatus,
-        ] {
-            client.note_clock_offset(next, ClockOffset::ZERO);
-        }
-        assert_eq!(client.clock_offset().seconds(), 3600);
-        // A later adjustment replaces it.
-        client.note_clock_offset(NextAction::AdjustClock, ClockOffset::from_seconds(-5));
-        assert_eq!(client.clock_offset().seconds(), -5);
-    }
-
-    #[test]
     fn an_unbounded_deadline_and_wait_do_not_panic() {
         let mut config = ClientConfig::new("http://127.0.0.1:9", "key_test_1");
         config.journal = JournalChoice::Memory;
         config.retry.deadline = Duration::MAX;
         config.request_timeout = Duration::MAX;
         let client = Client::new(config, b"0123456789abcdef0123").unwrap();
-        assert_eq!(client.new_lease(1_000).expires_at, u64::MAX);
+        assert_eq!(client.shared.new_lease(1_000).expires_at, u64::MAX);
         assert!(!sleep_unless_cancelled(Duration::MAX, &|| true));
     }
 }

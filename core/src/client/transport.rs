@@ -25,8 +25,7 @@ use zeroize::Zeroizing;
 
 use super::config::ClientConfig;
 use crate::error::{Error, ErrorCode, Result};
-use crate::journal::StoredResponse;
-use crate::operation::Reply;
+use crate::operation::{Reply, Response};
 
 /// Largest response body read, in bytes.
 const MAX_RESPONSE_BODY: u64 = 16 * 1024 * 1024;
@@ -238,6 +237,10 @@ impl HttpTransport {
 
     /// Whether the platform's clock, as it answers, can be believed: only
     /// over https or to a loopback host.
+    pub(crate) fn url(&self, target: &str) -> String {
+        format!("{}{}", self.origin, target)
+    }
+
     pub(crate) fn clock_trusted(&self) -> bool {
         self.clock_trusted
     }
@@ -299,7 +302,7 @@ impl HttpTransport {
                             crate::protocol::headers::IDEMPOTENT_REPLAYED,
                         )
                         .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
-                        Reply::Response(StoredResponse {
+                        Reply::Response(Response {
                             status,
                             headers,
                             body,

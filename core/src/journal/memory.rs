@@ -5,10 +5,9 @@ use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use super::rules;
-use super::{
-    Journal, Lease, NewOperation, Opened, OperationRecord, OperationState, StoredResponse,
-};
+use super::{Journal, Lease, Opened, OperationRecord};
 use crate::error::Result;
+use crate::operation::{FrozenOperation, OperationState, Response};
 
 /// A [`Journal`] in memory: the same rules as
 /// [`SqliteJournal`](super::SqliteJournal) (keys, conflicts, leases, ordering,
@@ -80,7 +79,7 @@ impl MemoryJournal {
 }
 
 impl Journal for MemoryJournal {
-    fn open(&self, operation: &NewOperation, lease: &Lease, now: u64) -> Result<Opened> {
+    fn open(&self, operation: &FrozenOperation, lease: &Lease, now: u64) -> Result<Opened> {
         rules::check_now(now)?;
         rules::check_lease(lease)?;
         let mut state = self.lock();
@@ -162,7 +161,7 @@ impl Journal for MemoryJournal {
         order_id: &str,
         lease: &Lease,
         new_state: OperationState,
-        response: Option<&StoredResponse>,
+        response: Option<&Response>,
         now: u64,
     ) -> Result<()> {
         rules::check_now(now)?;

@@ -67,107 +67,13 @@ pub use sqlite::{DurabilityStats, SqliteJournal, SqliteJournalOptions, SCHEMA_VE
 pub use sqlite::{SyncHook, SyncPoint};
 
 use crate::error::Result;
-
-/// Where an operation stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum OperationState {
-    /// Prepared; no attempt has been sent, so nothing can have happened.
-    Pending,
-    /// An attempt may have reached the platform and the call has not ended
-    /// (or the process died during it): the outcome is unknown until resumed.
-    InFlight,
-    /// A call ended without learning the outcome; the key is kept and the
-    /// operation can be resumed.
-    Unknown,
-    /// Settled: the platform answered 2xx.
-    Succeeded,
-    /// Settled: the platform refused it with a final answer.
-    Rejected,
-    /// Settled: the platform reported `idempotency_conflict` for the key.
-    Conflict,
-}
-
-impl OperationState {
-    /// Every state.
-    pub const ALL: [OperationState; 6] = [
-        OperationState::Pending,
-        OperationState::InFlight,
-        OperationState::Unknown,
-        OperationState::Succeeded,
-        OperationState::Rejected,
-        OperationState::Conflict,
-    ];
-
-    /// The stable lower-case name stored in journals.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            OperationState::Pending => "pending",
-            OperationState::InFlight => "in_flight",
-            OperationState::Unknown => "unknown",
-            OperationState::Succeeded => "succeeded",
-            OperationState::Rejected => "rejected",
-            OperationState::Conflict => "conflict",
-        }
-    }
-
-    /// The state with this stored name.
-    pub fn from_name(name: &str) -> Option<OperationState> {
-        OperationState::ALL.into_iter().find(|s| s.as_str() == name)
-    }
-
-    /// Whether the outcome is final (succeeded, rejected, conflict).
-    pub fn is_settled(self) -> bool {
-        matches!(
-            self,
-            OperationState::Succeeded | OperationState::Rejected | OperationState::Conflict
-        )
-    }
-
-    /// Whether an attempt may have reached the platform without the outcome
-    /// being known (in flight or unknown).
-    pub fn is_unresolved(self) -> bool {
-        matches!(self, OperationState::InFlight | OperationState::Unknown)
-    }
-}
-
-/// A response kept with a settled operation.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct StoredResponse {
-    /// HTTP status.
-    pub status: u16,
-    /// Response headers, in order received.
-    pub headers: Vec<(String, String)>,
-    /// Response body bytes.
-    pub body: Vec<u8>,
-    /// The platform replayed a stored answer (`Idempotent-Replayed: true`).
-    pub replayed: bool,
-}
-
-/// What the caller hands over to create an operation. All fields are
-/// already checked by the caller.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NewOperation {
-    /// The business operation's id.
-    pub order_id: String,
-    /// The idempotency key frozen with it.
-    pub idempotency_key: String,
-    /// HTTP method.
-    pub method: String,
-    /// Request target.
-    pub path: String,
-    /// Exact body bytes.
-    pub body: Vec<u8>,
-    /// SHA-256 of the body, 64 lower-case hex digits.
-    pub body_sha256: String,
-    /// Where the operation's status can be queried, if known.
-    pub status_path: Option<String>,
-}
+use crate::operation::{FrozenOperation, OperationState, Progress, Response};
 
 /// Everything the journal keeps about one operation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OperationRecord {
     /// The operation as first prepared; never changes.
-    pub operation: NewOperation,
+    pub operation: FrozenOperation,
     /// Where it stands.
     pub state: OperationState,
     /// Attempts sent or tried so far, over every call.
@@ -177,7 +83,18 @@ pub struct OperationRecord {
     /// Unix seconds of the last change.
     pub updated_at: u64,
     /// The settled answer (succeeded or rejected or conflict).
-    pub response: Option<StoredResponse>,
+    pub response: Option<Response>,
+}
+
+impl OperationRecord {
+    /// What a call driving the operation starts from.
+    pub fn progress(&self) -> Progress {
+        Progress {
+            state: self.state,
+            attempts: self.attempts,
+            created_at: self.created_at,
+        }
+    }
 }
 
 /// The result of [`Journal::open`].
@@ -219,7 +136,7 @@ pub trait Journal: Send + Sync {
     /// - An existing settled one answers [`Opened::Settled`].
     /// - An existing unsettled one whose lease another owner holds and has
     ///   not expired at `now` answers `operation_busy`.
-    fn open(&self, operation: &NewOperation, lease: &Lease, now: u64) -> Result<Opened>;
+    fn open(&self, operation: &FrozenOperation, lease: &Lease, now: u64) -> Result<Opened>;
 
     /// Takes the lease of an existing unsettled operation (to resume it).
     /// Unknown order id: `invalid_argument` (`order_id`); settled:
@@ -242,7 +159,7 @@ pub trait Journal: Send + Sync {
         order_id: &str,
         lease: &Lease,
         state: OperationState,
-        response: Option<&StoredResponse>,
+        response: Option<&Response>,
         now: u64,
     ) -> Result<()>;
 

@@ -1,8 +1,9 @@
 //! The rules every journal applies the same way: what counts as the same
 //! request, when a lease is free, and the errors journals answer with.
 
-use super::{Lease, NewOperation, OperationState};
+use super::Lease;
 use crate::error::{Error, ErrorCode, Result};
+use crate::operation::{FrozenOperation, OperationState};
 
 /// The latest Unix time a journal accepts for `now` (SQLite keeps signed
 /// 64-bit integers); later lease expiries are read as "never expires".
@@ -43,7 +44,7 @@ pub(super) fn check_finish_state(state: OperationState) -> Result<()> {
 /// `Ok` when `new` asks for exactly the request `existing` froze (method,
 /// path, idempotency key and body hash); otherwise `idempotency_conflict`
 /// naming the fields that differ.
-pub(super) fn same_request(existing: &NewOperation, new: &NewOperation) -> Result<()> {
+pub(super) fn same_request(existing: &FrozenOperation, new: &FrozenOperation) -> Result<()> {
     let mut differs = Vec::new();
     if existing.method != new.method {
         differs.push("method");
@@ -72,7 +73,7 @@ pub(super) fn same_request(existing: &NewOperation, new: &NewOperation) -> Resul
 }
 
 /// The `idempotency_conflict` for a key that another order id already holds.
-pub(super) fn key_taken(new: &NewOperation, other_order_id: &str) -> Error {
+pub(super) fn key_taken(new: &FrozenOperation, other_order_id: &str) -> Error {
     Error::new(
         ErrorCode::IdempotencyConflict,
         format!(

@@ -31,10 +31,9 @@ pub use group::{SyncHook, SyncPoint};
 pub use schema::SCHEMA_VERSION;
 
 use super::rules;
-use super::{
-    Journal, Lease, NewOperation, Opened, OperationRecord, OperationState, StoredResponse,
-};
+use super::{Journal, Lease, Opened, OperationRecord};
 use crate::error::{Error, ErrorCode, Result};
+use crate::operation::{FrozenOperation, OperationState, Response};
 
 /// How a [`SqliteJournal`] waits and behaves.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -230,7 +229,7 @@ impl RawRow {
                         .map_err(|_| corrupt("response headers are not a JSON array of pairs"))?,
                     None => Vec::new(),
                 };
-                Some(StoredResponse {
+                Some(Response {
                     status,
                     headers,
                     body: self.response_body.unwrap_or_default(),
@@ -240,7 +239,7 @@ impl RawRow {
         };
         Ok(Stored {
             record: OperationRecord {
-                operation: NewOperation {
+                operation: FrozenOperation {
                     order_id,
                     idempotency_key: self.idempotency_key,
                     method: self.method,
@@ -515,7 +514,7 @@ fn open_wal(db: &Connection, ctx: &Context) -> Result<File> {
 }
 
 impl Journal for SqliteJournal {
-    fn open(&self, operation: &NewOperation, lease: &Lease, now: u64) -> Result<Opened> {
+    fn open(&self, operation: &FrozenOperation, lease: &Lease, now: u64) -> Result<Opened> {
         rules::check_now(now)?;
         rules::check_lease(lease)?;
         let action = format!("open order id {:?}", operation.order_id);
@@ -648,7 +647,7 @@ impl Journal for SqliteJournal {
         order_id: &str,
         lease: &Lease,
         state: OperationState,
-        response: Option<&StoredResponse>,
+        response: Option<&Response>,
         now: u64,
     ) -> Result<()> {
         rules::check_now(now)?;

@@ -1,14 +1,25 @@
-//! One business operation driven to a settled outcome: a sans-I/O state
-//! machine. The caller sends what it is told to send, sleeps when told to
-//! wait, and reports what happened; time and randomness come in as inputs.
+//! One business operation driven to its end: a sans-I/O state machine,
+//! the only place where a protocol rule about operations is applied. The
+//! caller records what it is told to record, sends what it is told to send,
+//! sleeps when told to wait, and reports what happened; time and randomness
+//! come in as inputs. Journals store the types defined here.
 
+mod end;
+mod limits;
 mod machine;
-mod outcome;
 mod spec;
+mod state;
+mod step;
+#[cfg(test)]
+mod tests;
 
-pub use machine::{
-    Attempt, AttemptKind, CallLimits, CallTime, Entropy, NextAction, Operation, OsEntropy,
-    Reaction, Reply, Step, PLATFORM_KEY_RETENTION_SECS,
+pub use end::{End, Outcome};
+pub use limits::{
+    CallLimits, CallSetup, Progress, DEFAULT_MAX_CLOCK_OFFSET_SECS, PLATFORM_KEY_RETENTION_SECS,
 };
-pub use outcome::{Outcome, Settlement};
-pub use spec::OperationSpec;
+pub use machine::Operation;
+pub use spec::{FrozenOperation, OperationSpec};
+pub use state::{OperationState, Response};
+pub use step::{
+    Attempt, AttemptKind, CallTime, Entropy, NextAction, OsEntropy, Persist, Reaction, Reply, Step,
+};

@@ -1,7 +1,6 @@
 //! What a caller asks for: one business operation.
 
 use crate::error::Result;
-use crate::journal::NewOperation;
 use crate::protocol::{body_sha256_hex, fields, FrozenRequest};
 
 /// One business operation as the caller describes it. Checked by
@@ -28,7 +27,7 @@ impl OperationSpec<'_> {
     /// Checks every field and freezes the operation: the key (explicit or
     /// `create-{order_id}`), the body and its SHA-256. An invalid field is an
     /// `invalid_argument` error naming it.
-    pub fn freeze(&self) -> Result<NewOperation> {
+    pub fn freeze(&self) -> Result<FrozenOperation> {
         fields::check_order_id(self.order_id)?;
         let key = match self.idempotency_key {
             Some(key) => {
@@ -43,7 +42,7 @@ impl OperationSpec<'_> {
                 crate::Error::invalid("status_path", e.message().trim_start_matches("path: "))
             })?;
         }
-        Ok(NewOperation {
+        Ok(FrozenOperation {
             order_id: self.order_id.to_owned(),
             idempotency_key: key,
             method: self.method.to_owned(),
@@ -53,6 +52,27 @@ impl OperationSpec<'_> {
             status_path: self.status_path.map(str::to_owned),
         })
     }
+}
+
+/// One business operation frozen for its whole life: the same method, path,
+/// key and body in every attempt, in every call, in every process. Built by
+/// [`OperationSpec::freeze`] (every field checked).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FrozenOperation {
+    /// The business operation's id.
+    pub order_id: String,
+    /// The idempotency key frozen with it.
+    pub idempotency_key: String,
+    /// HTTP method.
+    pub method: String,
+    /// Request target.
+    pub path: String,
+    /// Exact body bytes.
+    pub body: Vec<u8>,
+    /// SHA-256 of the body, 64 lower-case hex digits.
+    pub body_sha256: String,
+    /// Where the operation's status can be queried, if known.
+    pub status_path: Option<String>,
 }
 
 #[cfg(test)]

@@ -1,4 +1,5 @@
-//! The decision after one attempt (protocol section 4).
+//! The decision after one attempt (protocol section 4): for the operation's
+//! own request ([`decide`]) and for a status query ([`decide_status_query`]).
 
 use super::clock::server_time_from_headers;
 use super::retry_after::parse_retry_after;
@@ -24,34 +25,69 @@ pub enum AttemptResult<'a> {
     SentNoResponse,
 }
 
-/// Why an operation fails for good.
+/// Whether the operation may have taken effect on the platform, as far as
+/// one answer tells. Ordered `No < Maybe < Yes`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Landed {
+    /// It did not: the answer came before the platform's idempotency step
+    /// (authentication, replay cache, rate limit), nothing was sent, or the
+    /// key is held by another request.
+    No,
+    /// It may have: keep the key, never re-key, learn the outcome (status
+    /// query or a retry with the same key).
+    Maybe,
+    /// It did: the platform ran it or is running it under this key (a 2xx,
+    /// a final refusal it stored, `idempotency_in_progress`).
+    Yes,
+}
+
+impl Landed {
+    /// A stable lower-case name: `no`, `maybe`, `yes`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Landed::No => "no",
+            Landed::Maybe => "maybe",
+            Landed::Yes => "yes",
+        }
+    }
+
+    /// The value with this name.
+    pub fn from_name(name: &str) -> Option<Landed> {
+        [Landed::No, Landed::Maybe, Landed::Yes]
+            .into_iter()
+            .find(|l| l.as_str() == name)
+    }
+}
+
+/// Why an operation stops.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Failure {
     /// The key was used with another request: never retried, never re-keyed.
     IdempotencyConflict,
-    /// The platform refused the request with a final 4xx answer.
+    /// The platform refused the request with a final 4xx answer. With
+    /// [`Landed::No`] (authentication, or a second clock refusal) the refusal
+    /// came before the platform's idempotency step: nothing happened, and the
+    /// operation may be sent again later with the same key.
     Rejected,
 }
 
 /// What to do after one attempt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Decision {
+pub enum Action {
     /// The operation is settled with this (2xx) response.
     Done {
         /// The platform replayed a stored answer (`Idempotent-Replayed: true`).
         replayed: bool,
     },
-    /// The operation fails for good.
+    /// Stop: the operation failed (see [`Decision::landed`] for whether
+    /// anything happened).
     Fail(Failure),
-    /// Re-sign with a fresh nonce and timestamp and retry at once.
+    /// Re-sign with a fresh nonce and timestamp and send the same request
+    /// again at once.
     RetryNow,
-    /// Retry after a full-jitter backoff.
-    RetryBackoff {
-        /// The attempt may have taken effect: if retries run out, the outcome
-        /// is unknown.
-        unknown: bool,
-    },
-    /// Retry after the platform's `Retry-After`.
+    /// Send the same request again after a full-jitter backoff.
+    RetryBackoff,
+    /// Send the same request again after the platform's `Retry-After`.
     RetryAfter {
         /// Seconds to wait.
         seconds: u64,
@@ -63,19 +99,63 @@ pub enum Decision {
     },
     /// The outcome is unknown: query the operation's status first.
     QueryStatus,
+    /// A status query found no such operation: it did not land; send the
+    /// operation itself again at once, with the same key.
+    SendOperation,
 }
 
-/// The decision for one attempt's result. `has_status_path` tells whether the
-/// operation's status can be queried; `now_unix` resolves a `Retry-After`
-/// given as an HTTP date.
-pub fn decide(result: &AttemptResult<'_>, has_status_path: bool, now_unix: u64) -> Decision {
+impl Action {
+    /// A stable lower-case name (`done`, `fail`, `retry_now`,
+    /// `retry_backoff`, `retry_after`, `adjust_clock_retry`, `query_status`,
+    /// `send_operation`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Done { .. } => "done",
+            Action::Fail(_) => "fail",
+            Action::RetryNow => "retry_now",
+            Action::RetryBackoff => "retry_backoff",
+            Action::RetryAfter { .. } => "retry_after",
+            Action::AdjustClockRetry { .. } => "adjust_clock_retry",
+            Action::QueryStatus => "query_status",
+            Action::SendOperation => "send_operation",
+        }
+    }
+}
+
+/// The decision after one attempt: what to do, and whether the operation
+/// may have taken effect.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Decision {
+    /// What to do next.
+    pub action: Action,
+    /// Whether the operation may have taken effect, from this answer alone.
+    /// Anything but [`Landed::No`] means: keep the key, never re-key; if
+    /// retries run out, the outcome is unknown.
+    pub landed: Landed,
+}
+
+impl Decision {
+    fn new(action: Action, landed: Landed) -> Decision {
+        Decision { action, landed }
+    }
+}
+
+/// The decision for one attempt of the operation's own request.
+/// `has_status_path` tells whether the operation's status can be queried;
+/// `platform_now_unix` is the platform's clock (local time plus the learnt
+/// offset), which resolves a `Retry-After` given as an HTTP date.
+pub fn decide(
+    result: &AttemptResult<'_>,
+    has_status_path: bool,
+    platform_now_unix: u64,
+) -> Decision {
     let unknown = if has_status_path {
-        Decision::QueryStatus
+        Decision::new(Action::QueryStatus, Landed::Maybe)
     } else {
-        Decision::RetryBackoff { unknown: true }
+        Decision::new(Action::RetryBackoff, Landed::Maybe)
     };
     let (status, error_code, response_headers) = match *result {
-        AttemptResult::NotSent => return Decision::RetryBackoff { unknown: false },
+        AttemptResult::NotSent => return Decision::new(Action::RetryBackoff, Landed::No),
         AttemptResult::SentNoResponse => return unknown,
         AttemptResult::Response {
             status,
@@ -83,51 +163,174 @@ pub fn decide(result: &AttemptResult<'_>, has_status_path: bool, now_unix: u64) 
             headers,
         } => (status, error_code, headers),
     };
-    match status {
-        200..=299 => Decision::Done {
-            replayed: headers::find(response_headers, headers::IDEMPOTENT_REPLAYED)
-                .is_some_and(|v| v.trim().eq_ignore_ascii_case("true")),
+    let landed = landed_by_answer(status, error_code);
+    let action = match status {
+        200..=299 => Action::Done {
+            replayed: is_replayed(response_headers),
         },
         409 => match error_code {
-            Some("idempotency_conflict") => Decision::Fail(Failure::IdempotencyConflict),
-            Some("nonce_reused") => Decision::RetryNow,
-            Some("idempotency_in_progress") => Decision::RetryBackoff { unknown: false },
-            _ => Decision::RetryBackoff { unknown: true },
+            Some("idempotency_conflict") => Action::Fail(Failure::IdempotencyConflict),
+            Some("nonce_reused") => Action::RetryNow,
+            _ => Action::RetryBackoff,
         },
         401 if error_code == Some("timestamp_out_of_window") => {
             match server_time_from_headers(response_headers) {
-                Some(server_time) => Decision::AdjustClockRetry { server_time },
-                None => Decision::Fail(Failure::Rejected),
+                Some(server_time) => Action::AdjustClockRetry { server_time },
+                None => Action::Fail(Failure::Rejected),
             }
         }
-        429 | 503 => match headers::find(response_headers, headers::RETRY_AFTER)
-            .and_then(|v| parse_retry_after(v, now_unix))
-        {
-            Some(seconds) => Decision::RetryAfter { seconds },
-            None => Decision::RetryBackoff { unknown: false },
-        },
-        400..=499 => Decision::Fail(Failure::Rejected),
-        500 | 502 => Decision::RetryBackoff { unknown: false },
-        504 => unknown,
-        // Any other answer (1xx, 3xx, other 5xx) says nothing certain about
-        // the operation: treat it as unknown and keep the key.
-        _ => Decision::RetryBackoff { unknown: true },
+        429 | 503 => retry_after_or_backoff(response_headers, platform_now_unix),
+        400..=499 => Action::Fail(Failure::Rejected),
+        504 => return unknown,
+        _ => Action::RetryBackoff,
+    };
+    Decision::new(action, landed)
+}
+
+/// The decision for one status query (a signed GET of the operation's
+/// status path). A 2xx settles the operation with that answer; 404 means
+/// the operation did not land, so it is sent again with the same key; the
+/// clock and replay answers are handled as for the operation; anything else
+/// is asked again after a backoff (or `Retry-After`), and says nothing about
+/// whether the operation landed. The caller applies the key-expiry rule to
+/// [`Action::SendOperation`].
+pub fn decide_status_query(result: &AttemptResult<'_>, platform_now_unix: u64) -> Decision {
+    let (status, error_code, response_headers) = match *result {
+        AttemptResult::NotSent | AttemptResult::SentNoResponse => {
+            return Decision::new(Action::RetryBackoff, Landed::Maybe)
+        }
+        AttemptResult::Response {
+            status,
+            error_code,
+            headers,
+        } => (status, error_code, headers),
+    };
+    match status {
+        200..=299 => Decision::new(Action::Done { replayed: false }, Landed::Yes),
+        404 => Decision::new(Action::SendOperation, Landed::No),
+        409 if error_code == Some("nonce_reused") => Decision::new(Action::RetryNow, Landed::Maybe),
+        401 if error_code == Some("timestamp_out_of_window") => {
+            match server_time_from_headers(response_headers) {
+                Some(server_time) => {
+                    Decision::new(Action::AdjustClockRetry { server_time }, Landed::Maybe)
+                }
+                None => Decision::new(Action::RetryBackoff, Landed::Maybe),
+            }
+        }
+        429 | 503 => Decision::new(
+            retry_after_or_backoff(response_headers, platform_now_unix),
+            Landed::Maybe,
+        ),
+        _ => Decision::new(Action::RetryBackoff, Landed::Maybe),
     }
 }
 
-/// Whether an answer with this status and error code came from the
-/// platform's signature, replay-cache or rate-limit checks, which run before
-/// the idempotency store: such an answer proves the attempt changed nothing.
+fn is_replayed(response_headers: &[(&str, &str)]) -> bool {
+    headers::find(response_headers, headers::IDEMPOTENT_REPLAYED)
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+}
+
+fn retry_after_or_backoff(response_headers: &[(&str, &str)], platform_now_unix: u64) -> Action {
+    match headers::find(response_headers, headers::RETRY_AFTER)
+        .and_then(|v| parse_retry_after(v, platform_now_unix))
+    {
+        Some(seconds) => Action::RetryAfter { seconds },
+        None => Action::RetryBackoff,
+    }
+}
+
+/// Whether the operation may have taken effect, from one answer of the
+/// platform to the operation's own request.
 ///
-/// `409 nonce_reused` is not one of them: every attempt carries a fresh
-/// nonce, so that answer means a copy of the same attempt (duplicated by a
-/// proxy or the network) passed verification first, and that copy may have
-/// run the operation.
-pub fn answered_before_the_operation(status: u16, error_code: Option<&str>) -> bool {
-    match status {
-        401 | 429 => true,
-        400 => error_code == Some("idempotency_key_required"),
-        503 => error_code == Some("replay_cache_full"),
-        _ => false,
+/// - [`Landed::No`]: the answer came from the platform's signature,
+///   replay-cache or rate-limit checks, which run before the idempotency
+///   store (401, 429, 400 `idempotency_key_required`, 503
+///   `replay_cache_full`), or the key is held by another request (409
+///   `idempotency_conflict`).
+/// - [`Landed::Yes`]: a 2xx, `idempotency_in_progress`, or another 4xx (a
+///   refusal the platform keeps under the key, e.g. 402 `card_declined`).
+/// - [`Landed::Maybe`]: everything else — 409 `nonce_reused` (every attempt
+///   carries a fresh nonce, so a copy of this attempt passed verification
+///   first and may have run the operation), 500, 502, 503, 504, other 409s,
+///   1xx, 3xx and other 5xx.
+pub fn landed_by_answer(status: u16, error_code: Option<&str>) -> Landed {
+    match (status, error_code) {
+        (401 | 429, _)
+        | (400, Some("idempotency_key_required"))
+        | (503, Some("replay_cache_full"))
+        | (409, Some("idempotency_conflict")) => Landed::No,
+        (200..=299, _) | (409, Some("idempotency_in_progress")) => Landed::Yes,
+        (409, _) => Landed::Maybe,
+        (400..=499, _) => Landed::Yes,
+        _ => Landed::Maybe,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn response(status: u16, code: Option<&str>) -> Decision {
+        decide(
+            &AttemptResult::Response {
+                status,
+                error_code: code,
+                headers: &[],
+            },
+            true,
+            0,
+        )
+    }
+
+    #[test]
+    fn a_500_may_have_landed() {
+        for status in [500, 502, 503, 504, 520, 302] {
+            assert_eq!(response(status, None).landed, Landed::Maybe, "{status}");
+        }
+    }
+
+    #[test]
+    fn answers_before_the_idempotency_step_did_not_land() {
+        assert_eq!(response(401, Some("invalid_signature")).landed, Landed::No);
+        assert_eq!(response(429, None).landed, Landed::No);
+        assert_eq!(response(503, Some("replay_cache_full")).landed, Landed::No);
+        assert_eq!(response(409, Some("nonce_reused")).landed, Landed::Maybe);
+        assert_eq!(response(402, Some("card_declined")).landed, Landed::Yes);
+    }
+
+    #[test]
+    fn status_query_rules() {
+        let q = |status, code| {
+            decide_status_query(
+                &AttemptResult::Response {
+                    status,
+                    error_code: code,
+                    headers: &[],
+                },
+                0,
+            )
+        };
+        assert_eq!(q(404, None).action, Action::SendOperation);
+        assert_eq!(q(404, None).landed, Landed::No);
+        assert_eq!(q(200, None).action, Action::Done { replayed: false });
+        assert_eq!(q(409, Some("nonce_reused")).action, Action::RetryNow);
+        assert_eq!(q(500, None).action, Action::RetryBackoff);
+        assert_eq!(q(500, None).landed, Landed::Maybe);
+    }
+
+    #[test]
+    fn retry_after_dates_use_the_platform_clock() {
+        // 1994-11-06 08:49:37 GMT is 784111777.
+        let headers = [("Retry-After", "Sun, 06 Nov 1994 08:49:37 GMT")];
+        let d = decide(
+            &AttemptResult::Response {
+                status: 503,
+                error_code: None,
+                headers: &headers,
+            },
+            true,
+            784_111_776,
+        );
+        assert_eq!(d.action, Action::RetryAfter { seconds: 1 });
     }
 }

@@ -6,7 +6,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use payidem::client::AttemptEvent;
-use payidem::journal::OperationState;
+use payidem::operation::OperationState;
 use payidem::operation::{AttemptKind, NextAction};
 use payidem::{CallOptions, Client, OperationSpec};
 

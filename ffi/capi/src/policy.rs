@@ -3,7 +3,10 @@
 
 use std::ffi::c_char;
 
-use payidem::policy::{decide, error_code_from_body, AttemptResult, Decision, Failure};
+use payidem::policy::{
+    decide, decide_status_query, error_code_from_body, Action, AttemptResult, Decision, Failure,
+    Landed,
+};
 
 use crate::boundary::guard;
 use crate::error::{payidem_error, FfiError};
@@ -38,9 +41,8 @@ pub enum payidem_decision_kind {
     PAYIDEM_DECISION_FAIL = 2,
     /// Re-sign with a fresh nonce and timestamp and retry at once.
     PAYIDEM_DECISION_RETRY_NOW = 3,
-    /// Retry after a full-jitter backoff; `unknown` tells whether the
-    /// attempt may have taken effect (then, if retries run out, the outcome
-    /// is unknown: keep the key).
+    /// Retry after a full-jitter backoff (see `landed` for what to do if
+    /// retries run out).
     PAYIDEM_DECISION_RETRY_BACKOFF = 4,
     /// Retry after `seconds` (the platform's `Retry-After`).
     PAYIDEM_DECISION_RETRY_AFTER = 5,
@@ -48,6 +50,36 @@ pub enum payidem_decision_kind {
     PAYIDEM_DECISION_ADJUST_CLOCK_RETRY = 6,
     /// The outcome is unknown: query the operation's status first.
     PAYIDEM_DECISION_QUERY_STATUS = 7,
+    /// (Status queries only.) The operation did not land: send the
+    /// operation itself again at once with the same key — unless its key is
+    /// past the platform's retention, which makes the outcome `key_expired`.
+    PAYIDEM_DECISION_SEND_OPERATION = 8,
+}
+
+/// Whether the operation may have taken effect, as far as one answer tells
+/// (`payidem_decision.landed`).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum payidem_landed {
+    /// It did not (the answer came before the platform's idempotency step,
+    /// nothing was sent, or the key is held by another request).
+    PAYIDEM_LANDED_NO = 0,
+    /// It may have: keep the key, never re-key; if retries run out the
+    /// outcome is unknown (`PAYIDEM_OUTCOME_UNKNOWN`), never "failed".
+    PAYIDEM_LANDED_MAYBE = 1,
+    /// It did (a 2xx, a final refusal the platform keeps, an operation in
+    /// progress).
+    PAYIDEM_LANDED_YES = 2,
+}
+
+impl From<Landed> for payidem_landed {
+    fn from(l: Landed) -> payidem_landed {
+        match l {
+            Landed::No => payidem_landed::PAYIDEM_LANDED_NO,
+            Landed::Maybe => payidem_landed::PAYIDEM_LANDED_MAYBE,
+            Landed::Yes => payidem_landed::PAYIDEM_LANDED_YES,
+        }
+    }
 }
 
 /// The decision of `payidem_decide`. Fields that do not apply to `kind` are
@@ -62,9 +94,12 @@ pub struct payidem_decision {
     pub failure: payidem_result,
     /// For `PAYIDEM_DECISION_DONE`: the platform replayed a stored answer.
     pub replayed: bool,
-    /// For `PAYIDEM_DECISION_RETRY_BACKOFF`: the attempt may have taken
-    /// effect.
-    pub unknown: bool,
+    /// For every kind: whether the operation may have taken effect. Not
+    /// `PAYIDEM_LANDED_NO` means: keep the key; when retries run out the
+    /// outcome is unknown. A `PAYIDEM_DECISION_FAIL` with
+    /// `PAYIDEM_LANDED_NO` is a refusal before the platform's idempotency
+    /// step: nothing happened (not final; `PAYIDEM_REFUSED` in a client).
+    pub landed: payidem_landed,
     /// For `PAYIDEM_DECISION_RETRY_AFTER`: seconds to wait.
     pub seconds: u64,
     /// For `PAYIDEM_DECISION_ADJUST_CLOCK_RETRY`: the server's clock, Unix
@@ -78,46 +113,52 @@ impl From<Decision> for payidem_decision {
             kind: payidem_decision_kind::PAYIDEM_DECISION_DONE,
             failure: payidem_result::PAYIDEM_OK,
             replayed: false,
-            unknown: false,
+            landed: d.landed.into(),
             seconds: 0,
             server_time: 0,
         };
-        match d {
-            Decision::Done { replayed } => out.replayed = replayed,
-            Decision::Fail(failure) => {
+        match d.action {
+            Action::Done { replayed } => out.replayed = replayed,
+            Action::Fail(failure) => {
                 out.kind = payidem_decision_kind::PAYIDEM_DECISION_FAIL;
                 out.failure = match failure {
                     Failure::IdempotencyConflict => payidem_result::PAYIDEM_IDEMPOTENCY_CONFLICT,
                     Failure::Rejected => payidem_result::PAYIDEM_REJECTED,
                 };
             }
-            Decision::RetryNow => out.kind = payidem_decision_kind::PAYIDEM_DECISION_RETRY_NOW,
-            Decision::RetryBackoff { unknown } => {
+            Action::RetryNow => out.kind = payidem_decision_kind::PAYIDEM_DECISION_RETRY_NOW,
+            Action::RetryBackoff => {
                 out.kind = payidem_decision_kind::PAYIDEM_DECISION_RETRY_BACKOFF;
-                out.unknown = unknown;
             }
-            Decision::RetryAfter { seconds } => {
+            Action::RetryAfter { seconds } => {
                 out.kind = payidem_decision_kind::PAYIDEM_DECISION_RETRY_AFTER;
                 out.seconds = seconds;
             }
-            Decision::AdjustClockRetry { server_time } => {
+            Action::AdjustClockRetry { server_time } => {
                 out.kind = payidem_decision_kind::PAYIDEM_DECISION_ADJUST_CLOCK_RETRY;
                 out.server_time = server_time;
             }
-            Decision::QueryStatus => {
+            Action::QueryStatus => {
                 out.kind = payidem_decision_kind::PAYIDEM_DECISION_QUERY_STATUS;
+            }
+            Action::SendOperation => {
+                out.kind = payidem_decision_kind::PAYIDEM_DECISION_SEND_OPERATION;
             }
         }
         out
     }
 }
 
-/// The protocol's decision (section 4) after one attempt. `outcome` is a
-/// `payidem_attempt_outcome` value; for `PAYIDEM_ATTEMPT_RESPONSE` give the
-/// `status`, the body's `error.code` (`error_code`, NULL when none; see
+/// The protocol's decision (section 4) after one attempt of the
+/// operation's own request. `outcome` is a `payidem_attempt_outcome` value;
+/// for `PAYIDEM_ATTEMPT_RESPONSE` give the `status`, the body's
+/// `error.code` (`error_code`, NULL when none; see
 /// `payidem_error_code_from_body`) and the response `headers`; otherwise
 /// they are ignored. `has_status_path` tells whether the operation's status
-/// can be queried; `now` (Unix seconds) resolves a `Retry-After` date.
+/// can be queried; `now` is the platform's clock in Unix seconds (local
+/// time plus any offset learnt from it), which resolves a `Retry-After`
+/// date. `decision_out->landed` tells whether the operation may have taken
+/// effect: never give up on a key that is not `PAYIDEM_LANDED_NO`.
 ///
 /// Ownership: `*decision_out` is caller memory, written only on success;
 /// every input is only read.
@@ -141,34 +182,91 @@ pub unsafe extern "C" fn payidem_decide(
     err_out: *mut *mut payidem_error,
 ) -> payidem_result {
     guard(err_out, || {
-        let slot = out(decision_out, "decision_out")?;
-        let owned = read_headers(headers, header_count, "headers")?;
-        let pairs: Vec<(&str, &str)> = owned.iter().map(|(n, v)| (&**n, &**v)).collect();
-        let error_code = opt_str(error_code, "error_code")?;
-        let result = match outcome {
-            x if x == payidem_attempt_outcome::PAYIDEM_ATTEMPT_RESPONSE as u32 => {
-                AttemptResult::Response {
-                    status,
-                    error_code,
-                    headers: &pairs,
-                }
-            }
-            x if x == payidem_attempt_outcome::PAYIDEM_ATTEMPT_NOT_SENT as u32 => {
-                AttemptResult::NotSent
-            }
-            x if x == payidem_attempt_outcome::PAYIDEM_ATTEMPT_SENT_NO_RESPONSE as u32 => {
-                AttemptResult::SentNoResponse
-            }
-            other => {
-                return Err(FfiError::invalid(
-                    "outcome",
-                    format!("{other} is not a payidem_attempt_outcome"),
-                ))
-            }
-        };
-        slot.write(decide(&result, has_status_path, now).into());
-        Ok(())
+        decide_with(
+            outcome,
+            status,
+            error_code,
+            headers,
+            header_count,
+            decision_out,
+            |r| decide(r, has_status_path, now),
+        )
     })
+}
+
+/// The protocol's decision after one status query (a signed GET of the
+/// operation's status path): 2xx settles the operation with that answer
+/// (`PAYIDEM_DECISION_DONE`), 404 means it did not land
+/// (`PAYIDEM_DECISION_SEND_OPERATION`), clock and replay answers as for
+/// the operation, anything else is asked again after a backoff or
+/// `Retry-After`. `decision_out->landed` is `PAYIDEM_LANDED_YES` for a 2xx,
+/// `PAYIDEM_LANDED_NO` for a 404, `PAYIDEM_LANDED_MAYBE` otherwise.
+///
+/// Ownership: `*decision_out` is caller memory, written only on success;
+/// every input is only read.
+/// NULL: as for `payidem_decide`.
+/// Threads: safe from any thread.
+/// Errors: as for `payidem_decide`.
+#[no_mangle]
+pub unsafe extern "C" fn payidem_decide_status_query(
+    outcome: u32,
+    status: u16,
+    error_code: *const c_char,
+    headers: *const payidem_header,
+    header_count: usize,
+    now: u64,
+    decision_out: *mut payidem_decision,
+    err_out: *mut *mut payidem_error,
+) -> payidem_result {
+    guard(err_out, || {
+        decide_with(
+            outcome,
+            status,
+            error_code,
+            headers,
+            header_count,
+            decision_out,
+            |r| decide_status_query(r, now),
+        )
+    })
+}
+
+unsafe fn decide_with(
+    outcome: u32,
+    status: u16,
+    error_code: *const c_char,
+    headers: *const payidem_header,
+    header_count: usize,
+    decision_out: *mut payidem_decision,
+    rule: impl FnOnce(&AttemptResult<'_>) -> Decision,
+) -> Result<(), FfiError> {
+    let slot = out(decision_out, "decision_out")?;
+    let owned = read_headers(headers, header_count, "headers")?;
+    let pairs: Vec<(&str, &str)> = owned.iter().map(|(n, v)| (&**n, &**v)).collect();
+    let error_code = opt_str(error_code, "error_code")?;
+    let result = match outcome {
+        x if x == payidem_attempt_outcome::PAYIDEM_ATTEMPT_RESPONSE as u32 => {
+            AttemptResult::Response {
+                status,
+                error_code,
+                headers: &pairs,
+            }
+        }
+        x if x == payidem_attempt_outcome::PAYIDEM_ATTEMPT_NOT_SENT as u32 => {
+            AttemptResult::NotSent
+        }
+        x if x == payidem_attempt_outcome::PAYIDEM_ATTEMPT_SENT_NO_RESPONSE as u32 => {
+            AttemptResult::SentNoResponse
+        }
+        other => {
+            return Err(FfiError::invalid(
+                "outcome",
+                format!("{other} is not a payidem_attempt_outcome"),
+            ))
+        }
+    };
+    slot.write(rule(&result).into());
+    Ok(())
 }
 
 /// Writes the `error.code` of a protocol error body

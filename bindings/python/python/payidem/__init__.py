@@ -36,7 +36,9 @@ from ._types import (
     AttemptKind,
     ClientDefaults,
     Decision,
+    DecisionKind,
     Headers,
+    Landed,
     NextAction,
     OperationState,
     OperationStatus,
@@ -44,7 +46,7 @@ from ._types import (
     Response,
 )
 from .client import CLIENT_DEFAULTS, MEMORY, Body, Client, default_journal_path, freeze_body
-from .decisions import decide
+from .decisions import decide, decide_status_query
 from .errors import (
     Cancelled,
     Error,
@@ -80,6 +82,8 @@ __all__ = [
     "Client",
     "ClientDefaults",
     "Decision",
+    "DecisionKind",
+    "Landed",
     "Error",
     "ErrorCodeName",
     "Headers",
@@ -113,6 +117,7 @@ __all__ = [
     "body_sha256_hex",
     "canonical_string",
     "decide",
+    "decide_status_query",
     "default_journal_path",
     "freeze_body",
     "log_attempts",

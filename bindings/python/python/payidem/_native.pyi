@@ -21,6 +21,7 @@ __all__ = [
     "canonical_string",
     "client_defaults",
     "decide",
+    "decide_status_query",
     "default_journal_path",
     "error_codes",
 ]
@@ -232,4 +233,12 @@ def decide(
     headers: Optional[_Headers] = None,
     has_status_path: bool = False,
     now: Optional[int] = None,
-) -> Tuple[str, bool, Optional[str], bool, Optional[int], Optional[int]]: ...
+) -> Tuple[str, bool, Optional[str], str, Optional[int], Optional[int]]: ...
+
+def decide_status_query(
+    outcome: str,
+    status: Optional[int] = None,
+    error_code: Optional[str] = None,
+    headers: Optional[_Headers] = None,
+    now: Optional[int] = None,
+) -> Tuple[str, bool, Optional[str], str, Optional[int], Optional[int]]: ...

@@ -33,7 +33,9 @@ __all__ = [
     "AttemptKind",
     "ClientDefaults",
     "Decision",
+    "DecisionKind",
     "Headers",
+    "Landed",
     "NextAction",
     "OperationState",
     "OperationStatus",
@@ -59,6 +61,25 @@ NextAction = Literal[
 or ``Retry-After``), ``adjust_clock`` (correct the clock offset and resend),
 ``query_status`` (ask the status path), ``query_later`` (ask it after a
 backoff) or ``give_up`` (attempts, deadline or retry budget exhausted)."""
+
+Landed = Literal["no", "maybe", "yes"]
+"""Whether an operation may have taken effect: ``no`` (the answer came
+before the platform's idempotency step, nothing was sent, or another request
+holds the key), ``maybe`` (keep the key, never re-key; if retries run out the
+outcome is unknown) or ``yes`` (the platform ran it or runs it)."""
+
+DecisionKind = Literal[
+    "done",
+    "fail",
+    "retry_now",
+    "retry_backoff",
+    "retry_after",
+    "adjust_clock_retry",
+    "query_status",
+    "send_operation",
+]
+"""What to do after an attempt (``payidem.decide``,
+``payidem.decide_status_query``)."""
 
 OperationState = Literal["pending", "in_flight", "unknown", "succeeded", "rejected", "conflict"]
 """Where an operation stands in the journal: ``pending`` (nothing sent),
@@ -316,19 +337,21 @@ class OperationStatus:
 
 @dataclass(frozen=True)
 class Decision:
-    """The protocol's decision after one attempt (``payidem.decide``).
+    """The protocol's decision after one attempt (``payidem.decide``,
+    ``payidem.decide_status_query``).
 
-    ``kind`` is ``done``, ``fail``, ``retry_now``, ``retry_backoff``,
-    ``retry_after``, ``adjust_clock_retry`` or ``query_status``; ``replayed``
-    (done), ``error`` (fail: ``idempotency_conflict`` or ``rejected``),
-    ``unknown`` (the attempt may have taken effect), ``seconds``
-    (retry_after) and ``server_time`` (adjust_clock_retry) complete it.
+    ``kind`` says what to do; ``landed`` whether the operation may have taken
+    effect (anything but ``"no"``: keep the key; a ``fail`` with ``"no"`` is a
+    refusal before the idempotency step, nothing happened, not final);
+    ``replayed`` (done), ``error`` (fail: ``idempotency_conflict`` or
+    ``rejected``), ``seconds`` (retry_after) and ``server_time``
+    (adjust_clock_retry) complete it.
     """
 
-    kind: str
+    kind: DecisionKind
+    landed: Landed
     replayed: bool = False
     error: Optional[str] = None
-    unknown: bool = False
     seconds: Optional[int] = None
     server_time: Optional[int] = None
 

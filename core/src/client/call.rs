@@ -1,0 +1,318 @@
+//! One call driving one operation with a client's journal, signer, retry
+//! budget and clock, over any HTTP stack: [`Client`](super::Client) drives
+//! it with its own transport; callers with their own HTTP client (libcurl,
+//! net/http, requests, httpx) drive it through the same steps.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, ErrorCode, Result};
+use crate::journal::Lease;
+use crate::operation::{
+    Attempt, AttemptKind, CallTime, End, NextAction, Operation, OsEntropy, Outcome, Reply, Step,
+};
+
+use super::events::AttemptEvent;
+use super::{unix_now, Shared};
+
+/// What the caller of a [`Call`] does next.
+#[derive(Clone, Debug)]
+pub enum CallStep {
+    /// Send this attempt to the platform (origin + `attempt.path`), with at
+    /// most `timeout` for the whole exchange, then report what happened
+    /// with [`Call::report`]. Its record is already in the journal.
+    Send {
+        /// The signed request.
+        attempt: Attempt,
+        /// The most the attempt may take (the request timeout, shortened to
+        /// the call's remaining deadline).
+        timeout: Duration,
+    },
+    /// Sleep this long (or less, to check for cancellation), then ask again.
+    Wait(Duration),
+    /// The call is over: the journal holds its end and the lease is free.
+    Done(Result<Outcome>),
+}
+
+enum Phase {
+    Running,
+    Sent {
+        number: u32,
+        kind: AttemptKind,
+        at: Instant,
+    },
+    Done(Result<Outcome>),
+}
+
+/// One call driving one operation: the machine
+/// ([`crate::operation::Operation`]) bound to the client's journal, lease,
+/// signer, retry budget, shared clock offset and event hook.
+///
+/// The call writes the journal itself: every attempt of the operation's own
+/// request is recorded (durably for the first) before [`Call::step`] hands
+/// it out, and the end is stored before [`CallStep::Done`]. A call dropped
+/// before its end is abandoned: an attempt that may have left makes the
+/// operation unknown (resumable with its key), and the lease is released.
+pub struct Call {
+    shared: Arc<Shared>,
+    op: Option<Operation>,
+    lease: Lease,
+    order_id: String,
+    key: String,
+    started: Instant,
+    deadline: Duration,
+    over: bool,
+    phase: Phase,
+}
+
+impl std::fmt::Debug for Call {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Call")
+            .field("order_id", &self.order_id)
+            .field("idempotency_key", &self.key)
+            .field("over", &self.over)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Call {
+    pub(super) fn running(
+        shared: Arc<Shared>,
+        op: Operation,
+        lease: Lease,
+        deadline: Duration,
+    ) -> Call {
+        Call {
+            order_id: op.order_id().to_owned(),
+            key: op.idempotency_key().to_owned(),
+            shared,
+            op: Some(op),
+            lease,
+            started: Instant::now(),
+            deadline,
+            over: false,
+            phase: Phase::Running,
+        }
+    }
+
+    pub(super) fn done(
+        shared: Arc<Shared>,
+        order_id: &str,
+        key: &str,
+        result: Result<Outcome>,
+    ) -> Call {
+        Call {
+            shared,
+            op: None,
+            lease: Lease {
+                owner: String::new(),
+                expires_at: 0,
+            },
+            order_id: order_id.to_owned(),
+            key: key.to_owned(),
+            started: Instant::now(),
+            deadline: Duration::ZERO,
+            over: true,
+            phase: Phase::Done(result),
+        }
+    }
+
+    /// The operation's order id.
+    pub fn order_id(&self) -> &str {
+        &self.order_id
+    }
+
+    /// The operation's frozen idempotency key.
+    pub fn idempotency_key(&self) -> &str {
+        &self.key
+    }
+
+    /// Whether the call is over ([`CallStep::Done`] was or will be the next
+    /// step).
+    pub fn is_done(&self) -> bool {
+        matches!(self.phase, Phase::Done(_))
+    }
+
+    fn now(&self) -> CallTime {
+        CallTime {
+            unix: unix_now(),
+            elapsed: self.started.elapsed(),
+        }
+    }
+
+    /// The next step. Asking again before reporting a [`CallStep::Send`]
+    /// ends the call: that attempt's outcome is unknown.
+    pub fn step(&mut self) -> CallStep {
+        loop {
+            match &self.phase {
+                Phase::Done(result) => return CallStep::Done(result.clone()),
+                Phase::Sent { .. } => {
+                    self.phase = Phase::Running;
+                    let end = self
+                        .machine()
+                        .abandon("asked for the next step before reporting the attempt's result");
+                    return self.finish(end, None);
+                }
+                Phase::Running => {}
+            }
+            let now = self.now();
+            let signer = &self.shared.signer;
+            let op = self.op.as_mut().expect("a running call has a machine");
+            match op.poll(signer, now, &OsEntropy) {
+                Step::End(end) => return self.finish(end, None),
+                Step::Wait(wait) => return CallStep::Wait(wait),
+                Step::Persist(persist) => {
+                    self.lease.expires_at = now.unix.saturating_add(self.shared.lease_ttl_secs());
+                    if let Err(e) = self.shared.journal.record_attempt(
+                        &self.order_id,
+                        &self.lease,
+                        persist.attempt,
+                        now.unix,
+                    ) {
+                        let _ = self.shared.journal.release(&self.order_id, &self.lease);
+                        let e = e.with_operation(&self.order_id, &self.key);
+                        self.over = true;
+                        self.phase = Phase::Done(Err(e.clone()));
+                        return CallStep::Done(Err(e));
+                    }
+                    op.persisted();
+                }
+                Step::Send(attempt) => {
+                    let remaining = self.deadline.saturating_sub(now.elapsed);
+                    let timeout = self
+                        .shared
+                        .request_timeout
+                        .min(remaining)
+                        .max(Duration::from_millis(1));
+                    self.phase = Phase::Sent {
+                        number: attempt.number,
+                        kind: attempt.kind,
+                        at: Instant::now(),
+                    };
+                    return CallStep::Send { attempt, timeout };
+                }
+            }
+        }
+    }
+
+    /// Reports what the attempt last handed out by [`Call::step`] produced.
+    /// A report without an attempt in flight is ignored.
+    pub fn report(&mut self, reply: Reply) {
+        let Phase::Sent { number, kind, at } = self.phase else {
+            return;
+        };
+        self.phase = Phase::Running;
+        let duration = at.elapsed();
+        let (transport_error, replayed) = match &reply {
+            Reply::Response(r) => (None, r.replayed),
+            Reply::NotSent(why) | Reply::SentNoResponse(why) => (Some(why.clone()), false),
+        };
+        let now = self.now();
+        let op = self.op.as_mut().expect("a running call has a machine");
+        let reaction = op.handle(reply, now, &OsEntropy);
+        if reaction.next == NextAction::AdjustClock {
+            self.shared.learn_clock_offset(op.clock_offset());
+        }
+        self.over = matches!(reaction.next, NextAction::Settle | NextAction::GiveUp);
+        self.shared.emit(&AttemptEvent {
+            order_id: self.order_id.clone(),
+            idempotency_key: self.key.clone(),
+            attempt: number,
+            kind,
+            next: reaction.next,
+            wait: reaction.wait,
+            status: reaction.status,
+            error_code: reaction.error_code,
+            transport_error,
+            replayed,
+            duration,
+        });
+    }
+
+    /// Ends the call at the caller's request (a cancel, a deadline, Ctrl-C)
+    /// and returns its result: `cancelled` with the key kept — unless the
+    /// machine had already ended, whose answer is then returned as it is
+    /// (a payment that was made is never hidden behind a cancel).
+    pub fn cancel(&mut self) -> Result<Outcome> {
+        if let Phase::Done(result) = &self.phase {
+            return result.clone();
+        }
+        if self.over {
+            // The last answer ended the call; deliver it.
+            let end = self.machine().abandon("cancelled by the caller");
+            return match self.finish(end, None) {
+                CallStep::Done(result) => result,
+                _ => unreachable_done(),
+            };
+        }
+        self.phase = Phase::Running;
+        let end = self.machine().abandon("cancelled by the caller");
+        match self.finish(end, Some(())) {
+            CallStep::Done(result) => result,
+            _ => unreachable_done(),
+        }
+    }
+
+    fn machine(&mut self) -> &mut Operation {
+        self.op.as_mut().expect("a running call has a machine")
+    }
+
+    /// Stores `end` in the journal, releases the lease and turns it into
+    /// the caller's result (`cancelled` when `cancelled` is set).
+    fn finish(&mut self, end: End, cancelled: Option<()>) -> CallStep {
+        let order_id = self.order_id.clone();
+        let key = self.key.clone();
+        let attempts = self.op.as_ref().map_or(0, Operation::attempts);
+        let state = end.state();
+        let stored = self.shared.journal.finish(
+            &order_id,
+            &self.lease,
+            state,
+            end.settled_response(),
+            unix_now(),
+        );
+        self.over = true;
+        let result = match stored {
+            Err(e) => Err(e.with_operation(&order_id, &key)),
+            Ok(()) if cancelled.is_some() => {
+                let resumable = if state.is_unresolved() {
+                    "resume it to learn the outcome"
+                } else {
+                    "nothing was sent"
+                };
+                Err(Error::new(
+                    ErrorCode::Cancelled,
+                    format!("order {order_id}: cancelled; key {key} is kept ({resumable})"),
+                )
+                .with_operation(&order_id, &key))
+            }
+            Ok(()) => end.into_result(&order_id, &key, attempts),
+        };
+        self.phase = Phase::Done(result.clone());
+        CallStep::Done(result)
+    }
+}
+
+fn unreachable_done() -> Result<Outcome> {
+    Err(Error::new(
+        ErrorCode::Internal,
+        "a finished call did not report its result",
+    ))
+}
+
+impl Drop for Call {
+    fn drop(&mut self) {
+        if self.is_done() || self.op.is_none() {
+            return;
+        }
+        // An abandoned call still leaves the journal right: unknown if an
+        // attempt may have left, pending otherwise, and the lease free.
+        let _ = catch_unwind(AssertUnwindSafe(|| {
+            let end = self
+                .machine()
+                .abandon("the call was dropped before its end");
+            self.finish(end, Some(()));
+        }));
+    }
+}

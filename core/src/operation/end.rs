@@ -1,0 +1,211 @@
+//! How a call driving an operation ends, and what the caller sees.
+
+use crate::error::{Error, ErrorCode, Result};
+use crate::policy::Landed;
+
+use super::state::{OperationState, Response};
+
+/// The end of one call driving an operation. [`End::is_final`] tells
+/// whether the operation is settled for good or may still be completed by a
+/// later call with the same key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum End {
+    /// Final: the platform answered 2xx (to the operation or to a status
+    /// query).
+    Succeeded(Response),
+    /// Final: the platform refused the operation with an answer it keeps
+    /// under the key (e.g. 402 `card_declined`).
+    Rejected(Response),
+    /// Final: the platform reported `idempotency_conflict` for the key.
+    Conflict(Response),
+    /// Not final: the platform refused every attempt before running the
+    /// operation (authentication, rate limit, a clock answer that was not
+    /// believed), and no attempt may have run it. Nothing happened; the
+    /// operation stays pending with its key.
+    Refused {
+        /// The last answer.
+        response: Response,
+        /// Why the call stopped, for people.
+        reason: String,
+    },
+    /// Not final: no attempt reached the platform; the operation stays
+    /// pending with its key.
+    NotSent {
+        /// What went wrong, for people.
+        reason: String,
+    },
+    /// Not final: an attempt may have taken effect and the call ended
+    /// without learning the outcome; the key is kept and the operation can
+    /// be resumed.
+    Unknown {
+        /// What went wrong last, for people.
+        reason: String,
+    },
+    /// Final: the outcome is unknown and the key is older than the platform
+    /// keeps keys, so the operation is never sent again; a person has to
+    /// reconcile it with the platform.
+    KeyExpired {
+        /// What happened, for people.
+        reason: String,
+    },
+}
+
+impl End {
+    /// A stable lower-case name: `succeeded`, `rejected`, `conflict`,
+    /// `refused`, `not_sent`, `unknown`, `key_expired`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            End::Succeeded(_) => "succeeded",
+            End::Rejected(_) => "rejected",
+            End::Conflict(_) => "conflict",
+            End::Refused { .. } => "refused",
+            End::NotSent { .. } => "not_sent",
+            End::Unknown { .. } => "unknown",
+            End::KeyExpired { .. } => "key_expired",
+        }
+    }
+
+    /// Whether the operation is settled for good: it is never sent again
+    /// (succeeded, rejected, conflict, key expired). Otherwise a later
+    /// `execute`/`resume` with the same key may complete it.
+    pub fn is_final(&self) -> bool {
+        matches!(
+            self,
+            End::Succeeded(_) | End::Rejected(_) | End::Conflict(_) | End::KeyExpired { .. }
+        )
+    }
+
+    /// Whether the operation may have taken effect.
+    pub fn landed(&self) -> Landed {
+        match self {
+            End::Succeeded(_) | End::Rejected(_) => Landed::Yes,
+            End::Conflict(_) | End::Refused { .. } | End::NotSent { .. } => Landed::No,
+            End::Unknown { .. } | End::KeyExpired { .. } => Landed::Maybe,
+        }
+    }
+
+    /// The state this end leaves the operation in.
+    pub fn state(&self) -> OperationState {
+        match self {
+            End::Succeeded(_) => OperationState::Succeeded,
+            End::Rejected(_) => OperationState::Rejected,
+            End::Conflict(_) => OperationState::Conflict,
+            End::Refused { .. } | End::NotSent { .. } => OperationState::Pending,
+            End::Unknown { .. } | End::KeyExpired { .. } => OperationState::Unknown,
+        }
+    }
+
+    /// The answer a final end keeps (succeeded, rejected, conflict).
+    pub fn settled_response(&self) -> Option<&Response> {
+        match self {
+            End::Succeeded(r) | End::Rejected(r) | End::Conflict(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// The end a settled state with its stored answer stands for; `None`
+    /// for a state that is not settled.
+    pub fn from_settled(state: OperationState, response: Option<&Response>) -> Option<End> {
+        let response = response.cloned().unwrap_or_default();
+        match state {
+            OperationState::Succeeded => Some(End::Succeeded(response)),
+            OperationState::Rejected => Some(End::Rejected(response)),
+            OperationState::Conflict => Some(End::Conflict(response)),
+            _ => None,
+        }
+    }
+
+    /// The caller's view: the successful [`Outcome`], or the typed error
+    /// whose code alone says whether it is final ([`ErrorCode::is_final`]):
+    /// `rejected` (final; status and body), `idempotency_conflict` (final),
+    /// `key_expired` (final), `refused` (status and body; nothing happened),
+    /// `outcome_unknown` (resumable), `transport_error` (nothing reached the
+    /// platform); every error carries the order id and key.
+    pub fn into_result(
+        self,
+        order_id: &str,
+        idempotency_key: &str,
+        attempts: u32,
+    ) -> Result<Outcome> {
+        let op = |e: Error| e.with_operation(order_id, idempotency_key);
+        match self {
+            End::Succeeded(response) => Ok(Outcome {
+                order_id: order_id.to_owned(),
+                idempotency_key: idempotency_key.to_owned(),
+                attempts,
+                response,
+            }),
+            End::Rejected(r) => Err(op(Error::new(
+                ErrorCode::Rejected,
+                format!("order {order_id}: the platform refused the operation with HTTP {} (final)", r.status),
+            )
+            .with_response(r.status, r.body))),
+            End::Refused { response: r, reason } => Err(op(Error::new(
+                ErrorCode::Refused,
+                format!(
+                    "order {order_id}: the platform refused every attempt before running the operation ({reason}); nothing happened, key {idempotency_key} is kept and the operation can be executed again"
+                ),
+            )
+            .with_response(r.status, r.body))),
+            End::Conflict(r) => Err(op(Error::new(
+                ErrorCode::IdempotencyConflict,
+                format!(
+                    "order {order_id}: the platform already holds key {idempotency_key} for another request; never re-keyed"
+                ),
+            )
+            .with_response(r.status, r.body))),
+            End::NotSent { reason } => Err(op(Error::new(
+                ErrorCode::Transport,
+                format!("order {order_id}: nothing reached the platform ({reason}); the operation is kept and can be executed again"),
+            ))),
+            End::Unknown { reason } => Err(op(Error::new(
+                ErrorCode::OutcomeUnknown,
+                format!("order {order_id}: outcome unknown ({reason}); key {idempotency_key} is kept, resume the operation"),
+            ))),
+            End::KeyExpired { reason } => Err(op(Error::new(
+                ErrorCode::KeyExpired,
+                format!("order {order_id}: key {idempotency_key} is older than the platform's retention and the outcome is unknown ({reason}); it is never sent again"),
+            ))),
+        }
+    }
+}
+
+/// A successfully settled operation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    /// The business operation's id.
+    pub order_id: String,
+    /// The key the operation was sent with, in every attempt.
+    pub idempotency_key: String,
+    /// Attempts over every call (operation requests and status queries).
+    pub attempts: u32,
+    /// The platform's answer: status, headers, body and whether it was
+    /// replayed from the platform's idempotency store.
+    pub response: Response,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_error_code_alone_tells_whether_an_end_is_final() {
+        let ends = [
+            End::Rejected(Response::default()),
+            End::Conflict(Response::default()),
+            End::Refused {
+                response: Response::default(),
+                reason: "r".into(),
+            },
+            End::NotSent { reason: "r".into() },
+            End::Unknown { reason: "r".into() },
+            End::KeyExpired { reason: "r".into() },
+        ];
+        for end in ends {
+            let is_final = end.is_final();
+            let name = end.as_str();
+            let e = end.into_result("o", "k", 1).unwrap_err();
+            assert_eq!(e.code().is_final(), is_final, "{name}");
+        }
+    }
+}

@@ -1,0 +1,187 @@
+//! What the machine and its driver exchange: the steps it asks for, the
+//! replies it is told, the inputs of time and randomness.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::protocol::nonce::fill_random;
+use crate::protocol::{Nonce, NonceSource, OsNonceSource};
+
+use super::end::End;
+use super::state::Response;
+
+/// The two clocks a call reads: wall time for signing and key age, and the
+/// time elapsed since the call started for the deadline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CallTime {
+    /// Local wall-clock time, Unix seconds.
+    pub unix: u64,
+    /// Monotonic time since the call started.
+    pub elapsed: Duration,
+}
+
+/// Randomness a call needs: nonces and backoff jitter.
+pub trait Entropy: Send + Sync {
+    /// A fresh nonce.
+    fn nonce(&self) -> Nonce;
+    /// 64 random bits for jitter.
+    fn jitter(&self) -> u64;
+}
+
+/// Entropy from the operating system's generator (see [`OsNonceSource`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct OsEntropy;
+
+impl Entropy for OsEntropy {
+    fn nonce(&self) -> Nonce {
+        OsNonceSource.next_nonce()
+    }
+
+    fn jitter(&self) -> u64 {
+        let mut b = [0u8; 8];
+        fill_random(&mut b);
+        u64::from_ne_bytes(b)
+    }
+}
+
+/// What an attempt is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AttemptKind {
+    /// The operation's own request (same method, path, body and key every
+    /// time).
+    Operation,
+    /// A signed GET of the operation's status path.
+    StatusQuery,
+}
+
+impl AttemptKind {
+    /// Every kind.
+    pub const ALL: [AttemptKind; 2] = [AttemptKind::Operation, AttemptKind::StatusQuery];
+
+    /// A stable lower-case name: `operation`, `status_query`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AttemptKind::Operation => "operation",
+            AttemptKind::StatusQuery => "status_query",
+        }
+    }
+}
+
+/// One signed request to send now.
+#[derive(Clone, Debug)]
+pub struct Attempt {
+    /// What it is.
+    pub kind: AttemptKind,
+    /// 1 for the operation's first attempt ever; counts every call's attempts.
+    pub number: u32,
+    /// HTTP method.
+    pub method: String,
+    /// Request target.
+    pub path: String,
+    /// Headers to send, signature headers included (`Content-Type` is added
+    /// for a non-empty body).
+    pub headers: Vec<(&'static str, String)>,
+    /// Body bytes (empty for a status query).
+    pub body: Arc<[u8]>,
+}
+
+/// The record a driver must make durable-as-required before the next
+/// attempt of the operation's own request can be sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Persist {
+    /// The number the attempt will carry (attempts so far, plus one): the
+    /// journal records it and marks the operation in flight.
+    pub attempt: u32,
+    /// No attempt of the operation was ever sent before: this record is the
+    /// one that must be durable (fsync'd, committed) before anything leaves.
+    pub first: bool,
+}
+
+/// What the caller must do next.
+#[derive(Clone, Debug)]
+pub enum Step {
+    /// Record the coming attempt in the journal (see [`Persist`]), then
+    /// confirm with [`super::Operation::persisted`]. Until confirmed, the
+    /// machine asks for nothing else: no attempt of the operation leaves
+    /// before its record.
+    Persist(Persist),
+    /// Send this attempt, then report with [`super::Operation::handle`].
+    Send(Attempt),
+    /// Sleep this long, then poll again.
+    Wait(Duration),
+    /// The call is over.
+    End(End),
+}
+
+/// What one attempt produced, as the caller saw it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reply {
+    /// A response came back.
+    Response(Response),
+    /// The request was never sent: nothing reached the platform.
+    NotSent(String),
+    /// The request was (or may have been) sent and no response came back.
+    SentNoResponse(String),
+}
+
+/// What the machine decided after an attempt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum NextAction {
+    /// The call ended with the platform's answer.
+    Settle,
+    /// Retry at once with a fresh signature.
+    RetryNow,
+    /// Retry after a backoff or `Retry-After`.
+    RetryLater,
+    /// Adjust the clock offset and retry at once.
+    AdjustClock,
+    /// Query the operation's status.
+    QueryStatus,
+    /// Query the status again after a backoff.
+    QueryLater,
+    /// Give up: attempts, deadline, retry budget or `Retry-After` limits
+    /// reached, or an answer that may not be believed.
+    GiveUp,
+}
+
+impl NextAction {
+    /// Every action.
+    pub const ALL: [NextAction; 7] = [
+        NextAction::Settle,
+        NextAction::RetryNow,
+        NextAction::RetryLater,
+        NextAction::AdjustClock,
+        NextAction::QueryStatus,
+        NextAction::QueryLater,
+        NextAction::GiveUp,
+    ];
+
+    /// A stable lower-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NextAction::Settle => "settle",
+            NextAction::RetryNow => "retry_now",
+            NextAction::RetryLater => "retry_later",
+            NextAction::AdjustClock => "adjust_clock",
+            NextAction::QueryStatus => "query_status",
+            NextAction::QueryLater => "query_later",
+            NextAction::GiveUp => "give_up",
+        }
+    }
+}
+
+/// The machine's reaction to one attempt, for events and logs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reaction {
+    /// What comes next.
+    pub next: NextAction,
+    /// The wait before the next attempt, if any.
+    pub wait: Option<Duration>,
+    /// The HTTP status, if a response came.
+    pub status: Option<u16>,
+    /// The response's error code, if any.
+    pub error_code: Option<String>,
+    /// Whether the operation may have taken effect, over every attempt so
+    /// far.
+    pub landed: crate::policy::Landed,
+}

@@ -296,19 +296,7 @@ impl HttpTransport {
                     .limit(MAX_RESPONSE_BODY)
                     .read_to_vec()
                 {
-                    Ok(body) => {
-                        let replayed = crate::protocol::headers::find(
-                            &headers,
-                            crate::protocol::headers::IDEMPOTENT_REPLAYED,
-                        )
-                        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
-                        Reply::Response(Response {
-                            status,
-                            headers,
-                            body,
-                            replayed,
-                        })
-                    }
+                    Ok(body) => Reply::Response(Response::new(status, headers, body)),
                     Err(e) => Reply::SentNoResponse(format!("response body lost: {e}")),
                 }
             }

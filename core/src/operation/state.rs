@@ -78,6 +78,18 @@ pub struct Response {
 }
 
 impl Response {
+    /// A response as received; `replayed` is read from its
+    /// `Idempotent-Replayed` header.
+    pub fn new(status: u16, headers: Vec<(String, String)>, body: Vec<u8>) -> Response {
+        let replayed = crate::protocol::headers::says_replayed(&headers);
+        Response {
+            status,
+            headers,
+            body,
+            replayed,
+        }
+    }
+
     /// The headers as borrowed pairs.
     pub fn header_pairs(&self) -> Vec<(&str, &str)> {
         self.headers

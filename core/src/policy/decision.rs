@@ -166,7 +166,7 @@ pub fn decide(
     let landed = landed_by_answer(status, error_code);
     let action = match status {
         200..=299 => Action::Done {
-            replayed: is_replayed(response_headers),
+            replayed: headers::says_replayed(response_headers),
         },
         409 => match error_code {
             Some("idempotency_conflict") => Action::Fail(Failure::IdempotencyConflict),
@@ -223,11 +223,6 @@ pub fn decide_status_query(result: &AttemptResult<'_>, platform_now_unix: u64) -
         ),
         _ => Decision::new(Action::RetryBackoff, Landed::Maybe),
     }
-}
-
-fn is_replayed(response_headers: &[(&str, &str)]) -> bool {
-    headers::find(response_headers, headers::IDEMPOTENT_REPLAYED)
-        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
 }
 
 fn retry_after_or_backoff(response_headers: &[(&str, &str)], platform_now_unix: u64) -> Action {

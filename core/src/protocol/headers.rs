@@ -31,3 +31,13 @@ where
         .find(|(n, _)| n.as_ref().eq_ignore_ascii_case(name))
         .map(|(_, v)| v.as_ref())
 }
+
+/// Whether `headers` mark a response the platform replayed from its
+/// idempotency store (`Idempotent-Replayed: true`, case-insensitive).
+pub fn says_replayed<N, V>(headers: &[(N, V)]) -> bool
+where
+    N: AsRef<str>,
+    V: AsRef<str>,
+{
+    find(headers, IDEMPOTENT_REPLAYED).is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+}

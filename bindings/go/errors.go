@@ -133,6 +133,11 @@ type Error struct {
 	// ServerTime is the verifier's clock for timestamp_out_of_window; zero
 	// otherwise.
 	ServerTime time.Time
+	// Final: the operation this error ended is settled for good and never
+	// sent again (rejected, idempotency_conflict, key_expired); false for
+	// every other code, whose operation keeps its key and may still be
+	// completed by Execute or Resume. From the linked library's table.
+	Final bool
 
 	sentinel error
 	cause    error
@@ -204,7 +209,8 @@ func newError(rc C.payidem_result, cerr *C.payidem_error, cause error) error {
 	if !known {
 		info.code, info.sentinel = CodeInternal, ErrInternal
 	}
-	e := &Error{Code: info.code, sentinel: info.sentinel, cause: cause}
+	e := &Error{Code: info.code, sentinel: info.sentinel, cause: cause,
+		Final: bool(C.payidem_result_is_final(C.uint32_t(rc)))}
 	if !known {
 		e.Message = fmt.Sprintf("unknown result code %d", uint32(rc))
 	}
@@ -225,6 +231,16 @@ func newError(rc C.payidem_result, cerr *C.payidem_error, cause error) error {
 		}
 	}
 	return typed(e)
+}
+
+// IsFinal reports whether err ended its operation for good: the operation
+// is settled (rejected, idempotency_conflict, key_expired) and is never
+// sent again. False for nil, for errors that are not payidem's, and for
+// every other code: the operation keeps its key and Execute or Resume may
+// still complete it.
+func IsFinal(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Final
 }
 
 // invalid builds an invalid_argument error raised by the binding itself

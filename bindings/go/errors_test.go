@@ -134,3 +134,25 @@ func withCause(err error, cause error) error {
 	}
 	return err
 }
+
+func TestOnlySettledEndsAreFinal(t *testing.T) {
+	// The documented table (docs/protocol.md section 5): these three codes
+	// settle an operation for good; every other code leaves it resumable.
+	final := map[Code]bool{CodeRejected: true, CodeIdempotencyConflict: true, CodeKeyExpired: true}
+	for name, n := range headerResultCodes(t) {
+		if n == 0 {
+			continue
+		}
+		err := fmt.Errorf("wrapped: %w", errorOfResult(n))
+		var e *Error
+		if !errors.As(err, &e) {
+			t.Fatalf("%s: no *Error", name)
+		}
+		if IsFinal(err) != final[e.Code] || e.Final != final[e.Code] {
+			t.Errorf("%s: IsFinal %v, Final %v, want %v", name, IsFinal(err), e.Final, final[e.Code])
+		}
+	}
+	if IsFinal(nil) || IsFinal(errors.New("other")) {
+		t.Error("a non-payidem error is final")
+	}
+}

@@ -178,6 +178,25 @@ pub extern "C" fn payidem_result_max_error_code() -> u32 {
         .unwrap_or(0)
 }
 
+/// Whether an operation that ended with `code` is settled for good: it is
+/// never sent again, and executing or resuming it answers the same end
+/// (`PAYIDEM_REJECTED`, `PAYIDEM_IDEMPOTENCY_CONFLICT`,
+/// `PAYIDEM_KEY_EXPIRED`). False for every other code, including unknown
+/// numbers: the operation keeps its key and may still be completed
+/// (`PAYIDEM_OUTCOME_UNKNOWN`, `PAYIDEM_REFUSED`, `PAYIDEM_TRANSPORT_ERROR`,
+/// `PAYIDEM_CANCELLED`, ...).
+///
+/// Ownership: nothing to free.
+/// NULL: never takes a pointer.
+/// Threads: safe from any thread.
+/// Errors: none.
+#[no_mangle]
+pub extern "C" fn payidem_result_is_final(code: u32) -> bool {
+    payidem_result::from_number(code)
+        .and_then(payidem_result::error_code)
+        .is_some_and(ErrorCode::is_final)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -233,5 +252,15 @@ mod tests {
             assert_eq!(ErrorCode::from_name(name).map(ErrorCode::number), Some(n));
         }
         assert!(payidem_result_name(max + 1).is_null());
+    }
+
+    #[test]
+    fn finality_is_cores() {
+        for code in ErrorCode::ALL {
+            assert_eq!(payidem_result_is_final(code.number()), code.is_final(), "{code}");
+        }
+        assert!(!payidem_result_is_final(0));
+        assert!(!payidem_result_is_final(100));
+        assert!(!payidem_result_is_final(99));
     }
 }

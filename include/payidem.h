@@ -1379,6 +1379,22 @@ const char *payidem_result_name(uint32_t code);
 uint32_t payidem_result_max_error_code(void);
 
 /**
+ * Whether an operation that ended with `code` is settled for good: it is
+ * never sent again, and executing or resuming it answers the same end
+ * (`PAYIDEM_REJECTED`, `PAYIDEM_IDEMPOTENCY_CONFLICT`,
+ * `PAYIDEM_KEY_EXPIRED`). False for every other code, including unknown
+ * numbers: the operation keeps its key and may still be completed
+ * (`PAYIDEM_OUTCOME_UNKNOWN`, `PAYIDEM_REFUSED`, `PAYIDEM_TRANSPORT_ERROR`,
+ * `PAYIDEM_CANCELLED`, ...).
+ *
+ * Ownership: nothing to free.
+ * NULL: never takes a pointer.
+ * Threads: safe from any thread.
+ * Errors: none.
+ */
+bool payidem_result_is_final(uint32_t code);
+
+/**
  * Creates a signer for `key_id` (1..=128 of `[A-Za-z0-9._:-]`) and a
  * secret of 16..=1024 bytes. The secret is copied into keyed MAC state;
  * the caller may wipe its own copy at once.

@@ -64,6 +64,7 @@ pub struct Call {
     deadline: Duration,
     over: bool,
     phase: Phase,
+    end: Option<End>,
 }
 
 impl std::fmt::Debug for Call {
@@ -93,6 +94,7 @@ impl Call {
             deadline,
             over: false,
             phase: Phase::Running,
+            end: None,
         }
     }
 
@@ -100,6 +102,7 @@ impl Call {
         shared: Arc<Shared>,
         order_id: &str,
         key: &str,
+        end: Option<End>,
         result: Result<Outcome>,
     ) -> Call {
         Call {
@@ -115,6 +118,7 @@ impl Call {
             deadline: Duration::ZERO,
             over: true,
             phase: Phase::Done(result),
+            end,
         }
     }
 
@@ -132,6 +136,17 @@ impl Call {
     /// step).
     pub fn is_done(&self) -> bool {
         matches!(self.phase, Phase::Done(_))
+    }
+
+    /// How the machine ended the call, once it has: the end the call
+    /// stores in the journal (for a cancelled call, the end the cancel
+    /// left; for an operation the journal already held settled, the end
+    /// its state stands for). `None` while the call runs, and for a call
+    /// that ended without the machine's end (a journal error before an
+    /// attempt). Lets a caller with its own HTTP client see the end's name,
+    /// finality and landing, not only the result.
+    pub fn end(&self) -> Option<&End> {
+        self.end.as_ref()
     }
 
     fn now(&self) -> CallTime {
@@ -265,6 +280,7 @@ impl Call {
         let key = self.key.clone();
         let attempts = self.op.as_ref().map_or(0, Operation::attempts);
         let state = end.state();
+        self.end = Some(end.clone());
         let stored = self.shared.journal.finish(
             &order_id,
             &self.lease,

@@ -295,6 +295,7 @@ impl Client {
                     Arc::clone(&self.shared),
                     &op.order_id,
                     &op.idempotency_key,
+                    End::from_settled(record.state, record.response.as_ref()),
                     settled_result(&record),
                 ));
             }

@@ -24,7 +24,7 @@ use crate::text::{bytes, c_string, handle, opt_str, out, req_str};
 /// called from any number of threads at once. Two calls never drive the
 /// same operation at once; the second gets `PAYIDEM_OPERATION_BUSY`.
 pub struct payidem_client {
-    inner: Client,
+    pub(crate) inner: Client,
     callback: Arc<RwLock<Option<EventCallback>>>,
 }
 
@@ -341,8 +341,29 @@ impl Cancel {
     }
 }
 
-fn deadline_of(deadline_ms: u64) -> Option<Duration> {
+pub(crate) fn deadline_of(deadline_ms: u64) -> Option<Duration> {
     (deadline_ms > 0).then(|| Duration::from_millis(deadline_ms))
+}
+
+/// The operation described by C arguments, each checked and named as in
+/// `payidem_client_execute` (shared by `payidem_client_begin`).
+pub(crate) unsafe fn read_spec<'a>(
+    order_id: *const c_char,
+    method: *const c_char,
+    path: *const c_char,
+    body: *const u8,
+    body_len: usize,
+    idempotency_key: *const c_char,
+    status_path: *const c_char,
+) -> Result<OperationSpec<'a>, FfiError> {
+    Ok(OperationSpec {
+        order_id: req_str(order_id, "order_id")?,
+        method: req_str(method, "method")?,
+        path: req_str(path, "path")?,
+        body: bytes(body, body_len, "body")?,
+        idempotency_key: opt_str(idempotency_key, "idempotency_key")?,
+        status_path: opt_str(status_path, "status_path")?,
+    })
 }
 
 unsafe fn execute(
@@ -360,14 +381,15 @@ unsafe fn execute(
     outcome_out: *mut *mut payidem_outcome,
 ) -> Result<(), FfiError> {
     let client = handle(client, "client")?;
-    let spec = OperationSpec {
-        order_id: req_str(order_id, "order_id")?,
-        method: req_str(method, "method")?,
-        path: req_str(path, "path")?,
-        body: bytes(body, body_len, "body")?,
-        idempotency_key: opt_str(idempotency_key, "idempotency_key")?,
-        status_path: opt_str(status_path, "status_path")?,
-    };
+    let spec = read_spec(
+        order_id,
+        method,
+        path,
+        body,
+        body_len,
+        idempotency_key,
+        status_path,
+    )?;
     let slot = out(outcome_out, "outcome_out")?;
     let hook = cancel.map(|function| Cancel {
         function,

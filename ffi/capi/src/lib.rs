@@ -16,9 +16,11 @@
 #![allow(clippy::too_many_arguments)]
 
 mod boundary;
+pub mod call;
 pub mod client;
 pub mod error;
 pub mod headers;
+pub mod operation;
 pub mod outcome;
 pub mod policy;
 pub mod result;
@@ -29,9 +31,11 @@ pub mod version;
 mod options;
 mod text;
 
+pub use call::*;
 pub use client::*;
 pub use error::*;
 pub use headers::*;
+pub use operation::*;
 pub use outcome::*;
 pub use policy::*;
 pub use result::*;

@@ -257,7 +257,11 @@ mod tests {
     #[test]
     fn finality_is_cores() {
         for code in ErrorCode::ALL {
-            assert_eq!(payidem_result_is_final(code.number()), code.is_final(), "{code}");
+            assert_eq!(
+                payidem_result_is_final(code.number()),
+                code.is_final(),
+                "{code}"
+            );
         }
         assert!(!payidem_result_is_final(0));
         assert!(!payidem_result_is_final(100));

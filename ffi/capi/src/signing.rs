@@ -36,7 +36,7 @@ pub const PAYIDEM_SIGNED_HEADERS_MAX: usize = 5;
 /// Share freely: every function taking a `const payidem_signer *` may be
 /// called from any number of threads at once.
 pub struct payidem_signer {
-    inner: Signer,
+    pub(crate) inner: Signer,
 }
 
 /// The signed headers of one attempt, in a fixed order: `X-Api-Key`,

@@ -2,7 +2,8 @@
 //! `SqliteJournal` alike.
 
 use payidem::journal::{
-    Journal, Lease, MemoryJournal, Opened, OperationRecord, SqliteJournal, SqliteJournalOptions,
+    Journal, Lease, MemoryJournal, Opened, OperationRecord, Reconciliation, SqliteJournal,
+    SqliteJournalOptions,
 };
 use payidem::operation::{FrozenOperation, OperationState, Response};
 use payidem::ErrorCode;
@@ -431,6 +432,175 @@ fn responses_round_trip(j: &dyn Journal) {
     }
 }
 
+fn reconcile_closes_unsettled_operations(j: &dyn Journal) {
+    make(j, "unknown", OperationState::Unknown, 1, 10);
+    make(j, "pending", OperationState::Pending, 2, 2);
+    make(j, "settled", OperationState::Succeeded, 3, 11);
+    let unsettled = [OperationState::InFlight, OperationState::Unknown];
+
+    let r = j
+        .reconcile(
+            "unknown",
+            OperationState::Succeeded,
+            "alice",
+            "PSP ref 4711",
+            500,
+        )
+        .unwrap();
+    let expected = Reconciliation {
+        order_id: "unknown".into(),
+        idempotency_key: "key-unknown".into(),
+        previous_state: OperationState::Unknown,
+        state: OperationState::Succeeded,
+        by: "alice".into(),
+        at: 500,
+        reference: "PSP ref 4711".into(),
+    };
+    assert_eq!(r, expected);
+    let after = j.get("unknown").unwrap().unwrap();
+    assert_eq!(
+        (
+            after.state,
+            after.attempts,
+            after.created_at,
+            after.updated_at
+        ),
+        (OperationState::Succeeded, 1, 1, 500)
+    );
+    assert_eq!(after.response, None);
+    assert!(j.list(&unsettled).unwrap().is_empty());
+    // Settled now: opening or claiming it answers so, without a lease.
+    let o = op("unknown", "key-unknown", b"unknown");
+    assert_eq!(
+        j.open(&o, &lease("x", 900), 501).unwrap(),
+        Opened::Settled(after.clone())
+    );
+    assert_eq!(
+        j.claim("unknown", &lease("x", 900), 501).unwrap(),
+        Opened::Settled(after)
+    );
+
+    // `make` left the pending one leased until 1002.
+    let busy = j
+        .reconcile("pending", OperationState::Rejected, "bob", "ref", 600)
+        .unwrap_err();
+    assert_eq!(busy.code(), ErrorCode::OperationBusy);
+    let r = j
+        .reconcile(
+            "pending",
+            OperationState::Rejected,
+            "bob",
+            "never reached the PSP",
+            1002,
+        )
+        .unwrap();
+    assert_eq!(r.previous_state, OperationState::Pending);
+    assert_eq!(state_of(j, "pending"), OperationState::Rejected);
+
+    assert_eq!(
+        j.reconciliations(Some("unknown")).unwrap(),
+        vec![expected.clone()]
+    );
+    assert_eq!(
+        j.reconciliations(None).unwrap(),
+        vec![expected.clone(), r.clone()]
+    );
+    assert!(j.reconciliations(Some("settled")).unwrap().is_empty());
+
+    // History is kept: purging the operations keeps their reconciliations.
+    assert_eq!(j.purge_settled(u64::MAX).unwrap(), 3);
+    assert_eq!(j.get("unknown").unwrap(), None);
+    assert_eq!(j.reconciliations(None).unwrap(), vec![expected, r]);
+}
+
+fn reconcile_refuses_what_it_must_not_change(j: &dyn Journal) {
+    make(j, "settled", OperationState::Rejected, 1, 10);
+    make(j, "unknown", OperationState::Unknown, 1, 10);
+    let before = j.get("settled").unwrap();
+    let field = |e: payidem::Error| (e.code(), e.field().map(str::to_owned));
+    let invalid = |name: &str| (ErrorCode::InvalidArgument, Some(name.to_owned()));
+
+    // A settled operation is never changed, whatever it is asked to become.
+    for state in [OperationState::Succeeded, OperationState::Rejected] {
+        let err = j
+            .reconcile("settled", state, "alice", "ref", 20)
+            .unwrap_err();
+        assert!(err.message().contains("already settled"), "{err}");
+        assert_eq!(field(err), invalid("order_id"));
+    }
+    assert_eq!(j.get("settled").unwrap(), before);
+    let err = j
+        .reconcile("missing", OperationState::Succeeded, "alice", "ref", 20)
+        .unwrap_err();
+    assert_eq!(field(err), invalid("order_id"));
+    for state in [
+        OperationState::Pending,
+        OperationState::InFlight,
+        OperationState::Unknown,
+        OperationState::Conflict,
+    ] {
+        let err = j
+            .reconcile("unknown", state, "alice", "ref", 20)
+            .unwrap_err();
+        assert_eq!(field(err), invalid("state"));
+    }
+    for (by, reference, name) in [
+        ("", "ref", "by"),
+        ("  ", "ref", "by"),
+        ("alice", "", "reference"),
+        ("alice", "line\nbreak", "reference"),
+        ("ali\u{1b}[31mce", "ref", "by"),
+    ] {
+        let err = j
+            .reconcile("unknown", OperationState::Succeeded, by, reference, 20)
+            .unwrap_err();
+        assert_eq!(field(err), invalid(name), "{by:?} {reference:?}");
+    }
+    let long = "x".repeat(payidem::journal::MAX_RECONCILIATION_REFERENCE_LEN + 1);
+    let err = j
+        .reconcile("unknown", OperationState::Succeeded, "alice", &long, 20)
+        .unwrap_err();
+    assert_eq!(field(err), invalid("reference"));
+    assert_eq!(state_of(j, "unknown"), OperationState::Unknown);
+
+    // A live lease of another call: busy, nothing changes; once it expires
+    // the reconciliation goes through and clears it.
+    let l = lease("driver", 100);
+    assert!(matches!(
+        j.claim("unknown", &l, 30).unwrap(),
+        Opened::Resumable(_)
+    ));
+    j.record_attempt("unknown", &l, 2, 31).unwrap();
+    let err = j
+        .reconcile("unknown", OperationState::Succeeded, "alice", "ref", 99)
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::OperationBusy);
+    assert_eq!(state_of(j, "unknown"), OperationState::InFlight);
+    assert!(j.reconciliations(None).unwrap().is_empty());
+    let r = j
+        .reconcile("unknown", OperationState::Succeeded, "alice", "ref", 100)
+        .unwrap();
+    assert_eq!(r.previous_state, OperationState::InFlight);
+    // The driver lost its lease: its finish cannot overwrite the decision.
+    let err = j
+        .finish("unknown", &l, OperationState::Unknown, None, 101)
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::OperationBusy);
+    assert_eq!(state_of(j, "unknown"), OperationState::Succeeded);
+}
+
+fn check_reports_a_sound_journal(j: &dyn Journal) {
+    make(j, "a", OperationState::Unknown, 1, 10);
+    make(j, "b", OperationState::Succeeded, 1, 10);
+    j.reconcile("a", OperationState::Rejected, "alice", "ref", 20)
+        .unwrap();
+    let report = j.check().unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    assert!(report.is_sound());
+    assert_eq!((report.operations, report.reconciliations), (2, 1));
+    assert_eq!(report.schema_version, report.library_schema_version);
+}
+
 macro_rules! for_both_journals {
     ($($name:ident),* $(,)?) => {
         mod memory {
@@ -465,6 +635,9 @@ for_both_journals!(
     purge_keeps_unsettled,
     list_oldest_first,
     responses_round_trip,
+    reconcile_closes_unsettled_operations,
+    reconcile_refuses_what_it_must_not_change,
+    check_reports_a_sound_journal,
 );
 
 #[test]

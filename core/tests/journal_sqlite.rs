@@ -323,3 +323,86 @@ fn errors_never_carry_the_body() {
         assert!(!format!("{err:?}").contains("4111"), "{err:?}");
     }
 }
+
+/// A journal as the first schema (version 1) wrote it: today's file with
+/// the reconciliations table dropped and the version set back.
+fn make_version_1(path: &Path) {
+    {
+        let j = open(path);
+        let l = lease("a", 100);
+        j.open(&op("old", b"{\"amount\":1}"), &l, 1).unwrap();
+        j.record_attempt("old", &l, 1, 2).unwrap();
+        j.finish("old", &l, OperationState::Unknown, None, 3)
+            .unwrap();
+    }
+    let raw = rusqlite::Connection::open(path).unwrap();
+    raw.execute_batch(
+        "DROP TABLE reconciliations;
+         UPDATE meta SET value = 1 WHERE key = 'schema_version';",
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_version_1_journal_migrates_and_keeps_its_operations() {
+    assert_eq!(SCHEMA_VERSION, 2);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.db");
+    make_version_1(&path);
+
+    let j = open(&path);
+    let report = j.check().unwrap();
+    assert_eq!(report.migrated_from, Some(1));
+    assert_eq!(report.schema_version, Some(SCHEMA_VERSION));
+    assert!(report.is_sound(), "{report:?}");
+    let old = j.get("old").unwrap().unwrap();
+    assert_eq!((old.state, old.attempts), (OperationState::Unknown, 1));
+    j.reconcile("old", OperationState::Succeeded, "alice", "ref", 10)
+        .unwrap();
+    drop(j);
+    // Reopened: nothing left to migrate, the reconciliation is on disk.
+    let j = open(&path);
+    assert_eq!(j.check().unwrap().migrated_from, None);
+    assert_eq!(j.reconciliations(Some("old")).unwrap().len(), 1);
+    assert_eq!(state_of(&j, "old"), OperationState::Succeeded);
+}
+
+fn state_of(j: &SqliteJournal, order_id: &str) -> OperationState {
+    j.get(order_id).unwrap().unwrap().state
+}
+
+#[test]
+fn check_names_every_bad_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.db");
+    let j = open(&path);
+    for id in ["good", "tampered", "bad-state"] {
+        j.open(&op(id, b"{\"amount\":1}"), &lease("a", 100), 1)
+            .unwrap();
+    }
+    j.reconcile("good", OperationState::Succeeded, "alice", "ref", 100)
+        .unwrap();
+    {
+        let raw = rusqlite::Connection::open(&path).unwrap();
+        raw.execute_batch(
+            "UPDATE operations SET body = X'00' WHERE order_id = 'tampered';
+             UPDATE operations SET state = 'weird' WHERE order_id = 'bad-state';
+             UPDATE reconciliations SET state = 'unknown';",
+        )
+        .unwrap();
+    }
+    let report = j.check().unwrap();
+    assert_eq!((report.operations, report.reconciliations), (3, 1));
+    assert!(!report.is_sound());
+    assert_eq!(report.problems.len(), 3, "{:?}", report.problems);
+    let all = report.problems.join("\n");
+    for words in [
+        "\"tampered\": the body does not match",
+        "\"bad-state\": unknown state",
+        "reconciliation of order id \"good\"",
+    ] {
+        assert!(all.contains(words), "{words:?} missing: {all}");
+    }
+    // The good row still reads back.
+    assert_eq!(state_of(&j, "good"), OperationState::Succeeded);
+}

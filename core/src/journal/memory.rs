@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use super::rules;
-use super::{Journal, Lease, Opened, OperationRecord};
+use super::{Journal, JournalCheck, Lease, Opened, OperationRecord, Reconciliation};
 use crate::error::Result;
 use crate::operation::{FrozenOperation, OperationState, Response};
 
@@ -25,6 +25,8 @@ struct State {
     /// Idempotency key → order id.
     keys: HashMap<String, String>,
     next_seq: u64,
+    /// Every reconciliation, oldest first; never removed.
+    reconciliations: Vec<Reconciliation>,
 }
 
 #[derive(Debug)]
@@ -224,5 +226,79 @@ impl Journal for MemoryJournal {
             }
         }
         Ok(gone.len())
+    }
+
+    fn reconcile(
+        &self,
+        order_id: &str,
+        new_state: OperationState,
+        by: &str,
+        reference: &str,
+        now: u64,
+    ) -> Result<Reconciliation> {
+        rules::check_now(now)?;
+        rules::check_reconciliation(new_state, by, reference)?;
+        let mut state = self.lock();
+        let entry = state
+            .operations
+            .get_mut(order_id)
+            .ok_or_else(|| rules::unknown_order(order_id))?;
+        let previous = entry.record.state;
+        if previous.is_settled() {
+            return Err(rules::already_settled(order_id, previous));
+        }
+        let (holder, expires) = entry.holder();
+        if rules::lease_blocks(holder, expires, now) {
+            let op = &entry.record.operation;
+            return Err(rules::busy(&op.order_id, &op.idempotency_key));
+        }
+        entry.record.state = new_state;
+        entry.record.updated_at = now;
+        entry.lease = None;
+        let reconciliation = Reconciliation {
+            order_id: order_id.to_owned(),
+            idempotency_key: entry.record.operation.idempotency_key.clone(),
+            previous_state: previous,
+            state: new_state,
+            by: by.to_owned(),
+            at: now,
+            reference: reference.to_owned(),
+        };
+        state.reconciliations.push(reconciliation.clone());
+        Ok(reconciliation)
+    }
+
+    fn reconciliations(&self, order_id: Option<&str>) -> Result<Vec<Reconciliation>> {
+        Ok(self
+            .lock()
+            .reconciliations
+            .iter()
+            .filter(|r| match order_id {
+                Some(id) => r.order_id == id,
+                None => true,
+            })
+            .cloned()
+            .collect())
+    }
+
+    fn check(&self) -> Result<JournalCheck> {
+        let state = self.lock();
+        let problems = state
+            .operations
+            .values()
+            .filter_map(|e| {
+                let op = &e.record.operation;
+                rules::body_problem(&op.order_id, &op.body, &op.body_sha256)
+            })
+            .collect();
+        Ok(JournalCheck {
+            backend: "memory",
+            schema_version: None,
+            library_schema_version: None,
+            migrated_from: None,
+            operations: state.operations.len(),
+            reconciliations: state.reconciliations.len(),
+            problems,
+        })
     }
 }

@@ -120,6 +120,64 @@ pub struct Lease {
     pub expires_at: u64,
 }
 
+/// A person's closing of an unsettled operation after checking the platform
+/// by hand (`payidem journal reconcile`), kept for audits.
+///
+/// Recorded by [`Journal::reconcile`]; never deleted, not even when the
+/// operation itself is purged.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reconciliation {
+    /// The operation's order id.
+    pub order_id: String,
+    /// The operation's idempotency key (an order id may be reused after a
+    /// purge; the key tells the operations apart).
+    pub idempotency_key: String,
+    /// The state the operation had before: pending, in flight or unknown.
+    pub previous_state: OperationState,
+    /// The state it was closed as: succeeded or rejected.
+    pub state: OperationState,
+    /// Who closed it (an operator's name or user id).
+    pub by: String,
+    /// Unix seconds when it was closed.
+    pub at: u64,
+    /// Why: the platform's reference or the ticket the person checked.
+    pub reference: String,
+}
+
+/// The longest [`Reconciliation::by`], in bytes.
+pub const MAX_RECONCILED_BY_LEN: usize = 256;
+/// The longest [`Reconciliation::reference`], in bytes.
+pub const MAX_RECONCILIATION_REFERENCE_LEN: usize = 4096;
+
+/// What [`Journal::check`] found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JournalCheck {
+    /// The kind of store: `"sqlite"` or `"memory"`.
+    pub backend: &'static str,
+    /// The schema version the store carries, for stores that have one.
+    pub schema_version: Option<u32>,
+    /// The schema version this build reads and writes, for stores that have one.
+    pub library_schema_version: Option<u32>,
+    /// The version the store had when this handle opened it, if opening
+    /// migrated it.
+    pub migrated_from: Option<u32>,
+    /// Operations examined.
+    pub operations: usize,
+    /// Reconciliations examined.
+    pub reconciliations: usize,
+    /// Each problem found, naming the row or the store check that failed;
+    /// empty when the store is sound.
+    pub problems: Vec<String>,
+}
+
+impl JournalCheck {
+    /// Whether nothing is wrong: no problem, and the schema version (when
+    /// the store has one) is this build's.
+    pub fn is_sound(&self) -> bool {
+        self.problems.is_empty() && self.schema_version == self.library_schema_version
+    }
+}
+
 /// Durable storage of operations, shared by the threads of one process and,
 /// for journals on disk, by several processes.
 ///
@@ -176,4 +234,39 @@ pub trait Journal: Send + Sync {
     /// Deletes settled operations last changed before `before` (Unix
     /// seconds); never deletes an unsettled one. Returns how many went.
     fn purge_settled(&self, before: u64) -> Result<usize>;
+
+    /// Closes an unsettled operation as `state` (succeeded or rejected)
+    /// after a person checked its outcome on the platform: the state
+    /// changes, any expired lease is cleared, the stored response stays
+    /// empty, and a [`Reconciliation`] with `by`, `now`, `reference` and
+    /// the previous state is recorded in the same transaction, durably
+    /// (fsync'd for journals on disk) before it returns. Nothing is
+    /// deleted. Afterwards the operation is settled: it leaves
+    /// [`Journal::list`] of unsettled states, and `execute`/`resume` answer
+    /// its state (with an empty response) without sending anything.
+    ///
+    /// Errors: `invalid_argument` naming `state` (neither succeeded nor
+    /// rejected), `by` or `reference` (empty, too long, or holding control
+    /// characters) or `order_id` (not journaled, or already settled: a
+    /// settled operation is never changed); `operation_busy` while another
+    /// call holds the operation's lease at `now`.
+    fn reconcile(
+        &self,
+        order_id: &str,
+        state: OperationState,
+        by: &str,
+        reference: &str,
+        now: u64,
+    ) -> Result<Reconciliation>;
+
+    /// The reconciliations recorded for `order_id` (every one when `None`),
+    /// oldest first, including those of operations purged since.
+    fn reconciliations(&self, order_id: Option<&str>) -> Result<Vec<Reconciliation>>;
+
+    /// Checks the store: its own integrity check where it has one, its
+    /// schema version, and that every stored operation and reconciliation
+    /// reads back valid (known states, body matching its SHA-256). Problems
+    /// are reported in [`JournalCheck::problems`]; `Err` only when the
+    /// store cannot be read at all.
+    fn check(&self) -> Result<JournalCheck>;
 }

@@ -134,3 +134,69 @@ pub(super) fn unknown_order(order_id: &str) -> Error {
         format!("no operation with order id {order_id:?} is journaled"),
     )
 }
+
+/// Refuses what a reconciliation cannot record: a closing state other than
+/// succeeded or rejected, or a `by` / `reference` that is empty, too long
+/// or holds control characters (they would garble listings and logs).
+pub(super) fn check_reconciliation(state: OperationState, by: &str, reference: &str) -> Result<()> {
+    if !matches!(state, OperationState::Succeeded | OperationState::Rejected) {
+        return Err(Error::invalid(
+            "state",
+            format!(
+                "a reconciliation closes an operation as succeeded or rejected, not {}",
+                state.as_str()
+            ),
+        ));
+    }
+    check_text("by", by, super::MAX_RECONCILED_BY_LEN)?;
+    check_text(
+        "reference",
+        reference,
+        super::MAX_RECONCILIATION_REFERENCE_LEN,
+    )
+}
+
+fn check_text(field: &'static str, value: &str, max: usize) -> Result<()> {
+    if value.trim().is_empty() {
+        return Err(Error::invalid(field, "must not be empty"));
+    }
+    if value.len() > max {
+        return Err(Error::invalid(
+            field,
+            format!("is {} bytes long; at most {max} are allowed", value.len()),
+        ));
+    }
+    if value.chars().any(char::is_control) {
+        return Err(Error::invalid(field, "must not hold control characters"));
+    }
+    Ok(())
+}
+
+/// `invalid_argument` (`order_id`): a settled operation is never reconciled.
+pub(super) fn already_settled(order_id: &str, state: OperationState) -> Error {
+    Error::invalid(
+        "order_id",
+        format!(
+            "order id {order_id:?} is already settled ({}); only an unsettled operation can be \
+             reconciled",
+            state.as_str()
+        ),
+    )
+}
+
+/// Whether a lease held by `holder` until `expires` still excludes a
+/// reconciliation at `now`: the same test as [`lease_free`] for a caller
+/// that holds no lease (held, unexpired, by a process that may exist).
+pub(super) fn lease_blocks(holder: Option<&str>, expires: Option<u64>, now: u64) -> bool {
+    match (holder, expires) {
+        (Some(owner), Some(at)) => at > now && !super::owner::owner_is_gone(owner),
+        _ => false,
+    }
+}
+
+/// The problem with a stored operation whose body does not match its
+/// SHA-256, if any.
+pub(super) fn body_problem(order_id: &str, body: &[u8], body_sha256: &str) -> Option<String> {
+    (crate::protocol::body_sha256_hex(body) != body_sha256)
+        .then(|| format!("order id {order_id:?}: the body does not match its stored SHA-256"))
+}

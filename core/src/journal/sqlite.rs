@@ -31,7 +31,7 @@ pub use group::{SyncHook, SyncPoint};
 pub use schema::SCHEMA_VERSION;
 
 use super::rules;
-use super::{Journal, Lease, Opened, OperationRecord};
+use super::{Journal, JournalCheck, Lease, Opened, OperationRecord, Reconciliation};
 use crate::error::{Error, ErrorCode, Result};
 use crate::operation::{FrozenOperation, OperationState, Response};
 
@@ -88,6 +88,8 @@ pub struct SqliteJournal {
     /// durable once more before its own first attempt.
     durable_leases: Mutex<HashMap<String, String>>,
     hook: Option<SyncHook>,
+    /// The schema version this handle migrated the file from, if it did.
+    migrated_from: Option<u32>,
 }
 
 impl fmt::Debug for SqliteJournal {
@@ -260,6 +262,58 @@ impl RawRow {
     }
 }
 
+const RECONCILIATION_COLUMNS: &str =
+    "order_id, idempotency_key, previous_state, state, reconciled_by, reconciled_at, reference";
+
+/// A reconciliation row as stored, before its values are checked.
+struct RawReconciliation {
+    order_id: String,
+    idempotency_key: String,
+    previous_state: String,
+    state: String,
+    by: String,
+    at: i64,
+    reference: String,
+}
+
+impl RawReconciliation {
+    fn read(row: &Row<'_>) -> rusqlite::Result<RawReconciliation> {
+        Ok(RawReconciliation {
+            order_id: row.get(0)?,
+            idempotency_key: row.get(1)?,
+            previous_state: row.get(2)?,
+            state: row.get(3)?,
+            by: row.get(4)?,
+            at: row.get(5)?,
+            reference: row.get(6)?,
+        })
+    }
+
+    fn check(self, ctx: &Context) -> Result<Reconciliation> {
+        let order_id = self.order_id;
+        let corrupt = |what: &str| {
+            ctx.refused(format!(
+                "corrupt reconciliation of order id {order_id:?}: {what}"
+            ))
+        };
+        let previous_state = OperationState::from_name(&self.previous_state)
+            .ok_or_else(|| corrupt("unknown previous state"))?;
+        let state = OperationState::from_name(&self.state)
+            .filter(|s| s.is_settled())
+            .ok_or_else(|| corrupt("unknown or unsettled state"))?;
+        let at = u64::try_from(self.at).map_err(|_| corrupt("negative reconciled_at"))?;
+        Ok(Reconciliation {
+            order_id,
+            idempotency_key: self.idempotency_key,
+            previous_state,
+            state,
+            by: self.by,
+            at,
+            reference: self.reference,
+        })
+    }
+}
+
 /// A Unix time as SQLite stores it; callers check it is at most
 /// [`rules::MAX_TIME`] first.
 fn sql_time(t: u64) -> i64 {
@@ -305,7 +359,7 @@ impl SqliteJournal {
         {
             return Err(ctx.refused("the file is not writable (opened read-only)"));
         }
-        schema::prepare(&mut db, &ctx)?;
+        let migrated_from = schema::prepare(&mut db, &ctx)?;
         db.pragma_update(None, "synchronous", "NORMAL")
             .map_err(|e| ctx.db("set the synchronous level", e))?;
         // A checkpoint costs two or three fsyncs of its own (WAL, database
@@ -322,6 +376,7 @@ impl SqliteJournal {
             group: GroupCommit::new(wal),
             durable_leases: Mutex::new(HashMap::new()),
             hook: None,
+            migrated_from,
         })
     }
 
@@ -755,5 +810,156 @@ impl Journal for SqliteJournal {
                 .map_err(|e| self.ctx.db(action, e))
         })?;
         Ok(purged)
+    }
+
+    fn reconcile(
+        &self,
+        order_id: &str,
+        state: OperationState,
+        by: &str,
+        reference: &str,
+        now: u64,
+    ) -> Result<Reconciliation> {
+        rules::check_now(now)?;
+        rules::check_reconciliation(state, by, reference)?;
+        let action = format!("reconcile order id {order_id:?}");
+        // A person's decision is made durable like a first attempt: it is
+        // the only record that the operation was settled by hand.
+        let arriving = self.group.arrive();
+        let written = self.write(&action, |tx| {
+            let stored = self
+                .load(tx, order_id, &action)?
+                .ok_or_else(|| rules::unknown_order(order_id))?;
+            let previous = stored.record.state;
+            let key = &stored.record.operation.idempotency_key;
+            if previous.is_settled() {
+                return Err(rules::already_settled(order_id, previous));
+            }
+            if rules::lease_blocks(stored.lease_owner.as_deref(), stored.lease_expires, now) {
+                return Err(rules::busy(order_id, key));
+            }
+            tx.prepare_cached(
+                "UPDATE operations SET state = ?2, updated_at = ?3, lease_owner = NULL, lease_expires = NULL
+                 WHERE order_id = ?1",
+            )
+            .and_then(|mut stmt| stmt.execute(params![order_id, state.as_str(), sql_time(now)]))
+            .map_err(|e| self.ctx.db(&action, e))?;
+            tx.prepare_cached(
+                "INSERT INTO reconciliations (order_id, idempotency_key, previous_state, state,
+                     reconciled_by, reconciled_at, reference)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )
+            .and_then(|mut stmt| {
+                stmt.execute(params![
+                    order_id,
+                    key,
+                    previous.as_str(),
+                    state.as_str(),
+                    by,
+                    sql_time(now),
+                    reference
+                ])
+            })
+            .map_err(|e| self.ctx.db(&action, e))?;
+            Ok(Reconciliation {
+                order_id: order_id.to_owned(),
+                idempotency_key: key.clone(),
+                previous_state: previous,
+                state,
+                by: by.to_owned(),
+                at: now,
+                reference: reference.to_owned(),
+            })
+        });
+        drop(arriving);
+        let (reconciliation, seq) = written?;
+        self.group.wait(seq, self.hook.as_ref()).map_err(|why| {
+            self.ctx.refused(format!(
+                "the reconciliation of order id {order_id:?} was written but may not be durable: \
+                 {why}"
+            ))
+        })?;
+        Ok(reconciliation)
+    }
+
+    fn reconciliations(&self, order_id: Option<&str>) -> Result<Vec<Reconciliation>> {
+        let action = "read reconciliations";
+        let sql = format!(
+            "SELECT {RECONCILIATION_COLUMNS} FROM reconciliations
+             WHERE ?1 IS NULL OR order_id = ?1 ORDER BY id"
+        );
+        let conn = self.lock();
+        let raws = conn
+            .prepare_cached(&sql)
+            .and_then(|mut stmt| {
+                stmt.query_map([order_id], RawReconciliation::read)?
+                    .collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .map_err(|e| self.ctx.db(action, e))?;
+        raws.into_iter().map(|r| r.check(&self.ctx)).collect()
+    }
+
+    fn check(&self) -> Result<JournalCheck> {
+        let action = "check the journal";
+        let conn = self.lock();
+        let mut problems = Vec::new();
+        let integrity = conn
+            .prepare("PRAGMA integrity_check")
+            .and_then(|mut stmt| {
+                stmt.query_map([], |row| row.get::<_, String>(0))?
+                    .collect::<rusqlite::Result<Vec<String>>>()
+            })
+            .map_err(|e| self.ctx.db(action, e))?;
+        if integrity != ["ok"] {
+            problems.extend(
+                integrity
+                    .into_iter()
+                    .map(|p| format!("integrity_check: {p}")),
+            );
+        }
+        let schema_version = schema::version(&conn).map_err(|e| self.ctx.db(action, e))?;
+        let raws = conn
+            .prepare(&format!(
+                "SELECT {COLUMNS} FROM operations ORDER BY created_at, rowid"
+            ))
+            .and_then(|mut stmt| {
+                stmt.query_map([], RawRow::read)?
+                    .collect::<rusqlite::Result<Vec<RawRow>>>()
+            })
+            .map_err(|e| self.ctx.db(action, e))?;
+        let operations = raws.len();
+        for raw in raws {
+            match raw.check(&self.ctx) {
+                Ok(stored) => {
+                    let op = &stored.record.operation;
+                    problems.extend(rules::body_problem(&op.order_id, &op.body, &op.body_sha256));
+                }
+                Err(e) => problems.push(e.message().to_owned()),
+            }
+        }
+        let raws = conn
+            .prepare(&format!(
+                "SELECT {RECONCILIATION_COLUMNS} FROM reconciliations ORDER BY id"
+            ))
+            .and_then(|mut stmt| {
+                stmt.query_map([], RawReconciliation::read)?
+                    .collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .map_err(|e| self.ctx.db(action, e))?;
+        let reconciliations = raws.len();
+        problems.extend(
+            raws.into_iter()
+                .filter_map(|r| r.check(&self.ctx).err())
+                .map(|e| e.message().to_owned()),
+        );
+        Ok(JournalCheck {
+            backend: "sqlite",
+            schema_version: Some(schema_version),
+            library_schema_version: Some(SCHEMA_VERSION),
+            migrated_from: self.migrated_from,
+            operations,
+            reconciliations,
+            problems,
+        })
     }
 }

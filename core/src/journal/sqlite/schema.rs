@@ -13,7 +13,7 @@ use super::Context;
 use crate::error::Result;
 
 /// The schema version this build writes and reads.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// `MIGRATIONS[v]` takes a file from version `v` to `v + 1`; each step runs
 /// inside the transaction that records the new version.
@@ -44,6 +44,19 @@ const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [
     );
     CREATE INDEX operations_by_state ON operations (state, created_at);
     CREATE INDEX operations_by_state_updated ON operations (state, updated_at);",
+    // 1 → 2: reconciliations, a person's closing of an unsettled operation
+    // (who, when, why, from which state). Kept when operations are purged.
+    "CREATE TABLE reconciliations (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        order_id TEXT NOT NULL,
+        idempotency_key TEXT NOT NULL,
+        previous_state TEXT NOT NULL,
+        state TEXT NOT NULL,
+        reconciled_by TEXT NOT NULL,
+        reconciled_at INTEGER NOT NULL,
+        reference TEXT NOT NULL
+    );
+    CREATE INDEX reconciliations_by_order ON reconciliations (order_id, id);",
 ];
 
 /// What a file holds.
@@ -95,8 +108,9 @@ fn refusal(found: &Found) -> Option<String> {
 }
 
 /// Brings the file at `conn` to [`SCHEMA_VERSION`] in WAL mode, or refuses it
-/// unchanged.
-pub(super) fn prepare(conn: &mut Connection, ctx: &Context) -> Result<()> {
+/// unchanged. Returns the version it migrated from, if it migrated a journal
+/// (a new, empty file is not counted).
+pub(super) fn prepare(conn: &mut Connection, ctx: &Context) -> Result<Option<u32>> {
     // Read-only look first: a newer or foreign file is refused before the
     // journal-mode switch below writes to its header.
     let found = inspect(conn).map_err(|e| ctx.db("read the schema", e))?;
@@ -132,5 +146,17 @@ pub(super) fn prepare(conn: &mut Connection, ctx: &Context) -> Result<()> {
         )
         .map_err(|e| ctx.db("record the schema version", e))?;
     }
-    tx.commit().map_err(|e| ctx.db("commit the migration", e))
+    tx.commit().map_err(|e| ctx.db("commit the migration", e))?;
+    Ok(match found {
+        Found::Journal(v) if v < SCHEMA_VERSION => Some(v),
+        _ => None,
+    })
+}
+
+/// The schema version the file at `conn` carries (0 when it has none).
+pub(super) fn version(conn: &Connection) -> rusqlite::Result<u32> {
+    Ok(match inspect(conn)? {
+        Found::Journal(v) => v,
+        _ => 0,
+    })
 }

@@ -1196,3 +1196,7 @@ pub unsafe extern "C" fn payidem_operation_free(op: *mut payidem_operation) {
         guard_value((), || drop(Box::from_raw(op)));
     }
 }
+
+#[cfg(test)]
+#[path = "operation_tests.rs"]
+mod tests;

@@ -56,11 +56,17 @@ pub enum ErrorCode {
     /// Not final: the operation keeps its key and `execute`/`resume` may
     /// complete it later. The last answer's status and body are kept.
     Refused,
+    /// Verification: the shared replay store (Redis) could not claim the
+    /// nonce — unreachable, timed out, out of memory, or restarted after the
+    /// request was signed (its epoch guard) — so the verifier fails closed:
+    /// 503 with `Retry-After` ([`Error::retry_after`]). Nothing was
+    /// accepted; a fresh attempt may succeed later.
+    ReplayStoreUnavailable,
 }
 
 impl ErrorCode {
     /// Every code, in number order.
-    pub const ALL: [ErrorCode; 18] = [
+    pub const ALL: [ErrorCode; 19] = [
         ErrorCode::InvalidArgument,
         ErrorCode::IdempotencyConflict,
         ErrorCode::Rejected,
@@ -79,6 +85,7 @@ impl ErrorCode {
         ErrorCode::Internal,
         ErrorCode::Cancelled,
         ErrorCode::Refused,
+        ErrorCode::ReplayStoreUnavailable,
     ];
 
     /// The stable snake_case name, as used on the wire and in every binding.
@@ -102,6 +109,7 @@ impl ErrorCode {
             ErrorCode::Internal => "internal_error",
             ErrorCode::Cancelled => "cancelled",
             ErrorCode::Refused => "refused",
+            ErrorCode::ReplayStoreUnavailable => "replay_store_unavailable",
         }
     }
 
@@ -126,6 +134,7 @@ impl ErrorCode {
             ErrorCode::Internal => 16,
             ErrorCode::Cancelled => 17,
             ErrorCode::Refused => 18,
+            ErrorCode::ReplayStoreUnavailable => 19,
         }
     }
 
@@ -157,7 +166,7 @@ impl ErrorCode {
             | ErrorCode::TimestampOutOfWindow
             | ErrorCode::InvalidSignature => Some(401),
             ErrorCode::NonceReused | ErrorCode::IdempotencyConflict => Some(409),
-            ErrorCode::ReplayCacheFull => Some(503),
+            ErrorCode::ReplayCacheFull | ErrorCode::ReplayStoreUnavailable => Some(503),
             ErrorCode::IdempotencyKeyRequired | ErrorCode::InvalidArgument => Some(400),
             _ => None,
         }
@@ -191,6 +200,7 @@ struct Inner {
     order_id: Option<String>,
     idempotency_key: Option<String>,
     server_time: Option<u64>,
+    retry_after: Option<u64>,
 }
 
 impl Error {
@@ -205,6 +215,7 @@ impl Error {
             order_id: None,
             idempotency_key: None,
             server_time: None,
+            retry_after: None,
         }))
     }
 
@@ -240,6 +251,14 @@ impl Error {
     /// [`ErrorCode::TimestampOutOfWindow`].
     pub fn with_server_time(mut self, server_time: u64) -> Error {
         self.0.server_time = Some(server_time);
+        self
+    }
+
+    /// Attaches how many seconds the caller should wait before a fresh
+    /// attempt, for [`ErrorCode::ReplayStoreUnavailable`] (sent as
+    /// `Retry-After`).
+    pub fn with_retry_after(mut self, seconds: u64) -> Error {
+        self.0.retry_after = Some(seconds);
         self
     }
 
@@ -283,6 +302,12 @@ impl Error {
     /// The server's clock, for [`ErrorCode::TimestampOutOfWindow`].
     pub fn server_time(&self) -> Option<u64> {
         self.0.server_time
+    }
+
+    /// Seconds to wait before a fresh attempt, for
+    /// [`ErrorCode::ReplayStoreUnavailable`] (at least 1 when set).
+    pub fn retry_after(&self) -> Option<u64> {
+        self.0.retry_after
     }
 }
 

@@ -3,7 +3,9 @@
 //!
 //! The [`protocol`] and [`policy`] modules are sans-I/O: they take bytes,
 //! times and outcomes as inputs and return values and decisions, so they can
-//! be driven by any HTTP stack and tested without a network.
+//! be driven by any HTTP stack and tested without a network. The one
+//! exception is a verifier given a shared Redis replay store
+//! ([`replay_store`]), which asks that server about each accepted nonce.
 
 #![deny(missing_docs)]
 
@@ -14,6 +16,7 @@ pub mod journal;
 pub mod operation;
 pub mod policy;
 pub mod protocol;
+pub mod replay_store;
 
 pub use client::{CallOptions, Client, ClientConfig, JournalChoice};
 pub use error::{Error, ErrorCode, Result};

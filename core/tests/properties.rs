@@ -567,6 +567,7 @@ fn error_code() -> impl Strategy<Value = Option<String>> {
             "idempotency_in_progress",
             "timestamp_out_of_window",
             "replay_cache_full",
+            "replay_store_unavailable",
             "idempotency_key_required",
             "invalid_signature",
         ])
@@ -639,8 +640,10 @@ proptest! {
             prop_assert_eq!(status, 409);
         }
         // A server error never proves that nothing happened, except the
-        // replay cache's own refusal, which comes before the operation.
-        if status >= 500 && !(status == 503 && code.as_deref() == Some("replay_cache_full")) {
+        // replay cache's and the replay store's own refusals, which come
+        // before the operation.
+        let before_the_operation = matches!(code.as_deref(), Some("replay_cache_full" | "replay_store_unavailable"));
+        if status >= 500 && !(status == 503 && before_the_operation) {
             prop_assert_eq!(decision.landed, Landed::Maybe, "{} {:?}", status, code);
         }
     }

@@ -240,8 +240,8 @@ fn retry_after_or_backoff(response_headers: &[(&str, &str)], platform_now_unix: 
 /// - [`Landed::No`]: the answer came from the platform's signature,
 ///   replay-cache or rate-limit checks, which run before the idempotency
 ///   store (401, 429, 400 `idempotency_key_required`, 503
-///   `replay_cache_full`), or the key is held by another request (409
-///   `idempotency_conflict`).
+///   `replay_cache_full` or `replay_store_unavailable`), or the key is held
+///   by another request (409 `idempotency_conflict`).
 /// - [`Landed::Yes`]: a 2xx, `idempotency_in_progress`, or another 4xx (a
 ///   refusal the platform keeps under the key, e.g. 402 `card_declined`).
 /// - [`Landed::Maybe`]: everything else — 409 `nonce_reused` (every attempt
@@ -252,7 +252,7 @@ pub fn landed_by_answer(status: u16, error_code: Option<&str>) -> Landed {
     match (status, error_code) {
         (401 | 429, _)
         | (400, Some("idempotency_key_required"))
-        | (503, Some("replay_cache_full"))
+        | (503, Some("replay_cache_full" | "replay_store_unavailable"))
         | (409, Some("idempotency_conflict")) => Landed::No,
         (200..=299, _) | (409, Some("idempotency_in_progress")) => Landed::Yes,
         (409, _) => Landed::Maybe,
@@ -289,6 +289,10 @@ mod tests {
         assert_eq!(response(401, Some("invalid_signature")).landed, Landed::No);
         assert_eq!(response(429, None).landed, Landed::No);
         assert_eq!(response(503, Some("replay_cache_full")).landed, Landed::No);
+        assert_eq!(
+            response(503, Some("replay_store_unavailable")).landed,
+            Landed::No
+        );
         assert_eq!(response(409, Some("nonce_reused")).landed, Landed::Maybe);
         assert_eq!(response(402, Some("card_declined")).landed, Landed::Yes);
     }

@@ -11,6 +11,7 @@ use serde_json::json;
 
 use super::headers;
 use crate::error::{Error, ErrorCode};
+use crate::replay_store::UNAVAILABLE_RETRY_AFTER_SECONDS;
 
 /// The `Content-Type` header every refusal carries.
 pub const CONTENT_TYPE: &str = "Content-Type";
@@ -47,8 +48,10 @@ impl Refusal {
     /// `unknown_api_key`, `timestamp_out_of_window` and `invalid_signature`;
     /// 409 `nonce_reused`; 503 `replay_cache_full`; 400
     /// `idempotency_key_required`, and 400 `invalid_argument` for an
-    /// `Idempotency-Key` header that is empty, repeated or breaks its rule.
-    pub const VERIFICATION_CODES: [ErrorCode; 8] = [
+    /// `Idempotency-Key` header that is empty, repeated or breaks its rule;
+    /// 503 `replay_store_unavailable` (a shared Redis replay store that
+    /// cannot answer, or its epoch guard).
+    pub const VERIFICATION_CODES: [ErrorCode; 9] = [
         ErrorCode::InvalidArgument,
         ErrorCode::MissingSignature,
         ErrorCode::UnknownApiKey,
@@ -57,6 +60,7 @@ impl Refusal {
         ErrorCode::NonceReused,
         ErrorCode::ReplayCacheFull,
         ErrorCode::IdempotencyKeyRequired,
+        ErrorCode::ReplayStoreUnavailable,
     ];
 
     /// The answer to a request whose verification failed with `error`.
@@ -65,7 +69,9 @@ impl Refusal {
     /// and the error's own code and message; `timestamp_out_of_window` also
     /// carries the server's clock ([`Error::server_time`], which every error
     /// of [`Verifier::verify`](super::Verifier::verify) has) as
-    /// `X-Server-Time` (Unix seconds) and `Date` (an HTTP date). Any other
+    /// `X-Server-Time` (Unix seconds) and `Date` (an HTTP date), and
+    /// `replay_store_unavailable` carries `Retry-After` (the error's
+    /// [`Error::retry_after`], else 1 second). Any other
     /// error is a failure of the server, never of the request: it is answered
     /// 500 `internal_error` with a fixed message that shows nothing of it.
     pub fn for_error(error: &Error) -> Refusal {
@@ -84,6 +90,15 @@ impl Refusal {
                     .headers
                     .push((headers::DATE, http_date(server_time)));
             }
+        }
+        if code == ErrorCode::ReplayStoreUnavailable {
+            let seconds = error
+                .retry_after()
+                .unwrap_or(UNAVAILABLE_RETRY_AFTER_SECONDS)
+                .max(1);
+            refusal
+                .headers
+                .push((headers::RETRY_AFTER, seconds.to_string()));
         }
         refusal
     }
@@ -126,8 +141,8 @@ impl Refusal {
     }
 
     /// The headers to send, in order: `Content-Type`, then for
-    /// `timestamp_out_of_window` `X-Server-Time` and `Date`. Never a framing
-    /// header.
+    /// `timestamp_out_of_window` `X-Server-Time` and `Date`, for
+    /// `replay_store_unavailable` `Retry-After`. Never a framing header.
     pub fn headers(&self) -> &[(&'static str, String)] {
         &self.headers
     }
@@ -238,6 +253,7 @@ mod tests {
             (ErrorCode::ReplayCacheFull, 503),
             (ErrorCode::IdempotencyKeyRequired, 400),
             (ErrorCode::InvalidArgument, 400),
+            (ErrorCode::ReplayStoreUnavailable, 503),
         ];
         for (code, status) in protocol {
             assert_eq!(Refusal::for_error(&Error::new(code, "m")).status(), status);
@@ -250,6 +266,23 @@ mod tests {
             numbers.windows(2).all(|w| w[0] < w[1]),
             "in number order, each once"
         );
+    }
+
+    #[test]
+    fn replay_store_unavailable_says_when_to_retry() {
+        let e = Error::new(ErrorCode::ReplayStoreUnavailable, "store down");
+        let r = Refusal::for_error(&e);
+        assert_eq!((r.status(), r.code()), (503, "replay_store_unavailable"));
+        let names: Vec<&str> = r.headers().iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, ["Content-Type", "Retry-After"]);
+        assert_eq!(header(&r, "Retry-After"), Some("1"));
+        let r = Refusal::for_error(&e.clone().with_retry_after(7));
+        assert_eq!(header(&r, "Retry-After"), Some("7"));
+        let r = Refusal::for_error(&e.with_retry_after(0));
+        assert_eq!(header(&r, "Retry-After"), Some("1"), "never 0");
+        // No other code sends it.
+        let e = Error::new(ErrorCode::ReplayCacheFull, "x").with_retry_after(7);
+        assert_eq!(header(&Refusal::for_error(&e), "Retry-After"), None);
     }
 
     #[test]
@@ -366,6 +399,19 @@ mod tests {
                 ErrorCode::IdempotencyKeyRequired => {
                     verify(&v, "POST", &signed("POST", "", NOW, 1))
                 }
+                ErrorCode::ReplayStoreUnavailable => {
+                    // A Redis store whose socket does not exist: fails closed.
+                    let mut v = Verifier::with_replay_store(
+                        VerifierConfig::default(),
+                        crate::replay_store::ReplayStore::from_url(
+                            "unix:///nonexistent-payidem-dir/redis.sock",
+                        )
+                        .unwrap(),
+                    )
+                    .unwrap();
+                    v.add_key("key_1", &[SECRET]).unwrap();
+                    verify(&v, "POST", &signed("POST", "k", NOW, 1))
+                }
                 other => panic!("no request provokes {other}: add one here"),
             };
             assert_eq!(error.code(), code, "{error:?}");
@@ -374,6 +420,10 @@ mod tests {
             assert_eq!(
                 body_of(&r),
                 json!({"error": {"code": code.as_str(), "message": error.message()}})
+            );
+            assert_eq!(
+                header(&r, "Retry-After").is_some(),
+                code == ErrorCode::ReplayStoreUnavailable
             );
             let clock = code == ErrorCode::TimestampOutOfWindow;
             assert_eq!(header(&r, "X-Server-Time"), clock.then_some("1767225600"));

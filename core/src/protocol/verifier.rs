@@ -14,6 +14,7 @@ use super::nonce_cache::{Budget, NonceCache, Refusal};
 use super::secret::KeyedMac;
 use crate::error::{Error, ErrorCode, Result};
 use crate::hex;
+use crate::replay_store::{Claim, RedisReplay, ReplayStore};
 
 /// Settings of a [`Verifier`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -95,6 +96,8 @@ pub struct Verifier {
     config: VerifierConfig,
     /// Nonces held by every key id's cache, against the verifier-wide limit.
     total: Arc<Budget>,
+    /// The shared store, when nonces are not kept in memory.
+    redis: Option<RedisReplay>,
 }
 
 fn secrets_to_macs(secrets: &[&[u8]]) -> Result<Vec<KeyedMac>> {
@@ -112,8 +115,22 @@ fn refuse(code: ErrorCode, message: impl Into<String>) -> Error {
 }
 
 impl Verifier {
-    /// An empty verifier; add key ids with [`Verifier::add_key`].
+    /// An empty verifier that keeps nonces in memory; add key ids with
+    /// [`Verifier::add_key`].
     pub fn new(config: VerifierConfig) -> Result<Verifier> {
+        Verifier::with_replay_store(config, ReplayStore::Memory)
+    }
+
+    /// An empty verifier that records nonces in `store`: in memory
+    /// ([`ReplayStore::Memory`], the same as [`Verifier::new`]), or in a
+    /// Redis server shared by a fleet ([`ReplayStore::Redis`]; see
+    /// [`crate::replay_store`]). Nothing is connected here: an unreachable
+    /// Redis makes each verification fail closed with
+    /// `replay_store_unavailable`; [`Verifier::check_replay_store`] tests it
+    /// up front. With Redis, `nonce_capacity_per_key`, `shards` and
+    /// [`Verifier::set_nonce_capacity_total`] bound nothing: the server's
+    /// `maxmemory` does, and a full server fails closed the same way.
+    pub fn with_replay_store(config: VerifierConfig, store: ReplayStore) -> Result<Verifier> {
         if config.shards == 0 || config.shards > 256 {
             return Err(Error::invalid("shards", "must be 1..=256"));
         }
@@ -129,11 +146,36 @@ impl Verifier {
                 "must be at least 1",
             ));
         }
+        let redis = match store {
+            ReplayStore::Memory => None,
+            ReplayStore::Redis(redis) => Some(RedisReplay::new(redis)?),
+        };
         Ok(Verifier {
             keys: HashMap::new(),
             config,
             total: Arc::new(Budget::new(DEFAULT_NONCE_CAPACITY_TOTAL)),
+            redis,
         })
+    }
+
+    /// The replay store this verifier records nonces in.
+    pub fn replay_store(&self) -> ReplayStore {
+        match &self.redis {
+            None => ReplayStore::Memory,
+            Some(redis) => ReplayStore::Redis(redis.config().clone()),
+        }
+    }
+
+    /// Checks the replay store now: always `Ok` in memory; with Redis, it
+    /// connects and checks that the server never evicts keys
+    /// (`maxmemory-policy noeviction`). Fails with
+    /// `replay_store_unavailable` when the server cannot be reached, or
+    /// `invalid_argument` naming `replay_store` when it may evict.
+    pub fn check_replay_store(&self) -> Result<()> {
+        match &self.redis {
+            None => Ok(()),
+            Some(redis) => redis.check_server(),
+        }
     }
 
     /// Sets the verifier-wide limit of nonces held across every key id (a
@@ -199,8 +241,9 @@ impl Verifier {
         &self.config
     }
 
-    /// How many nonces are held for `key_id`: every live one, plus expired
-    /// ones whose slots are not yet reused or dropped.
+    /// How many nonces are held for `key_id` in this process: every live
+    /// one, plus expired ones whose slots are not yet reused or dropped
+    /// (always 0 with a Redis replay store).
     pub fn nonces_held(&self, key_id: &str) -> usize {
         self.keys.get(key_id).map_or(0, |k| k.nonces.len())
     }
@@ -242,7 +285,10 @@ impl Verifier {
 
         // Start loading the nonce's cache line now; the signature check below
         // hides the memory latency.
-        let located = entry.nonces.locate(signed.nonce);
+        let located = self
+            .redis
+            .is_none()
+            .then(|| entry.nonces.locate(signed.nonce));
 
         let idempotency_key = signed.idempotency_key.unwrap_or("");
         let parts = CanonicalParts {
@@ -263,42 +309,66 @@ impl Verifier {
         }
 
         let expires_at = signed.timestamp.saturating_add(self.config.window_seconds);
-        let mut recorded = entry.nonces.check_and_record(&located, expires_at, now);
+        match (&self.redis, located) {
+            (Some(redis), _) => {
+                let until = expires_at.saturating_add(redis.config().margin_seconds);
+                if redis.claim(signed.key_id, signed.nonce_text, signed.timestamp, until)?
+                    == Claim::Reused
+                {
+                    return Err(refuse(ErrorCode::NonceReused, NONCE_REUSED));
+                }
+            }
+            (None, Some(located)) => self.record_in_memory(entry, &located, expires_at, now)?,
+            (None, None) => unreachable!("located whenever nonces are kept in memory"),
+        }
+        self.check_idempotency_key(request.method, &signed)?;
+
+        Ok(Verified {
+            key_id: signed.key_id,
+            timestamp: signed.timestamp,
+            idempotency_key: signed.idempotency_key,
+            nonce: signed.nonce_text,
+        })
+    }
+
+    /// Protocol step 5 with the in-memory replay cache.
+    fn record_in_memory(
+        &self,
+        entry: &KeyEntry,
+        located: &super::nonce_cache::Located,
+        expires_at: u64,
+        now: u64,
+    ) -> Result<()> {
+        let mut recorded = entry.nonces.check_and_record(located, expires_at, now);
         if recorded == Err(Refusal::TotalFull) {
             // Expired nonces of other key ids may hold the budget.
             let freed: usize = self.keys.values().map(|k| k.nonces.purge(now)).sum();
             if freed > 0 {
-                recorded = entry.nonces.check_and_record(&located, expires_at, now);
+                recorded = entry.nonces.check_and_record(located, expires_at, now);
             }
         }
         match recorded {
-            Ok(()) => {}
-            Err(Refusal::Stale(_)) => {
-                return Err(refuse(
-                    ErrorCode::TimestampOutOfWindow,
-                    "X-Timestamp is too old for the newest clock this server has seen (its clock went back)",
-                )
-                .with_server_time(now))
-            }
-            Err(Refusal::TotalFull) => {
-                return Err(refuse(
-                    ErrorCode::ReplayCacheFull,
-                    "the replay cache of this server is full; try again later",
-                ))
-            }
-            Err(Refusal::Reused) => return Err(refuse(
-                ErrorCode::NonceReused,
-                "X-Nonce was already used with this key id inside the window; sign a fresh attempt",
+            Ok(()) => Ok(()),
+            Err(Refusal::Stale(_)) => Err(refuse(
+                ErrorCode::TimestampOutOfWindow,
+                "X-Timestamp is too old for the newest clock this server has seen (its clock went back)",
+            )
+            .with_server_time(now)),
+            Err(Refusal::TotalFull) => Err(refuse(
+                ErrorCode::ReplayCacheFull,
+                "the replay cache of this server is full; try again later",
             )),
-            Err(Refusal::Full) => {
-                return Err(refuse(
-                    ErrorCode::ReplayCacheFull,
-                    "the replay cache for this key id is full; try again later",
-                ))
-            }
+            Err(Refusal::Reused) => Err(refuse(ErrorCode::NonceReused, NONCE_REUSED)),
+            Err(Refusal::Full) => Err(refuse(
+                ErrorCode::ReplayCacheFull,
+                "the replay cache for this key id is full; try again later",
+            )),
         }
+    }
 
-        if request.method == "POST" && signed.idempotency_key.is_none() {
+    /// Protocol step 6 and the idempotency key's own rules.
+    fn check_idempotency_key(&self, method: &str, signed: &SignedHeaders<'_>) -> Result<()> {
+        if method == "POST" && signed.idempotency_key.is_none() {
             return Err(refuse(
                 ErrorCode::IdempotencyKeyRequired,
                 "a POST must carry an Idempotency-Key header",
@@ -320,15 +390,12 @@ impl Verifier {
             Some(key) => fields::check_idempotency_key(key)?,
             None => {}
         }
-
-        Ok(Verified {
-            key_id: signed.key_id,
-            timestamp: signed.timestamp,
-            idempotency_key: signed.idempotency_key,
-            nonce: signed.nonce_text,
-        })
+        Ok(())
     }
 }
+
+const NONCE_REUSED: &str =
+    "X-Nonce was already used with this key id inside the window; sign a fresh attempt";
 
 impl KeyEntry {
     fn signature_matches(
@@ -354,6 +421,7 @@ impl fmt::Debug for Verifier {
         f.debug_struct("Verifier")
             .field("key_ids", &ids)
             .field("config", &self.config)
+            .field("replay_store", &self.redis.as_ref().map(|r| r.config()))
             .field("secrets", &"<redacted>")
             .finish()
     }

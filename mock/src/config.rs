@@ -122,8 +122,13 @@ pub struct MockConfig {
     pub keys: Vec<KeySpec>,
     /// Allowed distance between a request's timestamp and the server clock.
     pub window_seconds: u64,
-    /// Live nonces kept per key id before failing closed.
+    /// Live nonces kept per key id before failing closed (in-memory store
+    /// only).
     pub nonce_capacity: usize,
+    /// Where accepted nonces are recorded: this process's memory (default),
+    /// or a Redis server shared by several mock instances, which then act
+    /// as one verifier fleet (`--nonce-store redis://…`).
+    pub nonce_store: payidem::replay_store::ReplayStore,
     /// How long finished idempotency keys are kept.
     pub idempotency_retention_seconds: u64,
     /// The server's clock.
@@ -151,6 +156,7 @@ impl Default for MockConfig {
             keys: Vec::new(),
             window_seconds: 300,
             nonce_capacity: DEFAULT_NONCE_CAPACITY,
+            nonce_store: payidem::replay_store::ReplayStore::Memory,
             idempotency_retention_seconds: DEFAULT_RETENTION_SECONDS,
             clock: ClockSetting::default(),
             faults: FaultSettings::none(),
@@ -187,6 +193,8 @@ pub struct FileConfig {
     pub idempotency_retention_seconds: Option<u64>,
     /// Replay cache capacity per key id.
     pub nonce_capacity: Option<usize>,
+    /// Nonce store: `memory`, `redis://…` or `unix://…`.
+    pub nonce_store: Option<String>,
     /// Whether the control routes exist.
     pub control: Option<bool>,
 }
@@ -264,6 +272,9 @@ impl MockConfig {
         if let Some(n) = file.nonce_capacity {
             self.nonce_capacity = n;
         }
+        if let Some(url) = &file.nonce_store {
+            self.nonce_store = payidem::replay_store::ReplayStore::from_url(url)?;
+        }
         if let Some(c) = file.control {
             self.control = c;
         }
@@ -298,5 +309,29 @@ mod tests {
         let e = KeySpec::parse_flag("k:base64:!!!").unwrap_err();
         assert!(!e.message().contains("!!!"));
         assert!(!format!("{:?}", KeySpec::default_test_key()).contains(DEFAULT_SECRET));
+    }
+
+    #[test]
+    fn nonce_store_from_the_config_file() {
+        use payidem::replay_store::ReplayStore;
+        let dir = std::env::temp_dir().join(format!("payidem-mock-cfg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("mock.json");
+        let mut config = MockConfig::default();
+        assert_eq!(config.nonce_store, ReplayStore::Memory);
+        std::fs::write(&path, r#"{"nonce_store": "redis://:pw@127.0.0.1:6390/1"}"#).unwrap();
+        config.apply_file(&path).unwrap();
+        match &config.nonce_store {
+            ReplayStore::Redis(r) => assert_eq!(r.url, "redis://:pw@127.0.0.1:6390/1"),
+            other => panic!("{other:?}"),
+        }
+        assert!(
+            !format!("{config:?}").contains("pw@"),
+            "Debug hides the password"
+        );
+        std::fs::write(&path, r#"{"nonce_store": "ftp://x"}"#).unwrap();
+        let e = config.apply_file(&path).unwrap_err();
+        assert_eq!(e.field(), Some("replay_store"));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

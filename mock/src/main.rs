@@ -32,7 +32,8 @@ struct Cli {
 
     /// JSON file with any of: host, port, keys [{key_id, secret}], faults
     /// {kind: p}, delay_ms, seed, clock_skew_seconds,
-    /// idempotency_retention_seconds, nonce_capacity, control. Flags given
+    /// idempotency_retention_seconds, nonce_capacity, nonce_store, control.
+    /// Flags given
     /// on the command line win.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -61,9 +62,19 @@ struct Cli {
     #[arg(long, value_name = "SECONDS")]
     idempotency_retention_seconds: Option<u64>,
 
-    /// Live nonces kept per key id before answering 503 replay_cache_full.
+    /// Live nonces kept per key id before answering 503 replay_cache_full
+    /// (in-memory nonce store only).
     #[arg(long, value_name = "N")]
     nonce_capacity: Option<usize>,
+
+    /// Where accepted nonces are recorded: `memory` (default, this process
+    /// only) or a Redis server shared by several mock instances, which then
+    /// refuse each other's replays: redis://HOST[:PORT][/DB],
+    /// unix:///PATH/redis.sock. The server must run with maxmemory-policy
+    /// noeviction; when it cannot answer, requests are refused with 503
+    /// replay_store_unavailable.
+    #[arg(long, value_name = "URL")]
+    nonce_store: Option<String>,
 
     /// How long every create and refund stays in progress before it runs,
     /// in milliseconds.
@@ -119,6 +130,9 @@ fn build(cli: &Cli) -> payidem::Result<MockConfig> {
     }
     if let Some(n) = cli.nonce_capacity {
         config.nonce_capacity = n;
+    }
+    if let Some(url) = &cli.nonce_store {
+        config.nonce_store = payidem::replay_store::ReplayStore::from_url(url)?;
     }
     if let Some(ms) = cli.processing_delay_ms {
         config.processing_delay_ms = ms;

@@ -55,11 +55,14 @@ impl std::fmt::Debug for MockServer {
 
 pub(crate) fn build_verifier(config: &MockConfig) -> payidem::Result<Verifier> {
     let shards = if config.nonce_capacity < 1024 { 1 } else { 64 };
-    let mut verifier = Verifier::new(VerifierConfig {
-        window_seconds: config.window_seconds,
-        nonce_capacity_per_key: config.nonce_capacity,
-        shards,
-    })?;
+    let mut verifier = Verifier::with_replay_store(
+        VerifierConfig {
+            window_seconds: config.window_seconds,
+            nonce_capacity_per_key: config.nonce_capacity,
+            shards,
+        },
+        config.nonce_store.clone(),
+    )?;
     let default_key;
     let keys: &[KeySpec] = if config.keys.is_empty() {
         default_key = [KeySpec::default_test_key()];
@@ -112,6 +115,9 @@ impl MockServer {
             }
         }
         let verifier = build_verifier(&config)?;
+        // A shared nonce store must answer, and must never evict a live
+        // nonce, before this instance accepts anything.
+        verifier.check_replay_store()?;
         let seed = config.seed.unwrap_or_else(random_seed);
         let bind = format!("{}:{}", config.host, config.port);
         let transport = |what: &str, e: std::io::Error| {

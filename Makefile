@@ -22,22 +22,33 @@
 CARGO ?= cargo
 
 .PHONY: test test-rust test-c test-python test-go test-dist lint bench demo lib header install \
-	uninstall bench-c c-deps c-artifacts dist dist-c dist-mock dist-wheel dist-go
+	uninstall bench-c c-deps redis-deps c-artifacts dist dist-c dist-mock dist-wheel dist-go
 
 ## test: every test of every language, then the release artifacts outside the repository
 test: test-rust test-c test-python test-go test-dist
 
-## test-rust: every Rust test of the workspace (core, mock, e2e with the chaos test, C ABI crate)
-test-rust:
+## test-rust: every Rust test of the workspace (core, mock, e2e with the chaos test, C ABI crate);
+## the replay-store tests start their own redis-server (see redis-deps)
+test-rust: redis-deps
 	$(CARGO) test --workspace
 
+## redis-deps: installs redis-server (Debian package) when missing. Tests of the
+## Redis replay store start a throwaway server themselves (temp dir, unix socket,
+## no persistence) and fail, never skip, when it cannot start.
+redis-deps:
+	@command -v redis-server >/dev/null 2>&1 || { \
+		echo "installing redis-server"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
+	@command -v redis-server >/dev/null 2>&1 || { \
+		echo "redis-server is missing and could not be installed (apt-get install -y redis-server): the replay-store tests need it"; exit 1; }
+
 ## test-python: builds and installs the Python package in a venv, runs pytest, mypy and stubtest
-test-python:
+test-python: redis-deps
 	bindings/python/run-tests.sh
 
 ## test-go: builds the static library and the mock, then go vet, go test -race,
 ## the GOGC=1 cgocheck run, the dynamic-link run and a short benchmark
-test-go:
+test-go: redis-deps
 	bindings/go/run-tests.sh
 
 ## lint: formatting and clippy, warnings are errors
@@ -100,7 +111,7 @@ c-artifacts:
 	@ln -sf $(CURDIR)/$(RELEASE)/libpayidem.so $(C_LIB)/libpayidem.so.$(ABI_VERSION)
 	@ln -sf libpayidem.so.$(ABI_VERSION) $(C_LIB)/libpayidem.so
 
-test-c: c-deps
+test-c: c-deps redis-deps
 	@echo "== Rust side: header drift, version macros, code mapping, panic boundary"
 	$(CARGO) test -p payidem-capi
 	@$(MAKE) --no-print-directory c-artifacts

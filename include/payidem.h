@@ -197,6 +197,13 @@ enum payidem_result
    */
   PAYIDEM_REFUSED = 18,
   /**
+   * Verification: the shared replay store (Redis) could not claim the
+   * nonce (unreachable, timed out, out of memory, or restarted after the
+   * request was signed): fails closed, answer 503 with `Retry-After`
+   * (`payidem_refusal_from_error` builds it). Nothing was accepted.
+   */
+  PAYIDEM_REPLAY_STORE_UNAVAILABLE = 19,
+  /**
    * C ABI only: the caller's buffer is too small; the error message and
    * the call's length output say how much is needed.
    */
@@ -442,6 +449,43 @@ enum payidem_attempt_outcome
 typedef enum payidem_attempt_outcome payidem_attempt_outcome;
 #else
 typedef uint32_t payidem_attempt_outcome;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * What a step asks the caller to do: the values `payidem_step_kind`
+ * returns. (Named `_type`: C gives the function and a type one namespace.)
+ */
+enum payidem_step_type
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * Record the coming attempt in your journal (durably when
+   * `payidem_step_persist_first`), then call
+   * `payidem_operation_persisted`. Only the pure machine asks for it: a
+   * client's call records in the client's journal itself.
+   */
+  PAYIDEM_STEP_PERSIST = 1,
+  /**
+   * Send this signed attempt, then report what happened.
+   */
+  PAYIDEM_STEP_SEND = 2,
+  /**
+   * Sleep `payidem_step_wait_ms`, then ask for the next step.
+   */
+  PAYIDEM_STEP_WAIT = 3,
+  /**
+   * The call is over; see `payidem_step_end_result`.
+   */
+  PAYIDEM_STEP_END = 4,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum payidem_step_type payidem_step_type;
+#else
+typedef uint32_t payidem_step_type;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
@@ -1400,7 +1444,7 @@ const char *payidem_landed_name(uint32_t landed);
 const char *payidem_attempt_kind_name(uint32_t kind);
 
 /**
- * What `step` asks for: a `payidem_step_kind` value; 0 for a NULL step.
+ * What `step` asks for: a `payidem_step_type` value; 0 for a NULL step.
  *
  * Ownership: borrows `step`.
  * NULL: `step` may be NULL, giving 0.
@@ -2329,6 +2373,38 @@ payidem_result payidem_verifier_new(uint64_t window_seconds,
                                     struct payidem_error **err_out);
 
 /**
+ * Creates a verifier like `payidem_verifier_new` whose nonces are recorded
+ * in the replay store named by `replay_store`: `"memory"` (or NULL, or
+ * `""`) for this process's memory, exactly like `payidem_verifier_new`;
+ * `"redis://host[:port][/db]"`, `"unix:///path/redis.sock"` or
+ * `"redis+unix:///path"` for a Redis server shared by a fleet of verifiers,
+ * so a request accepted by one is a replay (`PAYIDEM_NONCE_REUSED`) for
+ * all. Nothing is connected here. With Redis each verification that
+ * passes the window and the signature claims the nonce with one atomic
+ * script; when Redis is unreachable, times out, is out of memory, or was
+ * restarted after the request was signed (its epoch guard), verification
+ * fails closed with `PAYIDEM_REPLAY_STORE_UNAVAILABLE` (503 with
+ * `Retry-After`), never accepting. `nonce_capacity_per_key` then bounds
+ * nothing (Redis's `maxmemory` does). See docs/replay-store.md for what
+ * the Redis server needs (`maxmemory-policy noeviction`).
+ *
+ * Ownership: `replay_store` is only read (it may hold a password; it never
+ * appears in an error). On success `*verifier_out` receives a new verifier
+ * the caller frees with `payidem_verifier_free`.
+ * NULL: `verifier_out` must not be NULL; `replay_store` and `err_out` may
+ * be NULL.
+ * Threads: safe from any thread.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `replay_store` (not one of the
+ * forms above), `window_seconds`, `nonce_capacity_per_key` or
+ * `verifier_out`.
+ */
+payidem_result payidem_verifier_new_with_replay_store(uint64_t window_seconds,
+                                                      size_t nonce_capacity_per_key,
+                                                      const char *replay_store,
+                                                      struct payidem_verifier **verifier_out,
+                                                      struct payidem_error **err_out);
+
+/**
  * Adds `key_id` with its `count` active secrets (each 16..=1024 bytes;
  * several for rotation: any may match). The secrets are copied.
  *
@@ -2389,7 +2465,9 @@ payidem_result payidem_verifier_set_secrets(const struct payidem_verifier *verif
  * `PAYIDEM_TIMESTAMP_OUT_OF_WINDOW` (with the server time,
  * `payidem_error_server_time`), `PAYIDEM_INVALID_SIGNATURE`,
  * `PAYIDEM_NONCE_REUSED`, `PAYIDEM_REPLAY_CACHE_FULL`,
- * `PAYIDEM_IDEMPOTENCY_KEY_REQUIRED`; `PAYIDEM_INVALID_ARGUMENT` naming
+ * `PAYIDEM_IDEMPOTENCY_KEY_REQUIRED`, `PAYIDEM_REPLAY_STORE_UNAVAILABLE`
+ * (a Redis replay store that cannot answer; 503 with `Retry-After`);
+ * `PAYIDEM_INVALID_ARGUMENT` naming
  * `verifier`, `method`, `path`, `headers[i].name`, `headers[i].value`,
  * `body` or `idempotency_key`.
  */

@@ -24,10 +24,11 @@ use crate::result::payidem_result;
 use crate::signing::payidem_signer;
 use crate::text::{bytes, c_string, handle, opt_str, out};
 
-/// What a step asks the caller to do (`payidem_step_kind`'s answer).
+/// What a step asks the caller to do: the values `payidem_step_kind`
+/// returns. (Named `_type`: C gives the function and a type one namespace.)
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum payidem_step_kind {
+pub enum payidem_step_type {
     /// Record the coming attempt in your journal (durably when
     /// `payidem_step_persist_first`), then call
     /// `payidem_operation_persisted`. Only the pure machine asks for it: a
@@ -263,7 +264,7 @@ unsafe fn step_ref<'a>(step: *const payidem_step) -> Option<&'a StepBody> {
     step.as_ref().map(|s| &s.body)
 }
 
-/// What `step` asks for: a `payidem_step_kind` value; 0 for a NULL step.
+/// What `step` asks for: a `payidem_step_type` value; 0 for a NULL step.
 ///
 /// Ownership: borrows `step`.
 /// NULL: `step` may be NULL, giving 0.
@@ -274,10 +275,10 @@ pub unsafe extern "C" fn payidem_step_kind(step: *const payidem_step) -> u32 {
     guard_value(0, || {
         step_ref(step).map_or(0, |s| {
             (match s {
-                StepBody::Persist { .. } => payidem_step_kind::PAYIDEM_STEP_PERSIST,
-                StepBody::Send { .. } => payidem_step_kind::PAYIDEM_STEP_SEND,
-                StepBody::Wait { .. } => payidem_step_kind::PAYIDEM_STEP_WAIT,
-                StepBody::End { .. } => payidem_step_kind::PAYIDEM_STEP_END,
+                StepBody::Persist { .. } => payidem_step_type::PAYIDEM_STEP_PERSIST,
+                StepBody::Send { .. } => payidem_step_type::PAYIDEM_STEP_SEND,
+                StepBody::Wait { .. } => payidem_step_type::PAYIDEM_STEP_WAIT,
+                StepBody::End { .. } => payidem_step_type::PAYIDEM_STEP_END,
             }) as u32
         })
     })

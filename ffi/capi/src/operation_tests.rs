@@ -193,7 +193,7 @@ fn defaults_base64_body_and_a_whole_call_through_the_steps() {
         let step = poll(op, s, 1767225600, 0);
         assert_eq!(
             payidem_step_kind(step),
-            payidem_step_kind::PAYIDEM_STEP_PERSIST as u32
+            payidem_step_type::PAYIDEM_STEP_PERSIST as u32
         );
         assert_eq!(payidem_step_persist_attempt(step), 1);
         assert!(payidem_step_persist_first(step));
@@ -221,7 +221,7 @@ fn defaults_base64_body_and_a_whole_call_through_the_steps() {
         let step = poll(op, s, 1767225600, 0);
         assert_eq!(
             payidem_step_kind(step),
-            payidem_step_kind::PAYIDEM_STEP_SEND as u32
+            payidem_step_type::PAYIDEM_STEP_SEND as u32
         );
         assert_eq!(
             payidem_step_attempt_kind(step),
@@ -295,7 +295,7 @@ fn defaults_base64_body_and_a_whole_call_through_the_steps() {
         let step = poll(op, s, 1767225600, 500);
         assert_eq!(
             payidem_step_kind(step),
-            payidem_step_kind::PAYIDEM_STEP_WAIT as u32
+            payidem_step_type::PAYIDEM_STEP_WAIT as u32
         );
         assert_eq!(payidem_step_wait_ms(step), 1500);
         payidem_step_free(step);
@@ -304,7 +304,7 @@ fn defaults_base64_body_and_a_whole_call_through_the_steps() {
         let step = poll(op, s, 1767225602, 2000);
         assert_eq!(
             payidem_step_kind(step),
-            payidem_step_kind::PAYIDEM_STEP_PERSIST as u32
+            payidem_step_type::PAYIDEM_STEP_PERSIST as u32
         );
         assert!(!payidem_step_persist_first(step));
         assert_eq!(payidem_step_persist_attempt(step), 2);
@@ -333,7 +333,7 @@ fn defaults_base64_body_and_a_whole_call_through_the_steps() {
         let step = poll(op, s, 1767225602, 2100);
         assert_eq!(
             payidem_step_kind(step),
-            payidem_step_kind::PAYIDEM_STEP_END as u32
+            payidem_step_type::PAYIDEM_STEP_END as u32
         );
         assert_eq!(
             text(payidem_step_end_name(step)).as_deref(),
@@ -541,7 +541,7 @@ fn a_call_driven_by_the_caller_journals_sends_and_settles() {
         let step = call_step(call);
         assert_eq!(
             payidem_step_kind(step),
-            payidem_step_kind::PAYIDEM_STEP_SEND as u32
+            payidem_step_type::PAYIDEM_STEP_SEND as u32
         );
         // Recorded before it is handed out; the base URL's prefix is signed.
         assert_eq!(state_of(c, "ord-c1"), S::PAYIDEM_STATE_IN_FLIGHT);
@@ -590,7 +590,7 @@ fn a_call_driven_by_the_caller_journals_sends_and_settles() {
         let step = call_step(call);
         assert_eq!(
             payidem_step_kind(step),
-            payidem_step_kind::PAYIDEM_STEP_WAIT as u32
+            payidem_step_type::PAYIDEM_STEP_WAIT as u32
         );
         payidem_step_free(step);
         // Freeing mid-call abandons it: unknown, resumable.
@@ -664,7 +664,7 @@ fn a_call_driven_by_the_caller_journals_sends_and_settles() {
         let step = call_step(call);
         assert_eq!(
             payidem_step_kind(step),
-            payidem_step_kind::PAYIDEM_STEP_END as u32
+            payidem_step_type::PAYIDEM_STEP_END as u32
         );
         assert_eq!(
             text(payidem_step_end_name(step)).as_deref(),

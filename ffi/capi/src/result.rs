@@ -55,6 +55,11 @@ pub enum payidem_result {
     /// (authentication, rate limit): nothing happened; not final, the
     /// operation keeps its key (status and body in the error).
     PAYIDEM_REFUSED = 18,
+    /// Verification: the shared replay store (Redis) could not claim the
+    /// nonce (unreachable, timed out, out of memory, or restarted after the
+    /// request was signed): fails closed, answer 503 with `Retry-After`
+    /// (`payidem_refusal_from_error` builds it). Nothing was accepted.
+    PAYIDEM_REPLAY_STORE_UNAVAILABLE = 19,
     /// C ABI only: the caller's buffer is too small; the error message and
     /// the call's length output say how much is needed.
     PAYIDEM_BUFFER_TOO_SMALL = 100,
@@ -62,7 +67,7 @@ pub enum payidem_result {
 
 impl payidem_result {
     /// Every code, in number order.
-    pub(crate) const ALL: [payidem_result; 20] = [
+    pub(crate) const ALL: [payidem_result; 21] = [
         payidem_result::PAYIDEM_OK,
         payidem_result::PAYIDEM_INVALID_ARGUMENT,
         payidem_result::PAYIDEM_IDEMPOTENCY_CONFLICT,
@@ -82,6 +87,7 @@ impl payidem_result {
         payidem_result::PAYIDEM_INTERNAL_ERROR,
         payidem_result::PAYIDEM_CANCELLED,
         payidem_result::PAYIDEM_REFUSED,
+        payidem_result::PAYIDEM_REPLAY_STORE_UNAVAILABLE,
         payidem_result::PAYIDEM_BUFFER_TOO_SMALL,
     ];
 
@@ -119,6 +125,7 @@ impl payidem_result {
             payidem_result::PAYIDEM_INTERNAL_ERROR => c"internal_error",
             payidem_result::PAYIDEM_CANCELLED => c"cancelled",
             payidem_result::PAYIDEM_REFUSED => c"refused",
+            payidem_result::PAYIDEM_REPLAY_STORE_UNAVAILABLE => c"replay_store_unavailable",
             payidem_result::PAYIDEM_BUFFER_TOO_SMALL => c"buffer_too_small",
         }
     }
@@ -234,7 +241,7 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), payidem_result::ALL.len());
-        assert!(payidem_result_name(19).is_null());
+        assert!(payidem_result_name(20).is_null());
         assert!(payidem_result_name(99).is_null());
     }
 

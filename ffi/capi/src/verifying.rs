@@ -5,6 +5,7 @@ use std::ptr;
 use std::sync::{PoisonError, RwLock};
 
 use payidem::protocol::{IncomingRequest, Refusal, Verifier, VerifierConfig};
+use payidem::replay_store::ReplayStore;
 use payidem::{Error, ErrorCode};
 
 use crate::boundary::{guard, guard_value};
@@ -16,7 +17,7 @@ use crate::result::payidem_result;
 use crate::signing::{
     PAYIDEM_IDEMPOTENCY_KEY_BUF_LEN, PAYIDEM_KEY_ID_BUF_LEN, PAYIDEM_NONCE_BUF_LEN,
 };
-use crate::text::{array, bytes, handle, out, req_str};
+use crate::text::{array, bytes, handle, out, req_str, Out};
 
 /// Verifies signed requests for a set of key ids and refuses replays.
 ///
@@ -54,22 +55,82 @@ pub unsafe extern "C" fn payidem_verifier_new(
 ) -> payidem_result {
     guard(err_out, || {
         let slot = out(verifier_out, "verifier_out")?;
-        // Capacity is exact for any number of shards; fewer shards than
-        // nonces only saves memory.
-        let shards = VerifierConfig::default()
-            .shards
-            .min(nonce_capacity_per_key)
-            .max(1);
-        let inner = Verifier::new(VerifierConfig {
+        new_verifier(
+            window_seconds,
+            nonce_capacity_per_key,
+            ReplayStore::Memory,
+            slot,
+        )
+    })
+}
+
+/// Creates a verifier like `payidem_verifier_new` whose nonces are recorded
+/// in the replay store named by `replay_store`: `"memory"` (or NULL, or
+/// `""`) for this process's memory, exactly like `payidem_verifier_new`;
+/// `"redis://host[:port][/db]"`, `"unix:///path/redis.sock"` or
+/// `"redis+unix:///path"` for a Redis server shared by a fleet of verifiers,
+/// so a request accepted by one is a replay (`PAYIDEM_NONCE_REUSED`) for
+/// all. Nothing is connected here. With Redis each verification that
+/// passes the window and the signature claims the nonce with one atomic
+/// script; when Redis is unreachable, times out, is out of memory, or was
+/// restarted after the request was signed (its epoch guard), verification
+/// fails closed with `PAYIDEM_REPLAY_STORE_UNAVAILABLE` (503 with
+/// `Retry-After`), never accepting. `nonce_capacity_per_key` then bounds
+/// nothing (Redis's `maxmemory` does). See docs/replay-store.md for what
+/// the Redis server needs (`maxmemory-policy noeviction`).
+///
+/// Ownership: `replay_store` is only read (it may hold a password; it never
+/// appears in an error). On success `*verifier_out` receives a new verifier
+/// the caller frees with `payidem_verifier_free`.
+/// NULL: `verifier_out` must not be NULL; `replay_store` and `err_out` may
+/// be NULL.
+/// Threads: safe from any thread.
+/// Errors: `PAYIDEM_INVALID_ARGUMENT` naming `replay_store` (not one of the
+/// forms above), `window_seconds`, `nonce_capacity_per_key` or
+/// `verifier_out`.
+#[no_mangle]
+pub unsafe extern "C" fn payidem_verifier_new_with_replay_store(
+    window_seconds: u64,
+    nonce_capacity_per_key: usize,
+    replay_store: *const c_char,
+    verifier_out: *mut *mut payidem_verifier,
+    err_out: *mut *mut payidem_error,
+) -> payidem_result {
+    guard(err_out, || {
+        let slot = out(verifier_out, "verifier_out")?;
+        let store = if replay_store.is_null() {
+            ReplayStore::Memory
+        } else {
+            ReplayStore::from_url(req_str(replay_store, "replay_store")?)?
+        };
+        new_verifier(window_seconds, nonce_capacity_per_key, store, slot)
+    })
+}
+
+fn new_verifier(
+    window_seconds: u64,
+    nonce_capacity_per_key: usize,
+    store: ReplayStore,
+    slot: Out<'_, *mut payidem_verifier>,
+) -> Result<(), FfiError> {
+    // Capacity is exact for any number of shards; fewer shards than
+    // nonces only saves memory.
+    let shards = VerifierConfig::default()
+        .shards
+        .min(nonce_capacity_per_key)
+        .max(1);
+    let inner = Verifier::with_replay_store(
+        VerifierConfig {
             window_seconds,
             nonce_capacity_per_key,
             shards,
-        })?;
-        slot.write(Box::into_raw(Box::new(payidem_verifier {
-            inner: RwLock::new(inner),
-        })));
-        Ok(())
-    })
+        },
+        store,
+    )?;
+    slot.write(Box::into_raw(Box::new(payidem_verifier {
+        inner: RwLock::new(inner),
+    })));
+    Ok(())
 }
 
 unsafe fn read_secrets<'a>(
@@ -275,7 +336,9 @@ unsafe fn verify_impl(
 /// `PAYIDEM_TIMESTAMP_OUT_OF_WINDOW` (with the server time,
 /// `payidem_error_server_time`), `PAYIDEM_INVALID_SIGNATURE`,
 /// `PAYIDEM_NONCE_REUSED`, `PAYIDEM_REPLAY_CACHE_FULL`,
-/// `PAYIDEM_IDEMPOTENCY_KEY_REQUIRED`; `PAYIDEM_INVALID_ARGUMENT` naming
+/// `PAYIDEM_IDEMPOTENCY_KEY_REQUIRED`, `PAYIDEM_REPLAY_STORE_UNAVAILABLE`
+/// (a Redis replay store that cannot answer; 503 with `Retry-After`);
+/// `PAYIDEM_INVALID_ARGUMENT` naming
 /// `verifier`, `method`, `path`, `headers[i].name`, `headers[i].value`,
 /// `body` or `idempotency_key`.
 #[no_mangle]

@@ -27,6 +27,7 @@ type Client struct {
 	mu    sync.RWMutex // read-held by every call, write-held by Close
 	ptr   *C.payidem_client
 	event cgo.Handle // 0 when no OnAttempt hook
+	base  string     // Config.BaseURL, for RoundTripper
 }
 
 // Operation is one business operation: an order id, one unchanging request
@@ -128,7 +129,7 @@ func NewClient(cfg Config) (*Client, error) {
 	if rc != C.PAYIDEM_OK {
 		return nil, renameOptionField(newError(rc, cerr, nil))
 	}
-	c := &Client{ptr: ptr}
+	c := &Client{ptr: ptr, base: cfg.BaseURL}
 	if cfg.OnAttempt != nil {
 		c.event = cgo.NewHandle(cfg.OnAttempt)
 		C.payidem_go_set_event_handle(ptr, C.uintptr_t(c.event))

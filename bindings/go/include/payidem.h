@@ -197,6 +197,13 @@ enum payidem_result
    */
   PAYIDEM_REFUSED = 18,
   /**
+   * Verification: the shared replay store (Redis) could not claim the
+   * nonce (unreachable, timed out, out of memory, or restarted after the
+   * request was signed): fails closed, answer 503 with `Retry-After`
+   * (`payidem_refusal_from_error` builds it). Nothing was accepted.
+   */
+  PAYIDEM_REPLAY_STORE_UNAVAILABLE = 19,
+  /**
    * C ABI only: the caller's buffer is too small; the error message and
    * the call's length output say how much is needed.
    */
@@ -446,6 +453,58 @@ typedef uint32_t payidem_attempt_outcome;
 #endif // __cplusplus
 
 /**
+ * What a step asks the caller to do: the values `payidem_step_kind`
+ * returns. (Named `_type`: C gives the function and a type one namespace.)
+ */
+enum payidem_step_type
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * Record the coming attempt in your journal (durably when
+   * `payidem_step_persist_first`), then call
+   * `payidem_operation_persisted`. Only the pure machine asks for it: a
+   * client's call records in the client's journal itself.
+   */
+  PAYIDEM_STEP_PERSIST = 1,
+  /**
+   * Send this signed attempt, then report what happened.
+   */
+  PAYIDEM_STEP_SEND = 2,
+  /**
+   * Sleep `payidem_step_wait_ms`, then ask for the next step.
+   */
+  PAYIDEM_STEP_WAIT = 3,
+  /**
+   * The call is over; see `payidem_step_end_result`.
+   */
+  PAYIDEM_STEP_END = 4,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum payidem_step_type payidem_step_type;
+#else
+typedef uint32_t payidem_step_type;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * One call of a client driving one operation, for a caller that sends
+ * the attempts with its own HTTP client: ask `payidem_call_step` what to
+ * do, send SEND steps to `payidem_client_url` of their path, report with
+ * `payidem_call_report`, sleep WAIT steps, stop at END. The call records
+ * every attempt in the client's journal (durably for the first) before
+ * handing it out, and stores the end before the END step.
+ *
+ * Single owner: used by one thread at a time (it may move between
+ * threads); many calls of one client may run on many threads. Free it
+ * with `payidem_call_free`; a call freed before its END is abandoned (the
+ * journal is left right and the lease released).
+ */
+typedef struct payidem_call payidem_call;
+
+/**
  * Runs business operations against the platform, one idempotency key per
  * operation, keeping each operation's key and frozen body in a journal.
  *
@@ -464,6 +523,18 @@ typedef struct payidem_client payidem_client;
  * it may move between threads but must not be used by two at once.
  */
 typedef struct payidem_error payidem_error;
+
+/**
+ * One call driving one operation, with no journal, clock or network of its
+ * own: the caller persists what PERSIST steps ask, sends what SEND steps
+ * carry, sleeps WAIT steps, and gives the time with every poll and report.
+ * The same machine `payidem_client_execute` drives; for callers with their
+ * own journal, and for the operation vectors.
+ *
+ * Single owner: used by one thread at a time (it may move between
+ * threads); free it with `payidem_operation_free`.
+ */
+typedef struct payidem_operation payidem_operation;
 
 /**
  * A list of order ids (from `payidem_client_list_unknown`).
@@ -513,6 +584,19 @@ typedef struct payidem_signed_attempt payidem_signed_attempt;
 typedef struct payidem_signer payidem_signer;
 
 /**
+ * One step of an operation: persist, send, wait or end. Made by
+ * `payidem_operation_poll`, `payidem_operation_abandon`,
+ * `payidem_call_step` and `payidem_call_cancel`; read with the
+ * `payidem_step_*` accessors (an accessor of another kind's data answers
+ * 0, false or NULL).
+ *
+ * Single owner: it may move between threads but must not be used by two
+ * at once; free it with `payidem_step_free`. It does not borrow the
+ * operation or call that made it.
+ */
+typedef struct payidem_step payidem_step;
+
+/**
  * Verifies signed requests for a set of key ids and refuses replays.
  *
  * Share freely: every function may be called from any number of threads
@@ -520,6 +604,22 @@ typedef struct payidem_signer payidem_signer;
  * waits for running verifications). Secrets are wiped on free.
  */
 typedef struct payidem_verifier payidem_verifier;
+
+/**
+ * One HTTP header: a name and a value, both NUL-terminated. Names compare
+ * ASCII case-insensitively. Bytes that are not UTF-8 are read lossily
+ * (such a value can never satisfy a protocol rule).
+ */
+typedef struct payidem_header {
+  /**
+   * The header's name, e.g. `"X-Nonce"`; never NULL.
+   */
+  const char *name;
+  /**
+   * The header's value; never NULL (use `""` for an empty value).
+   */
+  const char *value;
+} payidem_header;
 
 /**
  * One attempt's event, for logs and metrics. Holds no secret and no body.
@@ -610,20 +710,29 @@ typedef void (*payidem_event_callback)(void *userdata, const struct payidem_atte
 typedef int (*payidem_cancel_callback)(void *userdata);
 
 /**
- * One HTTP header: a name and a value, both NUL-terminated. Names compare
- * ASCII case-insensitively. Bytes that are not UTF-8 are read lossily
- * (such a value can never satisfy a protocol rule).
+ * The machine's reaction to one reported attempt (filled by
+ * `payidem_operation_handle`).
  */
-typedef struct payidem_header {
+typedef struct payidem_reaction {
   /**
-   * The header's name, e.g. `"X-Nonce"`; never NULL.
+   * What comes next: a `payidem_next_action` value.
    */
-  const char *name;
+  uint32_t next;
   /**
-   * The header's value; never NULL (use `""` for an empty value).
+   * The wait before the next attempt in milliseconds, rounded up; 0 when
+   * none.
    */
-  const char *value;
-} payidem_header;
+  uint64_t wait_ms;
+  /**
+   * The HTTP status of the reported response; 0 when none came.
+   */
+  uint16_t status;
+  /**
+   * Whether the operation may have taken effect, over every attempt so
+   * far: a `payidem_landed` value.
+   */
+  uint32_t landed;
+} payidem_reaction;
 
 /**
  * The decision of `payidem_decide`. Fields that do not apply to `kind` are
@@ -718,6 +827,170 @@ typedef struct payidem_verified {
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+/**
+ * Starts a call of one business operation, as `payidem_client_execute`
+ * does (same arguments, checks and journal; an order id already in the
+ * journal with the same request continues that operation, a settled one
+ * gives an END step at once) but without sending anything: the caller
+ * drives it with `payidem_call_step` and `payidem_call_report`.
+ * `deadline_ms` (0 for none) shortens the client's retry deadline for this
+ * call.
+ *
+ * Ownership: on success `*call_out` receives a new call the caller frees
+ * with `payidem_call_free`; the inputs are only read (the body is copied
+ * into the journal).
+ * NULL: `client`, `order_id`, `method`, `path` and `call_out` must not be
+ * NULL; `body` may be NULL when `body_len` is 0; `idempotency_key`,
+ * `status_path` and `err_out` may be NULL.
+ * Threads: safe from any number of threads on one client.
+ * Errors: `PAYIDEM_IDEMPOTENCY_CONFLICT` (the order id is journaled with
+ * another request), `PAYIDEM_OPERATION_BUSY` (another call drives it),
+ * `PAYIDEM_JOURNAL_ERROR`, `PAYIDEM_INVALID_ARGUMENT` naming `client`,
+ * `order_id`, `method`, `path`, `body`, `idempotency_key`, `status_path`
+ * or `call_out`. The platform's answers come with the END step.
+ */
+payidem_result payidem_client_begin(const struct payidem_client *client,
+                                    const char *order_id,
+                                    const char *method,
+                                    const char *path,
+                                    const uint8_t *body,
+                                    size_t body_len,
+                                    const char *idempotency_key,
+                                    const char *status_path,
+                                    uint64_t deadline_ms,
+                                    struct payidem_call **call_out,
+                                    struct payidem_error **err_out);
+
+/**
+ * Starts a call resuming an unsettled operation of the journal with its
+ * own key and body (after a crash, or after `PAYIDEM_OUTCOME_UNKNOWN`;
+ * see `payidem_client_list_unknown`), as `payidem_client_resume` does,
+ * for a caller that sends with its own HTTP client. A settled operation
+ * gives an END step at once with its stored outcome.
+ *
+ * Ownership: on success `*call_out` receives a new call the caller frees
+ * with `payidem_call_free`.
+ * NULL: `client`, `order_id` and `call_out` must not be NULL; `err_out`
+ * may be NULL.
+ * Threads: safe from any number of threads on one client.
+ * Errors: `PAYIDEM_OPERATION_BUSY`, `PAYIDEM_JOURNAL_ERROR`,
+ * `PAYIDEM_INVALID_ARGUMENT` naming `client`, `order_id` (also when the
+ * journal does not hold it) or `call_out`.
+ */
+payidem_result payidem_client_begin_resume(const struct payidem_client *client,
+                                           const char *order_id,
+                                           uint64_t deadline_ms,
+                                           struct payidem_call **call_out,
+                                           struct payidem_error **err_out);
+
+/**
+ * The call's next step: SEND (already recorded in the journal: send it to
+ * `payidem_client_url` of `payidem_step_path`, within
+ * `payidem_step_timeout_ms`, then `payidem_call_report`), WAIT (sleep,
+ * then ask again) or END (the journal holds the end; read it with
+ * `payidem_step_end_result`). Never PERSIST: the call records in the
+ * client's journal itself. Asking again after a SEND without reporting
+ * ends the call: that attempt's outcome is unknown. After END every step
+ * is the same END.
+ *
+ * Ownership: on success `*step_out` receives a new step the caller frees
+ * with `payidem_step_free`.
+ * NULL: `call` and `step_out` must not be NULL; `err_out` may be NULL.
+ * Threads: one thread at a time on `call`.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `call` or `step_out`. How
+ * the operation ended (journal errors included) is the END step's result,
+ * not this function's.
+ */
+payidem_result payidem_call_step(struct payidem_call *call,
+                                 struct payidem_step **step_out,
+                                 struct payidem_error **err_out);
+
+/**
+ * Reports what the attempt of the last SEND step produced, as for
+ * `payidem_operation_handle`: `outcome` is a `payidem_attempt_outcome`;
+ * for `PAYIDEM_ATTEMPT_RESPONSE` the `status`, response `headers` and
+ * `body`; for `PAYIDEM_ATTEMPT_NOT_SENT` (nothing was written: DNS,
+ * connect, TLS handshake) and `PAYIDEM_ATTEMPT_SENT_NO_RESPONSE` (the
+ * request was or may have been written, and no answer came: timeout,
+ * reset) an optional `reason`. The client's event callback receives the
+ * attempt's event before this returns. A report without an attempt in
+ * flight is ignored.
+ *
+ * Ownership: every input is only read (copied).
+ * NULL: `call` must not be NULL; `headers` may be NULL when
+ * `header_count` is 0 (no header's `name` or `value` may be NULL); `body`
+ * may be NULL when `body_len` is 0; `reason` and `err_out` may be NULL.
+ * Threads: one thread at a time on `call`.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `call`, `outcome` (not a
+ * `payidem_attempt_outcome`), `headers[i].name`, `headers[i].value`,
+ * `body` or `reason`; nothing is reported then (report again).
+ */
+payidem_result payidem_call_report(struct payidem_call *call,
+                                   uint32_t outcome,
+                                   uint16_t status,
+                                   const struct payidem_header *headers,
+                                   size_t header_count,
+                                   const uint8_t *body,
+                                   size_t body_len,
+                                   const char *reason,
+                                   struct payidem_error **err_out);
+
+/**
+ * Ends the call at the caller's request (a cancel, a deadline, a signal)
+ * and gives its END step: the journal is left right (unknown if an attempt
+ * may have landed, pending otherwise; the key is kept) and the lease is
+ * released. Its result is `PAYIDEM_CANCELLED` (order id and key in the
+ * error), unless the machine had already ended: then it is that end's
+ * result (a payment that was made is never hidden behind a cancel).
+ *
+ * Ownership: on success `*end_out` receives a new step the caller frees
+ * with `payidem_step_free`.
+ * NULL: `call` and `end_out` must not be NULL; `err_out` may be NULL.
+ * Threads: one thread at a time on `call`.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `call` or `end_out`.
+ */
+payidem_result payidem_call_cancel(struct payidem_call *call,
+                                   struct payidem_step **end_out,
+                                   struct payidem_error **err_out);
+
+/**
+ * Frees a call. A call freed before its END is abandoned first, as
+ * `payidem_call_cancel` does: the journal is left right (unknown if an
+ * attempt may have landed, so `payidem_client_list_unknown` lists it) and
+ * the lease is released.
+ *
+ * Ownership: takes `call`; steps it made stay valid.
+ * NULL: `call` may be NULL (nothing happens).
+ * Anything else must be a live handle of this type from this library:
+ * freeing it twice, using it after this call, or passing a handle of
+ * another type is undefined behaviour, and is not detected. The client
+ * that made it may be freed before or after.
+ * Threads: no call on `call` may be running or start.
+ * Errors: none.
+ */
+void payidem_call_free(struct payidem_call *call);
+
+/**
+ * Writes the full URL an attempt's request target is sent to (the base
+ * URL's origin followed by `path`, as `payidem_step_path` gives it, which
+ * already holds the base URL's path prefix) and a NUL into `buf`;
+ * `*len_out` (when given) receives its length without the NUL, also on
+ * `PAYIDEM_BUFFER_TOO_SMALL`.
+ *
+ * Ownership: `buf` is caller memory, written only on success.
+ * NULL: `client` and `path` must not be NULL; `buf` may be NULL only with
+ * `buf_len` 0; `len_out` and `err_out` may be NULL.
+ * Threads: safe from any number of threads on one client.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `client`, `path` or `buf`;
+ * `PAYIDEM_BUFFER_TOO_SMALL` naming `buf`.
+ */
+payidem_result payidem_client_url(const struct payidem_client *client,
+                                  const char *path,
+                                  char *buf,
+                                  size_t buf_len,
+                                  size_t *len_out,
+                                  struct payidem_error **err_out);
 
 /**
  * Creates a client from `options_json`, a JSON object, and the key's
@@ -1133,6 +1406,438 @@ bool payidem_error_server_time(const struct payidem_error *err, uint64_t *server
  * Errors: none.
  */
 void payidem_error_free(struct payidem_error *err);
+
+/**
+ * The stable name of a `payidem_next_action` value (`"settle"`,
+ * `"retry_now"`, `"retry_later"`, `"adjust_clock"`, `"query_status"`,
+ * `"query_later"`, `"give_up"`), as the core library names it; NULL for a
+ * number that is no action.
+ *
+ * Ownership: the string is static; never free it.
+ * NULL: never takes a pointer.
+ * Threads: safe from any thread.
+ * Errors: none; an unknown number gives NULL.
+ */
+const char *payidem_next_action_name(uint32_t action);
+
+/**
+ * The stable name of a `payidem_landed` value (`"no"`, `"maybe"`,
+ * `"yes"`), as the core library names it; NULL for a number that is none.
+ *
+ * Ownership: the string is static; never free it.
+ * NULL: never takes a pointer.
+ * Threads: safe from any thread.
+ * Errors: none; an unknown number gives NULL.
+ */
+const char *payidem_landed_name(uint32_t landed);
+
+/**
+ * The stable name of a `payidem_attempt_kind` value (`"operation"`,
+ * `"status_query"`), as the core library names it; NULL for a number that
+ * is no kind.
+ *
+ * Ownership: the string is static; never free it.
+ * NULL: never takes a pointer.
+ * Threads: safe from any thread.
+ * Errors: none; an unknown number gives NULL.
+ */
+const char *payidem_attempt_kind_name(uint32_t kind);
+
+/**
+ * What `step` asks for: a `payidem_step_type` value; 0 for a NULL step.
+ *
+ * Ownership: borrows `step`.
+ * NULL: `step` may be NULL, giving 0.
+ * Threads: read-only; not while another thread frees `step`.
+ * Errors: none.
+ */
+uint32_t payidem_step_kind(const struct payidem_step *step);
+
+/**
+ * For a PERSIST step: the number the coming attempt will carry (attempts
+ * so far plus one), which the journal records while marking the operation
+ * in flight; 0 for any other step.
+ *
+ * Ownership: borrows `step`.
+ * NULL: `step` may be NULL, giving 0.
+ * Threads: read-only; not while another thread frees `step`.
+ * Errors: none.
+ */
+uint32_t payidem_step_persist_attempt(const struct payidem_step *step);
+
+/**
+ * For a PERSIST step: true when no attempt of the operation was ever sent,
+ * so this record must be durable (fsync'd, committed) before anything
+ * leaves; false otherwise and for any other step.
+ *
+ * Ownership: borrows `step`.
+ * NULL: `step` may be NULL, giving false.
+ * Threads: read-only; not while another thread frees `step`.
+ * Errors: none.
+ */
+bool payidem_step_persist_first(const struct payidem_step *step);
+
+/**
+ * For a SEND step: the attempt's kind, a `payidem_attempt_kind` value; 0
+ * for any other step.
+ *
+ * Ownership: borrows `step`.
+ * NULL: `step` may be NULL, giving 0.
+ * Threads: read-only; not while another thread frees `step`.
+ * Errors: none.
+ */
+uint32_t payidem_step_attempt_kind(const struct payidem_step *step);
+
+/**
+ * For a SEND step: the attempt's number over every call of the operation
+ * (1 = the first ever); 0 for any other step.
+ *
+ * Ownership: borrows `step`.
+ * NULL: `step` may be NULL, giving 0.
+ * Threads: read-only; not while another thread frees `step`.
+ * Errors: none.
+ */
+uint32_t payidem_step_attempt_number(const struct payidem_step *step);
+
+/**
+ * For a SEND step: the HTTP method to send (`"POST"`, `"GET"` for a
+ * status query); NULL for any other step.
+ *
+ * Ownership: borrowed from `step`, valid until `payidem_step_free(step)`.
+ * NULL: `step` may be NULL, giving NULL.
+ * Threads: read-only; not while another thread frees `step`.
+ * Errors: none.
+ */
+const char *payidem_step_method(const struct payidem_step *step);
+
+/**
+ * For a SEND step: the request target to send, exactly as signed (for a
+ * client's call it holds the base URL's path prefix; `payidem_client_url`
+ * gives the full URL); NULL for any other step.
+ *
+ * Ownership: borrowed from `step`, valid until `payidem_step_free(step)`.
+ * NULL: `step` may be NULL, giving NULL.
+ * Threads: read-only; not while another thread frees `step`.
+ * Errors: none.
+ */
+const char *payidem_step_path(const struct payidem_step *step);
+
+/**
+ * For a SEND step: how many headers to send (the signature headers,
+ * `Idempotency-Key` on the operation's request, `Content-Type` for a
+ * non-empty body); 0 for any other step.
+ *
+ * Ownership: borrows `step`.
+ * NULL: `step` may be NULL, giving 0.
+ * Threads: read-only; not while another thread frees `step`.
+ * Errors: none.
+ */
+size_t payidem_step_header_count(const struct payidem_step *step);
+
+/**
+ * For a SEND step: the header at `index` (0-based); sets `*name_out` and
+ * `*value_out` and returns true. Returns false and writes nothing for
+ * another kind of step, an index out of range or a NULL argument.
+ *
+ * Ownership: the strings are borrowed from `step`, valid until
+ * `payidem_step_free(step)`.
+ * NULL: no argument may be NULL (false).
+ * Threads: read-only; not while another thread frees `step`.
+ * Errors: none (false).
+ */
+bool payidem_step_header_at(const struct payidem_step *step,
+                            size_t index,
+                            const char **name_out,
+                            const char **value_out);
+
+/**
+ * For a SEND step: the body to send (not NUL-terminated; empty for a
+ * status query, with a non-NULL pointer) and `*len_out` its length. NULL
+ * (and `*len_out` 0) for any other step.
+ *
+ * Ownership: borrowed from `step`, valid until `payidem_step_free(step)`.
+ * NULL: `step` may be NULL, giving NULL; `len_out` may be NULL (the length
+ * is then not written).
+ * Threads: read-only; not while another thread frees `step`.
+ * Errors: none.
+ */
+const uint8_t *payidem_step_body(const struct payidem_step *step, size_t *len_out);
+
+/**
+ * For a SEND step of a client's call: the most the whole exchange may
+ * take, in milliseconds (the client's request timeout shortened to the
+ * call's remaining deadline; at least 1). 0 for a SEND step of the pure
+ * machine (which knows no timeout) and for any other step.
+ *
+ * Ownership: borrows `step`.
+ * NULL: `step` may be NULL, giving 0.
+ * Threads: read-only; not while another thread frees `step`.
+ * Errors: none.
+ */
+uint64_t payidem_step_timeout_ms(const struct payidem_step *step);
+
+/**
+ * For a WAIT step: how long to sleep before asking again, in
+ * milliseconds, rounded up (never less than the machine's wait); 0 for any
+ * other step.
+ *
+ * Ownership: borrows `step`.
+ * NULL: `step` may be NULL, giving 0.
+ * Threads: read-only; not while another thread frees `step`.
+ * Errors: none.
+ */
+uint64_t payidem_step_wait_ms(const struct payidem_step *step);
+
+/**
+ * For an END step: how the call ended, as the core library names it:
+ * `"succeeded"`, `"rejected"`, `"conflict"`, `"refused"`, `"not_sent"`,
+ * `"unknown"` or `"key_expired"`. NULL for any other step, and for the END
+ * of a client's call that stopped on a journal error before the machine
+ * ended (see `payidem_step_end_result`).
+ *
+ * Ownership: borrowed from `step`, valid until `payidem_step_free(step)`.
+ * NULL: `step` may be NULL, giving NULL.
+ * Threads: read-only; not while another thread frees `step`.
+ * Errors: none.
+ */
+const char *payidem_step_end_name(const struct payidem_step *step);
+
+/**
+ * For an END step: true when the operation is settled for good and is
+ * never sent again (succeeded, rejected, conflict, key expired); false
+ * when a later call with the same key may still complete it, and for any
+ * other step. Always the same as `payidem_result_is_final` of
+ * `payidem_step_end_result`'s code (true for success).
+ *
+ * Ownership: borrows `step`.
+ * NULL: `step` may be NULL, giving false.
+ * Threads: read-only; not while another thread frees `step`.
+ * Errors: none.
+ */
+bool payidem_step_end_final(const struct payidem_step *step);
+
+/**
+ * For an END step: whether the operation may have taken effect, a
+ * `payidem_landed` value (`PAYIDEM_LANDED_MAYBE` when the call stopped on
+ * a journal error before the machine ended); `PAYIDEM_LANDED_NO` (0) for
+ * any other step.
+ *
+ * Ownership: borrows `step`.
+ * NULL: `step` may be NULL, giving 0.
+ * Threads: read-only; not while another thread frees `step`.
+ * Errors: none.
+ */
+uint32_t payidem_step_end_landed(const struct payidem_step *step);
+
+/**
+ * For an END step: the state the end leaves the operation in, as journals
+ * store it (`"pending"`, `"unknown"`, `"succeeded"`, `"rejected"`,
+ * `"conflict"`). NULL for any other step, and when the call stopped on a
+ * journal error before the machine ended.
+ *
+ * Ownership: borrowed from `step`, valid until `payidem_step_free(step)`.
+ * NULL: `step` may be NULL, giving NULL.
+ * Threads: read-only; not while another thread frees `step`.
+ * Errors: none.
+ */
+const char *payidem_step_end_state(const struct payidem_step *step);
+
+/**
+ * For an END step: what the caller gets. `PAYIDEM_OK` and a new outcome
+ * in `*outcome_out` when the operation succeeded; otherwise the error's
+ * code with the usual error object in `*err_out` (the platform's status
+ * and body, the order id and the key): `PAYIDEM_REJECTED`,
+ * `PAYIDEM_IDEMPOTENCY_CONFLICT`, `PAYIDEM_KEY_EXPIRED` (final);
+ * `PAYIDEM_REFUSED`, `PAYIDEM_OUTCOME_UNKNOWN`, `PAYIDEM_TRANSPORT_ERROR`
+ * (nothing reached the platform), `PAYIDEM_CANCELLED`,
+ * `PAYIDEM_JOURNAL_ERROR` (not final). May be asked any number of times.
+ *
+ * Ownership: on success `*outcome_out` receives a new outcome the caller
+ * frees with `payidem_outcome_free`.
+ * NULL: `step` and `outcome_out` must not be NULL; `err_out` may be NULL.
+ * Threads: read-only on `step`; not while another thread frees it.
+ * Errors: as listed; `PAYIDEM_INVALID_ARGUMENT` naming `step` (NULL or not
+ * an END step) or `outcome_out`.
+ */
+payidem_result payidem_step_end_result(const struct payidem_step *step,
+                                       struct payidem_outcome **outcome_out,
+                                       struct payidem_error **err_out);
+
+/**
+ * Frees a step.
+ *
+ * Ownership: takes `step`; every string and buffer borrowed from it dies.
+ * NULL: `step` may be NULL (nothing happens).
+ * Anything else must be a live handle of this type from this library:
+ * freeing it twice, using it after this call, or passing a handle of
+ * another type is undefined behaviour, and is not detected.
+ * Threads: the caller must own `step`; free it once.
+ * Errors: none.
+ */
+void payidem_step_free(struct payidem_step *step);
+
+/**
+ * Starts the machine for one operation from `start_json`, a JSON object:
+ *
+ * - `operation` (required): `order_id`, `method`, `path` (strings,
+ *   required), `body` (UTF-8 text) or `body_base64` (bytes), both
+ *   optional (empty body), `idempotency_key` (default
+ *   `create-{order_id}`) and `status_path` (strings or null). Checked as
+ *   `payidem_client_execute` checks them.
+ * - `progress`: what your journal knows: `state` (`"pending"`,
+ *   `"in_flight"`, `"unknown"`, `"succeeded"`, `"rejected"`, `"conflict"`;
+ *   default pending), `attempts` (default 0), `created_at` (Unix seconds
+ *   the operation was first prepared; the key's age counts from it;
+ *   default `now`).
+ * - `setup`: `max_attempts`, `backoff_base_ms`, `backoff_cap_ms`,
+ *   `deadline_ms`, `key_retention_secs` (at most 172800),
+ *   `max_clock_offset_secs`, `clock_offset` (seconds, may be negative),
+ *   `clock_trusted` (bool), `retry_budget` (null, or an object with
+ *   `capacity`, `retry_cost`, `timeout_cost`, `success_refund`). A
+ *   missing key takes the client's default (see
+ *   `payidem_client_defaults_json`); the clock offset defaults to 0,
+ *   trusted; no retry budget by default.
+ * - `now` (required): local wall time, Unix seconds.
+ *
+ * Unknown keys are errors.
+ *
+ * Ownership: on success `*op_out` receives a new operation the caller
+ * frees with `payidem_operation_free`.
+ * NULL: `start_json` and `op_out` must not be NULL; `err_out` may be NULL.
+ * Threads: safe from any thread.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `start_json` (not JSON), the
+ * field (e.g. `operation.order_id`, `progress.state`,
+ * `setup.max_attempts`, `setup.retry_budget.capacity`) or `op_out`.
+ */
+payidem_result payidem_operation_new(const char *start_json,
+                                     struct payidem_operation **op_out,
+                                     struct payidem_error **err_out);
+
+/**
+ * The next step at local wall time `now_unix` (Unix seconds) and
+ * `elapsed_ms` since the call started (monotonic): PERSIST (record it,
+ * then `payidem_operation_persisted`), SEND (signed with `signer` and a
+ * fresh nonce: send it, then `payidem_operation_handle`), WAIT (sleep,
+ * then poll again) or END. Polling again after a SEND without reporting
+ * ends the call: that attempt's outcome is unknown.
+ *
+ * Ownership: on success `*step_out` receives a new step the caller frees
+ * with `payidem_step_free`; `signer` is only read.
+ * NULL: `op`, `signer` and `step_out` must not be NULL; `err_out` may be
+ * NULL.
+ * Threads: one thread at a time on `op`; `signer` may be shared.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `op`, `signer` or
+ * `step_out`.
+ */
+payidem_result payidem_operation_poll(struct payidem_operation *op,
+                                      const struct payidem_signer *signer,
+                                      uint64_t now_unix,
+                                      uint64_t elapsed_ms,
+                                      struct payidem_step **step_out,
+                                      struct payidem_error **err_out);
+
+/**
+ * Confirms that the record the last PERSIST step asked for is in your
+ * journal (durable, when `payidem_step_persist_first` said so); the next
+ * poll sends. Without a pending PERSIST it does nothing.
+ *
+ * Ownership: borrows `op`.
+ * NULL: `op` must not be NULL; `err_out` may be NULL.
+ * Threads: one thread at a time on `op`.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `op`.
+ */
+payidem_result payidem_operation_persisted(struct payidem_operation *op,
+                                           struct payidem_error **err_out);
+
+/**
+ * Reports what the attempt of the last SEND step produced, at
+ * `now_unix`/`elapsed_ms` (as for `payidem_operation_poll`). `outcome` is
+ * a `payidem_attempt_outcome`: for `PAYIDEM_ATTEMPT_RESPONSE` give the
+ * `status`, the response `headers` (`Idempotent-Replayed: true` marks a
+ * replayed answer) and `body`; for `PAYIDEM_ATTEMPT_NOT_SENT` (nothing
+ * reached the platform) and `PAYIDEM_ATTEMPT_SENT_NO_RESPONSE` (sent, or
+ * maybe sent, and no answer) they are ignored and `reason` (NULL for a
+ * generic one) says what went wrong. `*reaction_out` (when given)
+ * receives what the machine decided. A report without an attempt in
+ * flight changes nothing and gives `PAYIDEM_NEXT_GIVE_UP`.
+ *
+ * Ownership: `*reaction_out` is caller memory, written only on success;
+ * every input is only read (copied).
+ * NULL: `op` must not be NULL; `headers` may be NULL when `header_count`
+ * is 0 (no header's `name` or `value` may be NULL); `body` may be NULL
+ * when `body_len` is 0; `reason`, `reaction_out` and `err_out` may be
+ * NULL.
+ * Threads: one thread at a time on `op`.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `op`, `outcome` (not a
+ * `payidem_attempt_outcome`), `headers[i].name`, `headers[i].value`,
+ * `body` or `reason`; nothing is reported then.
+ */
+payidem_result payidem_operation_handle(struct payidem_operation *op,
+                                        uint32_t outcome,
+                                        uint16_t status,
+                                        const struct payidem_header *headers,
+                                        size_t header_count,
+                                        const uint8_t *body,
+                                        size_t body_len,
+                                        const char *reason,
+                                        uint64_t now_unix,
+                                        uint64_t elapsed_ms,
+                                        struct payidem_reaction *reaction_out,
+                                        struct payidem_error **err_out);
+
+/**
+ * Ends the call now, as a caller's cancel does, with what is known
+ * (unknown if an attempt may have landed, else not sent or refused; the
+ * key is kept either way); an ended call keeps its end. `*end_out`
+ * receives the END step (its result is the end's own, never
+ * `PAYIDEM_CANCELLED`: record its state in your journal).
+ *
+ * Ownership: on success `*end_out` receives a new step the caller frees
+ * with `payidem_step_free`.
+ * NULL: `op`, `reason` and `end_out` must not be NULL; `err_out` may be
+ * NULL.
+ * Threads: one thread at a time on `op`.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `op`, `reason` or `end_out`.
+ */
+payidem_result payidem_operation_abandon(struct payidem_operation *op,
+                                         const char *reason,
+                                         struct payidem_step **end_out,
+                                         struct payidem_error **err_out);
+
+/**
+ * Attempts over every call of the operation so far (the `attempts` it
+ * started from plus those this call signed); 0 for a NULL operation.
+ *
+ * Ownership: borrows `op`.
+ * NULL: `op` may be NULL, giving 0.
+ * Threads: one thread at a time on `op`.
+ * Errors: none.
+ */
+uint32_t payidem_operation_attempts(const struct payidem_operation *op);
+
+/**
+ * Whether an attempt of the operation may have taken effect, over every
+ * call so far: a `payidem_landed` value; 0 for a NULL operation.
+ *
+ * Ownership: borrows `op`.
+ * NULL: `op` may be NULL, giving 0.
+ * Threads: one thread at a time on `op`.
+ * Errors: none.
+ */
+uint32_t payidem_operation_landed(const struct payidem_operation *op);
+
+/**
+ * Frees an operation.
+ *
+ * Ownership: takes `op`; steps it made stay valid.
+ * NULL: `op` may be NULL (nothing happens).
+ * Anything else must be a live handle of this type from this library:
+ * freeing it twice, using it after this call, or passing a handle of
+ * another type is undefined behaviour, and is not detected.
+ * Threads: no call on `op` may be running or start.
+ * Errors: none.
+ */
+void payidem_operation_free(struct payidem_operation *op);
 
 /**
  * The platform's HTTP status (2xx); 0 for a NULL outcome.
@@ -1668,6 +2373,38 @@ payidem_result payidem_verifier_new(uint64_t window_seconds,
                                     struct payidem_error **err_out);
 
 /**
+ * Creates a verifier like `payidem_verifier_new` whose nonces are recorded
+ * in the replay store named by `replay_store`: `"memory"` (or NULL, or
+ * `""`) for this process's memory, exactly like `payidem_verifier_new`;
+ * `"redis://host[:port][/db]"`, `"unix:///path/redis.sock"` or
+ * `"redis+unix:///path"` for a Redis server shared by a fleet of verifiers,
+ * so a request accepted by one is a replay (`PAYIDEM_NONCE_REUSED`) for
+ * all. Nothing is connected here. With Redis each verification that
+ * passes the window and the signature claims the nonce with one atomic
+ * script; when Redis is unreachable, times out, is out of memory, or was
+ * restarted after the request was signed (its epoch guard), verification
+ * fails closed with `PAYIDEM_REPLAY_STORE_UNAVAILABLE` (503 with
+ * `Retry-After`), never accepting. `nonce_capacity_per_key` then bounds
+ * nothing (Redis's `maxmemory` does). See docs/replay-store.md for what
+ * the Redis server needs (`maxmemory-policy noeviction`).
+ *
+ * Ownership: `replay_store` is only read (it may hold a password; it never
+ * appears in an error). On success `*verifier_out` receives a new verifier
+ * the caller frees with `payidem_verifier_free`.
+ * NULL: `verifier_out` must not be NULL; `replay_store` and `err_out` may
+ * be NULL.
+ * Threads: safe from any thread.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `replay_store` (not one of the
+ * forms above), `window_seconds`, `nonce_capacity_per_key` or
+ * `verifier_out`.
+ */
+payidem_result payidem_verifier_new_with_replay_store(uint64_t window_seconds,
+                                                      size_t nonce_capacity_per_key,
+                                                      const char *replay_store,
+                                                      struct payidem_verifier **verifier_out,
+                                                      struct payidem_error **err_out);
+
+/**
  * Adds `key_id` with its `count` active secrets (each 16..=1024 bytes;
  * several for rotation: any may match). The secrets are copied.
  *
@@ -1728,7 +2465,9 @@ payidem_result payidem_verifier_set_secrets(const struct payidem_verifier *verif
  * `PAYIDEM_TIMESTAMP_OUT_OF_WINDOW` (with the server time,
  * `payidem_error_server_time`), `PAYIDEM_INVALID_SIGNATURE`,
  * `PAYIDEM_NONCE_REUSED`, `PAYIDEM_REPLAY_CACHE_FULL`,
- * `PAYIDEM_IDEMPOTENCY_KEY_REQUIRED`; `PAYIDEM_INVALID_ARGUMENT` naming
+ * `PAYIDEM_IDEMPOTENCY_KEY_REQUIRED`, `PAYIDEM_REPLAY_STORE_UNAVAILABLE`
+ * (a Redis replay store that cannot answer; 503 with `Retry-After`);
+ * `PAYIDEM_INVALID_ARGUMENT` naming
  * `verifier`, `method`, `path`, `headers[i].name`, `headers[i].value`,
  * `body` or `idempotency_key`.
  */

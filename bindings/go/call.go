@@ -1,0 +1,258 @@
+//go:build cgo
+
+package payidem
+
+/*
+#include <stdlib.h>
+#include "payidem.h"
+*/
+import "C"
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"time"
+	"unsafe"
+)
+
+// Call is one call driving one operation with a client's journal, signer,
+// retry budget, clock offset and OnAttempt hook, for a caller that sends the
+// attempts with its own HTTP client (RoundTripper does it for net/http). It
+// takes exactly the decisions Execute takes and keeps the same crash
+// guarantees: every attempt of the operation is in the journal (the first
+// one durably) before Step hands it out, and the end is stored before the
+// StepEnd.
+//
+// Drive it as Step says: send a StepSend's attempt to Client.URL(Path)
+// within its Timeout and Report what happened; sleep a StepWait; stop at
+// StepEnd. Asking for a step again without reporting a sent attempt ends
+// the call (that attempt's outcome is unknown). A Call is used by one
+// goroutine at a time (its methods are serialized); many calls of one
+// client may run at once. Close it when done: a call closed (or collected)
+// before its end is abandoned, leaving the journal right (unknown when an
+// attempt may have left, pending otherwise) and the order free for another
+// call.
+type Call struct {
+	mu     sync.Mutex
+	ptr    *C.payidem_call
+	client *Client // kept reachable while the call lives
+}
+
+// deadlineMSOf is ctx's deadline in milliseconds from now, rounded up and
+// at least 1; 0 (the client's deadline) when ctx has none.
+func deadlineMSOf(ctx context.Context) uint64 {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return 0
+	}
+	left := time.Until(d)
+	if left <= 0 {
+		return 1
+	}
+	return uint64((left + time.Millisecond - 1) / time.Millisecond)
+}
+
+// Begin starts a call of op with the same checks and journal rules as
+// Execute: the operation is journaled before anything is sent, an order
+// already in the journal with the same request continues (a settled one
+// ends at the first Step with its stored answer), another request under
+// the same order id is ErrIdempotencyConflict, an order another call is
+// driving is ErrOperationBusy. ctx's deadline shortens the call's deadline;
+// a done ctx fails at once with ErrCancelled. Cancellation afterwards is
+// the caller's: call Cancel.
+func (c *Client) Begin(ctx context.Context, op Operation) (*Call, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	var args cstrings
+	order, err := args.add("order_id", op.OrderID)
+	if err != nil {
+		return nil, err
+	}
+	method, err := args.add("method", op.Method)
+	if err != nil {
+		return nil, err
+	}
+	path, err := args.add("path", op.Path)
+	if err != nil {
+		return nil, err
+	}
+	key, err := args.addOpt("idempotency_key", op.IdempotencyKey)
+	if err != nil {
+		return nil, err
+	}
+	status, err := args.addOpt("status_path", op.StatusPath)
+	if err != nil {
+		return nil, err
+	}
+	if err := cancelledBy(ctx); err != nil {
+		return nil, err
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.ptr == nil {
+		return nil, ErrClosed
+	}
+	var ptr *C.payidem_call
+	var cerr *C.payidem_error
+	rc := C.payidem_client_begin(c.ptr, args.ptr(order), args.ptr(method), args.ptr(path),
+		bytesPtr(op.Body), C.size_t(len(op.Body)), args.ptr(key), args.ptr(status),
+		C.uint64_t(deadlineMSOf(ctx)), &ptr, &cerr)
+	runtime.KeepAlive(c)
+	if rc != C.PAYIDEM_OK {
+		return nil, newError(rc, cerr, nil)
+	}
+	return newCall(c, ptr), nil
+}
+
+// BeginResume starts a call resuming an unsettled operation of the journal
+// (after a crash, ErrOutcomeUnknown or ErrCancelled) with its own key and
+// body; a settled one ends at the first Step with its stored answer. An
+// order id the journal does not hold is ErrInvalidArgument naming
+// "order_id". ctx as in Begin.
+func (c *Client) BeginResume(ctx context.Context, orderID string) (*Call, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	var args cstrings
+	order, err := args.add("order_id", orderID)
+	if err != nil {
+		return nil, err
+	}
+	if err := cancelledBy(ctx); err != nil {
+		return nil, err
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.ptr == nil {
+		return nil, ErrClosed
+	}
+	var ptr *C.payidem_call
+	var cerr *C.payidem_error
+	rc := C.payidem_client_begin_resume(c.ptr, args.ptr(order), C.uint64_t(deadlineMSOf(ctx)), &ptr, &cerr)
+	runtime.KeepAlive(c)
+	if rc != C.PAYIDEM_OK {
+		return nil, newError(rc, cerr, nil)
+	}
+	return newCall(c, ptr), nil
+}
+
+func newCall(c *Client, ptr *C.payidem_call) *Call {
+	call := &Call{ptr: ptr, client: c}
+	liveHandles.Add(1)
+	runtime.SetFinalizer(call, (*Call).Close)
+	return call
+}
+
+// URL is the full URL an attempt's Path (a Call's Attempt.Path, which
+// already carries the base URL's path prefix) is sent to: the client's
+// scheme, host and port followed by path.
+func (c *Client) URL(path string) (string, error) {
+	var args cstrings
+	p, err := args.add("path", path)
+	if err != nil {
+		return "", err
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.ptr == nil {
+		return "", ErrClosed
+	}
+	buf := make([]byte, 256)
+	for {
+		var n C.size_t
+		var cerr *C.payidem_error
+		rc := C.payidem_client_url(c.ptr, args.ptr(p), (*C.char)(unsafe.Pointer(&buf[0])),
+			C.size_t(len(buf)), &n, &cerr)
+		runtime.KeepAlive(c)
+		switch {
+		case rc == C.PAYIDEM_OK:
+			return string(buf[:n]), nil
+		case rc == C.PAYIDEM_BUFFER_TOO_SMALL && int(n) >= len(buf):
+			C.payidem_error_free(cerr)
+			buf = make([]byte, int(n)+1)
+		default:
+			return "", newError(rc, cerr, nil)
+		}
+	}
+}
+
+// Step gives the next step: StepSend (its Timeout set), StepWait or
+// StepEnd, never StepPersist (the call records attempts in the client's
+// journal itself). After StepEnd every Step gives the same end. A journal
+// failure ends the call with ErrJournal in End.Err.
+func (call *Call) Step() (Step, error) {
+	call.mu.Lock()
+	defer call.mu.Unlock()
+	if call.ptr == nil {
+		return Step{}, ErrClosed
+	}
+	var step *C.payidem_step
+	var cerr *C.payidem_error
+	rc := C.payidem_call_step(call.ptr, &step, &cerr)
+	runtime.KeepAlive(call)
+	if rc != C.PAYIDEM_OK {
+		return Step{}, newError(rc, cerr, nil)
+	}
+	return takeStep(step, nil), nil
+}
+
+// Report tells the call what the attempt of the last StepSend produced; it
+// runs the client's OnAttempt hook. A report with no attempt in flight is
+// ignored.
+func (call *Call) Report(r Reply) error {
+	call.mu.Lock()
+	defer call.mu.Unlock()
+	if call.ptr == nil {
+		return ErrClosed
+	}
+	err := withReply(r, func(a replyArgs, cerr **C.payidem_error) C.payidem_result {
+		return C.payidem_call_report(call.ptr, a.outcome, a.status, a.headers.ptr,
+			C.size_t(a.headers.count), a.body, a.bodyLen, a.reason, cerr)
+	})
+	runtime.KeepAlive(call)
+	return err
+}
+
+// Cancel ends the call at the caller's request and returns its end: its
+// Err matches ErrCancelled (and unwraps to cause when cause is not nil,
+// e.g. ctx.Err()), the key kept, the journal left unknown when an attempt
+// may have left and pending otherwise. When the machine had already ended
+// (the last report settled it), that end is returned as it is: a payment
+// that was made is never hidden behind a cancel.
+func (call *Call) Cancel(cause error) (*End, error) {
+	call.mu.Lock()
+	defer call.mu.Unlock()
+	if call.ptr == nil {
+		return nil, ErrClosed
+	}
+	var step *C.payidem_step
+	var cerr *C.payidem_error
+	rc := C.payidem_call_cancel(call.ptr, &step, &cerr)
+	runtime.KeepAlive(call)
+	if rc != C.PAYIDEM_OK {
+		return nil, newError(rc, cerr, nil)
+	}
+	s := takeStep(step, cause)
+	if s.End == nil {
+		return nil, &Error{Code: CodeInternal, Message: "cancel gave a " + s.Kind.String() + " step", sentinel: ErrInternal}
+	}
+	return s.End, nil
+}
+
+// Close frees the call; a call not yet ended is abandoned first (see
+// Call). Later calls fail with ErrClosed. Calling it again does nothing.
+func (call *Call) Close() error {
+	call.mu.Lock()
+	defer call.mu.Unlock()
+	if call.ptr == nil {
+		return nil
+	}
+	C.payidem_call_free(call.ptr)
+	call.ptr = nil
+	call.client = nil
+	liveHandles.Add(-1)
+	runtime.SetFinalizer(call, nil)
+	return nil
+}

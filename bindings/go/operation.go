@@ -1,0 +1,615 @@
+//go:build cgo
+
+package payidem
+
+/*
+#include <stdlib.h>
+#include "payidem.h"
+*/
+import "C"
+
+import (
+	"encoding/json"
+	"net/http"
+	"runtime"
+	"sync"
+	"time"
+	"unicode/utf8"
+	"unsafe"
+)
+
+// StepKind tells what a Step asks the caller to do.
+type StepKind int
+
+// The step kinds (the C ABI's payidem_step_type).
+const (
+	// StepPersist: record the coming attempt durably, then confirm with
+	// Machine.Persisted (pure machine only: a Call records it itself).
+	StepPersist StepKind = C.PAYIDEM_STEP_PERSIST
+	// StepSend: send Step.Send, then report what happened.
+	StepSend StepKind = C.PAYIDEM_STEP_SEND
+	// StepWait: sleep Step.Wait (or less, to check for cancellation), then
+	// ask for the next step.
+	StepWait StepKind = C.PAYIDEM_STEP_WAIT
+	// StepEnd: the call is over; Step.End says how.
+	StepEnd StepKind = C.PAYIDEM_STEP_END
+)
+
+func (k StepKind) String() string {
+	switch k {
+	case StepPersist:
+		return "persist"
+	case StepSend:
+		return "send"
+	case StepWait:
+		return "wait"
+	case StepEnd:
+		return "end"
+	}
+	return "step(" + itoa(int(k)) + ")"
+}
+
+// Step is what the operation machine asks for next. Only the field of Kind
+// is set: Persist for StepPersist, Send for StepSend, Wait for StepWait,
+// End for StepEnd.
+type Step struct {
+	Kind    StepKind
+	Persist PersistStep
+	Send    *Attempt
+	Wait    time.Duration
+	End     *End
+}
+
+// PersistStep is the record to make before the next attempt of the
+// operation's own request: no attempt leaves before its record.
+type PersistStep struct {
+	// Attempt is the number the coming attempt will carry (attempts so far
+	// plus one); the record marks the operation in flight with it.
+	Attempt int
+	// First: no attempt of the operation was ever sent, so this record must
+	// be durable (fsync'd, committed) before anything leaves.
+	First bool
+}
+
+// Attempt is one signed request to send now, exactly as given: a fresh
+// nonce and signature every time, the operation's one key and body.
+type Attempt struct {
+	// Kind tells the operation's own request from a status query.
+	Kind AttemptKind
+	// Number counts every attempt of the operation over all its calls (1
+	// for the first ever).
+	Number int
+	// Method and Path (the request target, with its query) of the request.
+	// A Call's Path carries the client's base URL prefix: send it to
+	// Client.URL(Path).
+	Method string
+	Path   string
+	// Header holds the signature headers (and Idempotency-Key for the
+	// operation); send them unchanged.
+	Header http.Header
+	// Body is sent byte for byte (empty for a status query).
+	Body []byte
+	// Timeout is the most the whole exchange may take (a Call's step only;
+	// zero from a Machine, whose caller chooses).
+	Timeout time.Duration
+}
+
+// End is how a call driving an operation ended.
+type End struct {
+	// Name is the library's name of the end: succeeded, rejected, conflict,
+	// refused, not_sent, unknown or key_expired.
+	Name string
+	// Final: the operation is settled for good and is never sent again
+	// (succeeded, rejected, conflict, key_expired). Otherwise the same key
+	// may still complete it (Execute, Resume, another Begin).
+	Final bool
+	// Landed tells whether the operation may have taken effect.
+	Landed Landed
+	// State is where the end leaves the operation in the journal.
+	State State
+	// Outcome is the settled answer when the end succeeded (Err is nil).
+	Outcome *Outcome
+	// Err is the caller's error otherwise; its code alone says whether it
+	// is final (IsFinal): ErrRejected and ErrIdempotencyConflict (with the
+	// platform's status and body), ErrKeyExpired, ErrRefused (status and
+	// body; nothing happened), ErrOutcomeUnknown (resumable), ErrTransport
+	// (nothing reached the platform), ErrCancelled (a Call's Cancel),
+	// ErrJournal. It carries the order id and key.
+	Err error
+}
+
+// Reply is what one attempt produced, as the caller saw it.
+type Reply struct {
+	// Outcome: OutcomeResponse (Status, Header, Body are the answer),
+	// OutcomeNotSent (nothing reached the platform: DNS, connect, TLS
+	// handshake) or OutcomeSentNoResponse (the request was or may have
+	// been sent and no complete answer came: timeout, reset, a body cut
+	// short).
+	Outcome AttemptOutcome
+	Status  int
+	Header  http.Header
+	Body    []byte
+	// Reason says what went wrong, for people (not-sent and no-response).
+	Reason string
+}
+
+// Reaction is the machine's reaction to one reply, for logs and tests.
+type Reaction struct {
+	// Next is what comes next.
+	Next NextAction
+	// Wait is the pause before the next attempt (0 when none).
+	Wait time.Duration
+	// Status is the answer's HTTP status (0 when no response came).
+	Status int
+	// Landed: whether the operation may have taken effect, over every
+	// attempt so far.
+	Landed Landed
+}
+
+// MachineSetup bounds one call of a Machine. A zero field takes the
+// library's default (the CallLimits of the core: 8 attempts, 200ms/10s
+// backoff, 60s deadline, 48h key retention, 600s clock offset, no budget).
+type MachineSetup struct {
+	MaxAttempts    int
+	BackoffBase    time.Duration
+	BackoffCap     time.Duration
+	Deadline       time.Duration
+	KeyRetention   time.Duration // whole seconds, at most 48h
+	MaxClockOffset time.Duration // whole seconds
+	// ClockOffset is the platform's clock minus the local clock learnt so
+	// far (whole seconds; may be negative).
+	ClockOffset time.Duration
+	// ClockUntrusted: clock answers are not believed (plain http to a host
+	// that is not loopback, where anyone on the path could move the clock).
+	ClockUntrusted bool
+	// RetryBudget for this call; nil for none. Every field is used as given.
+	RetryBudget *RetryBudget
+}
+
+// MachineStart is what a Machine starts from: the operation, what the
+// caller's own journal knows of it, the call's limits and the time.
+type MachineStart struct {
+	// Operation as frozen when first prepared (every field is checked).
+	Operation Operation
+	// State and Attempts are the journal's record; StateNotFound (the zero
+	// value) is a new operation, started as StatePending.
+	State    State
+	Attempts int
+	// CreatedAt is when the operation was first prepared (the key's age
+	// counts from it); zero means Now.
+	CreatedAt time.Time
+	Setup     MachineSetup
+	// Now is the local wall clock; zero means time.Now().
+	Now time.Time
+}
+
+// Machine is payidem's operation state machine with no journal, clock or
+// network of its own, for callers that keep their own journal and HTTP
+// stack: every protocol rule (retries, status queries, clock offset,
+// key retention, budget) is in the machine; the caller persists, sends,
+// waits and reports as its steps say. Deterministic given the times it is
+// told. Safe for concurrent use (calls are serialized), but a machine
+// drives one call: poll, act, report, poll again. Close it when done; a
+// finalizer closes a forgotten one.
+type Machine struct {
+	mu  sync.Mutex
+	ptr *C.payidem_operation
+}
+
+// startJSON is the document payidem_operation_new reads.
+type startJSON struct {
+	Operation struct {
+		OrderID        string  `json:"order_id"`
+		Method         string  `json:"method"`
+		Path           string  `json:"path"`
+		Body           *string `json:"body,omitempty"`
+		BodyBase64     []byte  `json:"body_base64,omitempty"`
+		IdempotencyKey string  `json:"idempotency_key,omitempty"`
+		StatusPath     string  `json:"status_path,omitempty"`
+	} `json:"operation"`
+	Progress struct {
+		State     string `json:"state"`
+		Attempts  int    `json:"attempts"`
+		CreatedAt int64  `json:"created_at"`
+	} `json:"progress"`
+	Setup struct {
+		MaxAttempts        int            `json:"max_attempts,omitempty"`
+		BackoffBaseMS      uint64         `json:"backoff_base_ms,omitempty"`
+		BackoffCapMS       uint64         `json:"backoff_cap_ms,omitempty"`
+		DeadlineMS         uint64         `json:"deadline_ms,omitempty"`
+		KeyRetentionSecs   uint64         `json:"key_retention_secs,omitempty"`
+		MaxClockOffsetSecs uint64         `json:"max_clock_offset_secs,omitempty"`
+		ClockOffset        int64          `json:"clock_offset"`
+		ClockTrusted       bool           `json:"clock_trusted"`
+		RetryBudget        *machineBudget `json:"retry_budget"`
+	} `json:"setup"`
+	Now int64 `json:"now"`
+}
+
+// machineBudget is a retry budget in the start document: every field is
+// written, zero included.
+type machineBudget struct {
+	Capacity      uint32 `json:"capacity"`
+	RetryCost     uint32 `json:"retry_cost"`
+	TimeoutCost   uint32 `json:"timeout_cost"`
+	SuccessRefund uint32 `json:"success_refund"`
+}
+
+// NewMachine starts the machine for one call of an operation. Bad input is
+// an *InvalidArgumentError naming the field (order_id, path, state,
+// max_attempts, ...).
+func NewMachine(start MachineStart) (*Machine, error) {
+	doc, err := start.json()
+	if err != nil {
+		return nil, err
+	}
+	var args cstrings
+	off, err := args.add("start_json", string(doc))
+	if err != nil {
+		return nil, err
+	}
+	var ptr *C.payidem_operation
+	var cerr *C.payidem_error
+	rc := C.payidem_operation_new(args.ptr(off), &ptr, &cerr)
+	if rc != C.PAYIDEM_OK {
+		return nil, newError(rc, cerr, nil)
+	}
+	m := &Machine{ptr: ptr}
+	liveHandles.Add(1)
+	runtime.SetFinalizer(m, (*Machine).Close)
+	return m, nil
+}
+
+func (s MachineStart) json() ([]byte, error) {
+	var d startJSON
+	op := s.Operation
+	d.Operation.OrderID, d.Operation.Method, d.Operation.Path = op.OrderID, op.Method, op.Path
+	d.Operation.IdempotencyKey, d.Operation.StatusPath = op.IdempotencyKey, op.StatusPath
+	if utf8.Valid(op.Body) {
+		text := string(op.Body)
+		d.Operation.Body = &text
+	} else {
+		d.Operation.BodyBase64 = op.Body
+	}
+	now := s.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	created := s.CreatedAt
+	if created.IsZero() {
+		created = now
+	}
+	state := s.State
+	if state == StateNotFound {
+		state = StatePending
+	}
+	if s.Attempts < 0 {
+		return nil, invalid("attempts", "must not be negative")
+	}
+	d.Progress.State, d.Progress.Attempts, d.Progress.CreatedAt = state.String(), s.Attempts, created.Unix()
+	d.Now = now.Unix()
+	if d.Now < 0 || d.Progress.CreatedAt < 0 {
+		return nil, invalid("now", "must not be before 1970")
+	}
+	set := s.Setup
+	if set.MaxAttempts < 0 {
+		return nil, invalid("max_attempts", "must not be negative")
+	}
+	d.Setup.MaxAttempts = set.MaxAttempts
+	var err error
+	if d.Setup.BackoffBaseMS, err = ceilUnits("backoff_base_ms", set.BackoffBase, time.Millisecond); err != nil {
+		return nil, err
+	}
+	if d.Setup.BackoffCapMS, err = ceilUnits("backoff_cap_ms", set.BackoffCap, time.Millisecond); err != nil {
+		return nil, err
+	}
+	if d.Setup.DeadlineMS, err = ceilUnits("deadline_ms", set.Deadline, time.Millisecond); err != nil {
+		return nil, err
+	}
+	if d.Setup.KeyRetentionSecs, err = ceilUnits("key_retention_secs", set.KeyRetention, time.Second); err != nil {
+		return nil, err
+	}
+	if d.Setup.MaxClockOffsetSecs, err = ceilUnits("max_clock_offset_secs", set.MaxClockOffset, time.Second); err != nil {
+		return nil, err
+	}
+	d.Setup.ClockOffset = int64(set.ClockOffset / time.Second)
+	d.Setup.ClockTrusted = !set.ClockUntrusted
+	if b := set.RetryBudget; b != nil {
+		d.Setup.RetryBudget = &machineBudget{
+			Capacity:      b.Capacity,
+			RetryCost:     b.RetryCost,
+			TimeoutCost:   b.TimeoutCost,
+			SuccessRefund: b.SuccessRefund,
+		}
+	}
+	return json.Marshal(&d)
+}
+
+// Close frees the machine; later calls fail with ErrClosed. Calling it
+// again does nothing.
+func (m *Machine) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ptr == nil {
+		return nil
+	}
+	C.payidem_operation_free(m.ptr)
+	m.ptr = nil
+	liveHandles.Add(-1)
+	runtime.SetFinalizer(m, nil)
+	return nil
+}
+
+// unixOf is t in Unix seconds, clamped at 0.
+func unixOf(t time.Time) C.uint64_t {
+	if u := t.Unix(); u > 0 {
+		return C.uint64_t(u)
+	}
+	return 0
+}
+
+// msOf is d in whole milliseconds (rounded down), clamped at 0.
+func msOf(d time.Duration) C.uint64_t {
+	if d <= 0 {
+		return 0
+	}
+	return C.uint64_t(d / time.Millisecond)
+}
+
+// Poll gives the next step at wall time now, elapsed into the call (the
+// call's deadline counts from its start), signing attempts with s. A
+// StepPersist must be confirmed with Persisted before the machine hands out
+// the attempt; a StepSend must be answered with Handle before polling again
+// (polling instead ends the call: the attempt's outcome is unknown).
+func (m *Machine) Poll(s *Signer, now time.Time, elapsed time.Duration) (Step, error) {
+	if s == nil {
+		return Step{}, invalid("signer", "must not be nil")
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ptr == nil {
+		return Step{}, ErrClosed
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.ptr == nil {
+		return Step{}, ErrClosed
+	}
+	var step *C.payidem_step
+	var cerr *C.payidem_error
+	rc := C.payidem_operation_poll(m.ptr, s.ptr, unixOf(now), msOf(elapsed), &step, &cerr)
+	runtime.KeepAlive(m)
+	runtime.KeepAlive(s)
+	if rc != C.PAYIDEM_OK {
+		return Step{}, newError(rc, cerr, nil)
+	}
+	return takeStep(step, nil), nil
+}
+
+// Persisted confirms that the record a StepPersist asked for is made.
+func (m *Machine) Persisted() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ptr == nil {
+		return ErrClosed
+	}
+	var cerr *C.payidem_error
+	rc := C.payidem_operation_persisted(m.ptr, &cerr)
+	runtime.KeepAlive(m)
+	if rc != C.PAYIDEM_OK {
+		return newError(rc, cerr, nil)
+	}
+	return nil
+}
+
+// Handle tells the machine what the attempt of the last StepSend produced,
+// at wall time now and elapsed into the call, and returns its reaction. A
+// response's Idempotent-Replayed: true header marks it replayed.
+func (m *Machine) Handle(r Reply, now time.Time, elapsed time.Duration) (Reaction, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ptr == nil {
+		return Reaction{}, ErrClosed
+	}
+	var out C.payidem_reaction
+	err := withReply(r, func(a replyArgs, cerr **C.payidem_error) C.payidem_result {
+		return C.payidem_operation_handle(m.ptr, a.outcome, a.status, a.headers.ptr,
+			C.size_t(a.headers.count), a.body, a.bodyLen, a.reason,
+			unixOf(now), msOf(elapsed), &out, cerr)
+	})
+	runtime.KeepAlive(m)
+	if err != nil {
+		return Reaction{}, err
+	}
+	return Reaction{
+		Next:   NextAction(out.next),
+		Wait:   time.Duration(out.wait_ms) * time.Millisecond,
+		Status: int(out.status),
+		Landed: Landed(out.landed),
+	}, nil
+}
+
+// Abandon ends the call at the caller's request (a cancel, a shutdown) and
+// returns its end: unknown when an attempt may have left without an answer,
+// not_sent when nothing did, or the end the machine had already reached.
+func (m *Machine) Abandon(reason string) (*End, error) {
+	var args cstrings
+	off, err := args.add("reason", reason)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ptr == nil {
+		return nil, ErrClosed
+	}
+	var step *C.payidem_step
+	var cerr *C.payidem_error
+	rc := C.payidem_operation_abandon(m.ptr, args.ptr(off), &step, &cerr)
+	runtime.KeepAlive(m)
+	if rc != C.PAYIDEM_OK {
+		return nil, newError(rc, cerr, nil)
+	}
+	s := takeStep(step, nil)
+	if s.End == nil {
+		return nil, &Error{Code: CodeInternal, Message: "abandon gave a " + s.Kind.String() + " step", sentinel: ErrInternal}
+	}
+	return s.End, nil
+}
+
+// Attempts is the number of attempts over every call so far (the
+// journal's count, status queries included).
+func (m *Machine) Attempts() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ptr == nil {
+		return 0
+	}
+	n := int(C.payidem_operation_attempts(m.ptr))
+	runtime.KeepAlive(m)
+	return n
+}
+
+// Landed tells whether the operation may have taken effect, over every
+// attempt so far (LandedNo after Close).
+func (m *Machine) Landed() Landed {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ptr == nil {
+		return LandedNo
+	}
+	l := Landed(C.payidem_operation_landed(m.ptr))
+	runtime.KeepAlive(m)
+	return l
+}
+
+// replyArgs is a Reply as C arguments; valid during one C call.
+type replyArgs struct {
+	outcome C.uint32_t
+	status  C.uint16_t
+	headers cHeaders
+	body    *C.uint8_t
+	bodyLen C.size_t
+	reason  *C.char
+}
+
+// withReply checks r, builds its C arguments and runs call with them.
+func withReply(r Reply, call func(replyArgs, **C.payidem_error) C.payidem_result) error {
+	switch r.Outcome {
+	case OutcomeResponse:
+		if r.Status < 100 || r.Status > 999 {
+			return invalid("status", "must be an HTTP status (100..=999)")
+		}
+	case OutcomeNotSent, OutcomeSentNoResponse:
+	default:
+		return invalid("outcome", "must be OutcomeResponse, OutcomeNotSent or OutcomeSentNoResponse")
+	}
+	var args cstrings
+	reason, err := args.addOpt("reason", r.Reason)
+	if err != nil {
+		return err
+	}
+	var headers cHeaders
+	if r.Outcome == OutcomeResponse {
+		if headers, err = newCHeaders(r.Header); err != nil {
+			return err
+		}
+		defer headers.free()
+	}
+	a := replyArgs{
+		outcome: C.uint32_t(r.Outcome),
+		headers: headers,
+		reason:  args.ptr(reason),
+	}
+	if r.Outcome == OutcomeResponse {
+		a.status = C.uint16_t(r.Status)
+		a.body, a.bodyLen = bytesPtr(r.Body), C.size_t(len(r.Body))
+	}
+	var cerr *C.payidem_error
+	if rc := call(a, &cerr); rc != C.PAYIDEM_OK {
+		return newError(rc, cerr, nil)
+	}
+	return nil
+}
+
+// stateByName is the State of a journal state's library name.
+func stateByName(name string) State {
+	for _, s := range []State{StatePending, StateInFlight, StateUnknown, StateSucceeded, StateRejected, StateConflict} {
+		if s.String() == name {
+			return s
+		}
+	}
+	return StateNotFound
+}
+
+// takeStep copies a C step into Go and frees it. cause (may be nil) is
+// what a cancelled END's error unwraps to (e.g. ctx.Err()).
+func takeStep(step *C.payidem_step, cause error) Step {
+	defer C.payidem_step_free(step)
+	s := Step{Kind: StepKind(C.payidem_step_kind(step))}
+	switch s.Kind {
+	case StepPersist:
+		s.Persist = PersistStep{
+			Attempt: int(C.payidem_step_persist_attempt(step)),
+			First:   bool(C.payidem_step_persist_first(step)),
+		}
+	case StepSend:
+		a := &Attempt{
+			Kind:    AttemptKind(C.payidem_step_attempt_kind(step)),
+			Number:  int(C.payidem_step_attempt_number(step)),
+			Method:  goStringOrEmpty(C.payidem_step_method(step)),
+			Path:    goStringOrEmpty(C.payidem_step_path(step)),
+			Header:  http.Header{},
+			Body:    []byte{},
+			Timeout: time.Duration(C.payidem_step_timeout_ms(step)) * time.Millisecond,
+		}
+		n := int(C.payidem_step_header_count(step))
+		for i := 0; i < n; i++ {
+			var name, value *C.char
+			if C.payidem_step_header_at(step, C.size_t(i), &name, &value) {
+				a.Header.Add(C.GoString(name), C.GoString(value))
+			}
+		}
+		var n2 C.size_t
+		if body := C.payidem_step_body(step, &n2); body != nil && n2 > 0 {
+			a.Body = C.GoBytes(unsafe.Pointer(body), C.int(n2))
+		}
+		s.Send = a
+	case StepWait:
+		s.Wait = time.Duration(C.payidem_step_wait_ms(step)) * time.Millisecond
+	case StepEnd:
+		e := &End{
+			Name:   goStringOrEmpty(C.payidem_step_end_name(step)),
+			Final:  bool(C.payidem_step_end_final(step)),
+			Landed: Landed(C.payidem_step_end_landed(step)),
+			State:  stateByName(goStringOrEmpty(C.payidem_step_end_state(step))),
+		}
+		var out *C.payidem_outcome
+		var cerr *C.payidem_error
+		if rc := C.payidem_step_end_result(step, &out, &cerr); rc == C.PAYIDEM_OK {
+			e.Outcome = takeOutcome(out)
+		} else {
+			if rc != C.PAYIDEM_CANCELLED {
+				cause = nil
+			}
+			e.Err = newError(rc, cerr, cause)
+		}
+		s.End = e
+	}
+	return s
+}
+
+// libraryNames gives the library's names of next actions, landed answers
+// and attempt kinds, for the test that checks the String methods against
+// them ("" for a number the library does not know).
+func libraryNames(table string, n uint32) string {
+	switch table {
+	case "next":
+		return goStringOrEmpty(C.payidem_next_action_name(C.uint32_t(n)))
+	case "landed":
+		return goStringOrEmpty(C.payidem_landed_name(C.uint32_t(n)))
+	case "kind":
+		return goStringOrEmpty(C.payidem_attempt_kind_name(C.uint32_t(n)))
+	}
+	return ""
+}

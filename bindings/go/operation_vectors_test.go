@@ -1,0 +1,399 @@
+//go:build cgo
+
+package payidem
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// operationVectors mirrors core/tests/vectors/operation-v1.json; its
+// "about" holds the runner rules this file follows, as
+// core/tests/operation_vectors.rs does.
+type operationVectors struct {
+	About   string `json:"about"`
+	Vectors []struct {
+		Name      string `json:"name"`
+		Operation struct {
+			OrderID        string  `json:"order_id"`
+			Method         string  `json:"method"`
+			Path           string  `json:"path"`
+			Body           string  `json:"body"`
+			IdempotencyKey *string `json:"idempotency_key"`
+			StatusPath     *string `json:"status_path"`
+		} `json:"operation"`
+		Progress struct {
+			State    string `json:"state"`
+			Attempts int    `json:"attempts"`
+			AgeSecs  int64  `json:"age_secs"`
+		} `json:"progress"`
+		Setup struct {
+			MaxAttempts        int   `json:"max_attempts"`
+			BackoffBaseMS      int64 `json:"backoff_base_ms"`
+			BackoffCapMS       int64 `json:"backoff_cap_ms"`
+			DeadlineMS         int64 `json:"deadline_ms"`
+			KeyRetentionSecs   int64 `json:"key_retention_secs"`
+			MaxClockOffsetSecs int64 `json:"max_clock_offset_secs"`
+			ClockOffset        int64 `json:"clock_offset"`
+			ClockTrusted       bool  `json:"clock_trusted"`
+			RetryBudget        *struct {
+				Capacity      uint32 `json:"capacity"`
+				RetryCost     uint32 `json:"retry_cost"`
+				TimeoutCost   uint32 `json:"timeout_cost"`
+				SuccessRefund uint32 `json:"success_refund"`
+			} `json:"retry_budget"`
+		} `json:"setup"`
+		Now    int64            `json:"now"`
+		Script []map[string]any `json:"script"`
+	} `json:"vectors"`
+}
+
+// vectorRunner is the state of one vector's run (the Rust runner's Runner).
+type vectorRunner struct {
+	t         *testing.T
+	op        Operation
+	setup     MachineSetup
+	createdAt int64
+	start     int64 // wall clock at the call's start, Unix seconds
+	elapsedMS int64
+	machine   *Machine
+	last      *End
+}
+
+// now is the runner's wall clock: start + elapsed rounded down to seconds.
+func (r *vectorRunner) now() time.Time {
+	return time.Unix(r.start+r.elapsedMS/1000, 0)
+}
+
+func (r *vectorRunner) elapsed() time.Duration {
+	return time.Duration(r.elapsedMS) * time.Millisecond
+}
+
+func (r *vectorRunner) begin(state string, attempts int) {
+	r.t.Helper()
+	if r.machine != nil {
+		r.machine.Close()
+	}
+	m, err := NewMachine(MachineStart{
+		Operation: r.op,
+		State:     stateByName(state),
+		Attempts:  attempts,
+		CreatedAt: time.Unix(r.createdAt, 0),
+		Setup:     r.setup,
+		Now:       r.now(),
+	})
+	if err != nil {
+		r.t.Fatalf("NewMachine(state %s): %v", state, err)
+	}
+	if stateByName(state) == StateNotFound {
+		r.t.Fatalf("unknown state %q", state)
+	}
+	r.machine = m
+}
+
+func TestOperationVectors(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "core", "tests", "vectors", "operation-v1.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v operationVectors
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Vectors) < 30 {
+		t.Fatalf("%d operation vectors, want at least 30", len(v.Vectors))
+	}
+	signer, err := NewSigner("key_test_1", []byte("0123456789abcdef0123"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer signer.Close()
+	for _, c := range v.Vectors {
+		t.Run(c.Name, func(t *testing.T) {
+			op := Operation{
+				OrderID: c.Operation.OrderID,
+				Method:  c.Operation.Method,
+				Path:    c.Operation.Path,
+				Body:    []byte(c.Operation.Body),
+			}
+			if c.Operation.IdempotencyKey != nil {
+				op.IdempotencyKey = *c.Operation.IdempotencyKey
+			}
+			if c.Operation.StatusPath != nil {
+				op.StatusPath = *c.Operation.StatusPath
+			}
+			s := c.Setup
+			setup := MachineSetup{
+				MaxAttempts:    s.MaxAttempts,
+				BackoffBase:    time.Duration(s.BackoffBaseMS) * time.Millisecond,
+				BackoffCap:     time.Duration(s.BackoffCapMS) * time.Millisecond,
+				Deadline:       time.Duration(s.DeadlineMS) * time.Millisecond,
+				KeyRetention:   time.Duration(s.KeyRetentionSecs) * time.Second,
+				MaxClockOffset: time.Duration(s.MaxClockOffsetSecs) * time.Second,
+				ClockOffset:    time.Duration(s.ClockOffset) * time.Second,
+				ClockUntrusted: !s.ClockTrusted,
+			}
+			if b := s.RetryBudget; b != nil {
+				setup.RetryBudget = &RetryBudget{
+					Capacity: b.Capacity, RetryCost: b.RetryCost,
+					TimeoutCost: b.TimeoutCost, SuccessRefund: b.SuccessRefund,
+				}
+			}
+			r := &vectorRunner{
+				t:         t,
+				op:        op,
+				setup:     setup,
+				createdAt: c.Now - c.Progress.AgeSecs,
+				start:     c.Now,
+			}
+			r.begin(c.Progress.State, c.Progress.Attempts)
+			defer func() { r.machine.Close() }()
+			for i, step := range c.Script {
+				r.runStep(signer, step, fmt.Sprintf("%s step %d", c.Name, i))
+			}
+			if r.last == nil {
+				t.Fatalf("%s: the script never checked the end", c.Name)
+			}
+		})
+	}
+}
+
+// Accessors of the script's JSON values; a missing or mistyped field
+// fails the test.
+func vText(t *testing.T, m map[string]any, key, at string) string {
+	t.Helper()
+	s, ok := m[key].(string)
+	if !ok {
+		t.Fatalf("%s: %s missing in %v", at, key, m)
+	}
+	return s
+}
+
+func vNum(t *testing.T, m map[string]any, key, at string) int64 {
+	t.Helper()
+	f, ok := m[key].(float64)
+	if !ok {
+		t.Fatalf("%s: %s missing in %v", at, key, m)
+	}
+	return int64(f)
+}
+
+func vBool(t *testing.T, m map[string]any, key, at string) bool {
+	t.Helper()
+	b, ok := m[key].(bool)
+	if !ok {
+		t.Fatalf("%s: %s missing in %v", at, key, m)
+	}
+	return b
+}
+
+// vectorReply is the Reply a script's "reply" stands for.
+func vectorReply(t *testing.T, v map[string]any, at string) Reply {
+	t.Helper()
+	if why, ok := v["not_sent"].(string); ok {
+		return Reply{Outcome: OutcomeNotSent, Reason: why}
+	}
+	if why, ok := v["no_response"].(string); ok {
+		return Reply{Outcome: OutcomeSentNoResponse, Reason: why}
+	}
+	h := http.Header{}
+	headers, ok := v["headers"].(map[string]any)
+	if !ok {
+		t.Fatalf("%s: reply without headers: %v", at, v)
+	}
+	for name, value := range headers {
+		h.Add(name, value.(string))
+	}
+	return Reply{
+		Outcome: OutcomeResponse,
+		Status:  int(vNum(t, v, "status", at)),
+		Header:  h,
+		Body:    []byte(vText(t, v, "body", at)),
+	}
+}
+
+func (r *vectorRunner) runStep(signer *Signer, step map[string]any, at string) {
+	t := r.t
+	t.Helper()
+	if restart, ok := step["restart"].(map[string]any); ok {
+		// Wall time goes on; the new call's elapsed clock starts at 0.
+		r.start += r.elapsedMS / 1000
+		r.elapsedMS = 0
+		r.begin(vText(t, restart, "state", at), int(vNum(t, restart, "attempts", at)))
+		return
+	}
+	if reason, ok := step["abandon"].(string); ok {
+		end, err := r.machine.Abandon(reason)
+		if err != nil {
+			t.Fatalf("%s: Abandon: %v", at, err)
+		}
+		r.last = end
+		return
+	}
+	if reply, ok := step["reply"].(map[string]any); ok {
+		reaction, err := r.machine.Handle(vectorReply(t, reply, at), r.now(), r.elapsed())
+		if err != nil {
+			t.Fatalf("%s: Handle: %v", at, err)
+		}
+		if got, want := reaction.Next.String(), vText(t, step, "next", at); got != want {
+			t.Errorf("%s: next %s, want %s", at, got, want)
+		}
+		if got, want := reaction.Landed.String(), vText(t, step, "landed", at); got != want {
+			t.Errorf("%s: landed %s, want %s", at, got, want)
+		}
+		return
+	}
+	expect := vText(t, step, "expect", at)
+	got, err := r.machine.Poll(signer, r.now(), r.elapsed())
+	if err != nil {
+		t.Fatalf("%s: Poll: %v", at, err)
+	}
+	switch {
+	case expect == "persist" && got.Kind == StepPersist:
+		if got.Persist.Attempt != int(vNum(t, step, "attempt", at)) || got.Persist.First != vBool(t, step, "first", at) {
+			t.Errorf("%s: persist %+v, want %v", at, got.Persist, step)
+		}
+		if err := r.machine.Persisted(); err != nil {
+			t.Fatalf("%s: Persisted: %v", at, err)
+		}
+	case expect == "send" && got.Kind == StepSend:
+		a := got.Send
+		if a.Kind.String() != vText(t, step, "kind", at) || a.Number != int(vNum(t, step, "number", at)) {
+			t.Errorf("%s: send %s #%d, want %v", at, a.Kind, a.Number, step)
+		}
+		if a.Timeout != 0 {
+			t.Errorf("%s: a machine's attempt has timeout %v, want 0", at, a.Timeout)
+		}
+		if a.Kind == AttemptOperation {
+			key := r.op.IdempotencyKey
+			if key == "" {
+				key = "create-" + r.op.OrderID
+			}
+			if a.Method != r.op.Method || a.Path != r.op.Path || string(a.Body) != string(r.op.Body) ||
+				a.Header.Get(HeaderIdempotencyKey) != key {
+				t.Errorf("%s: operation attempt %s %s key %q body %q, want the operation's", at,
+					a.Method, a.Path, a.Header.Get(HeaderIdempotencyKey), a.Body)
+			}
+		} else {
+			if a.Method != http.MethodGet || a.Path != r.op.StatusPath || len(a.Body) != 0 {
+				t.Errorf("%s: status query %s %s body %q, want GET %s", at, a.Method, a.Path, a.Body, r.op.StatusPath)
+			}
+		}
+		if ts, ok := step["timestamp"].(float64); ok {
+			if got := a.Header.Get(HeaderTimestamp); got != strconv.FormatInt(int64(ts), 10) {
+				t.Errorf("%s: X-Timestamp %s, want %d", at, got, int64(ts))
+			}
+		}
+		if a.Header.Get(HeaderNonce) == "" || a.Header.Get(HeaderSignature) == "" {
+			t.Errorf("%s: attempt is not signed: %v", at, a.Header)
+		}
+	case expect == "wait" && got.Kind == StepWait:
+		ms := int64(got.Wait / time.Millisecond)
+		if exact, ok := step["ms"].(float64); ok {
+			if ms != int64(exact) {
+				t.Errorf("%s: wait %d ms, want %d", at, ms, int64(exact))
+			}
+		} else {
+			max := vNum(t, step, "max_ms", at)
+			if ms <= 0 || ms > max {
+				t.Errorf("%s: waited %d ms, max %d", at, ms, max)
+			}
+		}
+		r.elapsedMS += ms
+	case expect == "end" && got.Kind == StepEnd:
+		checkEnd(t, got.End, step, r.op.OrderID, at)
+		r.last = got.End
+	case expect == "end" && r.last != nil:
+		checkEnd(t, r.last, step, r.op.OrderID, at)
+	default:
+		t.Fatalf("%s: expected %s, got %s step %+v", at, expect, got.Kind, got)
+	}
+}
+
+// checkEnd checks an end's name, finality, landing, journal state, the
+// caller's error code (nil for success) and the last answer's status.
+func checkEnd(t *testing.T, end *End, step map[string]any, orderID, at string) {
+	t.Helper()
+	if end.Name != vText(t, step, "end", at) {
+		t.Errorf("%s: end %s, want %s", at, end.Name, step["end"])
+	}
+	if end.Final != vBool(t, step, "final", at) {
+		t.Errorf("%s: final %v, want %v", at, end.Final, step["final"])
+	}
+	if end.Landed.String() != vText(t, step, "landed", at) {
+		t.Errorf("%s: landed %s, want %s", at, end.Landed, step["landed"])
+	}
+	if end.State.String() != vText(t, step, "state", at) {
+		t.Errorf("%s: state %s, want %s", at, end.State, step["state"])
+	}
+	status := 0
+	switch {
+	case end.Err == nil && end.Outcome != nil:
+		status = end.Outcome.Status
+	case end.Err != nil:
+		var e *Error
+		if errors.As(end.Err, &e) {
+			status = e.HTTPStatus
+		}
+	}
+	if want, ok := step["status"].(float64); ok {
+		if status != int(want) {
+			t.Errorf("%s: status %d, want %d", at, status, int(want))
+		}
+	} else if step["status"] != nil || status != 0 {
+		t.Errorf("%s: status %d, want none", at, status)
+	}
+	if replayed, ok := step["replayed"].(bool); ok {
+		if end.Outcome == nil || end.Outcome.Replayed != replayed {
+			t.Errorf("%s: outcome %+v, want replayed %v", at, end.Outcome, replayed)
+		}
+	}
+	code, wantErr := step["error"].(string)
+	switch {
+	case end.Err == nil && !wantErr:
+		if end.Outcome == nil {
+			t.Errorf("%s: a successful end without an outcome", at)
+		}
+	case end.Err != nil && wantErr:
+		var e *Error
+		if !errors.As(end.Err, &e) || string(e.Code) != code {
+			t.Errorf("%s: error %v, want code %s", at, end.Err, code)
+		} else if IsFinal(end.Err) != end.Final {
+			t.Errorf("%s: IsFinal(%v) = %v, end final %v", at, end.Err, IsFinal(end.Err), end.Final)
+		}
+		if e != nil && e.OrderID != orderID {
+			t.Errorf("%s: error names order %q, want %q", at, e.OrderID, orderID)
+		}
+	default:
+		t.Errorf("%s: result %v, want error %v", at, end.Err, step["error"])
+	}
+}
+
+// The names the Go types print are the library's (the vectors compare
+// them with core's expectations).
+func TestNamesMatchTheLibrary(t *testing.T) {
+	for n := uint32(0); n <= 10; n++ {
+		if lib := libraryNames("next", n); lib != "" && NextAction(n).String() != lib {
+			t.Errorf("next action %d: Go %q, library %q", n, NextAction(n), lib)
+		} else if lib == "" && n >= 1 && n <= 7 {
+			t.Errorf("next action %d has no library name", n)
+		}
+		if lib := libraryNames("landed", n); lib != "" && Landed(n).String() != lib {
+			t.Errorf("landed %d: Go %q, library %q", n, Landed(n), lib)
+		} else if lib == "" && n <= 2 {
+			t.Errorf("landed %d has no library name", n)
+		}
+		if lib := libraryNames("kind", n); lib != "" && AttemptKind(n).String() != lib {
+			t.Errorf("attempt kind %d: Go %q, library %q", n, AttemptKind(n), lib)
+		} else if lib == "" && n >= 1 && n <= 2 {
+			t.Errorf("attempt kind %d has no library name", n)
+		}
+	}
+}

@@ -147,8 +147,9 @@ type Reaction struct {
 }
 
 // MachineSetup bounds one call of a Machine. A zero field takes the
-// library's default (the CallLimits of the core: 8 attempts, 200ms/10s
-// backoff, 60s deadline, 48h key retention, 600s clock offset, no budget).
+// library's default, the one a Client has (see DefaultConfig); the clock
+// offset defaults to 0 and trusted, and there is no retry budget unless
+// RetryBudget is set.
 type MachineSetup struct {
 	MaxAttempts    int
 	BackoffBase    time.Duration

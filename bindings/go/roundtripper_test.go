@@ -564,3 +564,44 @@ func TestRoundTripperKilledMidCallIsResumed(t *testing.T) {
 	}
 	m.assertOnePaymentEach(t, []string{order})
 }
+
+func TestRoundTripperConcurrentOrdersPayOnceEach(t *testing.T) {
+	m := startMock(t)
+	m.setFaults(t, map[string]any{"drop_after_commit": 0.2, "error_502": 0.2})
+	cfg := fastConfig(m.URL)
+	cfg.MaxAttempts = 30
+	client := newTestClient(t, cfg)
+	rec := &recordingTransport{base: http.DefaultTransport}
+	tr := &Transport{Client: client, Base: rec}
+	const workers, each = 6, 4
+	orders := make([]string, workers*each)
+	for i := range orders {
+		orders[i] = orderID("conc")
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, len(orders))
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for _, order := range orders[w*each : (w+1)*each] {
+				resp, err := tr.RoundTrip(paymentRequest(t, bg(), m.URL, order, 1250, "/v1/payments?order_id="+order))
+				if err != nil {
+					errs <- err
+					continue
+				}
+				resp.Body.Close()
+				if resp.StatusCode/100 != 2 { // 201, or 200 from a status query
+					errs <- fmt.Errorf("order %s: %d", order, resp.StatusCode)
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	m.assertOnePaymentEach(t, orders)
+	assertDistinctNonces(t, rec.requests())
+}

@@ -59,8 +59,8 @@ pub enum ErrorCode {
     /// Verification: the shared replay store (Redis) could not claim the
     /// nonce — unreachable, timed out, out of memory, or restarted after the
     /// request was signed (its epoch guard) — so the verifier fails closed:
-    /// 503 with `Retry-After` ([`Error::retry_after`]). Nothing was
-    /// accepted; a fresh attempt may succeed later.
+    /// 503 with `Retry-After: 1`. Nothing was accepted; a fresh attempt may
+    /// succeed later.
     ReplayStoreUnavailable,
 }
 
@@ -200,7 +200,6 @@ struct Inner {
     order_id: Option<String>,
     idempotency_key: Option<String>,
     server_time: Option<u64>,
-    retry_after: Option<u64>,
 }
 
 impl Error {
@@ -215,7 +214,6 @@ impl Error {
             order_id: None,
             idempotency_key: None,
             server_time: None,
-            retry_after: None,
         }))
     }
 
@@ -251,14 +249,6 @@ impl Error {
     /// [`ErrorCode::TimestampOutOfWindow`].
     pub fn with_server_time(mut self, server_time: u64) -> Error {
         self.0.server_time = Some(server_time);
-        self
-    }
-
-    /// Attaches how many seconds the caller should wait before a fresh
-    /// attempt, for [`ErrorCode::ReplayStoreUnavailable`] (sent as
-    /// `Retry-After`).
-    pub fn with_retry_after(mut self, seconds: u64) -> Error {
-        self.0.retry_after = Some(seconds);
         self
     }
 
@@ -302,12 +292,6 @@ impl Error {
     /// The server's clock, for [`ErrorCode::TimestampOutOfWindow`].
     pub fn server_time(&self) -> Option<u64> {
         self.0.server_time
-    }
-
-    /// Seconds to wait before a fresh attempt, for
-    /// [`ErrorCode::ReplayStoreUnavailable`] (at least 1 when set).
-    pub fn retry_after(&self) -> Option<u64> {
-        self.0.retry_after
     }
 }
 

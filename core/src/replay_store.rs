@@ -34,8 +34,9 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_millis(250);
 pub const DEFAULT_IO_TIMEOUT: Duration = Duration::from_millis(250);
 /// The default number of idle connections kept for reuse: 16.
 pub const DEFAULT_POOL_SIZE: usize = 16;
-/// The `Retry-After` (seconds) of a refusal because the store is
-/// unreachable, timed out or out of memory.
+/// The `Retry-After` (seconds) of every `replay_store_unavailable` refusal:
+/// the store could not answer, or the request was signed before its epoch
+/// (a fresh attempt a second later is past it, or close: the skew is 2 s).
 pub const UNAVAILABLE_RETRY_AFTER_SECONDS: u64 = 1;
 
 /// The longest key prefix accepted, in bytes.
@@ -258,7 +259,6 @@ fn unavailable(why: &str) -> Error {
         ErrorCode::ReplayStoreUnavailable,
         format!("the replay store of this server is unavailable ({why}); try again later"),
     )
-    .with_retry_after(UNAVAILABLE_RETRY_AFTER_SECONDS)
 }
 
 /// What went wrong, in words that show nothing of the server.
@@ -375,20 +375,15 @@ impl RedisReplay {
         match outcome {
             1 => Ok(Claim::Claimed),
             0 => Ok(Claim::Reused),
-            2 => {
-                let ready = epoch
-                    .saturating_add(self.config.epoch_skew_seconds)
-                    .saturating_add(1);
-                Err(Error::new(
-                    ErrorCode::ReplayStoreUnavailable,
-                    format!(
-                        "the replay store was reset at {epoch} (a restart or a failover): \
-                         requests signed at or before {} are refused; sign a fresh attempt",
-                        epoch.saturating_add(self.config.epoch_skew_seconds)
-                    ),
-                )
-                .with_retry_after(ready.saturating_sub(server_now).max(1)))
-            }
+            2 => Err(Error::new(
+                ErrorCode::ReplayStoreUnavailable,
+                format!(
+                    "the replay store was reset at {epoch} (a restart or a failover): \
+                     requests signed at or before {} are refused (server time {server_now}); \
+                     sign a fresh attempt",
+                    epoch.saturating_add(self.config.epoch_skew_seconds)
+                ),
+            )),
             3 => Err(unavailable(
                 "the store's clock is ahead of this server's by more than the margin",
             )),
@@ -486,7 +481,7 @@ mod tests {
     }
 
     #[test]
-    fn an_unreachable_store_fails_closed_with_retry_after() {
+    fn an_unreachable_store_fails_closed() {
         let dir = std::env::temp_dir().join(format!("payidem-no-redis-{}", std::process::id()));
         let store = RedisReplay::new(RedisStoreConfig::new(&format!(
             "unix://{}/absent.sock",
@@ -498,7 +493,6 @@ mod tests {
             .unwrap_err();
         assert_eq!(e.code(), ErrorCode::ReplayStoreUnavailable);
         assert_eq!(e.http_status(), Some(503));
-        assert_eq!(e.retry_after(), Some(UNAVAILABLE_RETRY_AFTER_SECONDS));
         assert!(!e.message().contains("absent.sock"), "{}", e.message());
         assert_eq!(
             store.check_server().unwrap_err().code(),

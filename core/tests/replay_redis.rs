@@ -242,8 +242,7 @@ fn a_stopped_store_fails_closed_on_every_verifier_and_recovers() {
     redis.restart();
     let e = verify(&b, &accepted, unix_now()).unwrap_err();
     assert_eq!(e.code(), ErrorCode::ReplayStoreUnavailable, "{e:?}");
-    let retry_after = e.retry_after().unwrap();
-    assert!((1..=8).contains(&retry_after), "{retry_after}");
+    assert!(e.message().contains("reset"), "{}", e.message());
     assert_eq!(
         verify(&a, &before_stop, unix_now()).unwrap_err().code(),
         ErrorCode::ReplayStoreUnavailable

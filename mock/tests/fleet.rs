@@ -159,8 +159,7 @@ fn mock_instances_sharing_redis_act_as_one_verifier() {
                 "{}",
                 String::from_utf8_lossy(&r.body)
             );
-            let wait: u64 = r.header("Retry-After").unwrap().parse().unwrap();
-            assert!((1..=5).contains(&wait), "{wait}");
+            assert_eq!(r.header("Retry-After"), Some("1"));
         }
     }
     assert_eq!(payments_created(&fleet[0], &first.order_id), 1);

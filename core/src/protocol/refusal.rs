@@ -70,8 +70,9 @@ impl Refusal {
     /// carries the server's clock ([`Error::server_time`], which every error
     /// of [`Verifier::verify`](super::Verifier::verify) has) as
     /// `X-Server-Time` (Unix seconds) and `Date` (an HTTP date), and
-    /// `replay_store_unavailable` carries `Retry-After` (the error's
-    /// [`Error::retry_after`], else 1 second). Any other
+    /// `replay_store_unavailable` carries `Retry-After: 1` (the same in
+    /// every language: the refusal depends on the code, message and server
+    /// time only). Any other
     /// error is a failure of the server, never of the request: it is answered
     /// 500 `internal_error` with a fixed message that shows nothing of it.
     pub fn for_error(error: &Error) -> Refusal {
@@ -92,13 +93,10 @@ impl Refusal {
             }
         }
         if code == ErrorCode::ReplayStoreUnavailable {
-            let seconds = error
-                .retry_after()
-                .unwrap_or(UNAVAILABLE_RETRY_AFTER_SECONDS)
-                .max(1);
-            refusal
-                .headers
-                .push((headers::RETRY_AFTER, seconds.to_string()));
+            refusal.headers.push((
+                headers::RETRY_AFTER,
+                UNAVAILABLE_RETRY_AFTER_SECONDS.to_string(),
+            ));
         }
         refusal
     }
@@ -276,13 +274,13 @@ mod tests {
         let names: Vec<&str> = r.headers().iter().map(|(n, _)| *n).collect();
         assert_eq!(names, ["Content-Type", "Retry-After"]);
         assert_eq!(header(&r, "Retry-After"), Some("1"));
-        let r = Refusal::for_error(&e.clone().with_retry_after(7));
-        assert_eq!(header(&r, "Retry-After"), Some("7"));
-        let r = Refusal::for_error(&e.with_retry_after(0));
-        assert_eq!(header(&r, "Retry-After"), Some("1"), "never 0");
         // No other code sends it.
-        let e = Error::new(ErrorCode::ReplayCacheFull, "x").with_retry_after(7);
-        assert_eq!(header(&Refusal::for_error(&e), "Retry-After"), None);
+        for code in ErrorCode::ALL {
+            if code != ErrorCode::ReplayStoreUnavailable {
+                let r = Refusal::for_error(&Error::new(code, "x"));
+                assert_eq!(header(&r, "Retry-After"), None, "{code}");
+            }
+        }
     }
 
     #[test]

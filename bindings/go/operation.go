@@ -35,6 +35,7 @@ const (
 	StepEnd StepKind = C.PAYIDEM_STEP_END
 )
 
+// String is the kind's lower-case name (persist, send, wait, end).
 func (k StepKind) String() string {
 	switch k {
 	case StepPersist:
@@ -97,7 +98,9 @@ type Attempt struct {
 // End is how a call driving an operation ended.
 type End struct {
 	// Name is the library's name of the end: succeeded, rejected, conflict,
-	// refused, not_sent, unknown or key_expired.
+	// refused, not_sent, unknown or key_expired; "" (and State
+	// StateNotFound) when a Call stopped on a journal error before the
+	// machine ended (Err is then ErrJournal).
 	Name string
 	// Final: the operation is settled for good and is never sent again
 	// (succeeded, rejected, conflict, key_expired). Otherwise the same key

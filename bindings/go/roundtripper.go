@@ -101,7 +101,9 @@ type Transport struct {
 	Client *Client
 	// Base sends each attempt; nil means http.DefaultTransport. Give your
 	// own *http.Transport (or your *http.Client's Transport) to keep its
-	// settings.
+	// settings. A Base that reports no httptrace events (http.Transport
+	// reports them) has every failure counted as possibly sent, never as
+	// "nothing reached the platform".
 	Base http.RoundTripper
 	// MaxResponseBytes bounds the body read from one answer; 0 means
 	// DefaultMaxResponseBytes.

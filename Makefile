@@ -95,6 +95,8 @@ header:
 c-deps:
 	@missing=""; \
 	dpkg -s libcjson-dev >/dev/null 2>&1 || missing="$$missing libcjson-dev"; \
+	dpkg -s libcurl4-openssl-dev >/dev/null 2>&1 || missing="$$missing libcurl4-openssl-dev"; \
+	command -v curl >/dev/null 2>&1 || missing="$$missing curl"; \
 	command -v valgrind >/dev/null 2>&1 || missing="$$missing valgrind"; \
 	command -v pkg-config >/dev/null 2>&1 || missing="$$missing pkg-config"; \
 	command -v $(CXX) >/dev/null 2>&1 || missing="$$missing g++"; \
@@ -128,6 +130,17 @@ test-c: c-deps redis-deps
 	$(TEST_ENV) ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 $(C_OUT)/test_ffi_asan
 	@echo "== C tests under valgrind"
 	$(TEST_ENV) $(VALGRIND) $(C_OUT)/test_ffi
+	@echo "== operation vectors through the C ABI (plain, ASan+UBSan, valgrind)"
+	$(CC) $(C_FLAGS) $(C_TESTS)/test_operation.c -o $(C_OUT)/test_operation $(C_LINK) $(CJSON)
+	PAYIDEM_OPERATION_VECTORS=$(CURDIR)/core/tests/vectors/operation-v1.json $(C_OUT)/test_operation
+	$(CC) $(C_FLAGS) -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer \
+		$(C_TESTS)/test_operation.c -o $(C_OUT)/test_operation_asan $(C_LINK) $(CJSON)
+	PAYIDEM_OPERATION_VECTORS=$(CURDIR)/core/tests/vectors/operation-v1.json ASAN_OPTIONS=detect_leaks=1 \
+		UBSAN_OPTIONS=print_stacktrace=1 $(C_OUT)/test_operation_asan
+	PAYIDEM_OPERATION_VECTORS=$(CURDIR)/core/tests/vectors/operation-v1.json $(VALGRIND) $(C_OUT)/test_operation
+	@echo "== libcurl drives a client's call (examples/c/pay_curl.c): through 504s; kill -9, resume, paid once"
+	$(CC) $(C_FLAGS) examples/c/pay_curl.c -o $(C_OUT)/pay_curl $(C_LINK) -lcurl
+	$(TEST_ENV) PAY_CURL=$(C_OUT)/pay_curl $(C_TESTS)/test_curl_crash.sh
 	@echo "== 8 threads sharing a signer, a verifier and a client, under ThreadSanitizer"
 	$(CC) $(C_FLAGS) -fsanitize=thread $(C_TESTS)/test_threads.c -o $(C_OUT)/test_threads_tsan -pthread $(C_LINK)
 	$(TEST_ENV) TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/$(C_TESTS)/tsan.supp" $(C_OUT)/test_threads_tsan

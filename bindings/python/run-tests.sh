@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds and installs the payidem Python package into a fresh venv, then runs
-# its pytest suite (conformance vectors, end to end against payidem-mock,
-# Ctrl-C, threads, bad input) and the typing checks (mypy --strict on
-# tests/typed_usage.py, stubtest on the package).
+# its pytest suite (conformance vectors, end to end against payidem-mock with
+# the client and with the requests and httpx adapters, Ctrl-C, threads, bad
+# input) and the typing checks (mypy --strict on tests/typed_usage.py and
+# tests/typed_operation_usage.py, stubtest on the package).
 #
 #   bindings/python/run-tests.sh            # from anywhere
 #   PAYIDEM_VENV=/tmp/v bindings/python/run-tests.sh
@@ -21,6 +22,7 @@ PYTHON="${PYTHON:-python3}"
 PYTEST_VERSION="9.2.0"
 MYPY_VERSION="2.4.1"
 REQUESTS_VERSION="2.34.2"
+HTTPX_VERSION="0.29.0"
 
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$REPO/target}"
 
@@ -38,7 +40,8 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 "$VENV/bin/python" -m pip install --quiet --upgrade pip
 "$VENV/bin/python" -m pip install --quiet \
-    "pytest==$PYTEST_VERSION" "mypy==$MYPY_VERSION" "requests==$REQUESTS_VERSION"
+    "pytest==$PYTEST_VERSION" "mypy==$MYPY_VERSION" "requests==$REQUESTS_VERSION" \
+    "httpx==$HTTPX_VERSION"
 # Non-editable, like a user's install: the wheel goes into site-packages.
 "$VENV/bin/python" -m pip install --quiet --force-reinstall --no-deps "$HERE"
 
@@ -50,6 +53,6 @@ fi
 # package, not the source tree.
 cd "$HERE/tests"
 "$VENV/bin/python" -m pytest -q -p no:cacheprovider "$@"
-"$VENV/bin/python" -m mypy --strict --no-incremental typed_usage.py
+"$VENV/bin/python" -m mypy --strict --no-incremental typed_usage.py typed_operation_usage.py
 "$VENV/bin/python" -m mypy.stubtest payidem --allowlist stubtest-allowlist.txt
 echo "python bindings: all checks passed"

@@ -21,9 +21,9 @@ use crate::errors::{raise, to_pyerr};
 use crate::events;
 
 /// `(status, headers, body, replayed)`.
-type ResponseTuple<'py> = (u16, Vec<(String, String)>, Bound<'py, PyBytes>, bool);
+pub(crate) type ResponseTuple<'py> = (u16, Vec<(String, String)>, Bound<'py, PyBytes>, bool);
 /// `(order_id, idempotency_key, attempts, status, headers, body, replayed)`.
-type OutcomeTuple<'py> = (
+pub(crate) type OutcomeTuple<'py> = (
     String,
     String,
     u32,
@@ -47,11 +47,11 @@ type StatusTuple = (
     String,
 );
 
-fn response_tuple(py: Python<'_>, r: Response) -> ResponseTuple<'_> {
+pub(crate) fn response_tuple(py: Python<'_>, r: Response) -> ResponseTuple<'_> {
     (r.status, r.headers, PyBytes::new(py, &r.body), r.replayed)
 }
 
-fn outcome_tuple(py: Python<'_>, o: Outcome) -> OutcomeTuple<'_> {
+pub(crate) fn outcome_tuple(py: Python<'_>, o: Outcome) -> OutcomeTuple<'_> {
     let r = o.response;
     (
         o.order_id,
@@ -170,10 +170,13 @@ where
 pub(crate) struct NativeClient {
     inner: RwLock<Option<Arc<payidem::Client>>>,
     key_id: String,
+    /// The base URL as given (checked by the core), for callers that send
+    /// attempts themselves (`payidem.operation`).
+    pub(crate) base_url: String,
 }
 
 impl NativeClient {
-    fn client(&self) -> PyResult<Arc<payidem::Client>> {
+    pub(crate) fn client(&self) -> PyResult<Arc<payidem::Client>> {
         self.inner
             .read()
             .unwrap_or_else(|p| p.into_inner())
@@ -271,7 +274,7 @@ impl NativeClient {
         #[pyo3(from_py_with = optional_path_field::client_key)] client_key: Option<PathBuf>,
         max_clock_offset: Option<f64>,
     ) -> PyResult<NativeClient> {
-        let mut config = ClientConfig::new(base_url, key_id.clone());
+        let mut config = ClientConfig::new(base_url.clone(), key_id.clone());
         let secs = |field: &'static str, value: Option<f64>, default: &mut Duration| {
             if let Some(d) = optional_seconds(py, field, value)? {
                 *default = d;
@@ -335,6 +338,7 @@ impl NativeClient {
         Ok(NativeClient {
             inner: RwLock::new(Some(Arc::new(client))),
             key_id,
+            base_url,
         })
     }
 

@@ -7,10 +7,12 @@
 // Python signatures take many keyword arguments by design.
 #![allow(clippy::too_many_arguments)]
 
+mod call;
 mod client;
 mod convert;
 mod errors;
 mod events;
+mod operation;
 mod policy;
 mod signing;
 mod verifying;
@@ -46,5 +48,15 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(client::default_journal_path, m)?)?;
     m.add_function(wrap_pyfunction!(client::client_defaults, m)?)?;
     m.add_function(wrap_pyfunction!(error_codes, m)?)?;
+    m.add("END_NAMES", operation::end_names())?;
+    m.add("LANDED", operation::landed_names())?;
+    m.add("REPLY_KINDS", operation::REPLY_KINDS.to_vec())?;
+    m.add("STEP_KINDS", operation::STEP_KINDS.to_vec())?;
+    m.add("CALL_STEP_KINDS", call::CALL_STEP_KINDS.to_vec())?;
+    m.add_class::<operation::NativeOperation>()?;
+    m.add_class::<operation::NativeRetryBudget>()?;
+    m.add_class::<call::NativeCall>()?;
+    m.add_function(wrap_pyfunction!(operation::call_limits_defaults, m)?)?;
+    m.add_function(wrap_pyfunction!(call::relative_path, m)?)?;
     Ok(())
 }

@@ -13,7 +13,7 @@ use crate::errors::raise;
 /// never shown by `repr`.
 #[pyclass(frozen, module = "payidem._native")]
 pub(crate) struct Signer {
-    inner: protocol::Signer,
+    pub(crate) inner: protocol::Signer,
 }
 
 #[pymethods]

@@ -3,27 +3,38 @@
 from typing import Callable, ClassVar, Iterable, List, Mapping, Optional, Tuple, TypedDict, Union, final
 
 from payidem._types import AttemptEvent as _AttemptEvent
+from payidem._types import Landed as _Landed
 from payidem._types import OperationState as _OperationState
 
 __all__ = [
     "ATTEMPT_KINDS",
+    "CALL_STEP_KINDS",
+    "Call",
     "Client",
+    "END_NAMES",
+    "LANDED",
     "LARGE_BODY_BYTES",
     "MEMORY_JOURNAL",
     "NEXT_ACTIONS",
     "OPERATION_STATES",
+    "Operation",
     "PROTOCOL",
+    "REPLY_KINDS",
+    "RetryBudget",
+    "STEP_KINDS",
     "Signer",
     "Verified",
     "Verifier",
     "__version__",
     "body_sha256_hex",
+    "call_limits_defaults",
     "canonical_string",
     "client_defaults",
     "decide",
     "decide_status_query",
     "default_journal_path",
     "error_codes",
+    "relative_path",
 ]
 
 __version__: str
@@ -37,6 +48,16 @@ NEXT_ACTIONS: List[str]
 """The core's next actions (``payidem.NextAction``), in order."""
 OPERATION_STATES: List[str]
 """The core's journal states (``payidem.OperationState``), in order."""
+LANDED: List[str]
+"""The core's landed values (``payidem.Landed``), in order."""
+END_NAMES: List[str]
+"""The core's ends of a call (``payidem.EndName``), in order."""
+REPLY_KINDS: List[str]
+"""What an attempt can produce (``payidem.ReplyKind``)."""
+STEP_KINDS: List[str]
+"""The machine's steps (``payidem.StepKind``), in order."""
+CALL_STEP_KINDS: List[str]
+"""A call's steps (``payidem.CallStepKind``), in order."""
 
 _Headers = Union[Mapping[str, str], Iterable[Tuple[str, str]]]
 _Response = Tuple[int, List[Tuple[str, str]], bytes, bool]
@@ -242,3 +263,132 @@ def decide_status_query(
     headers: Optional[_Headers] = None,
     now: Optional[int] = None,
 ) -> Tuple[str, bool, Optional[str], str, Optional[int], Optional[int]]: ...
+
+_Attempt = Tuple[str, int, str, str, List[Tuple[str, str]], bytes]
+_ResponseOrNone = Optional[_Response]
+_End = Tuple[str, bool, str, str, _ResponseOrNone, Optional[str], object]
+_Reaction = Tuple[str, Optional[float], Optional[int], Optional[str], str]
+
+@final
+class RetryBudget:
+    """A retry token bucket shared by calls: retries spend, successes
+    refund. Settings left ``None`` are the core's defaults."""
+
+    def __new__(
+        cls,
+        capacity: Optional[int] = None,
+        retry_cost: Optional[int] = None,
+        timeout_cost: Optional[int] = None,
+        success_refund: Optional[int] = None,
+    ) -> RetryBudget: ...
+    @property
+    def capacity(self) -> int: ...
+    @property
+    def retry_cost(self) -> int: ...
+    @property
+    def timeout_cost(self) -> int: ...
+    @property
+    def success_refund(self) -> int: ...
+    @property
+    def available(self) -> int:
+        """Tokens left now."""
+
+@final
+class Operation:
+    """The core's operation state machine; ``payidem.Operation`` is the
+    public face."""
+
+    def __new__(
+        cls,
+        order_id: str,
+        method: str,
+        path: str,
+        body: bytes,
+        *,
+        idempotency_key: Optional[str],
+        status_path: Optional[str],
+        state: str,
+        attempts: int,
+        created_at: int,
+        now: int,
+        max_attempts: Optional[int] = None,
+        backoff_base: Optional[float] = None,
+        backoff_cap: Optional[float] = None,
+        deadline: Optional[float] = None,
+        key_retention: Optional[float] = None,
+        max_clock_offset: Optional[float] = None,
+        clock_offset: int = 0,
+        clock_trusted: bool = True,
+        retry_budget: Optional[RetryBudget] = None,
+    ) -> Operation: ...
+    @property
+    def order_id(self) -> str: ...
+    @property
+    def idempotency_key(self) -> str: ...
+    @property
+    def attempts(self) -> int: ...
+    @property
+    def landed(self) -> _Landed: ...
+    @property
+    def clock_offset(self) -> int: ...
+    def poll(self, signer: Signer, now: int, elapsed: float) -> Tuple[object, ...]:
+        """``("persist", attempt, first)``, ``("send", attempt)``,
+        ``("wait", seconds)`` or ``("end", end)``."""
+    def persisted(self) -> None: ...
+    def handle(
+        self,
+        kind: str,
+        status: Optional[int] = None,
+        headers: Optional[_Headers] = None,
+        body: Optional[bytes] = None,
+        reason: Optional[str] = None,
+        *,
+        now: int,
+        elapsed: float,
+    ) -> _Reaction: ...
+    def abandon(self, reason: str) -> _End: ...
+
+@final
+class Call:
+    """The core's ``client::Call``; ``payidem.Call`` is the public face."""
+
+    @staticmethod
+    def begin(
+        client: Client,
+        order_id: str,
+        method: str,
+        path: str,
+        body: bytes,
+        *,
+        status_path: Optional[str],
+        idempotency_key: Optional[str],
+        deadline: Optional[float],
+    ) -> Call: ...
+    @staticmethod
+    def resume(client: Client, order_id: str, *, deadline: Optional[float]) -> Call: ...
+    @property
+    def order_id(self) -> str: ...
+    @property
+    def idempotency_key(self) -> str: ...
+    @property
+    def done(self) -> bool: ...
+    def step(self) -> Tuple[object, ...]:
+        """``("send", attempt, timeout, url)``, ``("wait", seconds)`` or
+        ``("done", outcome_or_error)``."""
+    def report(
+        self,
+        kind: str,
+        status: Optional[int] = None,
+        headers: Optional[_Headers] = None,
+        body: Optional[bytes] = None,
+        reason: Optional[str] = None,
+    ) -> None: ...
+    def cancel(self) -> _Outcome: ...
+
+def call_limits_defaults() -> List[Tuple[str, float]]:
+    """The core's default limits of one call, by ``payidem.Operation``
+    keyword."""
+
+def relative_path(client: Client, url: str) -> str:
+    """``url`` relative to the client's base URL; ``InvalidArgument`` naming
+    ``url`` when it is not under it."""

@@ -31,16 +31,20 @@ from .errors import InvalidArgument
 __all__ = [
     "AttemptEvent",
     "AttemptKind",
+    "CallStepKind",
     "ClientDefaults",
     "Decision",
     "DecisionKind",
+    "EndName",
     "Headers",
     "Landed",
     "NextAction",
     "OperationState",
     "OperationStatus",
     "Outcome",
+    "ReplyKind",
     "Response",
+    "StepKind",
 ]
 
 AttemptKind = Literal["operation", "status_query"]
@@ -87,6 +91,24 @@ OperationState = Literal["pending", "in_flight", "unknown", "succeeded", "reject
 (resume it), or settled: ``succeeded``, ``rejected``, ``conflict``."""
 
 
+EndName = Literal["succeeded", "rejected", "conflict", "refused", "not_sent", "unknown", "key_expired"]
+"""How a call driving an operation ended (:class:`payidem.operation.End`):
+final (never sent again) ``succeeded``, ``rejected``, ``conflict``,
+``key_expired``; not final (the key is kept, a later call may complete it)
+``refused`` (nothing happened), ``not_sent``, ``unknown``."""
+
+ReplyKind = Literal["response", "not_sent", "sent_no_response"]
+"""What one attempt produced (:class:`payidem.operation.Reply`): a
+``response``, nothing sent (``not_sent``: nothing reached the platform), or
+sent without an answer (``sent_no_response``: it may have landed)."""
+
+StepKind = Literal["persist", "send", "wait", "end"]
+"""The steps of :class:`payidem.operation.Operation`."""
+
+CallStepKind = Literal["send", "wait", "done"]
+"""The steps of :class:`payidem.operation.Call`."""
+
+
 def _check_names(alias: object, core: Sequence[str], what: str) -> None:
     """Raises ``ImportError`` when a ``Literal`` of this package and the
     core's list of names differ (a binding built against another core)."""
@@ -100,6 +122,11 @@ def _check_names(alias: object, core: Sequence[str], what: str) -> None:
 _check_names(AttemptKind, _native.ATTEMPT_KINDS, "attempt kind")
 _check_names(NextAction, _native.NEXT_ACTIONS, "next action")
 _check_names(OperationState, _native.OPERATION_STATES, "operation state")
+_check_names(Landed, _native.LANDED, "landed")
+_check_names(EndName, _native.END_NAMES, "end")
+_check_names(ReplyKind, _native.REPLY_KINDS, "reply kind")
+_check_names(StepKind, _native.STEP_KINDS, "step kind")
+_check_names(CallStepKind, _native.CALL_STEP_KINDS, "call step kind")
 
 _ATTEMPT_KINDS = frozenset(_native.ATTEMPT_KINDS)
 _NEXT_ACTIONS = frozenset(_native.NEXT_ACTIONS)

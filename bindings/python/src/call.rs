@@ -1,0 +1,238 @@
+//! One call of a client's operation, sent by the caller's own HTTP stack
+//! (`payidem.Call`, and through it the requests adapter and the httpx
+//! transport): `payidem::client::Call`, which writes the journal itself.
+//!
+//! `begin`, `resume`, `step`, `report` and `cancel` may write the journal
+//! (a durable write before the first attempt, the end after the last), so
+//! each runs with the GIL released; the HTTP exchange happens in Python
+//! between `step` and `report`.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+
+use payidem::client::{Call, CallStep};
+use payidem::operation::Outcome;
+use payidem::OperationSpec;
+
+use crate::client::{outcome_tuple, NativeClient};
+use crate::convert::{field, optional_field, seconds};
+use crate::errors::{invalid, raise, to_pyerr};
+use crate::operation::{attempt_tuple, reply};
+
+/// The names of a call's steps (`payidem.operation.CallStepKind`), in
+/// order; [`call_step_kind`] names each step with them.
+pub(crate) const CALL_STEP_KINDS: [&str; 3] = ["send", "wait", "done"];
+
+fn call_step_kind(step: &CallStep) -> &'static str {
+    match step {
+        CallStep::Send { .. } => CALL_STEP_KINDS[0],
+        CallStep::Wait(_) => CALL_STEP_KINDS[1],
+        CallStep::Done(_) => CALL_STEP_KINDS[2],
+    }
+}
+
+/// The native call; `payidem.Call` is the public face.
+#[pyclass(frozen, module = "payidem._native", name = "Call")]
+pub(crate) struct NativeCall {
+    inner: Mutex<Call>,
+    client: Arc<payidem::Client>,
+    order_id: String,
+    idempotency_key: String,
+}
+
+impl NativeCall {
+    fn new(client: Arc<payidem::Client>, call: Call) -> NativeCall {
+        NativeCall {
+            order_id: call.order_id().to_owned(),
+            idempotency_key: call.idempotency_key().to_owned(),
+            inner: Mutex::new(call),
+            client,
+        }
+    }
+
+    fn call(&self) -> MutexGuard<'_, Call> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+fn optional_deadline(py: Python<'_>, deadline: Option<f64>) -> PyResult<Option<Duration>> {
+    deadline.map(|d| seconds(py, "deadline", d)).transpose()
+}
+
+/// The outcome tuple of a success, or the typed exception (not raised) of
+/// a failure.
+fn result_object<'py>(
+    py: Python<'py>,
+    result: payidem::Result<Outcome>,
+) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match result {
+        Ok(outcome) => outcome_tuple(py, outcome).into_pyobject(py)?.into_any(),
+        Err(e) => to_pyerr(py, &e).into_value(py).into_bound(py).into_any(),
+    })
+}
+
+#[pymethods]
+impl NativeCall {
+    /// Starts a call of the operation (checked, then journaled) with the
+    /// client's journal, signer, budget and clock; see `Client::begin`.
+    #[staticmethod]
+    #[pyo3(signature = (client, order_id, method, path, body, *, status_path, idempotency_key, deadline))]
+    fn begin(
+        py: Python<'_>,
+        client: PyRef<'_, NativeClient>,
+        #[pyo3(from_py_with = field::order_id)] order_id: String,
+        #[pyo3(from_py_with = field::method)] method: String,
+        #[pyo3(from_py_with = field::path)] path: String,
+        body: &[u8],
+        #[pyo3(from_py_with = optional_field::status_path)] status_path: Option<String>,
+        #[pyo3(from_py_with = optional_field::idempotency_key)] idempotency_key: Option<String>,
+        deadline: Option<f64>,
+    ) -> PyResult<NativeCall> {
+        let core = client.client()?;
+        let deadline = optional_deadline(py, deadline)?;
+        let spec = OperationSpec {
+            order_id: &order_id,
+            method: &method,
+            path: &path,
+            body,
+            idempotency_key: idempotency_key.as_deref(),
+            status_path: status_path.as_deref(),
+        };
+        let call = raise(py, py.detach(|| core.begin(&spec, deadline)))?;
+        Ok(NativeCall::new(core, call))
+    }
+
+    /// Starts a call resuming an unsettled operation of the journal; see
+    /// `Client::begin_resume`.
+    #[staticmethod]
+    #[pyo3(signature = (client, order_id, *, deadline))]
+    fn resume(
+        py: Python<'_>,
+        client: PyRef<'_, NativeClient>,
+        #[pyo3(from_py_with = field::order_id)] order_id: String,
+        deadline: Option<f64>,
+    ) -> PyResult<NativeCall> {
+        let core = client.client()?;
+        let deadline = optional_deadline(py, deadline)?;
+        let call = raise(py, py.detach(|| core.begin_resume(&order_id, deadline)))?;
+        Ok(NativeCall::new(core, call))
+    }
+
+    #[getter]
+    fn order_id(&self) -> &str {
+        &self.order_id
+    }
+
+    #[getter]
+    fn idempotency_key(&self) -> &str {
+        &self.idempotency_key
+    }
+
+    /// Whether the call is over (the next step is `done`).
+    #[getter]
+    fn done(&self, py: Python<'_>) -> bool {
+        py.detach(|| self.call().is_done())
+    }
+
+    /// The next step: `("send", attempt_tuple, timeout_seconds, url)`,
+    /// `("wait", seconds)` or `("done", result)` where `result` is an
+    /// outcome tuple or the typed exception of the end (not raised).
+    fn step<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let step = py.detach(|| self.call().step());
+        let kind = call_step_kind(&step);
+        match step {
+            CallStep::Send { attempt, timeout } => {
+                let url = self.client.url(&attempt.path);
+                (
+                    kind,
+                    attempt_tuple(py, &attempt)?,
+                    timeout.as_secs_f64(),
+                    url,
+                )
+                    .into_pyobject(py)
+            }
+            CallStep::Wait(wait) => (kind, wait.as_secs_f64()).into_pyobject(py),
+            CallStep::Done(result) => (kind, result_object(py, result)?).into_pyobject(py),
+        }
+    }
+
+    /// Reports what the attempt of the last `send` step produced (see
+    /// `payidem.Reply`); ignored when no attempt is in flight.
+    #[pyo3(signature = (kind, status=None, headers=None, body=None, reason=None))]
+    fn report(
+        &self,
+        py: Python<'_>,
+        kind: &str,
+        status: Option<i128>,
+        headers: Option<&Bound<'_, PyAny>>,
+        body: Option<&[u8]>,
+        reason: Option<String>,
+    ) -> PyResult<()> {
+        let reply = reply(py, kind, status, headers, body, reason)?;
+        py.detach(|| self.call().report(reply));
+        Ok(())
+    }
+
+    /// Ends the call at the caller's request; returns the outcome tuple, or
+    /// raises the end's error (`Cancelled` with the key kept, unless the
+    /// machine had already ended).
+    fn cancel<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let result = py.detach(|| self.call().cancel());
+        match result {
+            Ok(outcome) => Ok(outcome_tuple(py, outcome).into_pyobject(py)?.into_any()),
+            Err(e) => Err(to_pyerr(py, &e)),
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Call(order_id={:?}, idempotency_key={:?})",
+            self.order_id, self.idempotency_key
+        )
+    }
+}
+
+/// The request target of `url` relative to the client's base URL (its
+/// origin and path prefix stripped), for `Call.begin`; `InvalidArgument`
+/// naming `url` when `url` is not under the base URL (a signed request is
+/// never sent elsewhere).
+#[pyfunction]
+pub(crate) fn relative_path(
+    py: Python<'_>,
+    client: PyRef<'_, NativeClient>,
+    #[pyo3(from_py_with = field::path)] url: String,
+) -> PyResult<String> {
+    let core = client.client()?;
+    let origin = core.url("");
+    let base = client.base_url.trim_end_matches('/');
+    // The base URL's path prefix, as the core sends it (no query: checked
+    // when the client was made).
+    let prefix = base
+        .split_once("://")
+        .and_then(|(_, rest)| rest.find('/').map(|i| &rest[i..]))
+        .unwrap_or("");
+    let outside = || {
+        invalid(
+            py,
+            "url",
+            &format!("must be under the client's base URL {origin}{prefix}/"),
+        )
+    };
+    let target = strip_prefix_ci(&url, &origin).ok_or_else(outside)?;
+    let path = target.strip_prefix(prefix).ok_or_else(outside)?;
+    if !path.starts_with('/') {
+        return Err(outside());
+    }
+    Ok(path.to_owned())
+}
+
+/// `text` without `prefix`, comparing ASCII case-insensitively (scheme and
+/// host are case-insensitive).
+fn strip_prefix_ci<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
+    let head = text.get(..prefix.len())?;
+    head.eq_ignore_ascii_case(prefix)
+        .then(|| &text[prefix.len()..])
+}

@@ -1,0 +1,528 @@
+//! The operation state machine (`payidem::operation::Operation`) for
+//! Python: `payidem.Operation` drives one call of one operation with time
+//! given by the caller, so a test (or a caller with its own journal) runs
+//! exactly the transitions `payidem.Client` runs.
+//!
+//! Everything crosses as plain tuples; `payidem.operation` wraps them in
+//! frozen dataclasses. No rule is applied here: every decision is the core's.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyTuple};
+
+use payidem::operation::{
+    Attempt, CallLimits, CallSetup, CallTime, End, Operation, OperationSpec, OperationState,
+    OsEntropy, Progress, Reaction, Reply, Response, Step,
+};
+use payidem::policy::{ClockOffset, Landed, RetryBudget, RetryBudgetConfig};
+
+use crate::client::{outcome_tuple, response_tuple};
+use crate::convert::{field, optional_field, seconds, whole, HeaderTexts};
+use crate::errors::{invalid, raise, to_pyerr};
+use crate::signing::Signer;
+
+/// The names of every end (`payidem.EndName`), in the core's order. The
+/// match below makes a new kind of end a compile error here until it is
+/// listed.
+pub(crate) fn end_names() -> Vec<&'static str> {
+    let ends = [
+        End::Succeeded(Response::default()),
+        End::Rejected(Response::default()),
+        End::Conflict(Response::default()),
+        End::Refused {
+            response: Response::default(),
+            reason: String::new(),
+        },
+        End::NotSent {
+            reason: String::new(),
+        },
+        End::Unknown {
+            reason: String::new(),
+        },
+        End::KeyExpired {
+            reason: String::new(),
+        },
+    ];
+    for end in &ends {
+        match end {
+            End::Succeeded(_)
+            | End::Rejected(_)
+            | End::Conflict(_)
+            | End::Refused { .. }
+            | End::NotSent { .. }
+            | End::Unknown { .. }
+            | End::KeyExpired { .. } => {}
+        }
+    }
+    ends.iter().map(End::as_str).collect()
+}
+
+/// The names of every landed value (`payidem.Landed`), in order.
+pub(crate) fn landed_names() -> Vec<&'static str> {
+    [Landed::No, Landed::Maybe, Landed::Yes]
+        .iter()
+        .map(|l| l.as_str())
+        .collect()
+}
+
+/// What an attempt produced, by name (`payidem.ReplyKind`): the names
+/// `payidem.decide` also takes.
+pub(crate) const REPLY_KINDS: [&str; 3] = ["response", "not_sent", "sent_no_response"];
+
+/// The names of the machine's steps (`payidem.operation.StepKind`), in
+/// order; [`step_kind`] names each step with them.
+pub(crate) const STEP_KINDS: [&str; 4] = ["persist", "send", "wait", "end"];
+
+/// The name of `step`, one of [`STEP_KINDS`].
+fn step_kind(step: &Step) -> &'static str {
+    match step {
+        Step::Persist(_) => STEP_KINDS[0],
+        Step::Send(_) => STEP_KINDS[1],
+        Step::Wait(_) => STEP_KINDS[2],
+        Step::End(_) => STEP_KINDS[3],
+    }
+}
+
+/// A reply as the caller reports it: `kind` is one of [`REPLY_KINDS`];
+/// a response needs `status` (100..=999) and takes `headers` and `body`,
+/// the others a `reason` for people. `replayed` is the core's reading of
+/// `Idempotent-Replayed` ([`Response::new`]).
+pub(crate) fn reply(
+    py: Python<'_>,
+    kind: &str,
+    status: Option<i128>,
+    headers: Option<&Bound<'_, PyAny>>,
+    body: Option<&[u8]>,
+    reason: Option<String>,
+) -> PyResult<Reply> {
+    let reason = reason.unwrap_or_default();
+    Ok(match kind {
+        "response" => {
+            let status = status
+                .and_then(|s| u16::try_from(s).ok())
+                .filter(|s| (100..=999).contains(s))
+                .ok_or_else(|| {
+                    invalid(py, "status", "a response needs an HTTP status in 100..=999")
+                })?;
+            let texts = HeaderTexts::collect(headers)?;
+            let headers = texts
+                .pairs()?
+                .into_iter()
+                .map(|(n, v)| (n.to_owned(), v.to_owned()))
+                .collect();
+            Reply::Response(Response::new(
+                status,
+                headers,
+                body.unwrap_or_default().to_vec(),
+            ))
+        }
+        "not_sent" => Reply::NotSent(reason),
+        "sent_no_response" => Reply::SentNoResponse(reason),
+        _ => {
+            return Err(invalid(
+                py,
+                "kind",
+                "must be 'response', 'not_sent' or 'sent_no_response'",
+            ))
+        }
+    })
+}
+
+/// `(kind, number, method, path, headers, body)` of one signed attempt.
+pub(crate) fn attempt_tuple<'py>(py: Python<'py>, a: &Attempt) -> PyResult<Bound<'py, PyTuple>> {
+    let headers: Vec<(&str, &str)> = a.headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    PyTuple::new(
+        py,
+        [
+            a.kind.as_str().into_pyobject(py)?.into_any(),
+            a.number.into_pyobject(py)?.into_any(),
+            a.method.as_str().into_pyobject(py)?.into_any(),
+            a.path.as_str().into_pyobject(py)?.into_any(),
+            headers.into_pyobject(py)?.into_any(),
+            PyBytes::new(py, &a.body).into_any(),
+        ],
+    )
+}
+
+/// `(name, final, landed, state, response, reason, result)` of an end:
+/// `response` is `(status, headers, body, replayed)` for the ends that hold
+/// an answer, `result` the outcome tuple of a success or the typed
+/// exception (not raised) the end stands for.
+pub(crate) fn end_tuple<'py>(
+    py: Python<'py>,
+    end: &End,
+    order_id: &str,
+    key: &str,
+    attempts: u32,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let (response, reason) = match end {
+        End::Succeeded(r) | End::Rejected(r) | End::Conflict(r) => (Some(r.clone()), None),
+        End::Refused { response, reason } => (Some(response.clone()), Some(reason.as_str())),
+        End::NotSent { reason } | End::Unknown { reason } | End::KeyExpired { reason } => {
+            (None, Some(reason.as_str()))
+        }
+    };
+    let result = match end.clone().into_result(order_id, key, attempts) {
+        Ok(outcome) => outcome_tuple(py, outcome).into_pyobject(py)?.into_any(),
+        Err(e) => to_pyerr(py, &e).into_value(py).into_bound(py).into_any(),
+    };
+    PyTuple::new(
+        py,
+        [
+            end.as_str().into_pyobject(py)?.into_any(),
+            pyo3::types::PyBool::new(py, end.is_final())
+                .to_owned()
+                .into_any(),
+            end.landed().as_str().into_pyobject(py)?.into_any(),
+            end.state().as_str().into_pyobject(py)?.into_any(),
+            response
+                .map(|r| response_tuple(py, r))
+                .into_pyobject(py)?
+                .into_any(),
+            reason.into_pyobject(py)?.into_any(),
+            result,
+        ],
+    )
+}
+
+/// `(next, wait_seconds, status, error_code, landed)` of a reaction.
+type ReactionTuple = (
+    &'static str,
+    Option<f64>,
+    Option<u16>,
+    Option<String>,
+    &'static str,
+);
+
+fn reaction_tuple(r: Reaction) -> ReactionTuple {
+    (
+        r.next.as_str(),
+        r.wait.map(|w| w.as_secs_f64()),
+        r.status,
+        r.error_code,
+        r.landed.as_str(),
+    )
+}
+
+/// A duration of elapsed time in seconds (finite, not negative), rounded to
+/// the nanosecond so that whole milliseconds given as floats stay exact.
+fn elapsed(py: Python<'_>, value: f64) -> PyResult<Duration> {
+    if !value.is_finite() || value < 0.0 || value > u64::MAX as f64 / 1e9 {
+        return Err(invalid(
+            py,
+            "elapsed",
+            "must be a finite, non-negative number of seconds",
+        ));
+    }
+    Ok(Duration::from_nanos((value * 1e9).round() as u64))
+}
+
+/// The shared retry budget (`payidem.RetryBudget`): a token bucket several
+/// operations spend from.
+#[pyclass(frozen, module = "payidem._native", name = "RetryBudget")]
+pub(crate) struct NativeRetryBudget {
+    inner: Arc<RetryBudget>,
+}
+
+#[pymethods]
+impl NativeRetryBudget {
+    /// Every setting left `None` keeps the core's default
+    /// (`RetryBudgetConfig::default()`).
+    #[new]
+    #[pyo3(signature = (capacity=None, retry_cost=None, timeout_cost=None, success_refund=None))]
+    fn new(
+        py: Python<'_>,
+        capacity: Option<i128>,
+        retry_cost: Option<i128>,
+        timeout_cost: Option<i128>,
+        success_refund: Option<i128>,
+    ) -> PyResult<NativeRetryBudget> {
+        let mut c = RetryBudgetConfig::default();
+        let count = |field: &'static str, v: Option<i128>, slot: &mut u32| {
+            if let Some(v) = v {
+                *slot = whole(py, field, v, u64::from(u32::MAX))? as u32;
+            }
+            PyResult::Ok(())
+        };
+        count("capacity", capacity, &mut c.capacity)?;
+        count("retry_cost", retry_cost, &mut c.retry_cost)?;
+        count("timeout_cost", timeout_cost, &mut c.timeout_cost)?;
+        count("success_refund", success_refund, &mut c.success_refund)?;
+        Ok(NativeRetryBudget {
+            inner: Arc::new(RetryBudget::new(c)),
+        })
+    }
+
+    #[getter]
+    fn capacity(&self) -> u32 {
+        self.inner.config().capacity
+    }
+
+    #[getter]
+    fn retry_cost(&self) -> u32 {
+        self.inner.config().retry_cost
+    }
+
+    #[getter]
+    fn timeout_cost(&self) -> u32 {
+        self.inner.config().timeout_cost
+    }
+
+    #[getter]
+    fn success_refund(&self) -> u32 {
+        self.inner.config().success_refund
+    }
+
+    /// Tokens left now.
+    #[getter]
+    fn available(&self) -> u32 {
+        self.inner.available()
+    }
+
+    fn __repr__(&self) -> String {
+        let c = self.inner.config();
+        format!(
+            "RetryBudget(capacity={}, retry_cost={}, timeout_cost={}, success_refund={}, available={})",
+            c.capacity,
+            c.retry_cost,
+            c.timeout_cost,
+            c.success_refund,
+            self.inner.available()
+        )
+    }
+}
+
+/// The core's limits of one call by the Python keyword that sets each
+/// (`payidem.Operation`'s defaults): seconds for durations.
+#[pyfunction]
+pub(crate) fn call_limits_defaults() -> Vec<(&'static str, f64)> {
+    let l = CallLimits::default();
+    vec![
+        ("max_attempts", f64::from(l.policy.max_attempts)),
+        ("backoff_base", l.policy.base.as_secs_f64()),
+        ("backoff_cap", l.policy.cap.as_secs_f64()),
+        ("deadline", l.policy.deadline.as_secs_f64()),
+        ("key_retention", l.key_retention_secs as f64),
+        ("max_clock_offset", l.max_clock_offset.as_secs_f64()),
+    ]
+}
+
+/// The native machine; `payidem.Operation` is the public face.
+#[pyclass(frozen, module = "payidem._native", name = "Operation")]
+pub(crate) struct NativeOperation {
+    inner: Mutex<Operation>,
+}
+
+impl NativeOperation {
+    fn machine(&self) -> MutexGuard<'_, Operation> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+fn call_time(py: Python<'_>, now_unix: i128, elapsed_secs: f64) -> PyResult<CallTime> {
+    Ok(CallTime {
+        unix: whole(py, "now", now_unix, u64::MAX)?,
+        elapsed: elapsed(py, elapsed_secs)?,
+    })
+}
+
+#[pymethods]
+impl NativeOperation {
+    /// Checks and freezes the operation, then starts a call of it from the
+    /// journal state `state` with `attempts` made so far, first prepared at
+    /// `created_at`, at local time `now`. Limits left `None` keep the
+    /// core's defaults.
+    #[new]
+    #[pyo3(signature = (order_id, method, path, body, *, idempotency_key, status_path, state, attempts, created_at, now, max_attempts=None, backoff_base=None, backoff_cap=None, deadline=None, key_retention=None, max_clock_offset=None, clock_offset=0, clock_trusted=true, retry_budget=None))]
+    fn new(
+        py: Python<'_>,
+        #[pyo3(from_py_with = field::order_id)] order_id: String,
+        #[pyo3(from_py_with = field::method)] method: String,
+        #[pyo3(from_py_with = field::path)] path: String,
+        body: &[u8],
+        #[pyo3(from_py_with = optional_field::idempotency_key)] idempotency_key: Option<String>,
+        #[pyo3(from_py_with = optional_field::status_path)] status_path: Option<String>,
+        state: &str,
+        attempts: i128,
+        created_at: i128,
+        now: i128,
+        max_attempts: Option<i128>,
+        backoff_base: Option<f64>,
+        backoff_cap: Option<f64>,
+        deadline: Option<f64>,
+        key_retention: Option<f64>,
+        max_clock_offset: Option<f64>,
+        clock_offset: i64,
+        clock_trusted: bool,
+        retry_budget: Option<PyRef<'_, NativeRetryBudget>>,
+    ) -> PyResult<NativeOperation> {
+        let state = OperationState::from_name(state).ok_or_else(|| {
+            invalid(
+                py,
+                "state",
+                "must be one of pending, in_flight, unknown, succeeded, rejected, conflict",
+            )
+        })?;
+        let frozen = raise(
+            py,
+            OperationSpec {
+                order_id: &order_id,
+                method: &method,
+                path: &path,
+                body,
+                idempotency_key: idempotency_key.as_deref(),
+                status_path: status_path.as_deref(),
+            }
+            .freeze(),
+        )?;
+        let mut limits = CallLimits::default();
+        if let Some(n) = max_attempts {
+            limits.policy.max_attempts = whole(py, "max_attempts", n, u64::from(u32::MAX))? as u32;
+        }
+        if let Some(s) = backoff_base {
+            limits.policy.base = seconds(py, "backoff_base", s)?;
+        }
+        if let Some(s) = backoff_cap {
+            limits.policy.cap = seconds(py, "backoff_cap", s)?;
+        }
+        if let Some(s) = deadline {
+            limits.policy.deadline = seconds(py, "deadline", s)?;
+        }
+        if let Some(s) = key_retention {
+            limits.key_retention_secs = seconds(py, "key_retention", s)?.as_secs();
+        }
+        match max_clock_offset {
+            None => {}
+            Some(0.0) => limits.max_clock_offset = Duration::ZERO,
+            Some(s) => limits.max_clock_offset = seconds(py, "max_clock_offset", s)?,
+        }
+        let setup = CallSetup {
+            limits,
+            clock: ClockOffset::from_seconds(clock_offset),
+            clock_trusted,
+            budget: retry_budget.map(|b| Arc::clone(&b.inner)),
+        };
+        let progress = Progress {
+            state,
+            attempts: whole(py, "attempts", attempts, u64::from(u32::MAX))? as u32,
+            created_at: whole(py, "created_at", created_at, u64::MAX)?,
+        };
+        let now = whole(py, "now", now, u64::MAX)?;
+        let machine = raise(py, Operation::start(&frozen, progress, setup, now))?;
+        Ok(NativeOperation {
+            inner: Mutex::new(machine),
+        })
+    }
+
+    #[getter]
+    fn order_id(&self) -> String {
+        self.machine().order_id().to_owned()
+    }
+
+    #[getter]
+    fn idempotency_key(&self) -> String {
+        self.machine().idempotency_key().to_owned()
+    }
+
+    /// Attempts over every call so far.
+    #[getter]
+    fn attempts(&self) -> u32 {
+        self.machine().attempts()
+    }
+
+    /// Whether an attempt may have taken effect (`no`, `maybe`, `yes`).
+    #[getter]
+    fn landed(&self) -> &'static str {
+        self.machine().landed().as_str()
+    }
+
+    /// The clock offset in force, in seconds.
+    #[getter]
+    fn clock_offset(&self) -> i64 {
+        self.machine().clock_offset().seconds()
+    }
+
+    /// The next step at local time `now` (Unix seconds) and `elapsed`
+    /// seconds since the call started: `("persist", attempt, first)`,
+    /// `("send", attempt_tuple)`, `("wait", seconds)` or `("end",
+    /// end_tuple)`.
+    fn poll<'py>(
+        &self,
+        py: Python<'py>,
+        signer: PyRef<'py, Signer>,
+        now: i128,
+        elapsed: f64,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let now = call_time(py, now, elapsed)?;
+        let mut machine = self.machine();
+        let step = machine.poll(&signer.inner, now, &OsEntropy);
+        let kind = step_kind(&step);
+        match step {
+            Step::Persist(p) => (kind, p.attempt, p.first).into_pyobject(py),
+            Step::Send(a) => (kind, attempt_tuple(py, &a)?).into_pyobject(py),
+            Step::Wait(d) => (kind, d.as_secs_f64()).into_pyobject(py),
+            Step::End(end) => {
+                let t = end_tuple(
+                    py,
+                    &end,
+                    machine.order_id(),
+                    machine.idempotency_key(),
+                    machine.attempts(),
+                )?;
+                (kind, t).into_pyobject(py)
+            }
+        }
+    }
+
+    /// Confirms the record the last persist step asked for.
+    fn persisted(&self) {
+        self.machine().persisted();
+    }
+
+    /// Reports the last attempt's result at `now` / `elapsed`; returns the
+    /// machine's reaction `(next, wait, status, error_code, landed)`.
+    #[pyo3(signature = (kind, status=None, headers=None, body=None, reason=None, *, now, elapsed))]
+    fn handle(
+        &self,
+        py: Python<'_>,
+        kind: &str,
+        status: Option<i128>,
+        headers: Option<&Bound<'_, PyAny>>,
+        body: Option<&[u8]>,
+        reason: Option<String>,
+        now: i128,
+        elapsed: f64,
+    ) -> PyResult<ReactionTuple> {
+        let reply = reply(py, kind, status, headers, body, reason)?;
+        let now = call_time(py, now, elapsed)?;
+        Ok(reaction_tuple(
+            self.machine().handle(reply, now, &OsEntropy),
+        ))
+    }
+
+    /// Ends the call now as a caller's cancel does; returns the end tuple.
+    fn abandon<'py>(&self, py: Python<'py>, reason: &str) -> PyResult<Bound<'py, PyTuple>> {
+        let mut machine = self.machine();
+        let end = machine.abandon(reason);
+        end_tuple(
+            py,
+            &end,
+            machine.order_id(),
+            machine.idempotency_key(),
+            machine.attempts(),
+        )
+    }
+
+    fn __repr__(&self) -> String {
+        let m = self.machine();
+        format!(
+            "Operation(order_id={:?}, idempotency_key={:?}, attempts={}, landed={:?})",
+            m.order_id(),
+            m.idempotency_key(),
+            m.attempts(),
+            m.landed().as_str()
+        )
+    }
+}

@@ -2,6 +2,11 @@
 
 package payidem
 
+/*
+#include "payidem.h"
+*/
+import "C"
+
 import (
 	"bytes"
 	"context"
@@ -18,8 +23,9 @@ import (
 )
 
 // DefaultMaxResponseBytes bounds the body Transport reads from one answer
-// when MaxResponseBytes is 0; a longer body counts as a lost answer.
-const DefaultMaxResponseBytes = 16 << 20
+// when MaxResponseBytes is 0; a longer body counts as a lost answer. It is
+// the linked library's own bound (payidem_max_response_bytes).
+var DefaultMaxResponseBytes = int64(C.payidem_max_response_bytes())
 
 // operationKey is the context key of WithOperation.
 type operationKey struct{}

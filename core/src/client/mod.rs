@@ -27,6 +27,11 @@ use crate::policy::ClockOffset;
 use crate::protocol::Signer;
 use transport::HttpTransport;
 
+/// The largest response body a call reads from one answer; a longer body
+/// counts as a lost answer (the attempt may have landed). Callers that send
+/// attempts with their own HTTP client apply the same bound.
+pub const MAX_RESPONSE_BYTES: u64 = 16 * 1024 * 1024;
+
 /// Options of one call.
 #[derive(Clone, Copy, Default)]
 pub struct CallOptions<'a> {

@@ -27,8 +27,6 @@ use super::config::ClientConfig;
 use crate::error::{Error, ErrorCode, Result};
 use crate::operation::{Reply, Response};
 
-/// Largest response body read, in bytes.
-const MAX_RESPONSE_BODY: u64 = 16 * 1024 * 1024;
 
 /// Longest timeout handed to ureq, which panics on an `Instant` overflow;
 /// longer configured timeouts mean the same in practice.
@@ -293,7 +291,7 @@ impl HttpTransport {
                 match response
                     .body_mut()
                     .with_config()
-                    .limit(MAX_RESPONSE_BODY)
+                    .limit(super::MAX_RESPONSE_BYTES)
                     .read_to_vec()
                 {
                     Ok(body) => Reply::Response(Response::new(status, headers, body)),

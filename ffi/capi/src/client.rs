@@ -807,6 +807,19 @@ fn defaults_json() -> String {
     .to_string()
 }
 
+/// The largest response body a client reads from one answer, in bytes; a
+/// longer body counts as a lost answer. Callers that send attempts with
+/// their own HTTP client (`payidem_call_step`) apply the same bound.
+///
+/// Ownership: nothing to free.
+/// NULL: never takes a pointer.
+/// Threads: safe from any thread.
+/// Errors: none.
+#[no_mangle]
+pub extern "C" fn payidem_max_response_bytes() -> u64 {
+    payidem::client::MAX_RESPONSE_BYTES
+}
+
 #[cfg(test)]
 mod defaults_tests {
     use super::*;

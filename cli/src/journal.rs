@@ -1,0 +1,450 @@
+//! `payidem journal …`: every command works through the library's
+//! [`Journal`] trait, so any backend the library has serves them all.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use payidem::journal::{Journal, OperationRecord, SqliteJournal, SqliteJournalOptions};
+use payidem::operation::OperationState;
+use payidem::{CallOptions, Client, ClientConfig, ErrorCode, JournalChoice};
+use serde_json::{json, Value};
+
+use crate::args::{JournalArg, JournalCommand, Outcome, ResumeArgs, ENV_BASE_URL, ENV_JOURNAL};
+use crate::render;
+use crate::{out, out_json, secret, Done, Exit, Failure};
+
+/// The current Unix time.
+pub fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// An opened journal and the name it was opened by.
+struct Opened {
+    journal: Arc<dyn Journal>,
+    name: String,
+}
+
+/// Opens the journal `--journal` / `$PAYIDEM_JOURNAL` names, or the
+/// library's default one. A missing file is an error: the command never
+/// creates an empty journal by mistake.
+fn open(arg: &JournalArg) -> Result<Opened, Failure> {
+    let path = match arg.journal.as_deref() {
+        Some("") | None => payidem::journal::default_journal_path()?,
+        Some(name) if name.starts_with("postgres://") || name.starts_with("postgresql://") => {
+            return Err(Failure::new(
+                Exit::Failed,
+                "this build has no PostgreSQL journal; name a SQLite journal file",
+            ))
+        }
+        Some(payidem::journal::MEMORY_JOURNAL) => {
+            return Err(Failure::new(
+                Exit::Usage,
+                "a memory journal lives only inside its own process; name a journal file",
+            ))
+        }
+        Some(name) => PathBuf::from(name),
+    };
+    let name = path.display().to_string();
+    if !path.exists() {
+        return Err(Failure::new(
+            Exit::Failed,
+            format!("journal {name} does not exist (pass --journal PATH or set {ENV_JOURNAL})"),
+        ));
+    }
+    let journal = SqliteJournal::open(&path, SqliteJournalOptions::default())?;
+    Ok(Opened {
+        journal: Arc::new(journal),
+        name,
+    })
+}
+
+/// Runs one `journal` command.
+pub fn run(command: JournalCommand, json: bool) -> Done {
+    match command {
+        JournalCommand::List {
+            journal,
+            state,
+            older_than,
+        } => {
+            let states: Vec<OperationState> = if state.is_empty() {
+                OperationState::ALL.to_vec()
+            } else {
+                state.iter().map(|s| s.state()).collect()
+            };
+            list(&open(&journal)?, &states, older_than, json)
+        }
+        JournalCommand::Show {
+            journal,
+            order_id,
+            body,
+        } => show(&open(&journal)?, &order_id, body, json),
+        JournalCommand::Resume(args) => resume(args, json),
+        JournalCommand::Reconcile {
+            journal,
+            order_id,
+            outcome,
+            reference,
+            by,
+        } => {
+            let by = match by {
+                Some(by) => by,
+                None => operator(),
+            };
+            reconcile(&open(&journal)?, &order_id, outcome, &reference, &by, json)
+        }
+        JournalCommand::Purge {
+            journal,
+            settled_older_than,
+        } => purge(&open(&journal)?, settled_older_than, json),
+        JournalCommand::Export { journal } => export(&open(&journal)?),
+        JournalCommand::Check { journal } => check(&open(&journal)?, json),
+    }
+}
+
+fn list(j: &Opened, states: &[OperationState], older_than: Option<u64>, json: bool) -> Done {
+    let now = unix_now();
+    let records: Vec<OperationRecord> = j
+        .journal
+        .list(states)?
+        .into_iter()
+        .filter(|r| older_than.map_or(true, |min| render::age(r, now) > min))
+        .collect();
+    if json {
+        out_json(&json!({
+            "journal": j.name,
+            "now": now,
+            "operations": records.iter().map(|r| render::record_json(r, now, false)).collect::<Vec<_>>(),
+        }));
+    } else if records.is_empty() {
+        out("no operations\n");
+    } else {
+        let mut text = format!(
+            "{:<10} {:<24} {:>8} {:>3}  REQUEST  KEY\n",
+            "STATE", "ORDER_ID", "AGE", "TRY"
+        );
+        for r in &records {
+            text.push_str(&render::list_line(r, now));
+        }
+        out(&text);
+    }
+    Ok(Exit::Ok)
+}
+
+/// The record of `order_id`, or exit 3.
+fn get(j: &Opened, order_id: &str) -> Result<OperationRecord, Failure> {
+    j.journal.get(order_id)?.ok_or_else(|| {
+        Failure::new(
+            Exit::NotFound,
+            format!("order id {order_id:?} is not in journal {}", j.name),
+        )
+    })
+}
+
+fn show(j: &Opened, order_id: &str, body: bool, json: bool) -> Done {
+    let now = unix_now();
+    let record = get(j, order_id)?;
+    // Only this operation's: an order id may be reused after a purge.
+    let reconciliations: Vec<_> = j
+        .journal
+        .reconciliations(Some(order_id))?
+        .into_iter()
+        .filter(|r| r.idempotency_key == record.operation.idempotency_key)
+        .collect();
+    if json {
+        let mut value = render::record_json(&record, now, body);
+        value["reconciliations"] = reconciliations
+            .iter()
+            .map(render::reconciliation_json)
+            .collect();
+        out_json(&value);
+    } else {
+        out(&render::show_text(&record, &reconciliations, now, body));
+    }
+    Ok(Exit::Ok)
+}
+
+/// Who runs the command: `$USER`, else `$LOGNAME`, else `uid N`.
+fn operator() -> String {
+    for var in ["USER", "LOGNAME"] {
+        if let Ok(name) = std::env::var(var) {
+            if !name.trim().is_empty() {
+                return name;
+            }
+        }
+    }
+    // SAFETY: getuid has no preconditions and cannot fail.
+    format!("uid {}", unsafe { libc::getuid() })
+}
+
+fn reconcile(
+    j: &Opened,
+    order_id: &str,
+    outcome: Outcome,
+    reference: &str,
+    by: &str,
+    json: bool,
+) -> Done {
+    let record = get(j, order_id)?;
+    if record.state.is_settled() {
+        return Err(Failure::new(
+            Exit::Refused,
+            format!(
+                "order id {order_id:?} is already settled ({}); a settled operation is never changed",
+                record.state.as_str()
+            ),
+        ));
+    }
+    let state = match outcome {
+        Outcome::Succeeded => OperationState::Succeeded,
+        Outcome::Rejected => OperationState::Rejected,
+    };
+    let done = j
+        .journal
+        .reconcile(order_id, state, by, reference, unix_now())
+        .map_err(|e| {
+            let refused = e.code() == ErrorCode::OperationBusy
+                || (e.code() == ErrorCode::InvalidArgument && e.field() == Some("order_id"));
+            let failure = Failure::from_error(&e);
+            if refused {
+                failure.with_exit(Exit::Refused)
+            } else {
+                failure
+            }
+        })?;
+    if json {
+        out_json(&json!({"reconciled": render::reconciliation_json(&done)}));
+    } else {
+        out(&format!(
+            "order id {order_id:?}: {} -> {} by {} at {} ({})\n",
+            done.previous_state.as_str(),
+            done.state.as_str(),
+            done.by,
+            render::utc(done.at),
+            done.reference
+        ));
+    }
+    Ok(Exit::Ok)
+}
+
+fn purge(j: &Opened, older_than: u64, json: bool) -> Done {
+    let before = unix_now().saturating_sub(older_than);
+    let purged = j.journal.purge_settled(before)?;
+    if json {
+        out_json(&json!({"purged": purged, "before": before}));
+    } else {
+        out(&format!(
+            "purged {purged} settled operation(s) last changed before {}\n",
+            render::utc(before)
+        ));
+    }
+    Ok(Exit::Ok)
+}
+
+fn export(j: &Opened) -> Done {
+    let now = unix_now();
+    let records = j.journal.list(&OperationState::ALL)?;
+    let reconciliations = j.journal.reconciliations(None)?;
+    let operations: Vec<Value> = records
+        .iter()
+        .map(|r| {
+            let mut value = render::record_json(r, now, true);
+            value["reconciliations"] = reconciliations
+                .iter()
+                .filter(|c| {
+                    c.order_id == r.operation.order_id
+                        && c.idempotency_key == r.operation.idempotency_key
+                })
+                .map(render::reconciliation_json)
+                .collect();
+            value
+        })
+        .collect();
+    out_json(&json!({
+        "format": "payidem-journal-export",
+        "version": 1,
+        "journal": j.name,
+        "exported_at": now,
+        "operations": operations,
+        "reconciliations": reconciliations.iter().map(render::reconciliation_json).collect::<Vec<_>>(),
+    }));
+    Ok(Exit::Ok)
+}
+
+fn check(j: &Opened, json: bool) -> Done {
+    let report = j.journal.check()?;
+    let sound = report.is_sound();
+    if json {
+        out_json(&json!({
+            "journal": j.name,
+            "ok": sound,
+            "backend": report.backend,
+            "schema_version": report.schema_version,
+            "library_schema_version": report.library_schema_version,
+            "migrated_from": report.migrated_from,
+            "operations": report.operations,
+            "reconciliations": report.reconciliations,
+            "problems": report.problems,
+        }));
+    } else {
+        let version = |v: Option<u32>| v.map_or("-".to_owned(), |v| v.to_string());
+        let mut text = format!(
+            "journal {} ({}): schema version {} (this build: {}){}\n{} operation(s), {} reconciliation(s)\n",
+            j.name,
+            report.backend,
+            version(report.schema_version),
+            version(report.library_schema_version),
+            report
+                .migrated_from
+                .map_or(String::new(), |v| format!(", migrated from {v} just now")),
+            report.operations,
+            report.reconciliations,
+        );
+        for p in &report.problems {
+            text.push_str(&format!("problem: {p}\n"));
+        }
+        text.push_str(if sound { "ok\n" } else { "NOT OK\n" });
+        out(&text);
+    }
+    Ok(if sound { Exit::Ok } else { Exit::Unsound })
+}
+
+fn resume(args: ResumeArgs, json: bool) -> Done {
+    let j = open(&args.journal)?;
+    let now = unix_now();
+    let targets: Vec<OperationRecord> = match &args.order_id {
+        Some(order_id) => vec![get(&j, order_id)?],
+        None => j
+            .journal
+            .list(&[OperationState::InFlight, OperationState::Unknown])?,
+    };
+    if args.dry_run {
+        if json {
+            out_json(&json!({
+                "dry_run": true,
+                "operations": targets.iter().map(|r| render::record_json(r, now, false)).collect::<Vec<_>>(),
+            }));
+        } else if targets.is_empty() {
+            out("nothing to resume\n");
+        } else {
+            let mut text = String::new();
+            for r in &targets {
+                let what = if r.state.is_settled() {
+                    "settled: would answer its stored outcome"
+                } else if render::key_expired(r, now) && r.operation.status_path.is_none() {
+                    "key expired: would answer key_expired without sending"
+                } else if render::key_expired(r, now) {
+                    "key expired: would only query its status"
+                } else {
+                    "would resume with its key"
+                };
+                text.push_str(&format!(
+                    "{} ({}, {} old, key {}): {what}\n",
+                    r.operation.order_id,
+                    r.state.as_str(),
+                    render::span(render::age(r, now)),
+                    r.operation.idempotency_key
+                ));
+            }
+            out(&text);
+        }
+        return Ok(Exit::Ok);
+    }
+
+    let base_url = args
+        .platform
+        .base_url
+        .clone()
+        .filter(|u| !u.is_empty())
+        .ok_or_else(|| {
+            Failure::new(
+                Exit::Usage,
+                format!("no platform: pass --base-url or set {ENV_BASE_URL}"),
+            )
+        })?;
+    let key_id = secret::key_id(&args.platform.key)?;
+    let secret = secret::secret(&args.platform.key)?;
+    let mut config = ClientConfig::new(base_url, key_id);
+    config.journal = JournalChoice::Custom(Arc::clone(&j.journal));
+    // Resuming never purges anything as a side effect.
+    config.settled_retention = Duration::from_secs(100 * 365 * 86_400);
+    let client = Client::new(config, &secret)?;
+    drop(secret);
+
+    let mut results = Vec::new();
+    let mut unsettled = 0usize;
+    for target in &targets {
+        let order_id = &target.operation.order_id;
+        let options = CallOptions {
+            deadline: args.deadline.map(Duration::from_secs),
+            ..CallOptions::default()
+        };
+        let result = client.resume_with(order_id, options);
+        let state = j.journal.get(order_id)?.map(|r| r.state);
+        if !state.is_some_and(OperationState::is_settled) {
+            unsettled += 1;
+        }
+        results.push((order_id.clone(), result, state));
+    }
+    if json {
+        let values: Vec<Value> = results
+            .iter()
+            .map(|(order_id, result, state)| match result {
+                Ok(o) => json!({
+                    "order_id": order_id,
+                    "ok": true,
+                    "code": null,
+                    "message": null,
+                    "status": o.response.status,
+                    "replayed": o.response.replayed,
+                    "attempts": o.attempts,
+                    "state": state.map(OperationState::as_str),
+                }),
+                Err(e) => json!({
+                    "order_id": order_id,
+                    "ok": false,
+                    "code": e.code().as_str(),
+                    "message": e.message(),
+                    "status": e.http_status(),
+                    "replayed": null,
+                    "attempts": null,
+                    "state": state.map(OperationState::as_str),
+                }),
+            })
+            .collect();
+        out_json(&json!({"results": values, "unsettled": unsettled}));
+    } else if results.is_empty() {
+        out("nothing to resume\n");
+    } else {
+        let mut text = String::new();
+        for (order_id, result, state) in &results {
+            let state = state.map_or("gone", OperationState::as_str);
+            match result {
+                Ok(o) => text.push_str(&format!(
+                    "{order_id}: HTTP {}{} after {} attempt(s); state {state}\n",
+                    o.response.status,
+                    if o.response.replayed {
+                        " (replayed)"
+                    } else {
+                        ""
+                    },
+                    o.attempts
+                )),
+                Err(e) => text.push_str(&format!(
+                    "{order_id}: {}: {}; state {state}\n",
+                    e.code().as_str(),
+                    e.message()
+                )),
+            }
+        }
+        text.push_str(&format!("{unsettled} operation(s) left unsettled\n"));
+        out(&text);
+    }
+    Ok(if unsettled > 0 {
+        Exit::Unsettled
+    } else {
+        Exit::Ok
+    })
+}

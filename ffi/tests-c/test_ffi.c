@@ -176,7 +176,7 @@ static void test_result_names_are_the_stable_codes(void) {
         "journal_error", "missing_signature", "unknown_api_key",
         "timestamp_out_of_window", "invalid_signature", "nonce_reused",
         "replay_cache_full", "idempotency_key_required", "internal_error",
-        "cancelled", "refused"};
+        "cancelled", "refused", "replay_store_unavailable"};
     unsigned i;
     uint32_t max = payidem_result_max_error_code();
     for (i = 0; i < sizeof names / sizeof names[0]; i++) {
@@ -191,6 +191,7 @@ static void test_result_names_are_the_stable_codes(void) {
     CHECK(PAYIDEM_CANCELLED == 17);
     CHECK(PAYIDEM_INTERNAL_ERROR == 16);
     CHECK(PAYIDEM_REFUSED == 18);
+    CHECK(PAYIDEM_REPLAY_STORE_UNAVAILABLE == 19);
     CHECK_STR(payidem_result_name(PAYIDEM_BUFFER_TOO_SMALL), "buffer_too_small");
     CHECK(PAYIDEM_BUFFER_TOO_SMALL == 100);
     CHECK(payidem_result_name(99) == NULL);
@@ -1922,14 +1923,17 @@ static void test_refusal_of_every_verification_code(void) {
         CHECK_STR(refusal_header(refusal, "Content-Type"), "application/json");
         CHECK((refusal_header(refusal, "X-Server-Time") != NULL) ==
               (code == PAYIDEM_TIMESTAMP_OUT_OF_WINDOW));
+        CHECK((refusal_header(refusal, "Retry-After") != NULL) ==
+              (code == PAYIDEM_REPLAY_STORE_UNAVAILABLE));
         snprintf(expected, sizeof expected,
                  "{\"error\":{\"code\":\"%s\",\"message\":\"why \\\"it\\\" failed\"}}", name);
         CHECK(refusal_body_is(refusal, expected));
         payidem_refusal_free(refusal);
     }
-    /* The verifier's seven protocol codes and invalid_argument (a bad
-     * Idempotency-Key header). */
-    CHECK(count == 8);
+    /* The verifier's seven protocol codes, invalid_argument (a bad
+     * Idempotency-Key header) and replay_store_unavailable (a Redis replay
+     * store that cannot answer). */
+    CHECK(count == 9);
     CHECK(payidem_refusal_verification_code_at(0) == PAYIDEM_INVALID_ARGUMENT);
     CHECK(payidem_refusal_verification_code_at(count) == 0);
     CHECK(payidem_refusal_verification_code_at((size_t)-1) == 0);
@@ -1982,6 +1986,212 @@ static void test_refusal_body_too_large_and_bad_arguments(void) {
 
 /* ---- end of verification refusals ------------------------------------- */
 
+/* ---- a shared Redis replay store (issue #11) ----------------------------
+ * A real redis-server, started here in a temporary directory on a unix
+ * socket only (no TCP, nothing persisted), shared by two verifiers. */
+
+struct redis {
+    pid_t pid;
+    char dir[64];
+    char socket[128];
+    char url[160];
+};
+
+/* Starts redis-server ($PAYIDEM_REDIS_SERVER or redis-server on the PATH);
+ * returns 0 once its socket exists. Never skipped: a failure is reported. */
+static int redis_start(struct redis *r) {
+    const char *binary = getenv("PAYIDEM_REDIS_SERVER");
+    struct stat st;
+    struct timespec tick;
+    int i;
+    tick.tv_sec = 0;
+    tick.tv_nsec = 10000000;
+    if (r->dir[0] == '\0') {
+        strcpy(r->dir, "/tmp/payidem-c-redis-XXXXXX");
+        if (mkdtemp(r->dir) == NULL) {
+            return -1;
+        }
+        snprintf(r->socket, sizeof r->socket, "%s/redis.sock", r->dir);
+        snprintf(r->url, sizeof r->url, "unix://%s", r->socket);
+    }
+    if (binary == NULL) {
+        binary = "redis-server";
+    }
+    fflush(stdout);
+    fflush(stderr);
+    r->pid = fork();
+    if (r->pid < 0) {
+        return -1;
+    }
+    if (r->pid == 0) {
+        execlp(binary, binary, "--port", "0", "--unixsocket", r->socket, "--unixsocketperm",
+               "700", "--save", "", "--appendonly", "no", "--dir", r->dir, "--logfile",
+               "redis.log", (char *)NULL);
+        _exit(127);
+    }
+    for (i = 0; i < 1000; i++) {
+        int status;
+        if (stat(r->socket, &st) == 0) {
+            return 0;
+        }
+        if (waitpid(r->pid, &status, WNOHANG) == r->pid) {
+            r->pid = 0;
+            break;
+        }
+        nanosleep(&tick, NULL);
+    }
+    fprintf(stderr, "  cannot start %s: the replay-store tests need a real redis-server "
+                    "(make redis-deps installs it)\n", binary);
+    return -1;
+}
+
+/* Kills the server at once (like a crash; nothing was persisted). */
+static void redis_stop(struct redis *r) {
+    if (r->pid > 0) {
+        kill(r->pid, SIGKILL);
+        waitpid(r->pid, NULL, 0);
+        r->pid = 0;
+    }
+    unlink(r->socket);
+}
+
+static payidem_verifier *replay_verifier(const char *store) {
+    payidem_verifier *v = NULL;
+    payidem_error *err = NULL;
+    const uint8_t *secrets[1];
+    size_t lens[1];
+    secrets[0] = SECRET;
+    lens[0] = SECRET_LEN;
+    EXPECT_OK(payidem_verifier_new_with_replay_store(300, 100, store, &v, &err), err);
+    if (v != NULL) {
+        EXPECT_OK(payidem_verifier_add_key(v, "key_live_1", secrets, lens, 1, &err), err);
+    }
+    return v;
+}
+
+/* Signs a POST at `timestamp` into `s` and points `hs` at its headers. */
+static void replay_sign(payidem_signer *signer, uint64_t timestamp, payidem_signed_headers *s,
+                        payidem_header hs[5]) {
+    payidem_error *err = NULL;
+    EXPECT_OK(payidem_signer_sign_into(signer, "POST", "/v1/p", "k-redis", BODY, BODY_LEN,
+                                       timestamp, s, &err),
+              err);
+    hs[0].name = "X-Api-Key";
+    hs[0].value = s->api_key;
+    hs[1].name = "X-Timestamp";
+    hs[1].value = s->timestamp;
+    hs[2].name = "X-Nonce";
+    hs[2].value = s->nonce;
+    hs[3].name = "X-Signature";
+    hs[3].value = s->signature;
+    hs[4].name = "Idempotency-Key";
+    hs[4].value = s->idempotency_key;
+}
+
+static payidem_result replay_verify(payidem_verifier *v, payidem_header hs[5], uint16_t *status,
+                                    payidem_error **err) {
+    return payidem_verifier_verify(v, "POST", "/v1/p", hs, 5, BODY, BODY_LEN,
+                                   (uint64_t)time(NULL), status, err);
+}
+
+static void test_verifier_with_a_replay_store(void) {
+    payidem_signer *signer = new_signer();
+    payidem_verifier *a, *b, *v = NULL;
+    payidem_error *err = NULL;
+    payidem_signed_headers s, fresh;
+    payidem_header hs[5], fresh_hs[5];
+    payidem_refusal *refusal = NULL;
+    uint16_t status = 0;
+    struct redis redis;
+    memset(&redis, 0, sizeof redis);
+
+    /* The store is named by a URL; a bad one names the argument, and never
+     * repeats a password. */
+    EXPECT_ERR(payidem_verifier_new_with_replay_store(300, 100, "memcached://u:hunter2@h", &v,
+                                                      &err),
+               err, PAYIDEM_INVALID_ARGUMENT, "replay_store");
+    CHECK(v == NULL);
+    EXPECT_ERR(payidem_verifier_new_with_replay_store(300, 100, "memory", NULL, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "verifier_out");
+    /* "memory" and NULL are the in-process store. */
+    a = replay_verifier("memory");
+    b = replay_verifier(NULL);
+    replay_sign(signer, (uint64_t)time(NULL), &s, hs);
+    EXPECT_OK(replay_verify(a, hs, &status, &err), err);
+    EXPECT_OK(replay_verify(b, hs, &status, &err), err); /* two processes' worth */
+    payidem_verifier_free(a);
+    payidem_verifier_free(b);
+
+    /* A Redis store that cannot be reached fails closed: 503 + Retry-After. */
+    a = replay_verifier("unix:///nonexistent-payidem-dir/redis.sock");
+    EXPECT_ERR(replay_verify(a, hs, &status, &err), err, PAYIDEM_REPLAY_STORE_UNAVAILABLE, NULL);
+    CHECK(status == 503);
+    payidem_verifier_free(a);
+
+    /* Two verifiers sharing one real redis-server. */
+    CHECK(redis_start(&redis) == 0);
+    if (redis.pid <= 0) {
+        payidem_signer_free(signer);
+        return;
+    }
+    a = replay_verifier(redis.url);
+    b = replay_verifier(redis.url);
+    /* The first claim creates the store's epoch (its clock now); requests
+     * signed up to 2 s after it (the skew) are refused, so wait that out
+     * and sign with the real clock, as a client does. */
+    replay_sign(signer, (uint64_t)time(NULL) + 60, &s, hs);
+    EXPECT_OK(replay_verify(a, hs, &status, &err), err);
+    {
+        struct timespec wait;
+        wait.tv_sec = 3;
+        wait.tv_nsec = 200000000;
+        nanosleep(&wait, NULL);
+    }
+    replay_sign(signer, (uint64_t)time(NULL), &s, hs);
+    EXPECT_OK(replay_verify(a, hs, &status, &err), err);
+    CHECK(status == 200);
+    EXPECT_ERR(replay_verify(b, hs, &status, &err), err, PAYIDEM_NONCE_REUSED, NULL);
+    CHECK(status == 409);
+    replay_sign(signer, (uint64_t)time(NULL), &fresh, fresh_hs);
+    EXPECT_OK(replay_verify(b, fresh_hs, &status, &err), err);
+
+    /* Stopped: every verifier refuses, with the refusal the core builds. */
+    redis_stop(&redis);
+    replay_sign(signer, (uint64_t)time(NULL), &fresh, fresh_hs);
+    if (replay_verify(a, fresh_hs, &status, &err) == PAYIDEM_REPLAY_STORE_UNAVAILABLE) {
+        payidem_error *refusal_err = NULL;
+        reached[PAYIDEM_REPLAY_STORE_UNAVAILABLE] = 1;
+        EXPECT_OK(payidem_refusal_from_error(err, &refusal, &refusal_err), refusal_err);
+        CHECK(refusal != NULL && payidem_refusal_status(refusal) == 503);
+        CHECK_STR(refusal_header(refusal, "Retry-After"), "1");
+        payidem_refusal_free(refusal);
+        payidem_error_free(err);
+        err = NULL;
+    } else {
+        fprintf(stderr, "  verification with Redis stopped must fail closed\n");
+        harness_current_failed = 1;
+        payidem_error_free(err);
+        err = NULL;
+    }
+    CHECK(status == 503);
+    EXPECT_ERR(replay_verify(b, fresh_hs, &status, &err), err, PAYIDEM_REPLAY_STORE_UNAVAILABLE,
+               NULL);
+
+    /* Restarted empty: what was accepted before, and what was refused while
+     * it was down, is refused (the epoch guard), never accepted. */
+    CHECK(redis_start(&redis) == 0);
+    EXPECT_ERR(replay_verify(b, hs, &status, &err), err, PAYIDEM_REPLAY_STORE_UNAVAILABLE, NULL);
+    EXPECT_ERR(replay_verify(a, hs, &status, &err), err, PAYIDEM_REPLAY_STORE_UNAVAILABLE, NULL);
+    EXPECT_ERR(replay_verify(a, fresh_hs, &status, &err), err, PAYIDEM_REPLAY_STORE_UNAVAILABLE,
+               NULL);
+    CHECK(status == 503);
+    redis_stop(&redis);
+    rmdir(redis.dir);
+    payidem_verifier_free(a);
+    payidem_verifier_free(b);
+    payidem_signer_free(signer);
+}
+
 int main(void) {
     const char *path = getenv("PAYIDEM_VECTORS");
     char *text = read_file(path ? path : "core/tests/vectors/protocol-v1.json");
@@ -2020,6 +2230,7 @@ int main(void) {
     RUN(test_refusal_of_a_real_verification_failure);
     RUN(test_refusal_of_every_verification_code);
     RUN(test_refusal_body_too_large_and_bad_arguments);
+    RUN(test_verifier_with_a_replay_store);
     RUN(test_every_reachable_code_was_reached);
 
     mock_stop(&mock_ok);

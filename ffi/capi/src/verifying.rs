@@ -532,7 +532,8 @@ pub extern "C" fn payidem_refusal_verification_code_at(index: usize) -> u32 {
 /// (as `payidem_verifier_verify` gave it): its status (401, 409, 503 or
 /// 400), `Content-Type: application/json`, for
 /// `PAYIDEM_TIMESTAMP_OUT_OF_WINDOW` the server's clock as `X-Server-Time`
-/// and `Date`, and the body with the error's code and message. An error that
+/// and `Date`, for `PAYIDEM_REPLAY_STORE_UNAVAILABLE` `Retry-After: 1`,
+/// and the body with the error's code and message. An error that
 /// verification never gives is a failure of the server: 500
 /// `internal_error`, whose message shows nothing of it.
 ///
@@ -659,7 +660,8 @@ pub unsafe extern "C" fn payidem_refusal_header_count(refusal: *const payidem_re
 }
 
 /// The header at `index` (0-based): `Content-Type` first, then for
-/// `timestamp_out_of_window` `X-Server-Time` and `Date`. A server that adds
+/// `timestamp_out_of_window` `X-Server-Time` and `Date`, for
+/// `replay_store_unavailable` `Retry-After`. A server that adds
 /// its own `Date` to every answer must not add it to one that has this one.
 ///
 /// Ownership: `*name_out` and `*value_out` are borrowed from `refusal`,

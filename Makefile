@@ -12,7 +12,8 @@
 #                    Go module's prebuilt libraries (refreshed when stale)
 #
 # C ABI (ffi/):
-#   make lib                      libpayidem.so and libpayidem.a into target/dist-stage/x86_64
+#   make lib                      libpayidem.so and libpayidem.a into target/dist-stage/x86_64,
+#                                 the payidem command into target/dist-stage/cli-x86_64
 #   make header                   regenerate include/payidem.h with cbindgen
 #   make test-c                   every C ABI test (see ffi/README.md)
 #   make install PREFIX=/usr/local [LIBDIR=…] [DESTDIR=…]   (never compiles)
@@ -72,6 +73,7 @@ PREFIX ?= /usr/local
 LIBDIR ?= $(PREFIX)/lib
 DESTDIR ?=
 STAGE := target/dist-stage/x86_64
+CLI_STAGE := target/dist-stage/cli-x86_64
 
 ABI_VERSION := 0
 RELEASE := target/release
@@ -87,6 +89,7 @@ TEST_ENV := PAYIDEM_MOCK=$(CURDIR)/$(RELEASE)/payidem-mock PAYIDEM_VECTORS=$(CUR
 
 lib:
 	scripts/dist/build-c.sh --arch x86_64
+	scripts/dist/build-cli.sh
 
 header:
 	PAYIDEM_WRITE_HEADER=1 $(CARGO) test -q -p payidem-capi --test header committed_header_matches_a_fresh_generation
@@ -145,12 +148,15 @@ test-c: c-deps redis-deps
 	$(CC) $(C_FLAGS) -fsanitize=thread $(C_TESTS)/test_threads.c -o $(C_OUT)/test_threads_tsan -pthread $(C_LINK)
 	$(TEST_ENV) TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/$(C_TESTS)/tsan.supp" $(C_OUT)/test_threads_tsan
 
-## install: copies what `make lib` (or `make dist`) built; never compiles
+## install: copies what `make lib` (or `make dist`) built (the C library, and
+## the payidem command with its manual page and completions); never compiles
 install:
-	scripts/dist/install-c.sh $(STAGE) "$(DESTDIR)" "$(PREFIX)" "$(LIBDIR)"
+	@cli=; if [ -f $(CLI_STAGE)/bin/payidem ]; then cli="--cli $(CLI_STAGE)"; \
+	else echo "make install: the payidem command is not staged ('make lib' builds it); installing the library only" >&2; fi; \
+	scripts/dist/install-c.sh $$cli $(STAGE) "$(DESTDIR)" "$(PREFIX)" "$(LIBDIR)"
 
 uninstall:
-	scripts/dist/install-c.sh --uninstall $(STAGE) "$(DESTDIR)" "$(PREFIX)" "$(LIBDIR)"
+	scripts/dist/install-c.sh --cli $(CLI_STAGE) --uninstall $(STAGE) "$(DESTDIR)" "$(PREFIX)" "$(LIBDIR)"
 
 ## dist: every release artifact into dist/ (see ffi/README.md, bindings/*/README.md)
 dist: dist-c dist-mock dist-wheel dist-go

@@ -3,7 +3,7 @@
 # the one layout behind `make install`, the tarball and the Debian packages.
 # It never compiles.
 #
-#   install-c.sh [--uninstall] [--relocatable] [--only runtime|dev] \
+#   install-c.sh [--uninstall] [--relocatable] [--only runtime|dev] [--cli CLI_STAGE] \
 #                STAGE DESTDIR PREFIX LIBDIR
 #
 # STAGE   target/dist-stage/ARCH (libpayidem.so, libpayidem.a)
@@ -15,15 +15,20 @@
 # --only runtime the shared library and its SONAME link;
 # --only dev     the rest (header, .so link, .a, pkg-config files payidem and
 #                payidem-static, CMake package)
+# --cli DIR      also the `payidem` command that scripts/dist/build-cli.sh
+#                staged in DIR: PREFIX/bin/payidem, its manual page and its
+#                bash, zsh and fish completions under PREFIX/share
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 mode=install
 relocatable=0
 only=all
+cli=
 while [ $# -gt 0 ]; do
     case "$1" in
         --uninstall) mode=uninstall; shift ;;
+        --cli) cli=$2; shift 2 ;;
         --relocatable) relocatable=1; shift ;;
         --only) only=$2; shift 2 ;;
         --) shift; break ;;
@@ -32,7 +37,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 if [ $# -ne 4 ]; then
-    echo "usage: $0 [--uninstall] [--relocatable] [--only runtime|dev] STAGE DESTDIR PREFIX LIBDIR" >&2
+    echo "usage: $0 [--uninstall] [--relocatable] [--only runtime|dev] [--cli CLI_STAGE] STAGE DESTDIR PREFIX LIBDIR" >&2
     exit 2
 fi
 stage=$1 destdir=$2 prefix=$3 libdir=$4
@@ -52,11 +57,17 @@ dev_files=("$libdir/libpayidem.so" "$libdir/libpayidem.a" "$includedir/payidem.h
     "$libdir/pkgconfig/payidem.pc" "$libdir/pkgconfig/payidem-static.pc"
     "$libdir/cmake/payidem/payidemConfig.cmake"
     "$libdir/cmake/payidem/payidemConfigVersion.cmake")
+# The command: each file's path under the CLI stage and under PREFIX.
+cli_files=(bin/payidem share/man/man1/payidem.1 share/bash-completion/completions/payidem
+    share/zsh/site-functions/_payidem share/fish/vendor_completions.d/payidem.fish)
 
 if [ "$mode" = uninstall ]; then
     files=()
     [ "$only" != dev ] && files+=("${runtime_files[@]}")
     [ "$only" != runtime ] && files+=("${dev_files[@]}")
+    if [ -n "$cli" ]; then
+        for f in "${cli_files[@]}"; do files+=("$prefix/$f"); done
+    fi
     for f in "${files[@]}"; do
         if [ -e "$D$f" ] || [ -L "$D$f" ]; then rm -f "$D$f" && echo "removed $D$f"; fi
     done
@@ -70,6 +81,14 @@ for f in libpayidem.so libpayidem.a; do
         exit 1
     fi
 done
+if [ -n "$cli" ]; then
+    for f in "${cli_files[@]}"; do
+        if [ ! -f "$cli/$f" ]; then
+            echo "install-c.sh: $cli/$f is missing: build it first with 'make lib'" >&2
+            exit 1
+        fi
+    done
+fi
 
 rel() { realpath -m --relative-to="$1" "$2"; }
 if [ "$relocatable" = 1 ]; then
@@ -105,4 +124,12 @@ if [ "$only" != runtime ]; then
     sed -e "s|@VERSION@|$version|g" -e "s|@VERSION_MAJOR@|$major|" -e "s|@VERSION_MINOR@|$minor|" \
         "$root/ffi/cmake/payidemConfigVersion.cmake.in" > "$D$libdir/cmake/payidem/payidemConfigVersion.cmake"
     chmod 0644 "$D$libdir/pkgconfig/"payidem*.pc "$D$libdir/cmake/payidem/"*.cmake
+fi
+if [ -n "$cli" ]; then
+    for f in "${cli_files[@]}"; do
+        mode_bits=0644
+        [ "$f" = bin/payidem ] && mode_bits=0755
+        install -d "$D$prefix/$(dirname "$f")"
+        install -m "$mode_bits" "$cli/$f" "$D$prefix/$f"
+    done
 fi

@@ -203,6 +203,11 @@ check "make install put every file under DESTDIR/LIBDIR" test -f "$dest/opt/pi/l
     -a -L "$dest/opt/pi/lib64/libpayidem.so.0" -a -L "$dest/opt/pi/lib64/libpayidem.so" \
     -a -f "$dest/opt/pi/lib64/libpayidem.a" -a -f "$dest/opt/pi/include/payidem.h" \
     -a -f "$dest/opt/pi/lib64/pkgconfig/payidem.pc" -a -f "$dest/opt/pi/lib64/cmake/payidem/payidemConfig.cmake"
+check "make install put the payidem command, its manual page and completions under PREFIX" test -x "$dest/opt/pi/bin/payidem" \
+    -a -f "$dest/opt/pi/share/man/man1/payidem.1" -a -f "$dest/opt/pi/share/bash-completion/completions/payidem" \
+    -a -f "$dest/opt/pi/share/zsh/site-functions/_payidem" -a -f "$dest/opt/pi/share/fish/vendor_completions.d/payidem.fish"
+check "the installed payidem command runs" sh -c "'$dest/opt/pi/bin/payidem' --version | grep -qx 'payidem $version'"
+check "the installed payidem command needs no glibc newer than 2.17" at_most_2_17 "$dest/opt/pi/bin/payidem"
 check "the installed payidem.pc names the final PREFIX and LIBDIR, not DESTDIR" sh -c \
     "grep -qx 'prefix=/opt/pi' '$dest/opt/pi/lib64/pkgconfig/payidem.pc' && grep -qx 'libdir=/opt/pi/lib64' '$dest/opt/pi/lib64/pkgconfig/payidem.pc'"
 check "make uninstall removes every installed file" sh -c \

@@ -40,6 +40,7 @@ const (
 	CodeInternal               Code = "internal_error"           // 16
 	CodeCancelled              Code = "cancelled"                // 17
 	CodeRefused                Code = "refused"                  // 18
+	CodeReplayStoreUnavailable Code = "replay_store_unavailable" // 19
 	// CodeBufferTooSmall exists only in the C ABI; seen from Go it is a bug
 	// of this binding and matches ErrInternal.
 	CodeBufferTooSmall Code = "buffer_too_small" // 100
@@ -76,6 +77,12 @@ var (
 	// Resume may still complete it. HTTPStatus and Body hold the last
 	// answer.
 	ErrRefused error = &sentinel{CodeRefused}
+	// ErrReplayStoreUnavailable: a verifier's shared replay store (Redis)
+	// could not claim the nonce (unreachable, timed out, out of memory, or
+	// restarted after the request was signed), so verification failed
+	// closed: answer 503 with Retry-After (RefusalFor does). Nothing was
+	// accepted.
+	ErrReplayStoreUnavailable error = &sentinel{CodeReplayStoreUnavailable}
 )
 
 // ErrClosed is returned by every call on a Client, Signer or Verifier after
@@ -106,6 +113,7 @@ var codeByResult = map[uint32]struct {
 	C.PAYIDEM_INTERNAL_ERROR:           {CodeInternal, ErrInternal},
 	C.PAYIDEM_CANCELLED:                {CodeCancelled, ErrCancelled},
 	C.PAYIDEM_REFUSED:                  {CodeRefused, ErrRefused},
+	C.PAYIDEM_REPLAY_STORE_UNAVAILABLE: {CodeReplayStoreUnavailable, ErrReplayStoreUnavailable},
 	C.PAYIDEM_BUFFER_TOO_SMALL:         {CodeBufferTooSmall, ErrInternal},
 }
 

@@ -42,7 +42,7 @@ var allSentinels = []error{
 	ErrInvalidArgument, ErrIdempotencyConflict, ErrRejected, ErrOutcomeUnknown, ErrKeyExpired,
 	ErrOperationBusy, ErrTransport, ErrJournal, ErrMissingSignature, ErrUnknownAPIKey,
 	ErrTimestampOutOfWindow, ErrInvalidSignature, ErrNonceReused, ErrReplayCacheFull,
-	ErrIdempotencyKeyRequired, ErrInternal, ErrCancelled, ErrRefused,
+	ErrIdempotencyKeyRequired, ErrInternal, ErrCancelled, ErrRefused, ErrReplayStoreUnavailable,
 }
 
 func TestEveryHeaderCodeMapsToItsSentinel(t *testing.T) {

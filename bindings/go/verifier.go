@@ -72,15 +72,42 @@ func VerifiedFromContext(ctx context.Context) (Verified, bool) {
 // SetNonceCapacityTotal says otherwise. The replay cache's clock is
 // monotonic: a server clock stepped back never lets a replay through.
 func NewVerifier(keys map[string][][]byte, window time.Duration, capacity int) (*Verifier, error) {
+	return NewVerifierWithReplayStore(keys, window, capacity, ReplayStoreMemory)
+}
+
+// ReplayStoreMemory names the in-process replay store (the default).
+const ReplayStoreMemory = "memory"
+
+// NewVerifierWithReplayStore creates a verifier like NewVerifier whose
+// nonces are recorded in the replay store named by replayStore:
+// ReplayStoreMemory ("memory", or "") for this process's memory, exactly
+// like NewVerifier; "redis://host[:port][/db]", "unix:///path/redis.sock"
+// or "redis+unix:///path" for a Redis server shared by a fleet of
+// verifiers, so that a request accepted by one is refused as
+// ErrNonceReused by all. Nothing is connected here. With Redis, a
+// verification that passes the window and the signature claims the nonce
+// with one atomic script; when Redis is unreachable, times out, is out of
+// memory, or was restarted after the request was signed (its epoch guard),
+// verification fails closed with ErrReplayStoreUnavailable (Middleware
+// answers 503 with Retry-After), never accepting. capacity then bounds
+// nothing (Redis's maxmemory does). The URL may hold a password; no error
+// repeats it. See docs/replay-store.md for what the Redis server needs
+// (maxmemory-policy noeviction).
+func NewVerifierWithReplayStore(keys map[string][][]byte, window time.Duration, capacity int, replayStore string) (*Verifier, error) {
 	if window < 0 {
 		return nil, invalid("window", "must not be negative")
 	}
 	if capacity <= 0 {
 		return nil, invalid("capacity", "must be above 0")
 	}
+	var args cstrings
+	store, err := args.addOpt("replay_store", replayStore)
+	if err != nil {
+		return nil, err
+	}
 	var ptr *C.payidem_verifier
 	var cerr *C.payidem_error
-	rc := C.payidem_verifier_new(C.uint64_t(window/time.Second), C.size_t(capacity), &ptr, &cerr)
+	rc := C.payidem_verifier_new_with_replay_store(C.uint64_t(window/time.Second), C.size_t(capacity), args.ptr(store), &ptr, &cerr)
 	if rc != C.PAYIDEM_OK {
 		return nil, newError(rc, cerr, nil)
 	}

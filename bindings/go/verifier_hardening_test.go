@@ -178,6 +178,7 @@ func TestMiddlewareRefusalIsTheCoresForEveryVerificationCode(t *testing.T) {
 		first  http.Header // verified (and accepted) before, when set
 		method string
 		header http.Header
+		store  string // the verifiers' replay store, when not in memory
 	}
 	scenarios := map[Code]func() scenario{
 		CodeInvalidArgument: func() scenario {
@@ -212,6 +213,14 @@ func TestMiddlewareRefusalIsTheCoresForEveryVerificationCode(t *testing.T) {
 				header: sign(now, "POST", "/v1/payments", "create-b"),
 			}
 		},
+		CodeReplayStoreUnavailable: func() scenario {
+			// A Redis store that cannot be reached fails closed.
+			return scenario{
+				method: "POST",
+				header: sign(now, "POST", "/v1/payments", "create-a"),
+				store:  "unix:///nonexistent-payidem-dir/redis.sock",
+			}
+		},
 		CodeIdempotencyKeyRequired: func() scenario {
 			ts, nonce := strconv.FormatInt(now.Unix(), 10), "6f1c2a4e-9b3d-4c5e-8f70-1a2b3c4d5e6f"
 			sig, err := s.SignParts("POST", "/v1/payments", ts, nonce, "", body)
@@ -243,6 +252,9 @@ func TestMiddlewareRefusalIsTheCoresForEveryVerificationCode(t *testing.T) {
 		// Two verifiers in the same state: one answers directly, the
 		// other through the middleware.
 		direct, served := newTestVerifier(t, 1), newTestVerifier(t, 1)
+		if sc.store != "" {
+			direct, served = newStoreVerifier(t, sc.store), newStoreVerifier(t, sc.store)
+		}
 		served.Clock = func() time.Time { return now }
 		if sc.first != nil {
 			for _, v := range []*Verifier{direct, served} {
@@ -290,6 +302,9 @@ func TestMiddlewareRefusalIsTheCoresForEveryVerificationCode(t *testing.T) {
 		}
 		if got := w.Header().Get("Date"); (got == now.UTC().Format(http.TimeFormat)) != clock || (got != "") != clock {
 			t.Errorf("%s: Date %q", code, got)
+		}
+		if got, want := w.Header().Get("Retry-After"), code == CodeReplayStoreUnavailable; (got == "1") != want || (got != "") != want {
+			t.Errorf("%s: Retry-After %q", code, got)
 		}
 	}
 }

@@ -1298,6 +1298,18 @@ payidem_result payidem_client_get(const struct payidem_client *client,
 const char *payidem_client_defaults_json(void);
 
 /**
+ * The largest response body a client reads from one answer, in bytes; a
+ * longer body counts as a lost answer. Callers that send attempts with
+ * their own HTTP client (`payidem_call_step`) apply the same bound.
+ *
+ * Ownership: nothing to free.
+ * NULL: never takes a pointer.
+ * Threads: safe from any thread.
+ * Errors: none.
+ */
+uint64_t payidem_max_response_bytes(void);
+
+/**
  * The error's code; `PAYIDEM_OK` for a NULL error (no error).
  *
  * Ownership: borrows `err`.
@@ -2568,7 +2580,8 @@ uint32_t payidem_refusal_verification_code_at(size_t index);
  * (as `payidem_verifier_verify` gave it): its status (401, 409, 503 or
  * 400), `Content-Type: application/json`, for
  * `PAYIDEM_TIMESTAMP_OUT_OF_WINDOW` the server's clock as `X-Server-Time`
- * and `Date`, and the body with the error's code and message. An error that
+ * and `Date`, for `PAYIDEM_REPLAY_STORE_UNAVAILABLE` `Retry-After: 1`,
+ * and the body with the error's code and message. An error that
  * verification never gives is a failure of the server: 500
  * `internal_error`, whose message shows nothing of it.
  *
@@ -2653,7 +2666,8 @@ size_t payidem_refusal_header_count(const struct payidem_refusal *refusal);
 
 /**
  * The header at `index` (0-based): `Content-Type` first, then for
- * `timestamp_out_of_window` `X-Server-Time` and `Date`. A server that adds
+ * `timestamp_out_of_window` `X-Server-Time` and `Date`, for
+ * `replay_store_unavailable` `Retry-After`. A server that adds
  * its own `Date` to every answer must not add it to one that has this one.
  *
  * Ownership: `*name_out` and `*value_out` are borrowed from `refusal`,

@@ -7,9 +7,12 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
 
 use payidem::protocol::{self, IncomingRequest, Refusal, VerifierConfig};
+use payidem::replay_store::ReplayStore;
 use payidem::{Error, ErrorCode};
 
-use crate::convert::{field, hash_sized, repr_opt, text, unix_seconds, whole, HeaderTexts, Utf8};
+use crate::convert::{
+    field, hash_sized, repr_opt, text, unix_seconds, whole, HeaderTexts, Utf8, DETACH_BODY_BYTES,
+};
 use crate::errors::{invalid, raise};
 
 /// A refusal as Python sees it: status, `(name, value)` headers, body.
@@ -56,11 +59,25 @@ impl Verified {
 }
 
 /// Verifies signed requests for a set of key ids and refuses replays.
+///
+/// `replay_store` names where accepted nonces are recorded: `None` or
+/// `"memory"` for this process's memory; `"redis://host[:port][/db]"`,
+/// `"unix:///path/redis.sock"` or `"redis+unix:///path"` for a Redis server
+/// shared by a fleet of verifiers, so a request accepted by one is refused
+/// (`NonceReused`) by all. When Redis cannot answer (unreachable, timeout,
+/// out of memory, or restarted after the request was signed) verification
+/// raises `ReplayStoreUnavailable` (503, answered with `Retry-After`),
+/// never accepting; `nonce_capacity_*` then bound nothing. Nothing is
+/// connected at construction. See docs/replay-store.md.
+///
 /// Thread-safe: threads verify concurrently with the GIL released for large
 /// bodies.
 #[pyclass(frozen, module = "payidem._native")]
 pub(crate) struct Verifier {
     inner: RwLock<protocol::Verifier>,
+    /// Whether nonces go to a shared (network) store: verification then
+    /// always runs without the GIL.
+    shared_store: bool,
 }
 
 impl Verifier {
@@ -89,14 +106,20 @@ fn secrets_of(value: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<u8>>> {
 #[pymethods]
 impl Verifier {
     #[new]
-    #[pyo3(signature = (keys, window_seconds = 300, nonce_capacity_per_key = 4_000_000, nonce_capacity_total = None))]
+    #[pyo3(signature = (keys, window_seconds = 300, nonce_capacity_per_key = 4_000_000, nonce_capacity_total = None, replay_store = None))]
     fn new(
         py: Python<'_>,
         keys: &Bound<'_, PyDict>,
         window_seconds: i128,
         nonce_capacity_per_key: i128,
         nonce_capacity_total: Option<i128>,
+        replay_store: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Verifier> {
+        let store = match replay_store {
+            None => ReplayStore::Memory,
+            Some(url) => raise(py, ReplayStore::from_url(&text(url, "replay_store")?))?,
+        };
+        let shared_store = store != ReplayStore::Memory;
         let config = VerifierConfig {
             window_seconds: whole(py, "window_seconds", window_seconds, u64::MAX)?,
             nonce_capacity_per_key: whole(
@@ -107,7 +130,7 @@ impl Verifier {
             )? as usize,
             ..VerifierConfig::default()
         };
-        let mut inner = raise(py, protocol::Verifier::new(config))?;
+        let mut inner = raise(py, protocol::Verifier::with_replay_store(config, store))?;
         if let Some(total) = nonce_capacity_total {
             let total = whole(py, "nonce_capacity_total", total, usize::MAX as u64)? as usize;
             raise(py, inner.set_nonce_capacity_total(total))?;
@@ -126,6 +149,7 @@ impl Verifier {
         }
         Ok(Verifier {
             inner: RwLock::new(inner),
+            shared_store,
         })
     }
 
@@ -210,7 +234,13 @@ impl Verifier {
         let headers = texts.pairs()?;
         let (method, path) = (method.as_str()?, path.as_str()?);
         let now = unix_seconds(py, "now", now)?;
-        let result = hash_sized(py, body.len(), || {
+        // A shared store is a network round trip: never hold the GIL for it.
+        let detach_from = if self.shared_store {
+            DETACH_BODY_BYTES
+        } else {
+            body.len()
+        };
+        let result = hash_sized(py, detach_from.max(body.len()), || {
             let request = IncomingRequest {
                 method,
                 path,

@@ -32,6 +32,7 @@ def test_every_core_code_has_its_class() -> None:
         "nonce_reused",
         "replay_cache_full",
         "idempotency_key_required",
+        "replay_store_unavailable",
     }
     for code in verification:
         assert issubclass(errors.error_class(code), payidem.VerificationError)

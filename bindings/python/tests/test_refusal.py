@@ -58,11 +58,17 @@ def scenarios() -> Dict[str, Callable[[], Scenario]]:
         "nonce_reused": reused,
         "replay_cache_full": lambda: ([sign(key="create-b")], "POST", list(sign().items())),
         "idempotency_key_required": lambda: ([], "POST", list(unsigned_key_post().items())),
+        # A Redis replay store that cannot be reached fails closed.
+        "replay_store_unavailable": lambda: ([], "POST", list(sign().items())),
     }
 
 
-def verifier() -> payidem.Verifier:
-    return payidem.Verifier({"key_live_1": [SECRET]}, nonce_capacity_per_key=1)
+# The verifiers' replay store for a code, when not in memory.
+STORES = {"replay_store_unavailable": "unix:///nonexistent-payidem-dir/redis.sock"}
+
+
+def verifier(replay_store: Optional[str] = None) -> payidem.Verifier:
+    return payidem.Verifier({"key_live_1": [SECRET]}, nonce_capacity_per_key=1, replay_store=replay_store)
 
 
 def serve(mw: VerifyingMiddleware, method: str, headers: List[Tuple[str, str]]) -> Tuple[str, List[Tuple[str, str]], bytes]:
@@ -106,7 +112,7 @@ def test_the_middleware_answers_with_the_cores_refusal(code: str) -> None:
     assert build is not None, f"no request here provokes {code}: add one"
     first, method, headers = build()
     # Two verifiers in the same state: one raises, the other serves.
-    direct, served = verifier(), verifier()
+    direct, served = verifier(STORES.get(code)), verifier(STORES.get(code))
     for h in first:
         direct.verify("POST", PATH, h, BODY, now=NOW)
         served.verify("POST", PATH, h, BODY, now=NOW)
@@ -130,6 +136,8 @@ def test_the_middleware_answers_with_the_cores_refusal(code: str) -> None:
     assert (named.get("X-Server-Time") == str(NOW)) is clock
     assert (named.get("Date") == email.utils.formatdate(NOW, usegmt=True)) is clock
     assert ("X-Server-Time" in named) is clock and ("Date" in named) is clock
+    assert (named.get("Retry-After") == "1") is (code == "replay_store_unavailable")
+    assert ("Retry-After" in named) is (code == "replay_store_unavailable")
 
 
 def test_body_bytes_are_the_cores_not_pythons_json() -> None:

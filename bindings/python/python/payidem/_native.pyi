@@ -133,6 +133,7 @@ class Verifier:
         window_seconds: int = 300,
         nonce_capacity_per_key: int = 4000000,
         nonce_capacity_total: Optional[int] = None,
+        replay_store: Optional[str] = None,
     ) -> Verifier: ...
     @property
     def window_seconds(self) -> int: ...

@@ -43,6 +43,7 @@ __all__ = [
     "NonceReused",
     "ReplayCacheFull",
     "IdempotencyKeyRequired",
+    "ReplayStoreUnavailable",
     "error_class",
 ]
 
@@ -65,6 +66,7 @@ ErrorCodeName = Literal[
     "internal_error",
     "cancelled",
     "refused",
+    "replay_store_unavailable",
 ]
 """Every stable error code, in the core's number order (1, 2, ...)."""
 
@@ -320,6 +322,15 @@ class IdempotencyKeyRequired(VerificationError):
     CODE = "idempotency_key_required"
 
 
+class ReplayStoreUnavailable(VerificationError):
+    """The verifier's shared replay store (Redis) could not claim the nonce:
+    unreachable, timed out, out of memory, or restarted after the request was
+    signed (its epoch guard). Verification fails closed (503, answered with
+    ``Retry-After``); nothing was accepted."""
+
+    CODE = "replay_store_unavailable"
+
+
 _CLASSES: Tuple[Type[Error], ...] = (
     InvalidArgument,
     IdempotencyConflict,
@@ -339,6 +350,7 @@ _CLASSES: Tuple[Type[Error], ...] = (
     InternalError,
     Cancelled,
     Refused,
+    ReplayStoreUnavailable,
 )
 
 _CodeRow = Tuple[int, str, Optional[int], bool]

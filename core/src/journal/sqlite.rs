@@ -11,11 +11,13 @@
 mod group;
 mod schema;
 
+use std::any::Any;
 use std::collections::HashMap;
 use std::fmt;
 use std::fs::File;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use rusqlite::ffi::ErrorCode as SqliteCode;
@@ -87,6 +89,8 @@ pub struct SqliteJournal {
     /// previous driver died before its fsync, or the fsync failed) makes it
     /// durable once more before its own first attempt.
     durable_leases: Mutex<HashMap<String, String>>,
+    /// Writes waiting for the next transaction (see [`SqliteJournal::write`]).
+    pending: Mutex<Vec<Arc<Mutex<Job>>>>,
     hook: Option<SyncHook>,
     /// The schema version this handle migrated the file from, if it did.
     migrated_from: Option<u32>,
@@ -109,6 +113,11 @@ pub(super) struct Context {
 impl Context {
     /// `journal_error` for a failed SQLite call while doing `action`.
     pub(super) fn db(&self, action: &str, e: rusqlite::Error) -> Error {
+        self.db_ref(action, &e)
+    }
+
+    /// [`Context::db`] for an error that is reported to several callers.
+    pub(super) fn db_ref(&self, action: &str, e: &rusqlite::Error) -> Error {
         let detail = match e.sqlite_error_code() {
             Some(SqliteCode::DatabaseBusy | SqliteCode::DatabaseLocked) => format!(
                 "the file is locked by another connection past the busy timeout of {} ms ({e})",
@@ -324,6 +333,7 @@ fn sql_time(t: u64) -> i64 {
 const CHECKPOINT_PAGES: i64 = 4000;
 
 /// Where an operation stood before `record_attempt` changed it.
+#[derive(Clone)]
 struct Before {
     state: String,
     attempts: i64,
@@ -375,6 +385,7 @@ impl SqliteJournal {
             conn: Mutex::new(db),
             group: GroupCommit::new(wal),
             durable_leases: Mutex::new(HashMap::new()),
+            pending: Mutex::new(Vec::new()),
             hook: None,
             migrated_from,
         })
@@ -426,22 +437,140 @@ impl SqliteJournal {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Runs `f` in one `BEGIN IMMEDIATE` transaction committed with
-    /// `synchronous=NORMAL` (in the WAL, not fsync'd); nothing is written
-    /// if `f` fails. Returns `f`'s value and the commit's number in the
-    /// group commit's sequence.
-    fn write<T>(
+    /// Runs `f` in a `BEGIN IMMEDIATE` transaction committed with
+    /// `synchronous=NORMAL` (in the WAL, not fsync'd); nothing of `f` is
+    /// written if it fails. Returns `f`'s value and the commit's number in
+    /// the group commit's sequence.
+    ///
+    /// Writes of concurrent callers share transactions: a caller queues its
+    /// work, then takes the connection; whoever takes it runs every queued
+    /// work in one transaction (each in its own savepoint, so one caller's
+    /// failure rolls back only its own changes) and commits once, and the
+    /// callers whose work it ran find their results when they get the
+    /// connection in turn. A caller alone runs its work in its own
+    /// transaction, exactly as without batching.
+    fn write<T: Send + 'static>(
         &self,
         action: &str,
-        f: impl FnOnce(&Transaction<'_>) -> Result<T>,
+        f: impl FnOnce(&SqliteJournal, &Transaction<'_>) -> Result<T> + Send + 'static,
     ) -> Result<(T, u64)> {
-        let mut conn = self.lock();
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|e| self.ctx.db(action, e))?;
-        let out = f(&tx)?;
-        tx.commit().map_err(|e| self.ctx.db(action, e))?;
-        Ok((out, self.group.committed()))
+        let job = Arc::new(Mutex::new(Job {
+            work: Some(Box::new(move |j: &SqliteJournal, tx: &Transaction<'_>| {
+                f(j, tx).map(|v| Box::new(v) as Box<dyn Any + Send>)
+            })),
+            action: action.to_owned(),
+            out: None,
+        }));
+        self.queue().push(Arc::clone(&job));
+        let conn = self.lock();
+        if lock_job(&job).out.is_none() {
+            let jobs = std::mem::take(&mut *self.queue());
+            self.run_batch(conn, jobs);
+        } else {
+            drop(conn);
+        }
+        let out = lock_job(&job).out.take();
+        match out {
+            Some(Ok((value, seq))) => match value.downcast::<T>() {
+                Ok(value) => Ok((*value, seq)),
+                Err(_) => Err(Error::new(
+                    ErrorCode::Internal,
+                    format!(
+                        "journal {}: cannot {action}: a result of another type came back",
+                        self.ctx.path
+                    ),
+                )),
+            },
+            Some(Err(e)) => Err(e),
+            None => Err(Error::new(
+                ErrorCode::Internal,
+                format!(
+                    "journal {}: cannot {action}: the write was lost by its batch",
+                    self.ctx.path
+                ),
+            )),
+        }
+    }
+
+    fn queue(&self) -> MutexGuard<'_, Vec<Arc<Mutex<Job>>>> {
+        // Plain pushes and takes: consistent even after a panic.
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Runs `jobs` in one transaction under the connection's lock and
+    /// leaves each job's result in it.
+    fn run_batch(&self, mut conn: MutexGuard<'_, Connection>, jobs: Vec<Arc<Mutex<Job>>>) {
+        let fail_all = |jobs: &[Arc<Mutex<Job>>], e: &rusqlite::Error| {
+            for job in jobs {
+                let mut job = lock_job(job);
+                let err = self.ctx.db_ref(&job.action, e);
+                job.out = Some(Err(err));
+            }
+        };
+        let tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
+            Ok(tx) => tx,
+            Err(e) => return fail_all(&jobs, &e),
+        };
+        let alone = jobs.len() == 1;
+        let mut results: Vec<Result<Box<dyn Any + Send>>> = Vec::with_capacity(jobs.len());
+        for job in &jobs {
+            let (work, action) = {
+                let mut job = lock_job(job);
+                (job.work.take(), job.action.clone())
+            };
+            let Some(work) = work else {
+                results.push(Err(Error::new(
+                    ErrorCode::Internal,
+                    format!(
+                        "journal {}: cannot {action}: its work was already taken",
+                        self.ctx.path
+                    ),
+                )));
+                continue;
+            };
+            if !alone {
+                if let Err(e) = tx.execute_batch("SAVEPOINT payidem_write") {
+                    results.push(Err(self.ctx.db(&action, e)));
+                    continue;
+                }
+            }
+            let result = catch_unwind(AssertUnwindSafe(|| work(self, &tx))).unwrap_or_else(|_| {
+                Err(Error::new(
+                    ErrorCode::Internal,
+                    format!(
+                        "journal {}: cannot {action}: the write panicked",
+                        self.ctx.path
+                    ),
+                ))
+            });
+            if !alone {
+                let end = if result.is_ok() {
+                    "RELEASE payidem_write"
+                } else {
+                    "ROLLBACK TO payidem_write; RELEASE payidem_write"
+                };
+                if let Err(e) = tx.execute_batch(end) {
+                    // The transaction's state is unknown: write nothing.
+                    drop(tx);
+                    return fail_all(&jobs, &e);
+                }
+            }
+            results.push(result);
+        }
+        let seq = if results.iter().any(Result::is_ok) {
+            if let Err(e) = tx.commit() {
+                return fail_all(&jobs, &e);
+            }
+            self.group.committed()
+        } else {
+            // Nothing to keep (a failed work may have written before it
+            // failed): roll back.
+            drop(tx);
+            0
+        };
+        for (job, result) in jobs.iter().zip(results) {
+            lock_job(job).out = Some(result.map(|v| (v, seq)));
+        }
     }
 
     fn load(&self, conn: &Connection, order_id: &str, action: &str) -> Result<Option<Stored>> {
@@ -517,7 +646,19 @@ impl SqliteJournal {
     /// which is safe (resuming it makes it durable first and keeps its key).
     fn undo_attempt(&self, order_id: &str, lease: &Lease, attempts: u32, before: &Before) {
         let action = format!("undo the attempt of order id {order_id:?}");
-        let _ = self.write(&action, |tx| {
+        let captured = (
+            order_id.to_owned(),
+            lease.clone(),
+            before.clone(),
+            action.clone(),
+        );
+        let _ = self.write(&action, move |j, tx| {
+            let (order_id, lease, before, action) = (
+                captured.0.as_str(),
+                &captured.1,
+                &captured.2,
+                captured.3.as_str(),
+            );
             tx.prepare_cached(
                 "UPDATE operations SET state = ?3, attempts = ?4
                  WHERE order_id = ?1 AND lease_owner = ?2 AND state = ?5 AND attempts = ?6",
@@ -532,7 +673,7 @@ impl SqliteJournal {
                     attempts
                 ])
             })
-            .map_err(|e| self.ctx.db(&action, e))
+            .map_err(|e| j.ctx.db(action, e))
         });
     }
 
@@ -543,6 +684,22 @@ impl SqliteJournal {
             leases.remove(order_id);
         }
     }
+}
+
+/// One caller's write, queued for the next transaction.
+struct Job {
+    work: Option<Work>,
+    /// What the write does, for error messages.
+    action: String,
+    /// Its result and the commit's number, once a transaction ran it.
+    out: Option<Result<(Box<dyn Any + Send>, u64)>>,
+}
+
+type Work = Box<dyn FnOnce(&SqliteJournal, &Transaction<'_>) -> Result<Box<dyn Any + Send>> + Send>;
+
+fn lock_job(job: &Mutex<Job>) -> MutexGuard<'_, Job> {
+    // Fields are only replaced whole: consistent even after a panic.
+    job.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// A descriptor of the journal's WAL file, for the group commit's fsyncs,
@@ -573,13 +730,15 @@ impl Journal for SqliteJournal {
         rules::check_now(now)?;
         rules::check_lease(lease)?;
         let action = format!("open order id {:?}", operation.order_id);
-        let (opened, _) = self.write(&action, |tx| {
-            if let Some(stored) = self.load(tx, &operation.order_id, &action)? {
+        let captured = (operation.clone(), lease.clone(), action.clone());
+        let (opened, _) = self.write(&action, move |j, tx| {
+            let (operation, lease, action) = (&captured.0, &captured.1, captured.2.as_str());
+            if let Some(stored) = j.load(tx, &operation.order_id, action)? {
                 rules::same_request(&stored.record.operation, operation)?;
                 if stored.record.state.is_settled() {
                     return Ok(Opened::Settled(stored.record));
                 }
-                self.take_lease(tx, &stored, lease, now, &action)?;
+                j.take_lease(tx, &stored, lease, now, action)?;
                 return Ok(Opened::Resumable(stored.record));
             }
             let other: Option<String> = tx
@@ -588,7 +747,7 @@ impl Journal for SqliteJournal {
                     stmt.query_row([&operation.idempotency_key], |row| row.get(0))
                         .optional()
                 })
-                .map_err(|e| self.ctx.db(&action, e))?;
+                .map_err(|e| j.ctx.db(action, e))?;
             if let Some(other) = other {
                 return Err(rules::key_taken(operation, &other));
             }
@@ -612,7 +771,7 @@ impl Journal for SqliteJournal {
                     sql_time(rules::stored_expiry(lease)),
                 ])
             })
-            .map_err(|e| self.ctx.db(&action, e))?;
+            .map_err(|e| j.ctx.db(action, e))?;
             Ok(Opened::Created(OperationRecord {
                 operation: operation.clone(),
                 state: OperationState::Pending,
@@ -629,14 +788,16 @@ impl Journal for SqliteJournal {
         rules::check_now(now)?;
         rules::check_lease(lease)?;
         let action = format!("claim order id {order_id:?}");
-        let (opened, _) = self.write(&action, |tx| {
-            let stored = self
-                .load(tx, order_id, &action)?
+        let captured = (order_id.to_owned(), lease.clone(), action.clone());
+        let (opened, _) = self.write(&action, move |j, tx| {
+            let (order_id, lease, action) = (captured.0.as_str(), &captured.1, captured.2.as_str());
+            let stored = j
+                .load(tx, order_id, action)?
                 .ok_or_else(|| rules::unknown_order(order_id))?;
             if stored.record.state.is_settled() {
                 return Ok(Opened::Settled(stored.record));
             }
-            self.take_lease(tx, &stored, lease, now, &action)?;
+            j.take_lease(tx, &stored, lease, now, action)?;
             Ok(Opened::Resumable(stored.record))
         })?;
         Ok(opened)
@@ -652,13 +813,15 @@ impl Journal for SqliteJournal {
         // have been committed by a call that died, or whose fsync failed,
         // before it reached the disk. Retries within a call need nothing.
         let arriving = self.group.arrive();
-        let written = self.write(&action, |tx| {
-            let (owner, key, before) = self.holder(tx, order_id, &action)?;
+        let captured = (order_id.to_owned(), lease.clone(), action.clone());
+        let written = self.write(&action, move |j, tx| {
+            let (order_id, lease, action) = (captured.0.as_str(), &captured.1, captured.2.as_str());
+            let (owner, key, before) = j.holder(tx, order_id, action)?;
             if !rules::lease_held(owner.as_deref(), lease) {
                 return Err(rules::lease_lost(order_id, &key));
             }
             let durable_needed = before.state == OperationState::Pending.as_str()
-                || self.leases().get(order_id) != Some(&lease.owner);
+                || j.leases().get(order_id) != Some(&lease.owner);
             tx.prepare_cached(
                 "UPDATE operations SET state = ?2, attempts = ?3, updated_at = ?4, lease_expires = ?5
                  WHERE order_id = ?1",
@@ -672,7 +835,7 @@ impl Journal for SqliteJournal {
                     sql_time(rules::stored_expiry(lease))
                 ])
             })
-            .map_err(|e| self.ctx.db(&action, e))?;
+            .map_err(|e| j.ctx.db(action, e))?;
             Ok((before, durable_needed))
         });
         drop(arriving);
@@ -717,8 +880,15 @@ impl Journal for SqliteJournal {
             })?),
             None => None,
         };
-        self.write(&action, |tx| {
-            let (owner, key, _) = self.holder(tx, order_id, &action)?;
+        let captured = (
+            order_id.to_owned(),
+            lease.clone(),
+            response.cloned(),
+            action.clone(),
+        );
+        self.write(&action, move |j, tx| {
+            let (order_id, lease, response, action) = (captured.0.as_str(), &captured.1, captured.2.as_ref(), captured.3.as_str());
+            let (owner, key, _) = j.holder(tx, order_id, action)?;
             if !rules::lease_held(owner.as_deref(), lease) {
                 return Err(rules::lease_lost(order_id, &key));
             }
@@ -738,7 +908,7 @@ impl Journal for SqliteJournal {
                     response.map(|r| r.replayed),
                 ])
             })
-            .map_err(|e| self.ctx.db(&action, e))?;
+            .map_err(|e| j.ctx.db(action, e))?;
             Ok(())
         })?;
         self.forget_lease(order_id, lease);
@@ -747,14 +917,16 @@ impl Journal for SqliteJournal {
 
     fn release(&self, order_id: &str, lease: &Lease) -> Result<()> {
         let action = format!("release order id {order_id:?}");
-        self.write(&action, |tx| {
-            self.holder(tx, order_id, &action)?;
+        let captured = (order_id.to_owned(), lease.clone(), action.clone());
+        self.write(&action, move |j, tx| {
+            let (order_id, lease, action) = (captured.0.as_str(), &captured.1, captured.2.as_str());
+            j.holder(tx, order_id, action)?;
             tx.prepare_cached(
                 "UPDATE operations SET lease_owner = NULL, lease_expires = NULL
                  WHERE order_id = ?1 AND lease_owner = ?2",
             )
             .and_then(|mut stmt| stmt.execute(params![order_id, lease.owner]))
-            .map_err(|e| self.ctx.db(&action, e))?;
+            .map_err(|e| j.ctx.db(action, e))?;
             Ok(())
         })?;
         self.forget_lease(order_id, lease);
@@ -805,9 +977,9 @@ impl Journal for SqliteJournal {
             "DELETE FROM operations WHERE state IN ({}) AND updated_at {cmp} ?1",
             settled.join(", ")
         );
-        let (purged, _) = self.write(action, |tx| {
+        let (purged, _) = self.write(action, move |j, tx| {
             tx.execute(&sql, [sql_time(bound)])
-                .map_err(|e| self.ctx.db(action, e))
+                .map_err(|e| j.ctx.db(action, e))
         })?;
         Ok(purged)
     }
@@ -826,9 +998,16 @@ impl Journal for SqliteJournal {
         // A person's decision is made durable like a first attempt: it is
         // the only record that the operation was settled by hand.
         let arriving = self.group.arrive();
-        let written = self.write(&action, |tx| {
-            let stored = self
-                .load(tx, order_id, &action)?
+        let captured = (
+            order_id.to_owned(),
+            by.to_owned(),
+            reference.to_owned(),
+            action.clone(),
+        );
+        let written = self.write(&action, move |j, tx| {
+            let (order_id, by, reference, action) = (captured.0.as_str(), captured.1.as_str(), captured.2.as_str(), captured.3.as_str());
+            let stored = j
+                .load(tx, order_id, action)?
                 .ok_or_else(|| rules::unknown_order(order_id))?;
             let previous = stored.record.state;
             let key = &stored.record.operation.idempotency_key;
@@ -843,7 +1022,7 @@ impl Journal for SqliteJournal {
                  WHERE order_id = ?1",
             )
             .and_then(|mut stmt| stmt.execute(params![order_id, state.as_str(), sql_time(now)]))
-            .map_err(|e| self.ctx.db(&action, e))?;
+            .map_err(|e| j.ctx.db(action, e))?;
             tx.prepare_cached(
                 "INSERT INTO reconciliations (order_id, idempotency_key, previous_state, state,
                      reconciled_by, reconciled_at, reference)
@@ -860,7 +1039,7 @@ impl Journal for SqliteJournal {
                     reference
                 ])
             })
-            .map_err(|e| self.ctx.db(&action, e))?;
+            .map_err(|e| j.ctx.db(action, e))?;
             Ok(Reconciliation {
                 order_id: order_id.to_owned(),
                 idempotency_key: key.clone(),
@@ -961,5 +1140,78 @@ impl Journal for SqliteJournal {
             reconciliations,
             problems,
         })
+    }
+}
+
+#[cfg(test)]
+mod batch_tests {
+    use super::*;
+    use std::time::Instant;
+
+    fn op(order_id: &str) -> FrozenOperation {
+        FrozenOperation {
+            order_id: order_id.into(),
+            idempotency_key: format!("key-{order_id}"),
+            method: "POST".into(),
+            path: "/payments".into(),
+            body: b"{}".to_vec(),
+            body_sha256: crate::protocol::body_sha256_hex(b"{}"),
+            status_path: None,
+        }
+    }
+
+    fn lease(owner: &str) -> Lease {
+        Lease {
+            owner: owner.into(),
+            expires_at: 1_000,
+        }
+    }
+
+    /// Queued writes of several callers run in one transaction; one that
+    /// fails leaves the others' changes in place and its own out.
+    #[test]
+    fn one_failing_write_in_a_batch_changes_only_itself() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = SqliteJournal::open(
+            dir.path().join("j.sqlite3"),
+            SqliteJournalOptions::default(),
+        )
+        .unwrap();
+        journal.open(&op("taken"), &lease("a"), 10).unwrap();
+        let held = journal.lock();
+        std::thread::scope(|s| {
+            let mut callers = Vec::new();
+            for i in 0..4 {
+                let journal = &journal;
+                callers.push(s.spawn(move || {
+                    journal.open(&op(&format!("new-{i}")), &lease(&format!("o{i}")), 10)
+                }));
+            }
+            // Another owner's lease is live: this open fails with
+            // operation_busy, after its read, inside the batch.
+            let journal_ref = &journal;
+            let busy = s.spawn(move || journal_ref.open(&op("taken"), &lease("b"), 11));
+            let started = Instant::now();
+            while journal.queue().len() < 5 {
+                assert!(
+                    started.elapsed() < Duration::from_secs(10),
+                    "callers never queued"
+                );
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            let before = journal.group.committed();
+            drop(held);
+            for caller in callers {
+                assert!(matches!(caller.join().unwrap(), Ok(Opened::Created(_))));
+            }
+            let e = busy.join().unwrap().unwrap_err();
+            assert_eq!(e.code(), ErrorCode::OperationBusy);
+            // One transaction for all five: one commit between the two
+            // readings (each reading numbers a commit of its own).
+            assert_eq!(journal.group.committed(), before + 2);
+        });
+        for i in 0..4 {
+            assert!(journal.get(&format!("new-{i}")).unwrap().is_some());
+        }
     }
 }

@@ -1,12 +1,23 @@
-//! The semantics every journal shares, run against `MemoryJournal` and
-//! `SqliteJournal` alike.
+//! The semantics every journal shares, run against `MemoryJournal`,
+//! `SqliteJournal` and `PostgresJournal` alike (a real PostgreSQL server
+//! started by the tests, see e2e/src/pg.rs).
+//!
+//! PostgreSQL takes every time from the database clock, so every check
+//! here runs on the real clock: each call gets `now()`, times are checked
+//! to lie between the instants before and after the call, and leases
+//! expire by waiting for them.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use payidem::journal::{
-    Journal, Lease, MemoryJournal, Opened, OperationRecord, Reconciliation, SqliteJournal,
-    SqliteJournalOptions,
+    Journal, Lease, MemoryJournal, Opened, OperationRecord, PostgresJournal,
+    PostgresJournalOptions, Reconciliation, SqliteJournal, SqliteJournalOptions,
 };
 use payidem::operation::{FrozenOperation, OperationState, Response};
 use payidem::ErrorCode;
+
+#[path = "../../e2e/src/pg.rs"]
+mod pg;
 
 fn op(order_id: &str, key: &str, body: &[u8]) -> FrozenOperation {
     FrozenOperation {
@@ -20,11 +31,51 @@ fn op(order_id: &str, key: &str, body: &[u8]) -> FrozenOperation {
     }
 }
 
-fn lease(owner: &str, expires_at: u64) -> Lease {
+/// The caller's clock, in Unix seconds.
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+fn now_f64() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+/// A lease of `owner` for `secs` seconds from now.
+fn lease(owner: &str, secs: u64) -> Lease {
     Lease {
         owner: owner.into(),
-        expires_at,
+        expires_at: now() + secs,
     }
+}
+
+/// Sleeps until a lease expiring at `expires_at` has expired by every
+/// clock: the caller's whole seconds, and a database's `now()` (which
+/// started the lease up to a second after the caller's whole second).
+fn outlive(expires_at: u64) {
+    let until = expires_at as f64 + 1.05;
+    while now_f64() < until {
+        std::thread::sleep(Duration::from_millis(25));
+    }
+}
+
+/// Sleeps until the caller's clock shows a new second; returns it. Every
+/// time written before is then older than it, by every clock.
+fn next_second() -> u64 {
+    let start = now();
+    while now() == start {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    now()
+}
+
+fn between(t: u64, from: u64, to: u64) {
+    assert!(from <= t && t <= to, "{t} is not within [{from}, {to}]");
 }
 
 fn response(status: u16, replayed: bool) -> Response {
@@ -54,53 +105,69 @@ fn state_of(j: &dyn Journal, order_id: &str) -> OperationState {
 fn create_resume_settle(j: &dyn Journal) {
     let a = lease("a", 100);
     let o = op("order-1", "key-1", b"{\"amount\":1}");
-    let created = j.open(&o, &a, 10).unwrap();
+    let t0 = now();
+    let created = j.open(&o, &a, now()).unwrap();
+    let made = record(created.clone());
+    between(made.created_at, t0, now());
     let expected = OperationRecord {
         operation: o.clone(),
         state: OperationState::Pending,
         attempts: 0,
-        created_at: 10,
-        updated_at: 10,
+        created_at: made.created_at,
+        updated_at: made.created_at,
         response: None,
     };
     assert_eq!(created, Opened::Created(expected.clone()));
     assert_eq!(j.get("order-1").unwrap(), Some(expected.clone()));
-    assert_eq!(j.open(&o, &a, 11).unwrap(), Opened::Resumable(expected));
+    assert_eq!(j.open(&o, &a, now()).unwrap(), Opened::Resumable(expected));
 
-    j.record_attempt("order-1", &a, 1, 12).unwrap();
+    let t1 = now();
+    j.record_attempt("order-1", &a, 1, now()).unwrap();
     let r = j.get("order-1").unwrap().unwrap();
     assert_eq!(
-        (r.state, r.attempts, r.created_at, r.updated_at),
-        (OperationState::InFlight, 1, 10, 12)
+        (r.state, r.attempts, r.created_at),
+        (OperationState::InFlight, 1, made.created_at)
     );
+    between(r.updated_at, t1, now());
 
-    j.finish("order-1", &a, OperationState::Unknown, None, 13)
+    let t2 = now();
+    j.finish("order-1", &a, OperationState::Unknown, None, now())
         .unwrap();
+    let unknown_at = j.get("order-1").unwrap().unwrap().updated_at;
+    between(unknown_at, t2, now());
     // The lease is released: another owner resumes before `a`'s expiry.
     let b = lease("b", 200);
-    let resumed = record(j.open(&o, &b, 14).unwrap());
+    let resumed = record(j.open(&o, &b, now()).unwrap());
     assert_eq!(
         (resumed.state, resumed.attempts, resumed.updated_at),
-        (OperationState::Unknown, 1, 13)
+        (OperationState::Unknown, 1, unknown_at)
     );
-    j.record_attempt("order-1", &b, 2, 15).unwrap();
+    j.record_attempt("order-1", &b, 2, now()).unwrap();
     let answer = response(201, true);
-    j.finish("order-1", &b, OperationState::Succeeded, Some(&answer), 16)
-        .unwrap();
+    let t3 = now();
+    j.finish(
+        "order-1",
+        &b,
+        OperationState::Succeeded,
+        Some(&answer),
+        now(),
+    )
+    .unwrap();
 
     let settled = j.get("order-1").unwrap().unwrap();
     assert_eq!(settled.state, OperationState::Succeeded);
     assert_eq!(settled.attempts, 2);
-    assert_eq!(settled.updated_at, 16);
+    assert_eq!(settled.created_at, made.created_at);
+    between(settled.updated_at, t3, now());
     assert_eq!(settled.response.as_ref(), Some(&answer));
     // Settled: answered as such, even to a third owner while `b`'s lease
     // would still run, and no lease is taken.
     assert_eq!(
-        j.open(&o, &lease("c", 300), 17).unwrap(),
+        j.open(&o, &lease("c", 300), now()).unwrap(),
         Opened::Settled(settled.clone())
     );
     assert_eq!(
-        j.claim("order-1", &lease("d", 300), 17).unwrap(),
+        j.claim("order-1", &lease("d", 300), now()).unwrap(),
         Opened::Settled(settled.clone())
     );
     assert_eq!(j.get("order-1").unwrap(), Some(settled));
@@ -108,20 +175,23 @@ fn create_resume_settle(j: &dyn Journal) {
 
 fn back_to_pending(j: &dyn Journal) {
     let a = lease("a", 100);
-    j.open(&op("o", "k", b"x"), &a, 1).unwrap();
-    j.record_attempt("o", &a, 1, 2).unwrap();
-    j.finish("o", &a, OperationState::Pending, None, 3).unwrap();
+    j.open(&op("o", "k", b"x"), &a, now()).unwrap();
+    j.record_attempt("o", &a, 1, now()).unwrap();
+    let t = now();
+    j.finish("o", &a, OperationState::Pending, None, now())
+        .unwrap();
     let r = j.get("o").unwrap().unwrap();
     assert_eq!(
-        (r.state, r.attempts, r.updated_at, r.response),
-        (OperationState::Pending, 1, 3, None)
+        (r.state, r.attempts, r.response),
+        (OperationState::Pending, 1, None)
     );
+    between(r.updated_at, t, now());
 }
 
 fn conflicts_change_nothing(j: &dyn Journal) {
     let a = lease("a", 100);
     let o = op("order-1", "key-1", b"body-1");
-    j.open(&o, &a, 10).unwrap();
+    j.open(&o, &a, now()).unwrap();
     let before = j.get("order-1").unwrap();
 
     let mut other_body = op("order-1", "key-1", b"body-2");
@@ -142,14 +212,14 @@ fn conflicts_change_nothing(j: &dyn Journal) {
         ("key reused by another order id", &key_reused),
     ] {
         // The same owner, whose lease is free to take, still gets a conflict.
-        let err = j.open(attempt, &a, 20).expect_err(what);
+        let err = j.open(attempt, &a, now()).expect_err(what);
         assert_eq!(err.code(), ErrorCode::IdempotencyConflict, "{what}: {err}");
         assert_eq!(j.get("order-1").unwrap(), before, "{what}");
         assert_eq!(j.get("order-2").unwrap(), None, "{what}");
     }
-    // Nothing took or moved the lease: `a`'s lease still holds at 50.
+    // Nothing took or moved the lease: `a`'s lease still holds.
     assert_eq!(
-        j.open(&o, &lease("b", 500), 50).unwrap_err().code(),
+        j.open(&o, &lease("b", 500), now()).unwrap_err().code(),
         ErrorCode::OperationBusy
     );
     // A settled operation still conflicts rather than answering Settled.
@@ -158,16 +228,16 @@ fn conflicts_change_nothing(j: &dyn Journal) {
         &a,
         OperationState::Rejected,
         Some(&response(422, false)),
-        60,
+        now(),
     )
     .unwrap();
     let settled = j.get("order-1").unwrap();
     assert_eq!(
-        j.open(&other_body, &a, 70).unwrap_err().code(),
+        j.open(&other_body, &a, now()).unwrap_err().code(),
         ErrorCode::IdempotencyConflict
     );
     assert_eq!(
-        j.open(&key_reused, &a, 70).unwrap_err().code(),
+        j.open(&key_reused, &a, now()).unwrap_err().code(),
         ErrorCode::IdempotencyConflict
     );
     assert_eq!(j.get("order-1").unwrap(), settled);
@@ -176,7 +246,7 @@ fn conflicts_change_nothing(j: &dyn Journal) {
     let mut other_status_path = o.clone();
     other_status_path.status_path = None;
     assert!(matches!(
-        j.open(&other_status_path, &a, 80).unwrap(),
+        j.open(&other_status_path, &a, now()).unwrap(),
         Opened::Settled(_)
     ));
 }
@@ -185,32 +255,44 @@ fn leases(j: &dyn Journal) {
     let a = lease("a", 100);
     let b = lease("b", 300);
     let o = op("order-1", "key-1", b"body");
-    j.open(&o, &a, 10).unwrap();
+    j.open(&o, &a, now()).unwrap();
 
-    let busy = j.open(&o, &b, 50).unwrap_err();
+    let busy = j.open(&o, &b, now()).unwrap_err();
     assert_eq!(busy.code(), ErrorCode::OperationBusy);
     assert_eq!(busy.order_id(), Some("order-1"));
     assert!(busy.message().contains("order-1"), "{busy}");
     assert_eq!(
-        j.claim("order-1", &b, 99).unwrap_err().code(),
+        j.claim("order-1", &b, now()).unwrap_err().code(),
         ErrorCode::OperationBusy
     );
-    // The same owner may re-open and re-claim, renewing its lease.
-    assert!(matches!(j.open(&o, &a, 50).unwrap(), Opened::Resumable(_)));
+    // The same owner may re-open and re-claim, renewing its lease (here
+    // to a short one).
     assert!(matches!(
-        j.claim("order-1", &a, 60).unwrap(),
+        j.open(&o, &a, now()).unwrap(),
         Opened::Resumable(_)
     ));
-    // Expired at `now` == expires_at: another owner takes it over.
+    let short = lease("a", 2);
     assert!(matches!(
-        j.claim("order-1", &b, 100).unwrap(),
+        j.claim("order-1", &short, now()).unwrap(),
+        Opened::Resumable(_)
+    ));
+    assert_eq!(
+        j.claim("order-1", &b, now()).unwrap_err().code(),
+        ErrorCode::OperationBusy
+    );
+    // Expired: another owner takes it over.
+    outlive(short.expires_at);
+    assert!(matches!(
+        j.claim("order-1", &b, now()).unwrap(),
         Opened::Resumable(_)
     ));
     let before = j.get("order-1").unwrap();
 
     // The lost lease blocks `a` and changes nothing.
     assert_eq!(
-        j.record_attempt("order-1", &a, 1, 110).unwrap_err().code(),
+        j.record_attempt("order-1", &a, 1, now())
+            .unwrap_err()
+            .code(),
         ErrorCode::OperationBusy
     );
     let err = j
@@ -219,47 +301,57 @@ fn leases(j: &dyn Journal) {
             &a,
             OperationState::Succeeded,
             Some(&response(200, false)),
-            110,
+            now(),
         )
         .unwrap_err();
     assert_eq!(err.code(), ErrorCode::OperationBusy);
     assert_eq!(j.get("order-1").unwrap(), before);
     assert_eq!(
-        j.claim("order-1", &a, 110).unwrap_err().code(),
+        j.claim("order-1", &a, now()).unwrap_err().code(),
         ErrorCode::OperationBusy
     );
 
-    // record_attempt extends the lease to the new expiry.
-    j.record_attempt("order-1", &lease("b", 1_000), 1, 120)
+    // record_attempt extends the lease to the new expiry: `b` renews a
+    // lease about to end to a long one, which still holds after the
+    // short one would have ended.
+    let b_short = lease("b", 2);
+    assert!(matches!(
+        j.claim("order-1", &b_short, now()).unwrap(),
+        Opened::Resumable(_)
+    ));
+    j.record_attempt("order-1", &lease("b", 1_000), 1, now())
         .unwrap();
+    outlive(b_short.expires_at);
     assert_eq!(
-        j.claim("order-1", &a, 500).unwrap_err().code(),
+        j.claim("order-1", &a, now()).unwrap_err().code(),
         ErrorCode::OperationBusy
     );
-    j.finish("order-1", &b, OperationState::Unknown, None, 130)
+    j.finish("order-1", &b, OperationState::Unknown, None, now())
         .unwrap();
     // finish released it; `b` no longer holds it.
     assert_eq!(
-        j.record_attempt("order-1", &b, 2, 140).unwrap_err().code(),
+        j.record_attempt("order-1", &b, 2, now())
+            .unwrap_err()
+            .code(),
         ErrorCode::OperationBusy
     );
     assert!(matches!(
-        j.claim("order-1", &a, 140).unwrap(),
+        j.claim("order-1", &a, now()).unwrap(),
         Opened::Resumable(_)
     ));
 
-    let missing = j.claim("nope", &a, 10).unwrap_err();
+    let missing = j.claim("nope", &a, now()).unwrap_err();
     assert_eq!(
         (missing.code(), missing.field()),
         (ErrorCode::InvalidArgument, Some("order_id"))
     );
-    let missing = j.record_attempt("nope", &a, 1, 10).unwrap_err();
+    let missing = j.record_attempt("nope", &a, 1, now()).unwrap_err();
     assert_eq!(
         (missing.code(), missing.field()),
         (ErrorCode::InvalidArgument, Some("order_id"))
     );
     let missing = j
-        .finish("nope", &a, OperationState::Unknown, None, 10)
+        .finish("nope", &a, OperationState::Unknown, None, now())
         .unwrap_err();
     assert_eq!(
         (missing.code(), missing.field()),
@@ -271,18 +363,18 @@ fn leases(j: &dyn Journal) {
 fn release(j: &dyn Journal) {
     let a = lease("a", 100);
     let b = lease("b", 100);
-    j.open(&op("o", "k", b"x"), &a, 10).unwrap();
+    j.open(&op("o", "k", b"x"), &a, now()).unwrap();
     let before = j.get("o").unwrap();
     // Only the holder releases; anyone else's release is a no-op.
     j.release("o", &b).unwrap();
     assert_eq!(
-        j.claim("o", &b, 20).unwrap_err().code(),
+        j.claim("o", &b, now()).unwrap_err().code(),
         ErrorCode::OperationBusy
     );
     j.release("o", &a).unwrap();
     assert_eq!(j.get("o").unwrap(), before);
     assert!(matches!(
-        j.claim("o", &b, 20).unwrap(),
+        j.claim("o", &b, now()).unwrap(),
         Opened::Resumable(_)
     ));
     assert_eq!(j.release("nope", &a).unwrap_err().field(), Some("order_id"));
@@ -290,16 +382,16 @@ fn release(j: &dyn Journal) {
 
 fn bad_arguments(j: &dyn Journal) {
     let a = lease("a", 100);
-    j.open(&op("o", "k", b"x"), &a, 10).unwrap();
+    j.open(&op("o", "k", b"x"), &a, now()).unwrap();
     let err = j
-        .finish("o", &a, OperationState::InFlight, None, 11)
+        .finish("o", &a, OperationState::InFlight, None, now())
         .unwrap_err();
     assert_eq!(
         (err.code(), err.field()),
         (ErrorCode::InvalidArgument, Some("state"))
     );
     let err = j
-        .open(&op("p", "q", b"x"), &lease("", 100), 10)
+        .open(&op("p", "q", b"x"), &lease("", 100), now())
         .unwrap_err();
     assert_eq!(
         (err.code(), err.field()),
@@ -312,9 +404,13 @@ fn bad_arguments(j: &dyn Journal) {
     );
     assert_eq!(j.get("p").unwrap(), None);
     assert_eq!(state_of(j, "o"), OperationState::Pending);
-    // A lease "forever" is accepted and holds.
-    j.open(&op("p", "q", b"x"), &lease("a", u64::MAX), 10)
-        .unwrap();
+    // A lease "forever" is accepted and holds, even for a caller whose
+    // clock says it is the end of time.
+    let forever = Lease {
+        owner: "a".into(),
+        expires_at: u64::MAX,
+    };
+    j.open(&op("p", "q", b"x"), &forever, now()).unwrap();
     assert_eq!(
         j.claim("p", &lease("b", 10), i64::MAX as u64 - 1)
             .unwrap_err()
@@ -323,38 +419,47 @@ fn bad_arguments(j: &dyn Journal) {
     );
 }
 
-/// Creates `order_id` at `created`, drives it to `state` at `updated`.
-fn make(j: &dyn Journal, order_id: &str, state: OperationState, created: u64, updated: u64) {
-    let l = lease(order_id, created + 1_000);
+/// Creates `order_id` and drives it to `state` under a lease of
+/// `lease_secs`; returns that lease (still held when `state` is pending or
+/// in flight).
+fn make_leased(j: &dyn Journal, order_id: &str, state: OperationState, lease_secs: u64) -> Lease {
+    let l = lease(order_id, lease_secs);
     j.open(
         &op(order_id, &format!("key-{order_id}"), order_id.as_bytes()),
         &l,
-        created,
+        now(),
     )
     .unwrap();
     if state != OperationState::Pending {
-        j.record_attempt(order_id, &l, 1, updated).unwrap();
+        j.record_attempt(order_id, &l, 1, now()).unwrap();
     }
     if state != OperationState::Pending && state != OperationState::InFlight {
         let answer = state.is_settled().then(|| response(200, false));
-        j.finish(order_id, &l, state, answer.as_ref(), updated)
+        j.finish(order_id, &l, state, answer.as_ref(), now())
             .unwrap();
     }
+    l
+}
+
+/// [`make_leased`] with a long lease.
+fn make(j: &dyn Journal, order_id: &str, state: OperationState) {
+    make_leased(j, order_id, state, 1_000);
 }
 
 fn purge_keeps_unsettled(j: &dyn Journal) {
-    make(j, "succeeded-old", OperationState::Succeeded, 1, 10);
-    make(j, "rejected-old", OperationState::Rejected, 1, 49);
-    make(j, "conflict-new", OperationState::Conflict, 1, 50);
-    make(j, "unknown-old", OperationState::Unknown, 1, 10);
-    make(j, "pending-old", OperationState::Pending, 1, 1);
-    make(j, "in-flight-old", OperationState::InFlight, 1, 10);
+    make(j, "succeeded-old", OperationState::Succeeded);
+    make(j, "rejected-old", OperationState::Rejected);
+    make(j, "unknown-old", OperationState::Unknown);
+    make(j, "pending-old", OperationState::Pending);
+    make(j, "in-flight-old", OperationState::InFlight);
+    let cut = next_second();
+    make(j, "conflict-new", OperationState::Conflict);
 
-    assert_eq!(j.purge_settled(50).unwrap(), 2);
+    assert_eq!(j.purge_settled(cut).unwrap(), 2);
     assert_eq!(j.get("succeeded-old").unwrap(), None);
     assert_eq!(j.get("rejected-old").unwrap(), None);
     assert!(j.get("conflict-new").unwrap().is_some());
-    assert_eq!(j.purge_settled(50).unwrap(), 0);
+    assert_eq!(j.purge_settled(cut).unwrap(), 0);
     assert_eq!(j.purge_settled(u64::MAX).unwrap(), 1);
     let left: Vec<String> = j
         .list(&OperationState::ALL)
@@ -367,19 +472,19 @@ fn purge_keeps_unsettled(j: &dyn Journal) {
     j.open(
         &op("reuse", "key-succeeded-old", b"y"),
         &lease("z", 100),
-        60,
+        now(),
     )
     .unwrap();
 }
 
 fn list_oldest_first(j: &dyn Journal) {
-    make(j, "c", OperationState::Pending, 30, 30);
-    make(j, "a", OperationState::Pending, 10, 10);
-    make(j, "z", OperationState::Unknown, 10, 40);
-    make(j, "b", OperationState::Pending, 20, 20);
-    make(j, "y", OperationState::Pending, 10, 10);
-    make(j, "s", OperationState::Succeeded, 5, 50);
-    make(j, "f", OperationState::InFlight, 25, 26);
+    make(j, "s", OperationState::Succeeded);
+    make(j, "a", OperationState::Pending);
+    make(j, "y", OperationState::Pending);
+    make(j, "z", OperationState::Unknown);
+    make(j, "b", OperationState::Pending);
+    make(j, "f", OperationState::InFlight);
+    make(j, "c", OperationState::Pending);
 
     let ids = |states: &[OperationState]| -> Vec<String> {
         j.list(states)
@@ -388,7 +493,7 @@ fn list_oldest_first(j: &dyn Journal) {
             .map(|r| r.operation.order_id)
             .collect()
     };
-    // Same creation second: in the order they were created.
+    // Created in one second or a few: in the order they were created.
     assert_eq!(ids(&[OperationState::Pending]), ["a", "y", "b", "c"]);
     assert_eq!(
         ids(&[OperationState::Unknown, OperationState::InFlight]),
@@ -421,10 +526,14 @@ fn responses_round_trip(j: &dyn Journal) {
     for (i, (state, answer)) in cases.iter().enumerate() {
         let id = format!("order-{i}");
         let l = lease("a", 100);
-        j.open(&op(&id, &format!("key-{i}"), &[0, 159, 146, 150]), &l, 1)
-            .unwrap();
-        j.record_attempt(&id, &l, 1, 2).unwrap();
-        j.finish(&id, &l, *state, answer.as_ref(), 3).unwrap();
+        j.open(
+            &op(&id, &format!("key-{i}"), &[0, 159, 146, 150]),
+            &l,
+            now(),
+        )
+        .unwrap();
+        j.record_attempt(&id, &l, 1, now()).unwrap();
+        j.finish(&id, &l, *state, answer.as_ref(), now()).unwrap();
         let r = j.get(&id).unwrap().unwrap();
         assert_eq!(r.state, *state);
         assert_eq!(r.response, *answer);
@@ -433,27 +542,30 @@ fn responses_round_trip(j: &dyn Journal) {
 }
 
 fn reconcile_closes_unsettled_operations(j: &dyn Journal) {
-    make(j, "unknown", OperationState::Unknown, 1, 10);
-    make(j, "pending", OperationState::Pending, 2, 2);
-    make(j, "settled", OperationState::Succeeded, 3, 11);
+    make(j, "unknown", OperationState::Unknown);
+    let pending_lease = make_leased(j, "pending", OperationState::Pending, 2);
+    make(j, "settled", OperationState::Succeeded);
     let unsettled = [OperationState::InFlight, OperationState::Unknown];
+    let created = j.get("unknown").unwrap().unwrap().created_at;
 
+    let t = now();
     let r = j
         .reconcile(
             "unknown",
             OperationState::Succeeded,
             "alice",
             "PSP ref 4711",
-            500,
+            now(),
         )
         .unwrap();
+    between(r.at, t, now());
     let expected = Reconciliation {
         order_id: "unknown".into(),
         idempotency_key: "key-unknown".into(),
         previous_state: OperationState::Unknown,
         state: OperationState::Succeeded,
         by: "alice".into(),
-        at: 500,
+        at: r.at,
         reference: "PSP ref 4711".into(),
     };
     assert_eq!(r, expected);
@@ -465,33 +577,34 @@ fn reconcile_closes_unsettled_operations(j: &dyn Journal) {
             after.created_at,
             after.updated_at
         ),
-        (OperationState::Succeeded, 1, 1, 500)
+        (OperationState::Succeeded, 1, created, r.at)
     );
     assert_eq!(after.response, None);
     assert!(j.list(&unsettled).unwrap().is_empty());
     // Settled now: opening or claiming it answers so, without a lease.
     let o = op("unknown", "key-unknown", b"unknown");
     assert_eq!(
-        j.open(&o, &lease("x", 900), 501).unwrap(),
+        j.open(&o, &lease("x", 900), now()).unwrap(),
         Opened::Settled(after.clone())
     );
     assert_eq!(
-        j.claim("unknown", &lease("x", 900), 501).unwrap(),
+        j.claim("unknown", &lease("x", 900), now()).unwrap(),
         Opened::Settled(after)
     );
 
-    // `make` left the pending one leased until 1002.
+    // The pending one is leased for two seconds: busy until it expires.
     let busy = j
-        .reconcile("pending", OperationState::Rejected, "bob", "ref", 600)
+        .reconcile("pending", OperationState::Rejected, "bob", "ref", now())
         .unwrap_err();
     assert_eq!(busy.code(), ErrorCode::OperationBusy);
+    outlive(pending_lease.expires_at);
     let r = j
         .reconcile(
             "pending",
             OperationState::Rejected,
             "bob",
             "never reached the PSP",
-            1002,
+            now(),
         )
         .unwrap();
     assert_eq!(r.previous_state, OperationState::Pending);
@@ -514,8 +627,8 @@ fn reconcile_closes_unsettled_operations(j: &dyn Journal) {
 }
 
 fn reconcile_refuses_what_it_must_not_change(j: &dyn Journal) {
-    make(j, "settled", OperationState::Rejected, 1, 10);
-    make(j, "unknown", OperationState::Unknown, 1, 10);
+    make(j, "settled", OperationState::Rejected);
+    make(j, "unknown", OperationState::Unknown);
     let before = j.get("settled").unwrap();
     let field = |e: payidem::Error| (e.code(), e.field().map(str::to_owned));
     let invalid = |name: &str| (ErrorCode::InvalidArgument, Some(name.to_owned()));
@@ -523,14 +636,14 @@ fn reconcile_refuses_what_it_must_not_change(j: &dyn Journal) {
     // A settled operation is never changed, whatever it is asked to become.
     for state in [OperationState::Succeeded, OperationState::Rejected] {
         let err = j
-            .reconcile("settled", state, "alice", "ref", 20)
+            .reconcile("settled", state, "alice", "ref", now())
             .unwrap_err();
         assert!(err.message().contains("already settled"), "{err}");
         assert_eq!(field(err), invalid("order_id"));
     }
     assert_eq!(j.get("settled").unwrap(), before);
     let err = j
-        .reconcile("missing", OperationState::Succeeded, "alice", "ref", 20)
+        .reconcile("missing", OperationState::Succeeded, "alice", "ref", now())
         .unwrap_err();
     assert_eq!(field(err), invalid("order_id"));
     for state in [
@@ -540,7 +653,7 @@ fn reconcile_refuses_what_it_must_not_change(j: &dyn Journal) {
         OperationState::Conflict,
     ] {
         let err = j
-            .reconcile("unknown", state, "alice", "ref", 20)
+            .reconcile("unknown", state, "alice", "ref", now())
             .unwrap_err();
         assert_eq!(field(err), invalid("state"));
     }
@@ -552,47 +665,48 @@ fn reconcile_refuses_what_it_must_not_change(j: &dyn Journal) {
         ("ali\u{1b}[31mce", "ref", "by"),
     ] {
         let err = j
-            .reconcile("unknown", OperationState::Succeeded, by, reference, 20)
+            .reconcile("unknown", OperationState::Succeeded, by, reference, now())
             .unwrap_err();
         assert_eq!(field(err), invalid(name), "{by:?} {reference:?}");
     }
     let long = "x".repeat(payidem::journal::MAX_RECONCILIATION_REFERENCE_LEN + 1);
     let err = j
-        .reconcile("unknown", OperationState::Succeeded, "alice", &long, 20)
+        .reconcile("unknown", OperationState::Succeeded, "alice", &long, now())
         .unwrap_err();
     assert_eq!(field(err), invalid("reference"));
     assert_eq!(state_of(j, "unknown"), OperationState::Unknown);
 
     // A live lease of another call: busy, nothing changes; once it expires
     // the reconciliation goes through and clears it.
-    let l = lease("driver", 100);
+    let l = lease("driver", 2);
     assert!(matches!(
-        j.claim("unknown", &l, 30).unwrap(),
+        j.claim("unknown", &l, now()).unwrap(),
         Opened::Resumable(_)
     ));
-    j.record_attempt("unknown", &l, 2, 31).unwrap();
+    j.record_attempt("unknown", &l, 2, now()).unwrap();
     let err = j
-        .reconcile("unknown", OperationState::Succeeded, "alice", "ref", 99)
+        .reconcile("unknown", OperationState::Succeeded, "alice", "ref", now())
         .unwrap_err();
     assert_eq!(err.code(), ErrorCode::OperationBusy);
     assert_eq!(state_of(j, "unknown"), OperationState::InFlight);
     assert!(j.reconciliations(None).unwrap().is_empty());
+    outlive(l.expires_at);
     let r = j
-        .reconcile("unknown", OperationState::Succeeded, "alice", "ref", 100)
+        .reconcile("unknown", OperationState::Succeeded, "alice", "ref", now())
         .unwrap();
     assert_eq!(r.previous_state, OperationState::InFlight);
     // The driver lost its lease: its finish cannot overwrite the decision.
     let err = j
-        .finish("unknown", &l, OperationState::Unknown, None, 101)
+        .finish("unknown", &l, OperationState::Unknown, None, now())
         .unwrap_err();
     assert_eq!(err.code(), ErrorCode::OperationBusy);
     assert_eq!(state_of(j, "unknown"), OperationState::Succeeded);
 }
 
 fn check_reports_a_sound_journal(j: &dyn Journal) {
-    make(j, "a", OperationState::Unknown, 1, 10);
-    make(j, "b", OperationState::Succeeded, 1, 10);
-    j.reconcile("a", OperationState::Rejected, "alice", "ref", 20)
+    make(j, "a", OperationState::Unknown);
+    make(j, "b", OperationState::Succeeded);
+    j.reconcile("a", OperationState::Rejected, "alice", "ref", now())
         .unwrap();
     let report = j.check().unwrap();
     assert!(report.problems.is_empty(), "{:?}", report.problems);
@@ -601,13 +715,79 @@ fn check_reports_a_sound_journal(j: &dyn Journal) {
     assert_eq!(report.schema_version, report.library_schema_version);
 }
 
-macro_rules! for_both_journals {
+fn claim_next_takes_what_no_live_call_holds(j: &dyn Journal) {
+    let ids = |opened: Option<Opened>| opened.map(|o| record(o).operation.order_id);
+    assert_eq!(ids(j.claim_next(&lease("t", 100), now()).unwrap()), None);
+    make(j, "held", OperationState::Pending);
+    let released = make_leased(j, "released", OperationState::Pending, 1_000);
+    j.release("released", &released).unwrap();
+    make(j, "unknown", OperationState::Unknown);
+    make(j, "settled", OperationState::Succeeded);
+    let short = make_leased(j, "short", OperationState::InFlight, 2);
+
+    // Oldest first, skipping live leases and settled operations.
+    let t = lease("t", 100);
+    assert_eq!(
+        ids(j.claim_next(&t, now()).unwrap()).as_deref(),
+        Some("released")
+    );
+    let u = lease("u", 100);
+    let taken = j.claim_next(&u, now()).unwrap().unwrap();
+    assert!(matches!(&taken, Opened::Resumable(r) if r.state == OperationState::Unknown));
+    assert_eq!(ids(j.claim_next(&lease("v", 100), now()).unwrap()), None);
+    // The taker holds what it took: its writes go through, others are busy.
+    assert_eq!(
+        j.claim("released", &lease("w", 100), now())
+            .unwrap_err()
+            .code(),
+        ErrorCode::OperationBusy
+    );
+    j.record_attempt("released", &t, 1, now()).unwrap();
+    j.finish("unknown", &u, OperationState::Succeeded, None, now())
+        .unwrap();
+
+    // An expired lease is taken over; its old holder changes nothing.
+    outlive(short.expires_at);
+    let w = lease("w", 100);
+    assert_eq!(
+        ids(j.claim_next(&w, now()).unwrap()).as_deref(),
+        Some("short")
+    );
+    assert_eq!(
+        j.record_attempt("short", &short, 2, now())
+            .unwrap_err()
+            .code(),
+        ErrorCode::OperationBusy
+    );
+    j.record_attempt("short", &w, 2, now()).unwrap();
+    assert_eq!(j.get("short").unwrap().unwrap().attempts, 2);
+}
+
+fn memory() -> MemoryJournal {
+    MemoryJournal::new()
+}
+
+fn sqlite() -> (tempfile::TempDir, SqliteJournal) {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = SqliteJournal::open(
+        dir.path().join("journal.db"),
+        SqliteJournalOptions::default(),
+    )
+    .unwrap();
+    (dir, journal)
+}
+
+fn postgres() -> PostgresJournal {
+    PostgresJournal::connect(&pg::fresh_db(), PostgresJournalOptions::default()).unwrap()
+}
+
+macro_rules! for_every_journal {
     ($($name:ident),* $(,)?) => {
         mod memory {
             $(
                 #[test]
                 fn $name() {
-                    super::$name(&super::MemoryJournal::new());
+                    super::$name(&super::memory());
                 }
             )*
         }
@@ -615,17 +795,23 @@ macro_rules! for_both_journals {
             $(
                 #[test]
                 fn $name() {
-                    let dir = tempfile::tempdir().unwrap();
-                    let path = dir.path().join("journal.db");
-                    let journal = super::SqliteJournal::open(&path, super::SqliteJournalOptions::default()).unwrap();
+                    let (_dir, journal) = super::sqlite();
                     super::$name(&journal);
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[test]
+                fn $name() {
+                    super::$name(&super::postgres());
                 }
             )*
         }
     };
 }
 
-for_both_journals!(
+for_every_journal!(
     create_resume_settle,
     back_to_pending,
     conflicts_change_nothing,
@@ -638,6 +824,7 @@ for_both_journals!(
     reconcile_closes_unsettled_operations,
     reconcile_refuses_what_it_must_not_change,
     check_reports_a_sound_journal,
+    claim_next_takes_what_no_live_call_holds,
 );
 
 #[test]
@@ -645,4 +832,5 @@ fn journals_are_send_and_sync() {
     fn check<T: Send + Sync>() {}
     check::<MemoryJournal>();
     check::<SqliteJournal>();
+    check::<PostgresJournal>();
 }

@@ -19,6 +19,12 @@ pub enum JournalChoice {
     Sqlite(PathBuf),
     /// Memory only: operations are lost with the process. For tests.
     Memory,
+    /// A PostgreSQL database shared by every instance of a fleet, by its
+    /// connection URL (`postgres://user:password@host:port/db` or
+    /// `postgresql://…`, unix sockets as `?host=/run/postgresql`); see
+    /// [`PostgresJournal`](crate::journal::PostgresJournal). The URL may
+    /// hold a password: it is never printed.
+    Postgres(String),
     /// A journal the caller built.
     Custom(Arc<dyn Journal>),
 }
@@ -27,11 +33,16 @@ impl JournalChoice {
     /// The choice a binding's journal setting names: none (or empty) is the
     /// durable [`JournalChoice::Default`],
     /// [`MEMORY_JOURNAL`](crate::journal::MEMORY_JOURNAL) is
-    /// [`JournalChoice::Memory`], anything else a SQLite file.
+    /// [`JournalChoice::Memory`], a URL starting with `postgres://` or
+    /// `postgresql://` [`JournalChoice::Postgres`], anything else a SQLite
+    /// file.
     pub fn from_setting(setting: Option<&str>) -> JournalChoice {
         match setting {
             None | Some("") => JournalChoice::Default,
             Some(crate::journal::MEMORY_JOURNAL) => JournalChoice::Memory,
+            Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+                JournalChoice::Postgres(url.to_owned())
+            }
             Some(path) => JournalChoice::Sqlite(PathBuf::from(path)),
         }
     }
@@ -43,6 +54,8 @@ impl std::fmt::Debug for JournalChoice {
             JournalChoice::Default => f.write_str("Default"),
             JournalChoice::Sqlite(path) => f.debug_tuple("Sqlite").field(path).finish(),
             JournalChoice::Memory => f.write_str("Memory"),
+            // The URL may carry a password.
+            JournalChoice::Postgres(_) => f.write_str("Postgres(..)"),
             JournalChoice::Custom(_) => f.write_str("Custom(..)"),
         }
     }
@@ -103,6 +116,15 @@ pub struct ClientConfig {
     /// one is not trusted: the call fails and the operation stays as it
     /// was. Zero never adjusts the clock.
     pub max_clock_offset: Duration,
+    /// How long a call's lease on an operation holds without a new
+    /// attempt: after it, another call (another instance of a fleet, a
+    /// [`Client::take_over`](crate::Client::take_over)) may take the
+    /// operation over. `None` (the default): the retry deadline plus the
+    /// request timeout plus 30 s, longer than any call. A shorter lease
+    /// hands a dead instance's operations over sooner; a live call that
+    /// outlasts it loses its lease and stops with `operation_busy` at its
+    /// next journal write (the new holder sends the same key).
+    pub lease_ttl: Option<Duration>,
 }
 
 impl std::fmt::Debug for ClientConfig {
@@ -125,6 +147,7 @@ impl std::fmt::Debug for ClientConfig {
             .field("client_cert", &self.client_cert)
             .field("client_key", &self.client_key)
             .field("max_clock_offset", &self.max_clock_offset)
+            .field("lease_ttl", &self.lease_ttl)
             .finish()
     }
 }
@@ -139,8 +162,8 @@ impl ClientConfig {
     /// ([`JournalChoice::Default`]), 5 s connect, 30 s
     /// per attempt, the protocol's retry defaults, 48 h key retention and 7
     /// days of settled history, https required (except loopback), no
-    /// proxy, the system's trust store and a 600 s bound on the learnt
-    /// clock offset.
+    /// proxy, the system's trust store, a 600 s bound on the learnt
+    /// clock offset and leases longer than any call.
     pub fn new(base_url: impl Into<String>, key_id: impl Into<String>) -> ClientConfig {
         ClientConfig {
             base_url: base_url.into(),
@@ -159,6 +182,7 @@ impl ClientConfig {
             client_cert: None,
             client_key: None,
             max_clock_offset: DEFAULT_MAX_CLOCK_OFFSET,
+            lease_ttl: None,
         }
     }
 }

@@ -18,10 +18,12 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::journal::{
-    Journal, Lease, MemoryJournal, Opened, OperationRecord, SqliteJournal, SqliteJournalOptions,
+    Journal, Lease, MemoryJournal, Opened, OperationRecord, OutboxInsert, ParamStyle,
+    PostgresJournal, PostgresJournalOptions, SqliteJournal, SqliteJournalOptions,
 };
 use crate::operation::{
-    CallLimits, CallSetup, End, Operation, OperationSpec, OperationState, Outcome, Reply, Response,
+    CallLimits, CallSetup, End, FrozenOperation, Operation, OperationSpec, OperationState, Outcome,
+    Reply, Response,
 };
 use crate::policy::ClockOffset;
 use crate::protocol::Signer;
@@ -71,6 +73,7 @@ pub(crate) struct Shared {
     limits: CallLimits,
     request_timeout: Duration,
     settled_retention: Duration,
+    lease_ttl: Option<Duration>,
     budget: Arc<RetryBudget>,
     clock_offset: AtomicI64,
     /// This client instance's random id, part of every lease owner id.
@@ -108,6 +111,9 @@ impl Shared {
     }
 
     fn lease_ttl_secs(&self) -> u64 {
+        if let Some(ttl) = self.lease_ttl {
+            return ttl.as_secs().max(1);
+        }
         // Longer than any call can take: the deadline, one more attempt, and slack.
         self.limits
             .policy
@@ -173,6 +179,10 @@ impl Client {
                 Arc::new(SqliteJournal::open(path, SqliteJournalOptions::default())?)
             }
             config::JournalChoice::Memory => Arc::new(MemoryJournal::new()),
+            config::JournalChoice::Postgres(url) => Arc::new(PostgresJournal::connect(
+                url,
+                PostgresJournalOptions::default(),
+            )?),
             config::JournalChoice::Custom(journal) => Arc::clone(journal),
         };
         let mut instance = [0u8; 8];
@@ -185,6 +195,7 @@ impl Client {
                 limits,
                 request_timeout: config.request_timeout,
                 settled_retention: config.settled_retention,
+                lease_ttl: config.lease_ttl,
                 budget: Arc::new(RetryBudget::new(config.retry_budget)),
                 clock_offset: AtomicI64::new(0),
                 instance: format!("{:016x}", u64::from_ne_bytes(instance)),
@@ -260,6 +271,19 @@ impl Client {
     /// [`Client::execute`], which is this plus sending with the client's
     /// transport. `deadline` shortens the client's retry deadline.
     pub fn begin(&self, spec: &OperationSpec<'_>, deadline: Option<Duration>) -> Result<Call> {
+        let operation = self.freeze(spec)?;
+        let now = unix_now();
+        let lease = self.shared.new_lease(now);
+        let opened = self.shared.journal.open(&operation, &lease, now)?;
+        self.call_for(opened, lease, deadline)
+    }
+
+    /// The operation `spec` names, frozen as this client journals it (the
+    /// base URL's path prefix in its paths, the key defaulted): what
+    /// [`Client::execute`] would record, for a caller that records it
+    /// itself (see [`Client::outbox_insert`]). Checks the spec like
+    /// `execute`; nothing is journaled or sent.
+    pub fn freeze(&self, spec: &OperationSpec<'_>) -> Result<FrozenOperation> {
         // The base URL's path prefix is part of the request target, so of
         // the signature and of the journaled operation.
         crate::protocol::fields::check_path(spec.path)?;
@@ -275,11 +299,80 @@ impl Client {
             status_path: status_path.as_deref(),
             ..*spec
         };
-        let operation = spec.freeze()?;
-        let now = unix_now();
-        let lease = self.shared.new_lease(now);
-        let opened = self.shared.journal.open(&operation, &lease, now)?;
-        self.call_for(opened, lease, deadline)
+        spec.freeze()
+    }
+
+    /// The SQL statement and parameters that record `spec`'s operation as
+    /// pending in a PostgreSQL journal's tables, for the caller to run in
+    /// its own database transaction together with its business rows (the
+    /// outbox): committed together or not at all. Any client on that
+    /// journal later sends it with [`Client::take_over`], with its key and
+    /// body unchanged. `style` picks the placeholders (`$1` or `%s`). Works
+    /// whatever this client's own journal is; only the tables must exist.
+    pub fn outbox_insert(
+        &self,
+        spec: &OperationSpec<'_>,
+        style: ParamStyle,
+    ) -> Result<OutboxInsert> {
+        Ok(PostgresJournal::outbox_insert_with(
+            &self.freeze(spec)?,
+            style,
+        ))
+    }
+
+    /// Takes over and drives up to `limit` unsettled operations that no
+    /// live call holds (leases free or expired, outbox inserts), one after
+    /// the other, oldest first, each with its own key and body; returns
+    /// each order id with its result. Several clients (instances of a
+    /// fleet, a sidecar, a cron job) may run it at once on one journal:
+    /// each operation is taken by one of them ([`Journal::claim_next`]).
+    /// Stops early when nothing is left to take. `Err` only when the
+    /// journal cannot be asked.
+    pub fn take_over(&self, limit: usize) -> Result<Vec<(String, Result<Outcome>)>> {
+        let mut done = Vec::new();
+        while done.len() < limit {
+            let now = unix_now();
+            let lease = self.shared.new_lease(now);
+            let Some(opened) = self.shared.journal.claim_next(&lease, now)? else {
+                break;
+            };
+            let order_id = match &opened {
+                Opened::Created(r) | Opened::Resumable(r) | Opened::Settled(r) => {
+                    r.operation.order_id.clone()
+                }
+            };
+            let result = self
+                .call_for(opened, lease, None)
+                .and_then(|call| self.drive(call, CallOptions::default()));
+            done.push((order_id, result));
+        }
+        Ok(done)
+    }
+
+    /// Runs [`Client::take_over`] in a loop for a sidecar or a worker
+    /// thread: batches of up to `batch` operations, sleeping `idle` when
+    /// there was nothing to take, until `stop` answers `true` (polled
+    /// between operations and during the sleep). A journal error is
+    /// retried after `idle` (the database may be restarting). Returns how
+    /// many operations it drove.
+    pub fn take_over_loop(
+        &self,
+        batch: usize,
+        idle: Duration,
+        stop: &(dyn Fn() -> bool + Sync),
+    ) -> u64 {
+        let mut driven = 0u64;
+        while !stop() {
+            match self.take_over(batch.max(1)) {
+                Ok(done) if !done.is_empty() => driven += done.len() as u64,
+                _ => {
+                    if !sleep_unless_cancelled(idle, stop) {
+                        break;
+                    }
+                }
+            }
+        }
+        driven
     }
 
     /// Starts a call resuming an unsettled operation of the journal, for a
@@ -363,7 +456,9 @@ impl Client {
 
     /// Resumes every operation whose outcome is unknown; returns each order
     /// id with its result (`operation_busy` for one another process is
-    /// driving right now).
+    /// driving right now). On a journal shared by a fleet, it resumes the
+    /// fleet's unknown operations whose leases are free; see also
+    /// [`Client::take_over`].
     pub fn resume_unknown(&self) -> Result<Vec<(String, Result<Outcome>)>> {
         Ok(self
             .list_unknown()?

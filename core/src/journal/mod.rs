@@ -46,18 +46,29 @@
 //! refuse every later durable write (Linux may drop the pages of a failed
 //! fsync, so a later success would prove nothing).
 //!
-//! A PostgreSQL journal does not exist yet. When it does, it needs no group
-//! commit of its own: the server already makes concurrent synchronous
-//! commits share WAL flushes. It would commit the first attempt with
-//! `synchronous_commit = on` and every other write with `off`, on one
-//! connection per concurrent caller, and keep the rule above for leases.
+//! # PostgreSQL
+//!
+//! [`PostgresJournal`] needs no group commit of its own: the server already
+//! makes concurrent synchronous commits share WAL flushes. It commits the
+//! first attempt of each lease with `synchronous_commit = on` and every
+//! other write with `off`, one short transaction per call on a pooled
+//! connection, and fences every write of a lease holder by its epoch.
+//! Lease and record times come from the database clock. See
+//! docs/postgres-journal.md.
 
 mod location;
 mod memory;
 mod owner;
+mod postgres;
 mod rules;
 mod sqlite;
 
+pub use self::postgres::{
+    OutboxInsert, OutboxValue, ParamStyle, PostgresCommitStats, PostgresJournal,
+    PostgresJournalOptions, POSTGRES_SCHEMA_VERSION,
+};
+#[doc(hidden)]
+pub use self::postgres::{PgHook, PgPoint};
 pub(crate) use location::create_private_dirs;
 pub use location::{default_journal_path, MEMORY_JOURNAL};
 pub use memory::MemoryJournal;
@@ -152,7 +163,7 @@ pub const MAX_RECONCILIATION_REFERENCE_LEN: usize = 4096;
 /// What [`Journal::check`] found.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JournalCheck {
-    /// The kind of store: `"sqlite"` or `"memory"`.
+    /// The kind of store: `"sqlite"`, `"postgres"` or `"memory"`.
     pub backend: &'static str,
     /// The schema version the store carries, for stores that have one.
     pub schema_version: Option<u32>,
@@ -200,6 +211,42 @@ pub trait Journal: Send + Sync {
     /// Unknown order id: `invalid_argument` (`order_id`); settled:
     /// [`Opened::Settled`]; leased by another owner: `operation_busy`.
     fn claim(&self, order_id: &str, lease: &Lease, now: u64) -> Result<Opened>;
+
+    /// Takes over one unsettled operation (pending, in flight or unknown)
+    /// that no live call holds, oldest first: its lease is free or expired
+    /// at `now` (for journals with their own clock, by that clock). Answers
+    /// [`Opened::Resumable`] with `lease` now holding it, or `None` when
+    /// there is nothing to take. Pending operations recorded without a
+    /// lease (an outbox insert) are taken too.
+    ///
+    /// The default lists the unsettled operations and claims the first one
+    /// it can; a journal shared by many instances overrides it with one
+    /// atomic claim (PostgreSQL: `FOR UPDATE SKIP LOCKED`).
+    fn claim_next(&self, lease: &Lease, now: u64) -> Result<Option<Opened>> {
+        let unsettled = [
+            OperationState::Pending,
+            OperationState::InFlight,
+            OperationState::Unknown,
+        ];
+        for record in self.list(&unsettled)? {
+            match self.claim(&record.operation.order_id, lease, now) {
+                Ok(opened @ Opened::Resumable(_)) => return Ok(Some(opened)),
+                // Settled or purged since the listing, or held by a live call.
+                Ok(_) => continue,
+                Err(e)
+                    if matches!(
+                        e.code(),
+                        crate::error::ErrorCode::OperationBusy
+                            | crate::error::ErrorCode::InvalidArgument
+                    ) =>
+                {
+                    continue
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(None)
+    }
 
     /// Records that an attempt may reach the platform: state becomes
     /// `InFlight` and `attempts` is set. Durable before it returns when the

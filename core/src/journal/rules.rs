@@ -104,6 +104,22 @@ pub(super) fn lease_free(
     }
 }
 
+/// [`lease_free`] for a journal whose store tells whether the lease
+/// expired by its own clock (`expired`).
+pub(super) fn lease_free_at(holder: Option<&str>, expired: bool, lease: &Lease) -> bool {
+    match holder {
+        None => true,
+        Some(owner) if owner == lease.owner => true,
+        Some(owner) => expired || super::owner::owner_is_gone(owner),
+    }
+}
+
+/// [`lease_blocks`] for a journal whose store tells whether the lease
+/// expired by its own clock (`expired`).
+pub(super) fn lease_blocks_at(holder: Option<&str>, expired: bool) -> bool {
+    holder.is_some_and(|owner| !expired && !super::owner::owner_is_gone(owner))
+}
+
 /// Whether `lease` still holds an operation whose lease is held by `holder`.
 pub(super) fn lease_held(holder: Option<&str>, lease: &Lease) -> bool {
     holder == Some(lease.owner.as_str())

@@ -773,7 +773,10 @@ fn defaults_json() -> String {
     let journal_path = match &c.journal {
         payidem::JournalChoice::Sqlite(p) => p.to_string_lossy().into_owned(),
         payidem::JournalChoice::Memory => payidem::journal::MEMORY_JOURNAL.to_owned(),
-        payidem::JournalChoice::Default | payidem::JournalChoice::Custom(_) => String::new(),
+        // Never a default; a PostgreSQL URL may hold a password.
+        payidem::JournalChoice::Default
+        | payidem::JournalChoice::Custom(_)
+        | payidem::JournalChoice::Postgres(_) => String::new(),
     };
     serde_json::json!({
         "options": {

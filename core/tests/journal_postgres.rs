@@ -1,0 +1,314 @@
+//! What only the PostgreSQL journal does, against a real server started by
+//! the tests (e2e/src/pg.rs): durable commits, epoch fencing, a connection
+//! lost during COMMIT, the database clock, schema versions, the outbox,
+//! a server restart, and errors that never show the password.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use payidem::journal::{
+    Journal, Lease, Opened, PgPoint, PostgresJournal, PostgresJournalOptions,
+    POSTGRES_SCHEMA_VERSION,
+};
+use payidem::operation::{FrozenOperation, OperationState};
+use payidem::ErrorCode;
+
+#[path = "../../e2e/src/pg.rs"]
+mod pg;
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+fn op(order_id: &str) -> FrozenOperation {
+    let body = format!("{{\"order_id\":\"{order_id}\",\"amount\":5}}").into_bytes();
+    FrozenOperation {
+        order_id: order_id.into(),
+        idempotency_key: format!("create-{order_id}"),
+        method: "POST".into(),
+        path: "/v1/payments".into(),
+        body_sha256: payidem::protocol::body_sha256_hex(&body),
+        body,
+        status_path: Some(format!("/v1/payments?order_id={order_id}")),
+    }
+}
+
+fn lease(owner: &str, secs: u64) -> Lease {
+    Lease {
+        owner: owner.into(),
+        expires_at: now() + secs,
+    }
+}
+
+fn open(url: &str) -> PostgresJournal {
+    PostgresJournal::connect(url, PostgresJournalOptions::default()).unwrap()
+}
+
+#[test]
+fn the_first_attempt_of_each_lease_commits_synchronously_and_nothing_else_does() {
+    let j = open(&pg::fresh_db());
+    let a = lease("a", 100);
+    j.open(&op("o-1"), &a, now()).unwrap();
+    let base = j.commit_stats();
+    assert_eq!(base.durable_commits, 0, "opening is not a durable commit");
+    j.record_attempt("o-1", &a, 1, now()).unwrap();
+    j.record_attempt("o-1", &a, 2, now()).unwrap();
+    j.finish("o-1", &a, OperationState::Unknown, None, now())
+        .unwrap();
+    let s = j.commit_stats();
+    assert_eq!(s.durable_commits, 1);
+    assert_eq!(s.commits - base.commits, 3);
+    // A new lease (a call resuming it) makes its first attempt durable again.
+    let b = lease("b", 100);
+    j.claim("o-1", &b, now()).unwrap();
+    j.record_attempt("o-1", &b, 3, now()).unwrap();
+    assert_eq!(j.commit_stats().durable_commits, 2);
+}
+
+#[test]
+fn a_stale_epoch_of_the_same_owner_changes_nothing() {
+    let url = pg::fresh_db();
+    let (first, second) = (open(&url), open(&url));
+    let a = lease("same-owner", 100);
+    first.open(&op("o-1"), &a, now()).unwrap();
+    // Another handle takes the lease under the same owner id: a new epoch.
+    assert!(matches!(
+        second.claim("o-1", &a, now()).unwrap(),
+        Opened::Resumable(_)
+    ));
+    let before = first.get("o-1").unwrap();
+    let err = first.record_attempt("o-1", &a, 1, now()).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::OperationBusy);
+    let err = first
+        .finish("o-1", &a, OperationState::Succeeded, None, now())
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::OperationBusy);
+    first.release("o-1", &a).unwrap();
+    assert_eq!(first.get("o-1").unwrap(), before);
+    assert_eq!(first.commit_stats().fenced, 2);
+    // The holder of the current epoch writes.
+    second.record_attempt("o-1", &a, 1, now()).unwrap();
+    second
+        .finish("o-1", &a, OperationState::Succeeded, None, now())
+        .unwrap();
+    assert_eq!(
+        first.get("o-1").unwrap().unwrap().state,
+        OperationState::Succeeded
+    );
+}
+
+#[test]
+fn lease_times_come_from_the_database_clock() {
+    let j = open(&pg::fresh_db());
+    // A caller whose clock is 50 years behind: its 30 s lease still lasts
+    // 30 s by the database's clock, and the record's times are the
+    // database's.
+    let past = 1_000_000_000;
+    let a = Lease {
+        owner: "slow-clock".into(),
+        expires_at: past + 30,
+    };
+    let t0 = now();
+    let created = j.open(&op("o-1"), &a, past).unwrap();
+    let Opened::Created(record) = created else {
+        panic!("created")
+    };
+    assert!(record.created_at >= t0 && record.created_at <= now());
+    // A caller whose clock is far ahead cannot take it: the lease has not
+    // expired by the database's clock.
+    let err = j
+        .claim("o-1", &lease("fast-clock", 10), now() + 3_600)
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::OperationBusy);
+    assert_eq!(
+        j.claim_next(&lease("fast-clock", 10), now() + 3_600)
+            .unwrap(),
+        None
+    );
+}
+
+#[test]
+fn a_connection_killed_during_commit_is_read_back_before_deciding() {
+    let server = pg::shared();
+    let url = pg::fresh_db();
+    let killer = Arc::new(Mutex::new(server.connect("postgres")));
+    let armed = Arc::new(AtomicBool::new(false));
+    let hook = {
+        let (killer, armed) = (Arc::clone(&killer), Arc::clone(&armed));
+        Arc::new(move |point: PgPoint| {
+            let PgPoint::BeforeCommit {
+                durable: true,
+                backend_pid,
+            } = point
+            else {
+                return;
+            };
+            if armed.swap(false, Ordering::SeqCst) {
+                killer
+                    .lock()
+                    .unwrap()
+                    .execute("SELECT pg_terminate_backend($1)", &[&backend_pid])
+                    .unwrap();
+            }
+        })
+    };
+    let j = open(&url).with_hook(hook);
+    let a = lease("a", 100);
+    j.open(&op("o-1"), &a, now()).unwrap();
+    armed.store(true, Ordering::SeqCst);
+    j.record_attempt("o-1", &a, 1, now()).unwrap();
+    assert!(!armed.load(Ordering::SeqCst), "the hook fired");
+    let s = j.commit_stats();
+    assert_eq!(s.unknown_commits, 1, "{s:?}");
+    // Read back as not committed, written again: in flight, durably.
+    let r = j.get("o-1").unwrap().unwrap();
+    assert_eq!((r.state, r.attempts), (OperationState::InFlight, 1));
+    assert_eq!(s.durable_commits, 1);
+    // The lease still holds for its owner.
+    j.finish("o-1", &a, OperationState::Succeeded, None, now())
+        .unwrap();
+}
+
+#[test]
+fn a_restarted_server_is_reconnected_to_and_keeps_every_committed_record() {
+    let mut server = pg::PgServer::start();
+    let j = open(&server.url());
+    let a = lease("a", 100);
+    j.open(&op("o-1"), &a, now()).unwrap();
+    j.record_attempt("o-1", &a, 1, now()).unwrap();
+    server.stop_immediate().unwrap();
+    let err = j.get("o-1").unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Journal);
+    server.start_again().unwrap();
+    // The durable record survived the crash; the pool reconnects.
+    let r = j.get("o-1").unwrap().unwrap();
+    assert_eq!((r.state, r.attempts), (OperationState::InFlight, 1));
+    j.finish("o-1", &a, OperationState::Succeeded, None, now())
+        .unwrap();
+}
+
+#[test]
+fn the_schema_is_versioned_and_a_newer_one_is_refused_untouched() {
+    let server = pg::shared();
+    let url = pg::fresh_db();
+    let db = url.split('/').nth(3).unwrap().split('?').next().unwrap();
+    let j = open(&url);
+    let check = j.check().unwrap();
+    assert_eq!(check.backend, "postgres");
+    assert_eq!(check.schema_version, Some(POSTGRES_SCHEMA_VERSION));
+    assert!(check.is_sound());
+    // Opening again (another instance) changes nothing.
+    drop(open(&url));
+    let mut c = server.connect(db);
+    let v: i32 = c
+        .query_one("SELECT version FROM payidem_schema", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(v as u32, POSTGRES_SCHEMA_VERSION);
+    c.execute("UPDATE payidem_schema SET version = 99", &[])
+        .unwrap();
+    let err = PostgresJournal::connect(&url, PostgresJournalOptions::default()).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Journal);
+    assert!(err.message().contains("newer"), "{err}");
+    let v: i32 = c
+        .query_one("SELECT version FROM payidem_schema", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(v, 99);
+
+    // Our table name without our version: not ours to change.
+    let other = pg::fresh_db();
+    let db = other.split('/').nth(3).unwrap().split('?').next().unwrap();
+    server
+        .connect(db)
+        .batch_execute("CREATE TABLE payidem_operations (x int)")
+        .unwrap();
+    let err = PostgresJournal::connect(&other, PostgresJournalOptions::default()).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Journal);
+    assert!(err.message().contains("left untouched"), "{err}");
+}
+
+#[test]
+fn an_outbox_insert_commits_with_the_callers_rows_and_is_taken_over() {
+    let server = pg::shared();
+    let url = pg::fresh_db();
+    let db = url.split('/').nth(3).unwrap().split('?').next().unwrap();
+    let j = open(&url);
+    let mut app = server.connect(db);
+    app.batch_execute("CREATE TABLE orders (id text PRIMARY KEY, amount int)")
+        .unwrap();
+    // Rolled back with the business row: nothing is journaled.
+    let insert = PostgresJournal::outbox_insert(&op("o-rolled-back"));
+    let mut tx = app.transaction().unwrap();
+    tx.execute("INSERT INTO orders VALUES ('o-rolled-back', 5)", &[])
+        .unwrap();
+    tx.execute(&insert.sql, &insert.sql_params()).unwrap();
+    tx.rollback().unwrap();
+    assert_eq!(j.get("o-rolled-back").unwrap(), None);
+    // Committed with it: pending, without a lease, taken by claim_next.
+    let frozen = op("o-1");
+    let insert = PostgresJournal::outbox_insert(&frozen);
+    let mut tx = app.transaction().unwrap();
+    tx.execute("INSERT INTO orders VALUES ('o-1', 5)", &[])
+        .unwrap();
+    tx.execute(&insert.sql, &insert.sql_params()).unwrap();
+    tx.commit().unwrap();
+    let r = j.get("o-1").unwrap().unwrap();
+    assert_eq!((r.state, &r.operation), (OperationState::Pending, &frozen));
+    // The same order id again fails in the caller's transaction.
+    let err = app.execute(&insert.sql, &insert.sql_params()).unwrap_err();
+    assert_eq!(
+        err.code(),
+        Some(&postgres::error::SqlState::UNIQUE_VIOLATION),
+        "{err}"
+    );
+    let t = lease("taker", 100);
+    let Some(Opened::Resumable(taken)) = j.claim_next(&t, now()).unwrap() else {
+        panic!("the outbox row is taken")
+    };
+    assert_eq!(taken.operation, frozen);
+    j.record_attempt("o-1", &t, 1, now()).unwrap();
+    assert_eq!(j.claim_next(&lease("other", 100), now()).unwrap(), None);
+}
+
+#[test]
+fn errors_name_the_target_but_never_the_password() {
+    let err = PostgresJournal::connect(
+        "postgresql://alice:top-secret-pw@/shop?host=/nonexistent-payidem-dir",
+        PostgresJournalOptions::default(),
+    )
+    .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Journal);
+    let text = format!("{err} {err:?}");
+    assert!(text.contains("alice@/nonexistent-payidem-dir"), "{text}");
+    assert!(!text.contains("top-secret-pw"), "{text}");
+    let err = PostgresJournal::connect("postgresql://a:b@host:notaport/db", Default::default())
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Journal);
+    assert!(!format!("{err}").contains(":b@"), "{err}");
+    let j = open(&pg::fresh_db());
+    assert!(!format!("{j:?}").contains("password"));
+}
+
+#[test]
+fn a_setting_with_a_postgres_url_selects_the_postgres_journal() {
+    use payidem::JournalChoice;
+    for url in ["postgres://u:pw@h/db", "postgresql:///db?host=/run"] {
+        let choice = JournalChoice::from_setting(Some(url));
+        assert!(matches!(&choice, JournalChoice::Postgres(u) if u == url));
+        assert_eq!(format!("{choice:?}"), "Postgres(..)");
+    }
+    assert!(matches!(
+        JournalChoice::from_setting(Some("postgres.sqlite3")),
+        JournalChoice::Sqlite(_)
+    ));
+    // A client opens it by its URL.
+    let mut config = payidem::ClientConfig::new("http://127.0.0.1:9", "key_test_1");
+    config.journal = JournalChoice::from_setting(Some(&pg::fresh_db()));
+    let client = payidem::Client::new(config, b"0123456789abcdef0123").unwrap();
+    assert_eq!(client.list_unknown().unwrap(), vec![]);
+}

@@ -1,0 +1,288 @@
+//! A throwaway PostgreSQL server for tests: `initdb` into a temporary
+//! directory, `pg_ctl start` on a unix socket in that directory (no TCP),
+//! `pg_ctl stop -m immediate` when dropped.
+//!
+//! The server binaries are looked up under `/usr/lib/postgresql/*/bin`
+//! (the Debian package; `make pg-deps` installs it) or in `PAYIDEM_PG_BIN`.
+//! PostgreSQL refuses to run as root: when the tests run as root the
+//! directory is given to the `postgres` user and `initdb`/`pg_ctl` run
+//! through `runuser -u postgres --`. A server that cannot be started fails
+//! the test with a message saying why; it is never skipped.
+//!
+//! This file is also compiled into the core crate's tests (`#[path]`), so
+//! it uses only std, `libc`, `tempfile` and `postgres`.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+/// The server's superuser and database.
+pub const USER: &str = "postgres";
+
+/// A running throwaway server.
+pub struct PgServer {
+    dir: tempfile::TempDir,
+    bin: PathBuf,
+    run_as: Option<&'static str>,
+    running: bool,
+}
+
+impl std::fmt::Debug for PgServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgServer")
+            .field("dir", &self.dir.path())
+            .field("running", &self.running)
+            .finish()
+    }
+}
+
+/// The directory holding `initdb` and `pg_ctl`: `PAYIDEM_PG_BIN`, or the
+/// newest `/usr/lib/postgresql/*/bin`.
+pub fn find_bin() -> Result<PathBuf, String> {
+    if let Some(dir) = std::env::var_os("PAYIDEM_PG_BIN") {
+        return Ok(PathBuf::from(dir));
+    }
+    let mut found: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+        .map_err(|e| {
+            format!(
+                "no PostgreSQL server: /usr/lib/postgresql cannot be read ({e}); \
+                 run `make pg-deps` (apt-get install postgresql) or set PAYIDEM_PG_BIN"
+            )
+        })?
+        .filter_map(|entry| {
+            let entry = entry.ok()?;
+            let version = entry.file_name().to_str()?.parse::<u32>().ok()?;
+            let bin = entry.path().join("bin");
+            bin.join("initdb").is_file().then_some((version, bin))
+        })
+        .collect();
+    found.sort();
+    found.pop().map(|(_, bin)| bin).ok_or_else(|| {
+        "no PostgreSQL server: no /usr/lib/postgresql/*/bin/initdb; run `make pg-deps` \
+         (apt-get install postgresql) or set PAYIDEM_PG_BIN"
+            .to_owned()
+    })
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+impl PgServer {
+    /// Starts a server, panicking with the reason when it cannot.
+    pub fn start() -> PgServer {
+        PgServer::try_start().unwrap_or_else(|why| panic!("cannot start PostgreSQL: {why}"))
+    }
+
+    /// Starts a server: `initdb` (trust authentication, no fsync of the
+    /// new files) and `pg_ctl start` on a unix socket only.
+    pub fn try_start() -> Result<PgServer, String> {
+        let bin = find_bin()?;
+        // In /tmp (world-traversable) rather than a target directory that
+        // the `postgres` user may not be able to enter.
+        let dir = tempfile::Builder::new()
+            .prefix("payidem-pg-")
+            .tempdir_in("/tmp")
+            .map_err(|e| format!("cannot make a temporary directory: {e}"))?;
+        let run_as = if is_root() { Some(USER) } else { None };
+        if let Some(user) = run_as {
+            let out = Command::new("chown")
+                .arg(format!("{user}:"))
+                .arg(dir.path())
+                .output()
+                .map_err(|e| format!("cannot run chown: {e}"))?;
+            if !out.status.success() {
+                return Err(format!(
+                    "cannot give {} to the {user} user (does the user exist?): {}",
+                    dir.path().display(),
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ));
+            }
+        }
+        let mut server = PgServer {
+            dir,
+            bin,
+            run_as,
+            running: false,
+        };
+        let data = server.data_dir();
+        server.run(
+            "initdb",
+            &[
+                "-D",
+                path_str(&data)?,
+                "-U",
+                USER,
+                "--auth=trust",
+                "-E",
+                "UTF8",
+                "--locale=C",
+                "-N",
+            ],
+        )?;
+        server.start_again()?;
+        Ok(server)
+    }
+
+    /// The directory of the server's socket.
+    pub fn socket_dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    fn log_path(&self) -> PathBuf {
+        self.dir.path().join("server.log")
+    }
+
+    /// The connection URL of database `db` (`postgresql://postgres@/db?host=…`).
+    pub fn url_for(&self, db: &str) -> String {
+        format!(
+            "postgresql://{USER}@/{db}?host={}",
+            self.socket_dir().display()
+        )
+    }
+
+    /// The connection URL of the `postgres` database.
+    pub fn url(&self) -> String {
+        self.url_for("postgres")
+    }
+
+    /// A plain connection to database `db`.
+    pub fn connect(&self, db: &str) -> postgres::Client {
+        let mut config: postgres::Config = self.url_for(db).parse().expect("a valid test URL");
+        config.connect_timeout(Duration::from_secs(5));
+        config
+            .connect(postgres::NoTls)
+            .unwrap_or_else(|e| panic!("cannot connect to the test server's {db}: {e}"))
+    }
+
+    /// A new empty database named `name`; its URL.
+    pub fn create_db(&self, name: &str) -> String {
+        self.connect("postgres")
+            .batch_execute(&format!("CREATE DATABASE \"{name}\""))
+            .unwrap_or_else(|e| panic!("cannot create database {name}: {e}"));
+        self.url_for(name)
+    }
+
+    /// Stops the server at once, as a crash would (`pg_ctl stop -m immediate`):
+    /// no checkpoint, every connection cut; the next start recovers from WAL.
+    pub fn stop_immediate(&mut self) -> Result<(), String> {
+        let data = self.data_dir();
+        self.run(
+            "pg_ctl",
+            &["-D", path_str(&data)?, "-m", "immediate", "-w", "stop"],
+        )?;
+        self.running = false;
+        Ok(())
+    }
+
+    /// Starts the stopped server again on the same socket and data.
+    pub fn start_again(&mut self) -> Result<(), String> {
+        let data = self.data_dir();
+        let log = self.log_path();
+        let options = format!(
+            "-k {} -c listen_addresses='' -c max_connections=200 -c unix_socket_permissions=0777",
+            self.socket_dir().display()
+        );
+        self.run(
+            "pg_ctl",
+            &[
+                "-D",
+                path_str(&data)?,
+                "-l",
+                path_str(&log)?,
+                "-w",
+                "-t",
+                "60",
+                "-o",
+                &options,
+                "start",
+            ],
+        )
+        .map_err(|why| format!("{why}\nserver log:\n{}", self.log()))?;
+        self.running = true;
+        Ok(())
+    }
+
+    /// The server's log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.log_path()).unwrap_or_default()
+    }
+
+    fn run(&self, tool: &str, args: &[&str]) -> Result<Output, String> {
+        let program = self.bin.join(tool);
+        let mut command = match self.run_as {
+            Some(user) => {
+                let mut c = Command::new("runuser");
+                c.args(["-u", user, "--"]).arg(&program);
+                c
+            }
+            None => Command::new(&program),
+        };
+        command.args(args).current_dir(self.dir.path());
+        let out = command
+            .output()
+            .map_err(|e| format!("cannot run {}: {e}", program.display()))?;
+        if !out.status.success() {
+            return Err(format!(
+                "{tool} {} failed ({}): {}{}",
+                args.join(" "),
+                out.status,
+                String::from_utf8_lossy(&out.stdout).trim(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        Ok(out)
+    }
+}
+
+fn path_str(path: &Path) -> Result<&str, String> {
+    path.to_str()
+        .ok_or_else(|| format!("{} is not UTF-8", path.display()))
+}
+
+impl Drop for PgServer {
+    fn drop(&mut self) {
+        if self.running {
+            let _ = self.stop_immediate();
+        }
+    }
+}
+
+static SHARED: std::sync::OnceLock<PgServer> = std::sync::OnceLock::new();
+
+extern "C" fn stop_shared() {
+    if let Some(server) = SHARED.get() {
+        let data = server.data_dir();
+        if let Ok(data) = path_str(&data) {
+            let _ = server.run("pg_ctl", &["-D", data, "-m", "immediate", "-w", "stop"]);
+        }
+        let _ = std::fs::remove_dir_all(server.dir.path());
+    }
+}
+
+/// One server for the whole test process, started on first use and
+/// stopped when the process exits (`atexit`); each test takes its own
+/// database with [`fresh_db`].
+pub fn shared() -> &'static PgServer {
+    SHARED.get_or_init(|| {
+        let server = PgServer::start();
+        // SAFETY: registers a plain `extern "C" fn()` to run at exit.
+        unsafe { libc::atexit(stop_shared) };
+        server
+    })
+}
+
+/// The URL of a new, empty database on the [`shared`] server.
+pub fn fresh_db() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    shared().create_db(&format!("t{}_{n}", std::process::id()))
+}

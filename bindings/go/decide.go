@@ -84,36 +84,19 @@ const (
 	LandedYes Landed = C.PAYIDEM_LANDED_YES
 )
 
+// String is the linked library's name ("no", "maybe", "yes").
 func (l Landed) String() string {
-	switch l {
-	case LandedNo:
-		return "no"
-	case LandedMaybe:
-		return "maybe"
-	case LandedYes:
-		return "yes"
+	if name := C.payidem_landed_name(C.uint32_t(l)); name != nil {
+		return C.GoString(name)
 	}
 	return "landed(" + itoa(int(l)) + ")"
 }
 
+// String is the linked library's name of the kind ("done", "fail",
+// "retry_now", ...).
 func (k DecisionKind) String() string {
-	switch k {
-	case DecisionDone:
-		return "done"
-	case DecisionFail:
-		return "fail"
-	case DecisionRetryNow:
-		return "retry_now"
-	case DecisionRetryBackoff:
-		return "retry_backoff"
-	case DecisionRetryAfter:
-		return "retry_after"
-	case DecisionAdjustClockRetry:
-		return "adjust_clock_retry"
-	case DecisionQueryStatus:
-		return "query_status"
-	case DecisionSendOperation:
-		return "send_operation"
+	if name := C.payidem_decision_kind_name(C.uint32_t(k)); name != nil {
+		return C.GoString(name)
 	}
 	return "decision(" + itoa(int(k)) + ")"
 }

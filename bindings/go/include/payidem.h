@@ -2049,6 +2049,19 @@ payidem_result payidem_decide_status_query(uint32_t outcome,
                                            struct payidem_error **err_out);
 
 /**
+ * The stable name of a `payidem_decision_kind` (`done`, `fail`,
+ * `retry_now`, `retry_backoff`, `retry_after`, `adjust_clock_retry`,
+ * `query_status`, `send_operation`: the core's names); NULL for a number
+ * that is no decision kind.
+ *
+ * Ownership: a static string; never free it.
+ * NULL: never takes a pointer.
+ * Threads: safe from any thread.
+ * Errors: none (NULL for an unknown number).
+ */
+const char *payidem_decision_kind_name(uint32_t kind);
+
+/**
  * Writes the `error.code` of a protocol error body
  * (`{"error": {"code": "...", ...}}`) and a NUL into `buf`; `*len_out`
  * (when given) receives its length without the NUL, also on

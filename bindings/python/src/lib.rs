@@ -50,6 +50,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(error_codes, m)?)?;
     m.add("END_NAMES", operation::end_names())?;
     m.add("LANDED", operation::landed_names())?;
+    m.add("DECISION_KINDS", payidem::policy::Action::NAMES.to_vec())?;
     m.add("REPLY_KINDS", operation::REPLY_KINDS.to_vec())?;
     m.add("STEP_KINDS", operation::STEP_KINDS.to_vec())?;
     m.add("CALL_STEP_KINDS", call::CALL_STEP_KINDS.to_vec())?;

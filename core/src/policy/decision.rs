@@ -105,6 +105,19 @@ pub enum Action {
 }
 
 impl Action {
+    /// Every action's name, in declaration order (the C ABI numbers its
+    /// decision kinds 1, 2, ... in this order).
+    pub const NAMES: [&'static str; 8] = [
+        "done",
+        "fail",
+        "retry_now",
+        "retry_backoff",
+        "retry_after",
+        "adjust_clock_retry",
+        "query_status",
+        "send_operation",
+    ];
+
     /// A stable lower-case name (`done`, `fail`, `retry_now`,
     /// `retry_backoff`, `retry_after`, `adjust_clock_retry`, `query_status`,
     /// `send_operation`).
@@ -275,6 +288,22 @@ mod tests {
             true,
             0,
         )
+    }
+
+    #[test]
+    fn names_follow_declaration_order() {
+        let actions = [
+            Action::Done { replayed: false },
+            Action::Fail(Failure::Rejected),
+            Action::RetryNow,
+            Action::RetryBackoff,
+            Action::RetryAfter { seconds: 1 },
+            Action::AdjustClockRetry { server_time: 1 },
+            Action::QueryStatus,
+            Action::SendOperation,
+        ];
+        let names: Vec<&str> = actions.iter().map(|a| a.as_str()).collect();
+        assert_eq!(names, Action::NAMES);
     }
 
     #[test]

@@ -13,6 +13,7 @@ __all__ = [
     "Client",
     "END_NAMES",
     "LANDED",
+    "DECISION_KINDS",
     "LARGE_BODY_BYTES",
     "MEMORY_JOURNAL",
     "NEXT_ACTIONS",
@@ -49,6 +50,7 @@ NEXT_ACTIONS: List[str]
 OPERATION_STATES: List[str]
 """The core's journal states (``payidem.OperationState``), in order."""
 LANDED: List[str]
+DECISION_KINDS: List[str]
 """The core's landed values (``payidem.Landed``), in order."""
 END_NAMES: List[str]
 """The core's ends of a call (``payidem.EndName``), in order."""

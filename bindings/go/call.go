@@ -65,27 +65,12 @@ func (c *Client) Begin(ctx context.Context, op Operation) (*Call, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	var args cstrings
-	order, err := args.add("order_id", op.OrderID)
+	cop, err := newCOperation(op)
 	if err != nil {
 		return nil, err
 	}
-	method, err := args.add("method", op.Method)
-	if err != nil {
-		return nil, err
-	}
-	path, err := args.add("path", op.Path)
-	if err != nil {
-		return nil, err
-	}
-	key, err := args.addOpt("idempotency_key", op.IdempotencyKey)
-	if err != nil {
-		return nil, err
-	}
-	status, err := args.addOpt("status_path", op.StatusPath)
-	if err != nil {
-		return nil, err
-	}
+	args := &cop.args
+	order, method, path, key, status := cop.order, cop.method, cop.path, cop.key, cop.status
 	if err := cancelledBy(ctx); err != nil {
 		return nil, err
 	}

@@ -52,6 +52,35 @@ func (a *cstrings) ptr(off int) *C.char {
 	return (*C.char)(unsafe.Pointer(&a.buf[off]))
 }
 
+// cOperation is an Operation's strings as C strings for one call.
+type cOperation struct {
+	args                             cstrings
+	order, method, path, key, status int
+}
+
+// newCOperation copies op's strings; a NUL in one is an invalid_argument
+// naming its field.
+func newCOperation(op Operation) (*cOperation, error) {
+	c := &cOperation{}
+	var err error
+	if c.order, err = c.args.add("order_id", op.OrderID); err != nil {
+		return nil, err
+	}
+	if c.method, err = c.args.add("method", op.Method); err != nil {
+		return nil, err
+	}
+	if c.path, err = c.args.add("path", op.Path); err != nil {
+		return nil, err
+	}
+	if c.key, err = c.args.addOpt("idempotency_key", op.IdempotencyKey); err != nil {
+		return nil, err
+	}
+	if c.status, err = c.args.addOpt("status_path", op.StatusPath); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
 // bytesPtr is a Go byte slice as a C buffer for one call (NULL when empty).
 func bytesPtr(b []byte) *C.uint8_t {
 	if len(b) == 0 {

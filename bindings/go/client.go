@@ -199,27 +199,12 @@ func (c *Client) Execute(ctx context.Context, op Operation) (*Outcome, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	var args cstrings
-	order, err := args.add("order_id", op.OrderID)
+	cop, err := newCOperation(op)
 	if err != nil {
 		return nil, err
 	}
-	method, err := args.add("method", op.Method)
-	if err != nil {
-		return nil, err
-	}
-	path, err := args.add("path", op.Path)
-	if err != nil {
-		return nil, err
-	}
-	key, err := args.addOpt("idempotency_key", op.IdempotencyKey)
-	if err != nil {
-		return nil, err
-	}
-	status, err := args.addOpt("status_path", op.StatusPath)
-	if err != nil {
-		return nil, err
-	}
+	args := &cop.args
+	order, method, path, key, status := cop.order, cop.method, cop.path, cop.key, cop.status
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if c.ptr == nil {

@@ -27,7 +27,6 @@ use super::config::ClientConfig;
 use crate::error::{Error, ErrorCode, Result};
 use crate::operation::{Reply, Response};
 
-
 /// Longest timeout handed to ureq, which panics on an `Instant` overflow;
 /// longer configured timeouts mean the same in practice.
 const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 3600);

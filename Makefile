@@ -22,16 +22,33 @@
 
 CARGO ?= cargo
 
-.PHONY: test test-rust test-c test-python test-go test-dist lint bench demo lib header install \
-	uninstall bench-c c-deps redis-deps c-artifacts dist dist-c dist-mock dist-wheel dist-go
+.PHONY: test test-rust test-fleet test-c test-python test-go test-dist lint bench demo lib header install \
+	uninstall bench-c c-deps redis-deps pg-deps c-artifacts dist dist-c dist-mock dist-wheel dist-go
 
 ## test: every test of every language, then the release artifacts outside the repository
 test: test-rust test-c test-python test-go test-dist
 
-## test-rust: every Rust test of the workspace (core, mock, e2e with the chaos test, C ABI crate);
-## the replay-store tests start their own redis-server (see redis-deps)
-test-rust: redis-deps
+## test-rust: every Rust test of the workspace (core, mock, e2e with the chaos test and the
+## fleet chaos test, C ABI crate); the replay-store tests start their own redis-server (see
+## redis-deps), the PostgreSQL journal tests their own PostgreSQL (see pg-deps)
+test-rust: redis-deps pg-deps
 	$(CARGO) test --workspace
+
+## test-fleet: the fleet chaos test alone (also part of test-rust): worker processes without
+## local state sharing one PostgreSQL journal through kills, a database crash and a lost COMMIT
+test-fleet: pg-deps
+	$(CARGO) test -p payidem-e2e --test fleet -- --nocapture
+
+## pg-deps: installs the PostgreSQL server (Debian package) when no
+## /usr/lib/postgresql/*/bin/initdb exists. The tests start a throwaway server themselves
+## (initdb in a temp dir as the postgres user, unix socket only) and fail, never skip, when
+## it cannot start.
+pg-deps:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
+		echo "installing postgresql"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; }
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
+		echo "the PostgreSQL server is missing and could not be installed (apt-get install -y postgresql): the journal tests need it"; exit 1; }
 
 ## redis-deps: installs redis-server (Debian package) when missing. Tests of the
 ## Redis replay store start a throwaway server themselves (temp dir, unix socket,

@@ -1,0 +1,372 @@
+//! Fleet chaos: client instances with no local state share one PostgreSQL
+//! journal (a real server, started here). The test records 1,000 payments
+//! through the outbox, in its own transactions next to an `orders` row,
+//! while three worker processes take them over and drive them through a
+//! mock that faults over 30 % of attempts; the test SIGKILLs workers at
+//! random moments (at least 20 times; survivors take over the expired
+//! leases), stops PostgreSQL with `pg_ctl stop -m immediate` and starts it
+//! again mid-run, and one worker cuts its own connection just before a
+//! synchronous COMMIT. Then the mock's oracle and the journal must show no
+//! double charge, no lost operation, one key per order id and no write by
+//! a stale lease.
+
+use std::io::Write;
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use payidem::journal::{Journal, PostgresJournal, PostgresJournalOptions};
+use payidem::operation::OperationState;
+use payidem::{ClientConfig, OperationSpec};
+use payidem_e2e::pg::PgServer;
+use payidem_e2e::{chaos_faults, payment_body, payment_status_path};
+use payidem_mock::{MockConfig, MockServer, DEFAULT_KEY_ID, DEFAULT_SECRET};
+
+const ORDERS: usize = 1000;
+const WORKERS: usize = 3;
+const KILLS: usize = 21;
+const THREADS: usize = 8;
+/// Outbox batches, one per kill interval or so.
+const BATCHES: usize = 20;
+
+struct Dice(u64);
+
+impl Dice {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn millis(&mut self, lo: u64, hi: u64) -> Duration {
+        Duration::from_millis(lo + self.next() % (hi - lo))
+    }
+}
+
+struct Fleet {
+    url: String,
+    journal: String,
+    done: std::path::PathBuf,
+    marker: std::path::PathBuf,
+    spawned: usize,
+}
+
+impl Fleet {
+    fn spawn(&mut self, kill_commit: Option<u64>) -> Child {
+        self.spawned += 1;
+        let mut c = Command::new(env!("CARGO_BIN_EXE_payidem-fleet-worker"));
+        c.args(["--url", &self.url, "--journal", &self.journal])
+            .args(["--threads", &THREADS.to_string()])
+            .args(["--name", &format!("w{}", self.spawned)])
+            .arg("--done")
+            .arg(&self.done)
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit());
+        if let Some(n) = kill_commit {
+            c.args(["--kill-commit", &n.to_string()])
+                .arg("--marker")
+                .arg(&self.marker);
+        }
+        c.spawn().expect("the fleet worker starts")
+    }
+}
+
+/// The running workers; any left are killed when the test ends (also by a
+/// failed assertion).
+struct Workers(Vec<Child>);
+
+impl Drop for Workers {
+    fn drop(&mut self) {
+        for w in &mut self.0 {
+            if w.try_wait().ok().flatten().is_none() {
+                let _ = w.kill();
+                let _ = w.wait();
+            }
+        }
+    }
+}
+
+fn sigkill(child: &mut Child) {
+    let pid = libc::pid_t::try_from(child.id()).unwrap();
+    // SAFETY: kill(2) on our own child, not reaped yet.
+    let rc = unsafe { libc::kill(pid, libc::SIGKILL) };
+    assert_eq!(rc, 0, "kill -9 {pid}");
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGKILL));
+}
+
+/// Counts, in the database, every UPDATE of an operation that a lease
+/// holder could not have made: a change of state or attempts while no
+/// lease is held (a released or finished lease writing again), or a change
+/// of a settled operation.
+const STALE_WRITE_AUDIT: &str = "
+    CREATE TABLE fleet_stale_writes (order_id text, old_state text, new_state text,
+        old_owner text, new_owner text, at timestamptz DEFAULT now());
+    CREATE FUNCTION fleet_audit() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF (OLD.lease_owner IS NULL AND NEW.lease_owner IS NULL
+                AND (NEW.state <> OLD.state OR NEW.attempts <> OLD.attempts))
+            OR (OLD.state IN ('succeeded', 'rejected', 'conflict') AND NEW.state <> OLD.state)
+            OR NEW.lease_epoch < OLD.lease_epoch THEN
+            INSERT INTO fleet_stale_writes (order_id, old_state, new_state, old_owner, new_owner)
+                VALUES (OLD.order_id, OLD.state, NEW.state, OLD.lease_owner, NEW.lease_owner);
+        END IF;
+        RETURN NEW;
+    END $$;
+    CREATE TRIGGER fleet_audit BEFORE UPDATE ON payidem_operations
+        FOR EACH ROW EXECUTE FUNCTION fleet_audit();
+    CREATE TABLE orders (id text PRIMARY KEY, amount bigint NOT NULL);";
+
+/// Records orders `from..to` through the outbox, each next to its `orders`
+/// row, in one transaction. A batch whose COMMIT was lost is checked
+/// before it is sent again.
+fn record_batch(
+    server: &PgServer,
+    app: &mut Option<postgres::Client>,
+    client: &payidem::Client,
+    from: usize,
+    to: usize,
+) -> bool {
+    let conn = match app {
+        Some(c) if !c.is_closed() => c,
+        _ => match std::panic::catch_unwind(|| server.connect("fleet")) {
+            Ok(c) => app.insert(c),
+            Err(_) => return false,
+        },
+    };
+    let first = format!("fleet-{from:04}");
+    if let Ok(Some(_)) = conn.query_opt("SELECT 1 FROM orders WHERE id = $1", &[&first]) {
+        return true;
+    }
+    let run = |conn: &mut postgres::Client| -> Result<(), postgres::Error> {
+        let mut tx = conn.transaction()?;
+        for i in from..to {
+            let order_id = format!("fleet-{i:04}");
+            let amount = 1_000 + i as i64;
+            let body = payment_body(&order_id, amount as u64);
+            let status = payment_status_path(&order_id);
+            let insert = client
+                .outbox_insert(
+                    &OperationSpec {
+                        order_id: &order_id,
+                        method: "POST",
+                        path: "/v1/payments",
+                        body: &body,
+                        idempotency_key: None,
+                        status_path: Some(&status),
+                    },
+                    payidem::journal::ParamStyle::Dollar,
+                )
+                .unwrap();
+            tx.execute(
+                "INSERT INTO orders (id, amount) VALUES ($1, $2)",
+                &[&order_id, &amount],
+            )?;
+            tx.execute(&insert.sql, &insert.sql_params())?;
+        }
+        tx.commit()
+    };
+    run(conn).is_ok()
+}
+
+#[test]
+fn a_fleet_without_local_state_survives_kills_a_database_crash_and_a_lost_commit() {
+    let started = Instant::now();
+    let mut server = PgServer::start();
+    server.create_db("fleet");
+    let journal_url = server.url_for("fleet");
+    // The tables, then the audit trigger on them.
+    let admin = PostgresJournal::connect(&journal_url, PostgresJournalOptions::default()).unwrap();
+    server
+        .connect("fleet")
+        .batch_execute(STALE_WRITE_AUDIT)
+        .unwrap();
+
+    let mock = MockServer::start(MockConfig {
+        port: 0,
+        control: true,
+        seed: Some(20_261_111),
+        workers: 48,
+        faults: chaos_faults(),
+        ..MockConfig::default()
+    })
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut fleet = Fleet {
+        url: mock.url(),
+        journal: journal_url.clone(),
+        done: dir.path().join("done"),
+        marker: dir.path().join("commit-killed"),
+        spawned: 0,
+    };
+    // The application's own client: it only builds outbox statements.
+    let mut app_config = ClientConfig::new(mock.url(), DEFAULT_KEY_ID);
+    app_config.journal = payidem::JournalChoice::Memory;
+    let app_client = payidem::Client::new(app_config, DEFAULT_SECRET.as_bytes()).unwrap();
+    let mut app = None;
+
+    let mut workers = Workers((0..WORKERS).map(|_| fleet.spawn(None)).collect());
+    let workers = &mut workers.0;
+    // One worker cuts its connection before its 3rd synchronous COMMIT;
+    // it is not killed before it has.
+    workers[0] = {
+        sigkill(&mut workers[0]);
+        fleet.spawn(Some(3))
+    };
+    let mut dice = Dice(0x2545_F491_4F6C_DD1D);
+    let (mut kills, mut batch, mut restarted) = (1, 0, false);
+    let per_batch = ORDERS / BATCHES;
+    while kills < KILLS || batch < BATCHES {
+        if batch < BATCHES
+            && record_batch(
+                &server,
+                &mut app,
+                &app_client,
+                batch * per_batch,
+                (batch + 1) * per_batch,
+            )
+        {
+            batch += 1;
+        }
+        std::thread::sleep(dice.millis(300, 900));
+        if kills < KILLS {
+            let mut slot = (dice.next() % WORKERS as u64) as usize;
+            if slot == 0 && !fleet.marker.exists() {
+                slot = 1;
+            }
+            if let Some(status) = workers[slot].try_wait().unwrap() {
+                panic!("a worker ended before the work was done: {status}");
+            }
+            sigkill(&mut workers[slot]);
+            kills += 1;
+            workers[slot] = fleet.spawn(None);
+        }
+        if kills == KILLS / 2 && !restarted {
+            // PostgreSQL crashes and comes back: no checkpoint, every
+            // connection cut, recovery from WAL.
+            server.stop_immediate().unwrap();
+            std::thread::sleep(Duration::from_millis(700));
+            server.start_again().unwrap();
+            restarted = true;
+            app = None;
+        }
+    }
+    assert_eq!(batch, BATCHES);
+    std::fs::write(&fleet.done, b"done").unwrap();
+    for w in workers.iter_mut() {
+        let until = Instant::now() + Duration::from_secs(120);
+        let status = loop {
+            if let Some(status) = w.try_wait().unwrap() {
+                break status;
+            }
+            if Instant::now() > until {
+                sigkill(w);
+                panic!("a worker did not finish");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        assert!(status.success(), "a worker failed: {status}");
+    }
+
+    // The journal: every operation settled as succeeded.
+    let all = admin.list(&OperationState::ALL).unwrap();
+    let unsettled: Vec<_> = all.iter().filter(|r| !r.state.is_settled()).collect();
+    assert!(unsettled.is_empty(), "unsettled: {unsettled:?}");
+    let outbox = all
+        .iter()
+        .filter(|r| r.operation.order_id.starts_with("fleet-0"))
+        .count();
+    assert_eq!(outbox, ORDERS, "every outbox order is journaled");
+    // The mock declines amounts ending in 402: those end rejected, with no
+    // payment; every other one succeeded.
+    let declined = |r: &payidem::journal::OperationRecord| {
+        let body: serde_json::Value = serde_json::from_slice(&r.operation.body).unwrap();
+        body["amount"].as_u64().unwrap() % 1000 == 402
+    };
+    for r in &all {
+        let expected = if declined(r) {
+            OperationState::Rejected
+        } else {
+            OperationState::Succeeded
+        };
+        assert_eq!(r.state, expected, "{}", r.operation.order_id);
+        assert_eq!(
+            r.operation.idempotency_key,
+            format!("create-{}", r.operation.order_id)
+        );
+    }
+    let mut db = server.connect("fleet");
+    let stale: i64 = db
+        .query_one("SELECT count(*) FROM fleet_stale_writes", &[])
+        .unwrap()
+        .get(0);
+    let orders: i64 = db
+        .query_one("SELECT count(*) FROM orders", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(orders as usize, ORDERS);
+
+    // The oracle: one payment per journaled order, under its one key.
+    let stats = mock.stats();
+    let mut double = 0;
+    let mut lost = 0;
+    let mut rekeyed = stats.duplicate_order as usize;
+    for r in &all {
+        match stats.orders.get(&r.operation.order_id) {
+            Some(o) => {
+                double += (o.payments_created as usize).saturating_sub(1);
+                lost += usize::from(o.payments_created == 0 && !declined(r));
+                rekeyed += o.duplicate_keys.len();
+                assert!(o
+                    .idempotency_keys
+                    .iter()
+                    .all(|k| *k == r.operation.idempotency_key));
+            }
+            None => lost += usize::from(!declined(r)),
+        }
+    }
+    // No payment the journal does not know of.
+    lost += stats
+        .orders
+        .keys()
+        .filter(|id| !all.iter().any(|r| &r.operation.order_id == *id))
+        .count();
+    let faults: u64 = stats.faults.values().sum();
+    let post = stats
+        .requests
+        .by_route
+        .get("POST /v1/payments")
+        .copied()
+        .unwrap_or(0);
+    let faulted_ops: u64 = stats
+        .faults
+        .iter()
+        .filter(|(k, _)| !k.starts_with("status"))
+        .map(|(_, v)| v)
+        .sum();
+    let percent = 100.0 * faulted_ops as f64 / post.max(1) as f64;
+    let killed_commit = std::fs::read_to_string(&fleet.marker).unwrap_or_default();
+
+    let summary = format!(
+        "fleet run: {:.1} s, {} worker processes, {} POST attempts ({percent:.1} % faulted), \
+         stale-lease writes {stale}, commit cut: {}\nfleet: {} ops, {WORKERS} workers, {kills} \
+         kills, {faults} faults, double {double}, lost {lost}, rekeyed {rekeyed}\n",
+        started.elapsed().as_secs_f64(),
+        fleet.spawned,
+        post,
+        killed_commit.trim(),
+        all.len(),
+    );
+    let _ = std::io::stderr().write_all(summary.as_bytes());
+
+    assert!(restarted);
+    assert!(
+        killed_commit.contains("terminated backend"),
+        "the COMMIT was never cut"
+    );
+    assert_eq!((double, lost, rekeyed, stale), (0, 0, 0, 0));
+    assert!(kills >= 20);
+    assert!(all.len() >= ORDERS);
+    assert!(percent >= 30.0, "only {percent:.1} % of attempts faulted");
+}

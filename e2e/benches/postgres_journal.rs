@@ -1,0 +1,178 @@
+//! Settled operations per second with the PostgreSQL journal, against the
+//! SQLite journal and raw signed POSTs (ureq, no journal) measured in the
+//! same run, at 1, 8 and 32 concurrent callers (one client shared by all
+//! threads), against the mock on loopback. PostgreSQL is a throwaway server
+//! started here (e2e/src/pg.rs; unix socket, default `fsync=on`), a new
+//! database per run. Also per settled operation: commits and synchronous
+//! commits (the journal's counters) and WAL flushes (`pg_stat_wal.wal_sync`),
+//! which show the server's group commit at concurrency.
+//!
+//! `cargo bench -p payidem-e2e --bench postgres_journal` (or `-- 1 8` for
+//! some concurrencies only)
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use payidem::journal::{PostgresJournal, PostgresJournalOptions};
+use payidem::protocol::{NonceSource, OsNonceSource, Signer};
+use payidem::JournalChoice;
+use payidem_e2e::pg::PgServer;
+use payidem_e2e::{client, payment_body, start_mock, OwnedSpec};
+use payidem_mock::{MockServer, DEFAULT_KEY_ID, DEFAULT_SECRET};
+
+const OPS: usize = 1200;
+const ROUNDS: usize = 3;
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+fn rate(threads: usize, op: &(dyn Fn(usize) + Sync)) -> f64 {
+    let next = AtomicUsize::new(0);
+    let started = Instant::now();
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= OPS {
+                    break;
+                }
+                op(i);
+            });
+        }
+    });
+    OPS as f64 / started.elapsed().as_secs_f64()
+}
+
+fn client_rate(client: &payidem::Client, threads: usize, tag: &str) -> f64 {
+    rate(threads, &|i| {
+        let spec = OwnedSpec::payment(&format!("{tag}-{i}"), 1000 + (i % 400) as u64, true);
+        let outcome = client.execute(&spec.spec()).expect("the payment settles");
+        assert_eq!(outcome.response.status, 201);
+    })
+}
+
+fn raw_rate(mock: &MockServer, threads: usize, tag: &str) -> f64 {
+    let signer = Signer::new(DEFAULT_KEY_ID, DEFAULT_SECRET.as_bytes()).expect("a signer");
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(5)))
+        .build()
+        .into();
+    let url = format!("{}/v1/payments", mock.url());
+    rate(threads, &|i| {
+        let order = format!("raw-{tag}-{i}");
+        let body = payment_body(&order, 1000 + (i % 400) as u64);
+        let key = format!("create-{order}");
+        let signed = signer
+            .sign_attempt(
+                "POST",
+                "/v1/payments",
+                &key,
+                &body,
+                unix_now(),
+                OsNonceSource.next_nonce(),
+            )
+            .expect("signs");
+        let mut request = agent.post(&url).header("Content-Type", "application/json");
+        for (name, value) in signed.headers() {
+            request = request.header(name, value);
+        }
+        let mut response = request.send(&body[..]).expect("the POST is answered");
+        assert_eq!(response.status().as_u16(), 201);
+        let _ = response.body_mut().read_to_vec();
+    })
+}
+
+fn wal_syncs(server: &PgServer) -> i64 {
+    server
+        .connect("postgres")
+        .query_one("SELECT wal_sync FROM pg_stat_wal", &[])
+        .map_or(-1, |r| r.get(0))
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let levels: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let levels = if levels.is_empty() {
+        vec![1, 8, 32]
+    } else {
+        levels
+    };
+    let mock = start_mock();
+    let server = PgServer::start();
+    println!(
+        "PostgreSQL journal vs SQLite journal vs raw signed POSTs, {OPS} operations per run, \
+         median of {ROUNDS}"
+    );
+    println!(
+        "{:<10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>12} {:>12} {:>11}",
+        "callers",
+        "raw ops/s",
+        "sqlite",
+        "postgres",
+        "pg/raw",
+        "pg/sqlite",
+        "commits/op",
+        "sync/op",
+        "WAL fl./op"
+    );
+    let mut db = 0;
+    for &threads in &levels {
+        let (mut raw, mut sqlite, mut pg) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut commits, mut durable, mut flushes) = (0u64, 0u64, 0i64);
+        for round in 0..ROUNDS {
+            let tag = format!("t{threads}r{round}");
+            raw.push(raw_rate(&mock, threads, &tag));
+            let dir = tempfile::tempdir().expect("a temporary directory");
+            let c = client(
+                &mock.url(),
+                JournalChoice::Sqlite(dir.path().join("journal.sqlite3")),
+            );
+            sqlite.push(client_rate(&c, threads, &format!("sq-{tag}")));
+            db += 1;
+            let name = format!("bench{db}");
+            let journal = Arc::new(
+                PostgresJournal::connect(
+                    &server.create_db(&name),
+                    PostgresJournalOptions::default(),
+                )
+                .expect("the journal opens"),
+            );
+            let c = client(&mock.url(), JournalChoice::Custom(journal.clone()));
+            let (before, wal_before) = (journal.commit_stats(), wal_syncs(&server));
+            pg.push(client_rate(&c, threads, &format!("pg-{tag}")));
+            let after = journal.commit_stats();
+            commits += after.commits - before.commits;
+            durable += after.durable_commits - before.durable_commits;
+            flushes += wal_syncs(&server) - wal_before;
+        }
+        let ops = (OPS * ROUNDS) as f64;
+        let (raw, sqlite, pg) = (median(raw), median(sqlite), median(pg));
+        println!(
+            "{:<10} {:>10.0} {:>10.0} {:>10.0} {:>9.2} {:>9.2} {:>12.2} {:>12.2} {:>11.2}",
+            threads,
+            raw,
+            sqlite,
+            pg,
+            pg / raw,
+            pg / sqlite,
+            commits as f64 / ops,
+            durable as f64 / ops,
+            flushes as f64 / ops
+        );
+    }
+}

@@ -100,6 +100,7 @@ C_TESTS := ffi/tests-c
 C_FLAGS := -std=c99 -Wall -Wextra -Werror -pedantic -O1 -g -Iinclude -I$(C_TESTS)
 C_LINK := -L$(C_LIB) -lpayidem -Wl,-rpath,$(CURDIR)/$(C_LIB)
 CJSON := -I/usr/include/cjson -lcjson
+PG_INCLUDE := $(shell pg_config --includedir 2>/dev/null || echo /usr/include/postgresql)
 VALGRIND := valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect --show-possibly-lost=no
 TEST_ENV := PAYIDEM_MOCK=$(CURDIR)/$(RELEASE)/payidem-mock PAYIDEM_VECTORS=$(CURDIR)/core/tests/vectors/protocol-v1.json
 
@@ -116,6 +117,7 @@ c-deps:
 	@missing=""; \
 	dpkg -s libcjson-dev >/dev/null 2>&1 || missing="$$missing libcjson-dev"; \
 	dpkg -s libcurl4-openssl-dev >/dev/null 2>&1 || missing="$$missing libcurl4-openssl-dev"; \
+	dpkg -s libpq-dev >/dev/null 2>&1 || missing="$$missing libpq-dev"; \
 	command -v curl >/dev/null 2>&1 || missing="$$missing curl"; \
 	command -v valgrind >/dev/null 2>&1 || missing="$$missing valgrind"; \
 	command -v pkg-config >/dev/null 2>&1 || missing="$$missing pkg-config"; \
@@ -133,7 +135,7 @@ c-artifacts:
 	@ln -sf $(CURDIR)/$(RELEASE)/libpayidem.so $(C_LIB)/libpayidem.so.$(ABI_VERSION)
 	@ln -sf libpayidem.so.$(ABI_VERSION) $(C_LIB)/libpayidem.so
 
-test-c: c-deps redis-deps
+test-c: c-deps redis-deps pg-deps
 	@echo "== Rust side: header drift, version macros, code mapping, panic boundary"
 	$(CARGO) test -p payidem-capi
 	@$(MAKE) --no-print-directory c-artifacts
@@ -161,6 +163,12 @@ test-c: c-deps redis-deps
 	@echo "== libcurl drives a client's call (examples/c/pay_curl.c): through 504s; kill -9, resume, paid once"
 	$(CC) $(C_FLAGS) examples/c/pay_curl.c -o $(C_OUT)/pay_curl $(C_LINK) -lcurl
 	$(TEST_ENV) PAY_CURL=$(C_OUT)/pay_curl $(C_TESTS)/test_curl_crash.sh
+	@echo "== PostgreSQL journal: a client pays, the outbox statement runs in the application's transaction (libpq), take_over sends it once (plain, ASan+UBSan)"
+	$(CC) $(C_FLAGS) -I$(PG_INCLUDE) $(C_TESTS)/test_postgres.c -o $(C_OUT)/test_postgres $(C_LINK) $(CJSON) -lpq
+	$(TEST_ENV) $(C_TESTS)/pg_server.sh run $(C_OUT)/test_postgres
+	$(CC) $(C_FLAGS) -I$(PG_INCLUDE) -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer \
+		$(C_TESTS)/test_postgres.c -o $(C_OUT)/test_postgres_asan $(C_LINK) $(CJSON) -lpq
+	$(TEST_ENV) ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 $(C_TESTS)/pg_server.sh run $(C_OUT)/test_postgres_asan
 	@echo "== 8 threads sharing a signer, a verifier and a client, under ThreadSanitizer"
 	$(CC) $(C_FLAGS) -fsanitize=thread $(C_TESTS)/test_threads.c -o $(C_OUT)/test_threads_tsan -pthread $(C_LINK)
 	$(TEST_ENV) TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/$(C_TESTS)/tsan.supp" $(C_OUT)/test_threads_tsan

@@ -490,6 +490,33 @@ typedef uint32_t payidem_step_type;
 #endif // __cplusplus
 
 /**
+ * The placeholder style of the outbox statement's SQL (input of
+ * `payidem_client_outbox_insert`, passed as `uint32_t`).
+ */
+enum payidem_param_style
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * `$1, $2, …`: the server's own style (libpq's `PQexecParams`, Go
+   * `pgx`/`lib/pq`, Rust `postgres`/`sqlx`, Python `asyncpg`).
+   */
+  PAYIDEM_PARAMS_DOLLAR = 1,
+  /**
+   * `%s`: Python DB-API drivers (`psycopg`, `psycopg2`).
+   */
+  PAYIDEM_PARAMS_PERCENT_S = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum payidem_param_style payidem_param_style;
+#else
+typedef uint32_t payidem_param_style;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
  * One call of a client driving one operation, for a caller that sends
  * the attempts with its own HTTP client: ask `payidem_call_step` what to
  * do, send SEND steps to `payidem_client_url` of their path, report with
@@ -1418,6 +1445,82 @@ bool payidem_error_server_time(const struct payidem_error *err, uint64_t *server
  * Errors: none.
  */
 void payidem_error_free(struct payidem_error *err);
+
+/**
+ * Writes, as JSON and a NUL into `buf`, the SQL statement and parameters
+ * that record one operation as pending in a PostgreSQL journal's tables,
+ * for the caller to run in its own database transaction together with its
+ * business rows (the outbox): both are committed, or neither. Any client
+ * on that journal later sends it with `payidem_client_take_over`, with its
+ * key and body unchanged. The operation is checked and frozen as
+ * `payidem_client_begin` would (same arguments; the base URL's path
+ * prefix joins the paths, the key is defaulted); nothing is journaled or
+ * sent. Works whatever this client's own journal is; only the tables must
+ * exist (a client opened the PostgreSQL journal once). The statement fails
+ * with a unique violation when the order id or the key is already there.
+ *
+ * The JSON is `{"sql": "INSERT …", "params": [...], "param_types":
+ * [...]}`: seven parameters, in order order id, idempotency key, method,
+ * path, body, body SHA-256 (hex), status path; each a string, except the
+ * body, which is base64 (standard alphabet, padded; decode it and pass
+ * bytes), and a missing status path, which is null (SQL NULL).
+ * `param_types` gives each one's SQL type: `"text"` or `"bytea"`.
+ * `param_style` is a `payidem_param_style`: the placeholders of `sql`
+ * (`$1` … or `%s`). `*len_out` (when given) receives the JSON's length
+ * without the NUL, also on `PAYIDEM_BUFFER_TOO_SMALL`.
+ *
+ * Ownership: `buf` is caller memory, written only on success; the inputs
+ * are only read.
+ * NULL: `client`, `order_id`, `method` and `path` must not be NULL; `body`
+ * may be NULL when `body_len` is 0; `idempotency_key`, `status_path`,
+ * `len_out` and `err_out` may be NULL; `buf` may be NULL only with
+ * `buf_len` 0.
+ * Threads: safe from any number of threads on one client.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `client`, `order_id`,
+ * `method`, `path`, `body`, `idempotency_key`, `status_path`,
+ * `param_style` or `buf`; `PAYIDEM_BUFFER_TOO_SMALL` naming `buf`.
+ */
+payidem_result payidem_client_outbox_insert(const struct payidem_client *client,
+                                            const char *order_id,
+                                            const char *method,
+                                            const char *path,
+                                            const uint8_t *body,
+                                            size_t body_len,
+                                            const char *idempotency_key,
+                                            const char *status_path,
+                                            uint32_t param_style,
+                                            char *buf,
+                                            size_t buf_len,
+                                            size_t *len_out,
+                                            struct payidem_error **err_out);
+
+/**
+ * Takes over and drives up to `limit` unsettled operations of the journal
+ * that no live call holds (leases free or expired, outbox inserts), one
+ * after the other, oldest first, each with its own key and body, and
+ * returns when they ended or nothing is left to take. Several clients (a
+ * fleet's instances, a sidecar, a cron job) may run it at once on one
+ * journal: each operation is taken by one of them. `*taken_out` receives
+ * the order ids it drove, in order (empty when there was nothing to
+ * take); how each ended is in the journal: read it with
+ * `payidem_client_status` (its state) or `payidem_client_resume` (a
+ * settled operation gives its stored outcome at once, sending nothing).
+ * An operation whose call failed (outcome unknown, a journal error) stays
+ * unsettled for the next takeover or resume.
+ *
+ * Ownership: on success `*taken_out` receives a new list the caller frees
+ * with `payidem_order_list_free`.
+ * NULL: `client` and `taken_out` must not be NULL; `err_out` may be NULL.
+ * Threads: safe from any number of threads on one client (and from any
+ * number of clients on one journal).
+ * Errors: `PAYIDEM_JOURNAL_ERROR` (the journal cannot be asked; the
+ * operations driven before stay as they ended); `PAYIDEM_INVALID_ARGUMENT`
+ * naming `client` or `taken_out`.
+ */
+payidem_result payidem_client_take_over(const struct payidem_client *client,
+                                        uint32_t limit,
+                                        struct payidem_order_list **taken_out,
+                                        struct payidem_error **err_out);
 
 /**
  * The stable name of a `payidem_next_action` value (`"settle"`,

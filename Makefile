@@ -66,7 +66,7 @@ test-python: redis-deps
 
 ## test-go: builds the static library and the mock, then go vet, go test -race,
 ## the GOGC=1 cgocheck run, the dynamic-link run and a short benchmark
-test-go: redis-deps
+test-go: redis-deps pg-deps
 	bindings/go/run-tests.sh
 
 ## lint: formatting and clippy, warnings are errors

@@ -61,7 +61,7 @@ redis-deps:
 		echo "redis-server is missing and could not be installed (apt-get install -y redis-server): the replay-store tests need it"; exit 1; }
 
 ## test-python: builds and installs the Python package in a venv, runs pytest, mypy and stubtest
-test-python: redis-deps
+test-python: redis-deps pg-deps
 	bindings/python/run-tests.sh
 
 ## test-go: builds the static library and the mock, then go vet, go test -race,

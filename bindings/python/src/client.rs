@@ -7,17 +7,17 @@ use std::time::Duration;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::types::{PyBytes, PyDict, PyString};
 
 use payidem::operation::OperationState;
 
 use payidem::client::{AttemptEvent, RetryBudgetConfig};
-use payidem::journal::OperationRecord;
+use payidem::journal::{OperationRecord, OutboxValue, ParamStyle};
 use payidem::operation::Response;
 use payidem::{CallOptions, ClientConfig, JournalChoice, OperationSpec, Outcome};
 
 use crate::convert::{field, optional_field, optional_path_field, seconds, whole};
-use crate::errors::{raise, to_pyerr};
+use crate::errors::{invalid, raise, to_pyerr};
 use crate::events;
 
 /// `(status, headers, body, replayed)`.
@@ -431,6 +431,74 @@ impl NativeClient {
         let client = self.client()?;
         let response = raise(py, py.detach(|| client.get(&path)))?;
         Ok(response_tuple(py, response))
+    }
+
+    /// The outbox statement of an operation: `(sql, params)`, the params a
+    /// list of `str`, `bytes` (the body) and `None` (no status path).
+    #[pyo3(signature = (order_id, method, path, body, *, status_path, idempotency_key, paramstyle))]
+    fn outbox_insert<'py>(
+        &self,
+        py: Python<'py>,
+        #[pyo3(from_py_with = field::order_id)] order_id: String,
+        #[pyo3(from_py_with = field::method)] method: String,
+        #[pyo3(from_py_with = field::path)] path: String,
+        body: &[u8],
+        #[pyo3(from_py_with = optional_field::status_path)] status_path: Option<String>,
+        #[pyo3(from_py_with = optional_field::idempotency_key)] idempotency_key: Option<String>,
+        paramstyle: &str,
+    ) -> PyResult<(String, Vec<Bound<'py, PyAny>>)> {
+        let client = self.client()?;
+        let style = match paramstyle {
+            "format" => ParamStyle::Format,
+            "dollar" => ParamStyle::Dollar,
+            other => {
+                return Err(invalid(
+                    py,
+                    "paramstyle",
+                    &format!("{other:?} is neither \"format\" (%s) nor \"dollar\" ($1)"),
+                ))
+            }
+        };
+        let spec = OperationSpec {
+            order_id: &order_id,
+            method: &method,
+            path: &path,
+            body,
+            idempotency_key: idempotency_key.as_deref(),
+            status_path: status_path.as_deref(),
+        };
+        let insert = raise(py, client.outbox_insert(&spec, style))?;
+        let params = insert
+            .params
+            .into_iter()
+            .map(|value| match value {
+                OutboxValue::Text(s) => PyString::new(py, &s).into_any(),
+                OutboxValue::Bytes(b) => PyBytes::new(py, &b).into_any(),
+                OutboxValue::Null => py.None().into_bound(py),
+            })
+            .collect();
+        Ok((insert.sql, params))
+    }
+
+    /// Takes over up to `limit` operations: each order id with its outcome
+    /// tuple or its exception (a `payidem.Error`), in the order driven.
+    fn take_over<'py>(
+        &self,
+        py: Python<'py>,
+        limit: i128,
+    ) -> PyResult<Vec<(String, Bound<'py, PyAny>)>> {
+        let client = self.client()?;
+        let limit = whole(py, "limit", limit, u64::from(u32::MAX))? as usize;
+        let done = raise(py, py.detach(|| client.take_over(limit)))?;
+        done.into_iter()
+            .map(|(order_id, result)| {
+                let value = match result {
+                    Ok(outcome) => outcome_tuple(py, outcome).into_pyobject(py)?.into_any(),
+                    Err(e) => to_pyerr(py, &e).into_value(py).into_bound(py).into_any(),
+                };
+                Ok((order_id, value))
+            })
+            .collect()
     }
 
     fn purge_settled(&self, py: Python<'_>) -> PyResult<usize> {

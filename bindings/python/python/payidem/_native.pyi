@@ -5,6 +5,7 @@ from typing import Callable, ClassVar, Iterable, List, Mapping, Optional, Tuple,
 from payidem._types import AttemptEvent as _AttemptEvent
 from payidem._types import Landed as _Landed
 from payidem._types import OperationState as _OperationState
+from payidem.errors import Error as _Error
 
 __all__ = [
     "ATTEMPT_KINDS",
@@ -221,6 +222,18 @@ class Client:
     ) -> _Outcome: ...
     def status(self, order_id: str) -> Optional[_Status]: ...
     def list_unknown(self) -> List[_Status]: ...
+    def outbox_insert(
+        self,
+        order_id: str,
+        method: str,
+        path: str,
+        body: bytes,
+        *,
+        status_path: Optional[str],
+        idempotency_key: Optional[str],
+        paramstyle: str,
+    ) -> Tuple[str, List[Union[str, bytes, None]]]: ...
+    def take_over(self, limit: int) -> List[Tuple[str, Union[_Outcome, _Error]]]: ...
     def get(self, path: str) -> _Response: ...
     def purge_settled(self) -> int: ...
 

@@ -352,6 +352,65 @@ class Client:
                 results.append((record.order_id, e))
         return results
 
+    def outbox_insert(
+        self,
+        order_id: str,
+        method: str,
+        path: str,
+        body: Body,
+        *,
+        status_path: Optional[str] = None,
+        idempotency_key: Optional[str] = None,
+        paramstyle: str = "format",
+    ) -> Tuple[str, List[Union[str, bytes, None]]]:
+        """The SQL statement and its parameters that record an operation as
+        pending in a PostgreSQL journal's tables, for the application to run
+        in its own database transaction together with its business rows (the
+        outbox: both are committed, or neither), e.g.
+        ``cursor.execute(sql, params)``. Any client on that journal later
+        sends it with :meth:`take_over`, with its key and body unchanged.
+
+        The arguments are those of :meth:`execute`, checked and frozen the
+        same way (the base URL's path prefix joins the paths, the key is
+        defaulted); nothing is journaled or sent. ``params`` holds seven
+        values: order id, idempotency key, method, path, body (``bytes``,
+        for a ``bytea``), body SHA-256 (hex), status path (``None`` when
+        there is none). ``paramstyle`` is ``"format"`` (``%s``, the DB-API
+        style of psycopg) or ``"dollar"`` (``$1``, asyncpg and PostgreSQL
+        itself); another value raises :class:`~payidem.InvalidArgument`
+        naming ``paramstyle``. The journal's tables must exist (a client
+        opened the PostgreSQL journal once); the statement fails with a
+        unique violation when the order id or the key is already there.
+        """
+        frozen = freeze_body(body)
+        return self._native.outbox_insert(
+            order_id,
+            method,
+            path,
+            frozen,
+            status_path=status_path,
+            idempotency_key=idempotency_key,
+            paramstyle=paramstyle,
+        )
+
+    def take_over(self, limit: int = 100) -> List[Tuple[str, Union[Outcome, Error]]]:
+        """Takes over and drives up to ``limit`` unsettled operations of the
+        journal that no live call holds (leases free or expired, outbox
+        inserts), one after the other, oldest first, each with its own key
+        and body; returns each order id with its outcome or its error, in
+        the order driven (an empty list when there was nothing to take). An
+        operation whose call failed (e.g. :class:`~payidem.OutcomeUnknown`)
+        stays unsettled for the next takeover. Several clients (a fleet's
+        instances, a sidecar, a cron job) may run it at once on one
+        journal: each operation is taken by one of them. Raises
+        :class:`~payidem.JournalError` when the journal cannot be asked,
+        :class:`~payidem.InvalidArgument` (``field == "limit"``) for a
+        ``limit`` outside ``0..=4294967295``."""
+        results: List[Tuple[str, Union[Outcome, Error]]] = []
+        for order_id, result in self._native.take_over(_count("limit", limit)):
+            results.append((order_id, result if isinstance(result, Error) else _outcome(result)))
+        return results
+
     def get(self, path: str) -> Response:
         """One signed GET of ``path`` (no journal, no retries), e.g. to read a
         payment. A network failure raises :class:`~payidem.TransportError`."""

@@ -66,7 +66,7 @@ if ! readelf -d "$work/payidem-dynamic.test" | grep -q 'NEEDED.*\[libpayidem\.so
 	exit 1
 fi
 (cd "$here" && "${export_dyn[@]}" "$work/payidem-dynamic.test" \
-	-test.run 'TestVectors|TestOperationVectors|TestRoundTripper|TestEveryHeaderCode|TestClientPays|TestSignThenVerify|TestDefaultJournal|TestMemoryJournal')
+	-test.run 'TestVectors|TestOperationVectors|TestRoundTripper|TestPostgres|TestEveryHeaderCode|TestClientPays|TestSignThenVerify|TestDefaultJournal|TestMemoryJournal')
 
 echo "== linux_arm64 library under qemu-aarch64 (zig cc, glibc 2.17)"
 if [ ! -f "$here/lib/linux_arm64/libpayidem.a" ]; then

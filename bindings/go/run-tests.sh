@@ -77,8 +77,12 @@ else
 	tools="$("$root/scripts/dist/tools.sh")"
 	printf '#!/bin/sh\nexec "%s" -m ziglang cc -target aarch64-linux-gnu.2.17 "$@"\n' "$tools/python" > "$work/cc-arm64"
 	chmod +x "$work/cc-arm64"
+	# The kill -9 test re-executes the test binary as its child, which under
+	# user-mode qemu is an arm64 file the host cannot exec; it runs natively
+	# above (-race and cgocheck runs).
 	GOARCH=arm64 CGO_ENABLED=1 CC="$work/cc-arm64" \
-		go test -count=1 -exec "qemu-aarch64 -L /usr/aarch64-linux-gnu" ./...
+		go test -count=1 -skip 'TestRoundTripperKilledMidCallIsResumed' \
+		-exec "qemu-aarch64 -L /usr/aarch64-linux-gnu" ./...
 fi
 
 if [ "${PAYIDEM_GO_BENCH:-1}" != "0" ]; then

@@ -22,5 +22,7 @@ while todo:
             todo.append(dep["pkg"])
 print("libpayidem (Apache-2.0) links these crates (name, version, licence).")
 print("SQLite, bundled by libsqlite3-sys, is in the public domain.\n")
-for p in sorted((pkgs[i] for i in seen if pkgs[i]["source"]), key=lambda p: p["name"]):
+# Several versions of one crate may be linked: name then version (then id)
+# makes the order independent of set iteration.
+for p in sorted((pkgs[i] for i in seen if pkgs[i]["source"]), key=lambda p: (p["name"], p["version"], p["id"])):
     print(f"{p['name']} {p['version']}: {p.get('license') or 'see the crate'}")

@@ -11,40 +11,14 @@
 //! concurrencies only)
 
 use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use payidem::protocol::{NonceSource, OsNonceSource, Signer};
 use payidem::JournalChoice;
-use payidem_e2e::{client, payment_body, start_mock, OwnedSpec};
-use payidem_mock::{MockServer, DEFAULT_KEY_ID, DEFAULT_SECRET};
+use payidem_e2e::load::{rate, raw_signed_post_rate};
+use payidem_e2e::{client, start_mock, OwnedSpec};
+use payidem_mock::MockServer;
 
 const OPS: usize = 1200;
 const ROUNDS: usize = 3;
-
-fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
-
-/// Runs `OPS` operations over `threads` threads; returns operations/s.
-fn rate(threads: usize, op: &(dyn Fn(usize) + Sync)) -> f64 {
-    let next = AtomicUsize::new(0);
-    let started = Instant::now();
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= OPS {
-                    break;
-                }
-                op(i);
-            });
-        }
-    });
-    OPS as f64 / started.elapsed().as_secs_f64()
-}
 
 fn payidem_rate(mock: &MockServer, threads: usize, round: &str) -> f64 {
     let dir = tempfile::tempdir().expect("a temporary directory");
@@ -52,42 +26,10 @@ fn payidem_rate(mock: &MockServer, threads: usize, round: &str) -> f64 {
         &mock.url(),
         JournalChoice::Sqlite(dir.path().join("journal.sqlite3")),
     );
-    rate(threads, &|i| {
+    rate(OPS, threads, &|i| {
         let spec = OwnedSpec::payment(&format!("pi-{round}-{i}"), 1000 + (i % 400) as u64, true);
         let outcome = c.execute(&spec.spec()).expect("the payment settles");
         assert_eq!(outcome.response.status, 201);
-    })
-}
-
-fn ureq_rate(mock: &MockServer, threads: usize, round: &str) -> f64 {
-    let signer = Signer::new(DEFAULT_KEY_ID, DEFAULT_SECRET.as_bytes()).expect("a signer");
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_global(Some(Duration::from_secs(5)))
-        .build()
-        .into();
-    let url = format!("{}/v1/payments", mock.url());
-    rate(threads, &|i| {
-        let order = format!("raw-{round}-{i}");
-        let body = payment_body(&order, 1000 + (i % 400) as u64);
-        let key = format!("create-{order}");
-        let signed = signer
-            .sign_attempt(
-                "POST",
-                "/v1/payments",
-                &key,
-                &body,
-                unix_now(),
-                OsNonceSource.next_nonce(),
-            )
-            .expect("signs");
-        let mut request = agent.post(&url).header("Content-Type", "application/json");
-        for (name, value) in signed.headers() {
-            request = request.header(name, value);
-        }
-        let mut response = request.send(&body[..]).expect("the POST is answered");
-        assert_eq!(response.status().as_u16(), 201);
-        let _ = response.body_mut().read_to_vec();
     })
 }
 
@@ -141,7 +83,7 @@ fn main() {
         let mut raw = Vec::new();
         for round in 0..ROUNDS {
             let tag = format!("t{threads}r{round}");
-            raw.push(ureq_rate(&mock, threads, &tag));
+            raw.push(raw_signed_post_rate(&mock, OPS, threads, &tag));
             ours.push(payidem_rate(&mock, threads, &tag));
         }
         let (ours, raw) = (median(ours), median(raw));

@@ -10,80 +10,22 @@
 //! `cargo bench -p payidem-e2e --bench postgres_journal` (or `-- 1 8` for
 //! some concurrencies only)
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use payidem::journal::{PostgresJournal, PostgresJournalOptions};
-use payidem::protocol::{NonceSource, OsNonceSource, Signer};
 use payidem::JournalChoice;
+use payidem_e2e::load::{rate, raw_signed_post_rate};
 use payidem_e2e::pg::PgServer;
-use payidem_e2e::{client, payment_body, start_mock, OwnedSpec};
-use payidem_mock::{MockServer, DEFAULT_KEY_ID, DEFAULT_SECRET};
+use payidem_e2e::{client, start_mock, OwnedSpec};
 
 const OPS: usize = 1200;
 const ROUNDS: usize = 3;
 
-fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
-
-fn rate(threads: usize, op: &(dyn Fn(usize) + Sync)) -> f64 {
-    let next = AtomicUsize::new(0);
-    let started = Instant::now();
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= OPS {
-                    break;
-                }
-                op(i);
-            });
-        }
-    });
-    OPS as f64 / started.elapsed().as_secs_f64()
-}
-
 fn client_rate(client: &payidem::Client, threads: usize, tag: &str) -> f64 {
-    rate(threads, &|i| {
+    rate(OPS, threads, &|i| {
         let spec = OwnedSpec::payment(&format!("{tag}-{i}"), 1000 + (i % 400) as u64, true);
         let outcome = client.execute(&spec.spec()).expect("the payment settles");
         assert_eq!(outcome.response.status, 201);
-    })
-}
-
-fn raw_rate(mock: &MockServer, threads: usize, tag: &str) -> f64 {
-    let signer = Signer::new(DEFAULT_KEY_ID, DEFAULT_SECRET.as_bytes()).expect("a signer");
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_global(Some(Duration::from_secs(5)))
-        .build()
-        .into();
-    let url = format!("{}/v1/payments", mock.url());
-    rate(threads, &|i| {
-        let order = format!("raw-{tag}-{i}");
-        let body = payment_body(&order, 1000 + (i % 400) as u64);
-        let key = format!("create-{order}");
-        let signed = signer
-            .sign_attempt(
-                "POST",
-                "/v1/payments",
-                &key,
-                &body,
-                unix_now(),
-                OsNonceSource.next_nonce(),
-            )
-            .expect("signs");
-        let mut request = agent.post(&url).header("Content-Type", "application/json");
-        for (name, value) in signed.headers() {
-            request = request.header(name, value);
-        }
-        let mut response = request.send(&body[..]).expect("the POST is answered");
-        assert_eq!(response.status().as_u16(), 201);
-        let _ = response.body_mut().read_to_vec();
     })
 }
 
@@ -136,7 +78,7 @@ fn main() {
         let (mut commits, mut durable, mut flushes) = (0u64, 0u64, 0i64);
         for round in 0..ROUNDS {
             let tag = format!("t{threads}r{round}");
-            raw.push(raw_rate(&mock, threads, &tag));
+            raw.push(raw_signed_post_rate(&mock, OPS, threads, &tag));
             let dir = tempfile::tempdir().expect("a temporary directory");
             let c = client(
                 &mock.url(),

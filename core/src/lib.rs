@@ -13,6 +13,7 @@ pub mod client;
 pub mod error;
 mod hex;
 pub mod journal;
+pub mod metrics;
 pub mod operation;
 pub mod policy;
 pub mod protocol;

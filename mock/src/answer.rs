@@ -15,6 +15,21 @@ pub(crate) struct Answer {
     pub(crate) code: Option<String>,
 }
 
+/// `GET /metrics`: the verifier's metrics (verdicts by code, replay-cache
+/// fill) in the Prometheus text exposition format 0.0.4, unsigned and
+/// open to every peer like `/_mock/ping`.
+pub(crate) fn metrics(verifier: &payidem::protocol::Verifier) -> Answer {
+    Answer {
+        status: 200,
+        body: verifier.metrics().to_prometheus().into_bytes(),
+        headers: vec![(
+            "Content-Type",
+            "text/plain; version=0.0.4; charset=utf-8".into(),
+        )],
+        code: None,
+    }
+}
+
 impl Answer {
     /// A JSON answer.
     pub(crate) fn json(status: u16, value: &serde_json::Value) -> Answer {

@@ -187,6 +187,9 @@ pub(crate) fn process(shared: &Shared, req: &Incoming<'_>) -> Outcome {
         }
         return Outcome::answer(label, crate::control::handle(shared, &route, req.body));
     }
+    if route == Route::Metrics {
+        return Outcome::answer(label, crate::answer::metrics(&shared.verifier));
+    }
     if !route.is_api() {
         return Outcome::answer(label, Answer::json(200, &json!({"ok": true})));
     }

@@ -377,14 +377,17 @@ fn reason(status: u16) -> &'static str {
 /// The interim answer to `Expect: 100-continue`.
 pub(crate) const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 
-/// `answer` as bytes on the wire, with `Content-Type: application/json`,
-/// `Date` (`date`, unless the answer carries its own), `Content-Length`
+/// `answer` as bytes on the wire, with `Content-Type: application/json`
+/// (unless the answer carries its own `Content-Type`), `Date` (`date`, unless the answer carries its own), `Content-Length`
 /// and, when `close`, `Connection: close`.
 pub(crate) fn serialize(answer: &Answer, date: &str, close: bool) -> Vec<u8> {
     let mut head = String::with_capacity(256);
+    let own_type = |(n, _): &&(&str, String)| n.eq_ignore_ascii_case("content-type");
+    let content_type =
+        (answer.headers.iter().find(own_type)).map_or("application/json", |(_, v)| v.as_str());
     let _ = write!(
         head,
-        "HTTP/1.1 {} {}\r\nContent-Type: application/json\r\n",
+        "HTTP/1.1 {} {}\r\nContent-Type: {content_type}\r\n",
         answer.status,
         reason(answer.status),
     );
@@ -397,7 +400,12 @@ pub(crate) fn serialize(answer: &Answer, date: &str, close: bool) -> Vec<u8> {
     }
     let _ = write!(head, "Content-Length: {}\r\n", answer.body.len());
     for (name, value) in &answer.headers {
-        let framing = ["connection", "content-length", "transfer-encoding"];
+        let framing = [
+            "connection",
+            "content-length",
+            "transfer-encoding",
+            "content-type",
+        ];
         if framing.iter().any(|f| name.eq_ignore_ascii_case(f))
             || value.bytes().any(|b| b == b'\r' || b == b'\n')
         {

@@ -18,6 +18,7 @@ pub(crate) enum Route {
         refund_id: String,
     },
     Ping,
+    Metrics,
     Stats,
     Reset,
     GetFaults,
@@ -41,6 +42,7 @@ impl Route {
             Route::CreateRefund { .. } => "POST /v1/payments/{payment_id}/refunds",
             Route::GetRefund { .. } => "GET /v1/payments/{payment_id}/refunds/{refund_id}",
             Route::Ping => "GET /_mock/ping",
+            Route::Metrics => "GET /metrics",
             Route::Stats => "GET /_mock/stats",
             Route::Reset => "POST /_mock/reset",
             Route::GetFaults => "GET /_mock/faults",
@@ -138,6 +140,7 @@ pub(crate) fn route(method: &str, target: &str) -> Result<Route, NoRoute> {
             )],
         ),
         ["_mock", "ping"] => pick(method, "GET", &[("GET", Route::Ping)]),
+        ["metrics"] => pick(method, "GET", &[("GET", Route::Metrics)]),
         ["_mock", "stats"] => pick(method, "GET", &[("GET", Route::Stats)]),
         ["_mock", "reset"] => pick(method, "POST", &[("POST", Route::Reset)]),
         ["_mock", "faults"] => pick(
@@ -194,6 +197,11 @@ mod tests {
             Err(NoRoute::NotFound)
         );
         assert_eq!(route("GET", "/v2/payments"), Err(NoRoute::NotFound));
+        assert_eq!(route("GET", "/metrics"), Ok(Route::Metrics));
+        assert_eq!(
+            route("POST", "/metrics"),
+            Err(NoRoute::MethodNotAllowed { allow: "GET" })
+        );
         assert_eq!(route("GET", "/"), Err(NoRoute::NotFound));
         assert_eq!(route("GET", "*"), Err(NoRoute::NotFound));
     }

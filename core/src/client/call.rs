@@ -15,6 +15,7 @@ use crate::operation::{
 
 use super::events::AttemptEvent;
 use super::{unix_now, Shared};
+use crate::metrics::JournalWrite;
 
 /// What the caller of a [`Call`] does next.
 #[derive(Clone, Debug)]
@@ -179,16 +180,23 @@ impl Call {
                 Step::Wait(wait) => return CallStep::Wait(wait),
                 Step::Persist(persist) => {
                     self.lease.expires_at = now.unix.saturating_add(self.shared.lease_ttl_secs());
-                    if let Err(e) = self.shared.journal.record_attempt(
-                        &self.order_id,
-                        &self.lease,
-                        persist.attempt,
-                        now.unix,
-                    ) {
+                    let write = if persist.first {
+                        JournalWrite::RecordAttemptDurable
+                    } else {
+                        JournalWrite::RecordAttempt
+                    };
+                    let (shared, lease) = (&self.shared, &self.lease);
+                    if let Err(e) = shared.observer.journal(write, &self.order_id, || {
+                        let order_id = &self.order_id;
+                        shared
+                            .journal
+                            .record_attempt(order_id, lease, persist.attempt, now.unix)
+                    }) {
                         let _ = self.shared.journal.release(&self.order_id, &self.lease);
                         let e = e.with_operation(&self.order_id, &self.key);
                         self.over = true;
                         self.phase = Phase::Done(Err(e.clone()));
+                        self.observe_end(&Err(e.clone()));
                         return CallStep::Done(Err(e));
                     }
                     op.persisted();
@@ -281,13 +289,15 @@ impl Call {
         let attempts = self.op.as_ref().map_or(0, Operation::attempts);
         let state = end.state();
         self.end = Some(end.clone());
-        let stored = self.shared.journal.finish(
-            &order_id,
-            &self.lease,
-            state,
-            end.settled_response(),
-            unix_now(),
-        );
+        let stored = self
+            .shared
+            .observer
+            .journal(JournalWrite::Finish, &order_id, || {
+                let (lease, response) = (&self.lease, end.settled_response());
+                self.shared
+                    .journal
+                    .finish(&order_id, lease, state, response, unix_now())
+            });
         self.over = true;
         let result = match stored {
             Err(e) => Err(e.with_operation(&order_id, &key)),
@@ -305,8 +315,18 @@ impl Call {
             }
             Ok(()) => end.into_result(&order_id, &key, attempts),
         };
+        self.observe_end(&result);
         self.phase = Phase::Done(result.clone());
         CallStep::Done(result)
+    }
+
+    /// Counts the call's end in the client's metrics and hands it to the
+    /// event listener.
+    fn observe_end(&self, result: &Result<Outcome>) {
+        let attempts = self.op.as_ref().map_or(0, Operation::attempts);
+        let (order_id, key, end) = (&self.order_id, &self.key, self.end.as_ref());
+        let duration = self.started.elapsed();
+        (self.shared.observer).call_ended(order_id, key, end, result, attempts, duration);
     }
 }
 

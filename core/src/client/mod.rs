@@ -9,7 +9,10 @@ mod transport;
 pub use crate::policy::{RetryBudget, RetryBudgetConfig};
 pub use call::{Call, CallStep};
 pub use config::{ClientConfig, JournalChoice, DEFAULT_MAX_CLOCK_OFFSET};
-pub use events::{AttemptEvent, EventHook};
+pub use events::{
+    attempt_level, call_end_level, AttemptEvent, CallEndEvent, Event, EventHook, EventListener,
+    JournalFailureEvent, LogLevel,
+};
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -21,6 +24,7 @@ use crate::journal::{
     Journal, Lease, MemoryJournal, Opened, OperationRecord, OutboxInsert, ParamStyle,
     PostgresJournal, PostgresJournalOptions, SqliteJournal, SqliteJournalOptions,
 };
+use crate::metrics::JournalWrite;
 use crate::operation::{
     CallLimits, CallSetup, End, FrozenOperation, Operation, OperationSpec, OperationState, Outcome,
     Reply, Response,
@@ -80,6 +84,8 @@ pub(crate) struct Shared {
     instance: String,
     calls: AtomicU64,
     hook: RwLock<Option<EventHook>>,
+    /// Metrics and the event listener.
+    observer: events::Observer,
 }
 
 impl std::fmt::Debug for Client {
@@ -132,6 +138,7 @@ impl Shared {
     }
 
     fn emit(&self, event: &events::AttemptEvent) {
+        self.observer.attempt(event);
         let hook = self
             .hook
             .read()
@@ -201,6 +208,7 @@ impl Client {
                 instance: format!("{:016x}", u64::from_ne_bytes(instance)),
                 calls: AtomicU64::new(0),
                 hook: RwLock::new(None),
+                observer: events::Observer::new(),
             }),
         };
         client.purge_settled()?;
@@ -274,7 +282,9 @@ impl Client {
         let operation = self.freeze(spec)?;
         let now = unix_now();
         let lease = self.shared.new_lease(now);
-        let opened = self.shared.journal.open(&operation, &lease, now)?;
+        let open = || self.shared.journal.open(&operation, &lease, now);
+        let order_id = &operation.order_id;
+        let opened = (self.shared.observer).journal(JournalWrite::Open, order_id, open)?;
         self.call_for(opened, lease, deadline)
     }
 
@@ -381,7 +391,8 @@ impl Client {
         crate::protocol::fields::check_order_id(order_id)?;
         let now = unix_now();
         let lease = self.shared.new_lease(now);
-        let opened = self.shared.journal.claim(order_id, &lease, now)?;
+        let claim = || self.shared.journal.claim(order_id, &lease, now);
+        let opened = (self.shared.observer).journal(JournalWrite::Claim, order_id, claim)?;
         self.call_for(opened, lease, deadline)
     }
 

@@ -14,6 +14,7 @@ use super::nonce_cache::{Budget, NonceCache, Refusal};
 use super::secret::KeyedMac;
 use crate::error::{Error, ErrorCode, Result};
 use crate::hex;
+use crate::metrics::{Snapshot, VerifierMetrics};
 use crate::replay_store::{Claim, RedisReplay, ReplayStore};
 
 /// Settings of a [`Verifier`].
@@ -98,6 +99,8 @@ pub struct Verifier {
     total: Arc<Budget>,
     /// The shared store, when nonces are not kept in memory.
     redis: Option<RedisReplay>,
+    /// Verdicts by code.
+    metrics: VerifierMetrics,
 }
 
 fn secrets_to_macs(secrets: &[&[u8]]) -> Result<Vec<KeyedMac>> {
@@ -155,6 +158,7 @@ impl Verifier {
             config,
             total: Arc::new(Budget::new(DEFAULT_NONCE_CAPACITY_TOTAL)),
             redis,
+            metrics: VerifierMetrics::default(),
         })
     }
 
@@ -261,7 +265,31 @@ impl Verifier {
     /// stepped back, or threads whose clocks differ, never lets a replay
     /// through; a `now` far in the future narrows the window until the real
     /// clock catches up.
+    ///
+    /// Every verdict is counted in [`Verifier::metrics`].
     pub fn verify<'a>(&self, request: &IncomingRequest<'a>, now: u64) -> Result<Verified<'a>> {
+        let verdict = self.verify_uncounted(request, now);
+        (self.metrics).verdict(verdict.as_ref().err().map(Error::code));
+        verdict
+    }
+
+    /// The verifier's metrics now: verdicts by code (`accepted` or the
+    /// refusal's [`ErrorCode`] name) and, with the in-memory replay cache,
+    /// its fill (nonces held and the verifier-wide capacity). See
+    /// `docs/metrics.md`.
+    pub fn metrics(&self) -> Snapshot {
+        let cache = match self.redis {
+            None => Some((self.total.held(), self.total.limit())),
+            Some(_) => None,
+        };
+        self.metrics.snapshot(cache)
+    }
+
+    fn verify_uncounted<'a>(
+        &self,
+        request: &IncomingRequest<'a>,
+        now: u64,
+    ) -> Result<Verified<'a>> {
         let signed = SignedHeaders::find(request.headers)?;
 
         let entry = self.keys.get(signed.key_id).ok_or_else(|| {

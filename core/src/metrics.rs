@@ -1,0 +1,791 @@
+//! Metrics of a [`Client`](crate::Client) and of a
+//! [`Verifier`](crate::protocol::Verifier): lock-free counters and
+//! fixed-bucket histograms, read as a [`Snapshot`] that renders as JSON or
+//! as Prometheus text (exposition format 0.0.4).
+//!
+//! Every metric name starts with `payidem_`; label names follow the
+//! OpenTelemetry semantic conventions where one exists, in Prometheus form
+//! (`http.response.status_code` → `http_response_status_code`). The list of
+//! metrics, their labels and their buckets is in `docs/metrics.md`.
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+
+use crate::error::ErrorCode;
+use crate::operation::{AttemptKind, NextAction};
+
+/// Upper bounds (seconds) of the attempt duration histogram's buckets.
+pub const ATTEMPT_SECONDS_BUCKETS: [f64; 12] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+];
+
+/// Upper bounds (seconds) of the time-to-settle histogram's buckets.
+pub const SETTLE_SECONDS_BUCKETS: [f64; 12] = [
+    0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+];
+
+/// Upper bounds (seconds) of the journal write latency histogram's buckets.
+pub const JOURNAL_SECONDS_BUCKETS: [f64; 12] = [
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0,
+];
+
+/// The names a call's end is counted under in
+/// `payidem_client_calls_ended_total{end}`: the machine's ends
+/// ([`crate::operation::End::as_str`]), then `cancelled` (the caller
+/// stopped the call) and `journal_error` (the call's result is the
+/// journal's failure).
+pub const END_NAMES: [&str; 9] = [
+    "succeeded",
+    "rejected",
+    "conflict",
+    "refused",
+    "not_sent",
+    "unknown",
+    "key_expired",
+    "cancelled",
+    "journal_error",
+];
+
+/// The kind of a metric.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MetricKind {
+    /// A count that only grows.
+    Counter,
+    /// A value read at snapshot time.
+    Gauge,
+    /// Observations counted in cumulative buckets, with their sum.
+    Histogram,
+}
+
+impl MetricKind {
+    /// The Prometheus `# TYPE` word: `counter`, `gauge`, `histogram`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MetricKind::Counter => "counter",
+            MetricKind::Gauge => "gauge",
+            MetricKind::Histogram => "histogram",
+        }
+    }
+}
+
+/// A histogram's value at snapshot time.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HistogramValue {
+    /// `(upper bound in seconds, cumulative count)` for every finite
+    /// bucket, in increasing order; the `+Inf` bucket is `count`.
+    pub buckets: Vec<(f64, u64)>,
+    /// The sum of every observation, in seconds.
+    pub sum: f64,
+    /// How many observations.
+    pub count: u64,
+}
+
+/// One series' value.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SeriesValue {
+    /// A counter's or a gauge's value.
+    Number(f64),
+    /// A histogram's buckets, sum and count.
+    Histogram(HistogramValue),
+}
+
+/// One labelled series of a metric.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Series {
+    /// `(label name, label value)` pairs, in a fixed order.
+    pub labels: Vec<(&'static str, String)>,
+    /// The value.
+    pub value: SeriesValue,
+}
+
+/// One metric (a Prometheus metric family): its name, help text, kind and
+/// series.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Metric {
+    /// The name, e.g. `payidem_client_attempts_total`.
+    pub name: &'static str,
+    /// One line saying what it counts.
+    pub help: &'static str,
+    /// Counter, gauge or histogram.
+    pub kind: MetricKind,
+    /// Its series; a counter or histogram without observations has none.
+    pub series: Vec<Series>,
+}
+
+/// Every metric of a client or a verifier at one moment.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Snapshot {
+    /// The metrics, in a fixed order.
+    pub metrics: Vec<Metric>,
+}
+
+impl Snapshot {
+    /// The metric named `name`, if present.
+    pub fn metric(&self, name: &str) -> Option<&Metric> {
+        self.metrics.iter().find(|m| m.name == name)
+    }
+
+    /// The value of the counter or gauge `name` whose labels include every
+    /// pair of `labels`, summed over the matching series (0 when none
+    /// matches); for a histogram, its observation count.
+    pub fn sum(&self, name: &str, labels: &[(&str, &str)]) -> f64 {
+        let Some(metric) = self.metric(name) else {
+            return 0.0;
+        };
+        metric
+            .series
+            .iter()
+            .filter(|s| {
+                labels
+                    .iter()
+                    .all(|(k, v)| s.labels.iter().any(|(n, x)| n == k && x == v))
+            })
+            .map(|s| match &s.value {
+                SeriesValue::Number(n) => *n,
+                SeriesValue::Histogram(h) => h.count as f64,
+            })
+            .sum()
+    }
+
+    /// The snapshot as a JSON value: `{"metrics": [{"name", "type", "help",
+    /// "series": [{"labels": {…}, "value": n}]}]}`, a histogram's series
+    /// carrying `count`, `sum` (seconds) and `buckets` (`[{"le", "count"}]`,
+    /// cumulative, finite bounds only) instead of `value`.
+    pub fn to_json_value(&self) -> Value {
+        let metrics: Vec<Value> = self
+            .metrics
+            .iter()
+            .map(|m| {
+                let series: Vec<Value> = m
+                    .series
+                    .iter()
+                    .map(|s| {
+                        let labels: Map<String, Value> = s
+                            .labels
+                            .iter()
+                            .map(|(k, v)| ((*k).to_owned(), Value::String(v.clone())))
+                            .collect();
+                        match &s.value {
+                            SeriesValue::Number(n) => json!({"labels": labels, "value": n}),
+                            SeriesValue::Histogram(h) => json!({
+                                "labels": labels,
+                                "count": h.count,
+                                "sum": h.sum,
+                                "buckets": h.buckets.iter()
+                                    .map(|(le, c)| json!({"le": le, "count": c}))
+                                    .collect::<Vec<_>>(),
+                            }),
+                        }
+                    })
+                    .collect();
+                json!({"name": m.name, "type": m.kind.as_str(), "help": m.help, "series": series})
+            })
+            .collect();
+        json!({ "metrics": metrics })
+    }
+
+    /// The snapshot as JSON text (see [`Snapshot::to_json_value`]).
+    pub fn to_json(&self) -> String {
+        self.to_json_value().to_string()
+    }
+
+    /// The snapshot in the Prometheus text exposition format 0.0.4:
+    /// `# HELP` and `# TYPE` lines for every metric, then its samples
+    /// (`_bucket{le=…}`, `_sum`, `_count` for a histogram).
+    pub fn to_prometheus(&self) -> String {
+        let mut out = String::new();
+        for m in &self.metrics {
+            let _ = writeln!(out, "# HELP {} {}", m.name, escape_help(m.help));
+            let _ = writeln!(out, "# TYPE {} {}", m.name, m.kind.as_str());
+            for s in &m.series {
+                match &s.value {
+                    SeriesValue::Number(n) => {
+                        let _ = writeln!(out, "{}{} {}", m.name, labels(&s.labels, None), num(*n));
+                    }
+                    SeriesValue::Histogram(h) => {
+                        for (le, c) in &h.buckets {
+                            let _ = writeln!(
+                                out,
+                                "{}_bucket{} {c}",
+                                m.name,
+                                labels(&s.labels, Some(&num(*le)))
+                            );
+                        }
+                        let _ = writeln!(
+                            out,
+                            "{}_bucket{} {}",
+                            m.name,
+                            labels(&s.labels, Some("+Inf")),
+                            h.count
+                        );
+                        let l = labels(&s.labels, None);
+                        let _ = writeln!(out, "{}_sum{l} {}", m.name, num(h.sum));
+                        let _ = writeln!(out, "{}_count{l} {}", m.name, h.count);
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+fn num(n: f64) -> String {
+    if n.is_nan() {
+        "NaN".into()
+    } else if n.is_infinite() {
+        if n > 0.0 { "+Inf" } else { "-Inf" }.into()
+    } else {
+        format!("{n}")
+    }
+}
+
+fn escape_help(help: &str) -> String {
+    help.replace('\\', "\\\\").replace('\n', "\\n")
+}
+
+fn escape_label(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+fn labels(pairs: &[(&'static str, String)], le: Option<&str>) -> String {
+    if pairs.is_empty() && le.is_none() {
+        return String::new();
+    }
+    let mut parts: Vec<String> = pairs
+        .iter()
+        .map(|(k, v)| format!("{k}=\"{}\"", escape_label(v)))
+        .collect();
+    if let Some(le) = le {
+        parts.push(format!("le=\"{le}\""));
+    }
+    format!("{{{}}}", parts.join(","))
+}
+
+/// A lock-free histogram with fixed bucket bounds (seconds).
+#[derive(Debug)]
+pub struct Histogram {
+    bounds: &'static [f64],
+    /// Non-cumulative counts; the last slot is `+Inf`.
+    counts: Box<[AtomicU64]>,
+    sum_nanos: AtomicU64,
+    count: AtomicU64,
+}
+
+impl Histogram {
+    /// An empty histogram with `bounds` (seconds, increasing).
+    pub fn new(bounds: &'static [f64]) -> Histogram {
+        Histogram {
+            bounds,
+            counts: (0..=bounds.len()).map(|_| AtomicU64::new(0)).collect(),
+            sum_nanos: AtomicU64::new(0),
+            count: AtomicU64::new(0),
+        }
+    }
+
+    /// Counts one observation of `d`.
+    pub fn observe(&self, d: Duration) {
+        let secs = d.as_secs_f64();
+        let slot = self
+            .bounds
+            .iter()
+            .position(|b| secs <= *b)
+            .unwrap_or(self.bounds.len());
+        self.counts[slot].fetch_add(1, Ordering::Relaxed);
+        let nanos = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        self.sum_nanos.fetch_add(nanos, Ordering::Relaxed);
+        self.count.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// How many observations so far.
+    pub fn count(&self) -> u64 {
+        self.count.load(Ordering::Relaxed)
+    }
+
+    /// The histogram's value now (cumulative buckets).
+    pub fn value(&self) -> HistogramValue {
+        let mut cumulative = 0u64;
+        let buckets = self
+            .bounds
+            .iter()
+            .zip(self.counts.iter())
+            .map(|(b, c)| {
+                cumulative += c.load(Ordering::Relaxed);
+                (*b, cumulative)
+            })
+            .collect();
+        let inf = cumulative + self.counts[self.bounds.len()].load(Ordering::Relaxed);
+        HistogramValue {
+            buckets,
+            sum: self.sum_nanos.load(Ordering::Relaxed) as f64 / 1e9,
+            count: inf,
+        }
+    }
+}
+
+/// A journal write whose latency and failures are measured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JournalWrite {
+    /// Opening (creating or continuing) an operation with a new lease.
+    Open,
+    /// Claiming an existing operation to resume it.
+    Claim,
+    /// Recording the first attempt of an operation: durable (fsync'd,
+    /// committed) before anything leaves.
+    RecordAttemptDurable,
+    /// Recording a later attempt (not forced to disk).
+    RecordAttempt,
+    /// Storing a call's end and releasing its lease.
+    Finish,
+}
+
+impl JournalWrite {
+    /// Every write kind.
+    pub const ALL: [JournalWrite; 5] = [
+        JournalWrite::Open,
+        JournalWrite::Claim,
+        JournalWrite::RecordAttemptDurable,
+        JournalWrite::RecordAttempt,
+        JournalWrite::Finish,
+    ];
+
+    /// The `write` label: `open`, `claim`, `record_attempt`, `finish`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JournalWrite::Open => "open",
+            JournalWrite::Claim => "claim",
+            JournalWrite::RecordAttemptDurable | JournalWrite::RecordAttempt => "record_attempt",
+            JournalWrite::Finish => "finish",
+        }
+    }
+
+    /// Whether the write is forced to disk before the call goes on (the
+    /// `durable` label); every write but a later attempt's record is.
+    pub fn durable(self) -> bool {
+        !matches!(self, JournalWrite::RecordAttempt)
+    }
+
+    fn index(self) -> usize {
+        Self::ALL.iter().position(|w| *w == self).unwrap_or(0)
+    }
+}
+
+const STATUS_SLOTS: usize = 502; // 0: none, 1..=500: 100..=599, 501: other
+const NEXTS: usize = NextAction::ALL.len();
+
+fn status_slot(status: Option<u16>) -> usize {
+    match status {
+        None => 0,
+        Some(s @ 100..=599) => usize::from(s) - 99,
+        Some(_) => STATUS_SLOTS - 1,
+    }
+}
+
+fn status_label(slot: usize) -> String {
+    match slot {
+        0 => "none".into(),
+        s if s == STATUS_SLOTS - 1 => "other".into(),
+        s => (s + 99).to_string(),
+    }
+}
+
+fn kind_index(kind: AttemptKind) -> usize {
+    AttemptKind::ALL
+        .iter()
+        .position(|k| *k == kind)
+        .unwrap_or(0)
+}
+
+fn next_index(next: NextAction) -> usize {
+    NextAction::ALL.iter().position(|n| *n == next).unwrap_or(0)
+}
+
+fn http_method(kind: AttemptKind) -> &'static str {
+    match kind {
+        AttemptKind::Operation => "POST",
+        AttemptKind::StatusQuery => "GET",
+    }
+}
+
+/// The metrics one client (and its clones) keeps. Every update is a few
+/// relaxed atomic additions; nothing locks.
+#[derive(Debug)]
+pub(crate) struct ClientMetrics {
+    attempts: Box<[AtomicU64]>,
+    attempt_seconds: [Histogram; 2],
+    ends: [AtomicU64; END_NAMES.len()],
+    settle_seconds: Histogram,
+    journal_seconds: [Histogram; 5],
+    journal_failures: [AtomicU64; 5],
+}
+
+impl ClientMetrics {
+    pub(crate) fn new() -> ClientMetrics {
+        ClientMetrics {
+            attempts: (0..AttemptKind::ALL.len() * NEXTS * STATUS_SLOTS)
+                .map(|_| AtomicU64::new(0))
+                .collect(),
+            attempt_seconds: [
+                Histogram::new(&ATTEMPT_SECONDS_BUCKETS),
+                Histogram::new(&ATTEMPT_SECONDS_BUCKETS),
+            ],
+            ends: Default::default(),
+            settle_seconds: Histogram::new(&SETTLE_SECONDS_BUCKETS),
+            journal_seconds: std::array::from_fn(|_| Histogram::new(&JOURNAL_SECONDS_BUCKETS)),
+            journal_failures: Default::default(),
+        }
+    }
+
+    /// Counts one attempt.
+    pub(crate) fn attempt(
+        &self,
+        kind: AttemptKind,
+        status: Option<u16>,
+        next: NextAction,
+        duration: Duration,
+    ) {
+        let k = kind_index(kind);
+        let i = (k * NEXTS + next_index(next)) * STATUS_SLOTS + status_slot(status);
+        self.attempts[i].fetch_add(1, Ordering::Relaxed);
+        self.attempt_seconds[k].observe(duration);
+    }
+
+    /// Counts one call's end named `end` (one of [`END_NAMES`]); `settled`
+    /// is the call's duration when the end is final.
+    pub(crate) fn call_ended(&self, end: &str, settled: Option<Duration>) {
+        if let Some(i) = END_NAMES.iter().position(|n| *n == end) {
+            self.ends[i].fetch_add(1, Ordering::Relaxed);
+        }
+        if let Some(d) = settled {
+            self.settle_seconds.observe(d);
+        }
+    }
+
+    /// Counts one journal write and its latency.
+    pub(crate) fn journal(&self, write: JournalWrite, duration: Duration, failed: bool) {
+        let i = write.index();
+        self.journal_seconds[i].observe(duration);
+        if failed {
+            self.journal_failures[i].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Every metric now; `unknown` is the journal's count of operations
+    /// whose outcome is unknown (`None` when the journal could not answer).
+    pub(crate) fn snapshot(&self, unknown: Option<usize>) -> Snapshot {
+        let mut attempts = Vec::new();
+        for (k, kind) in AttemptKind::ALL.iter().enumerate() {
+            for (n, next) in NextAction::ALL.iter().enumerate() {
+                for slot in 0..STATUS_SLOTS {
+                    let v = self.attempts[(k * NEXTS + n) * STATUS_SLOTS + slot]
+                        .load(Ordering::Relaxed);
+                    if v == 0 {
+                        continue;
+                    }
+                    attempts.push(Series {
+                        labels: vec![
+                            ("kind", kind.as_str().to_owned()),
+                            ("http_request_method", http_method(*kind).to_owned()),
+                            ("http_response_status_code", status_label(slot)),
+                            ("next", next.as_str().to_owned()),
+                        ],
+                        value: SeriesValue::Number(v as f64),
+                    });
+                }
+            }
+        }
+        let attempt_seconds = AttemptKind::ALL
+            .iter()
+            .zip(self.attempt_seconds.iter())
+            .filter(|(_, h)| h.count() > 0)
+            .map(|(kind, h)| Series {
+                labels: vec![
+                    ("kind", kind.as_str().to_owned()),
+                    ("http_request_method", http_method(*kind).to_owned()),
+                ],
+                value: SeriesValue::Histogram(h.value()),
+            })
+            .collect();
+        let ends = END_NAMES
+            .iter()
+            .zip(self.ends.iter())
+            .filter(|(_, c)| c.load(Ordering::Relaxed) > 0)
+            .map(|(name, c)| Series {
+                labels: vec![("end", (*name).to_owned())],
+                value: SeriesValue::Number(c.load(Ordering::Relaxed) as f64),
+            })
+            .collect();
+        let journal_labels = |w: JournalWrite| {
+            vec![
+                ("write", w.as_str().to_owned()),
+                ("durable", w.durable().to_string()),
+            ]
+        };
+        let journal_seconds = JournalWrite::ALL
+            .iter()
+            .zip(self.journal_seconds.iter())
+            .filter(|(_, h)| h.count() > 0)
+            .map(|(w, h)| Series {
+                labels: journal_labels(*w),
+                value: SeriesValue::Histogram(h.value()),
+            })
+            .collect();
+        let journal_failures = JournalWrite::ALL
+            .iter()
+            .zip(self.journal_failures.iter())
+            .filter(|(_, c)| c.load(Ordering::Relaxed) > 0)
+            .map(|(w, c)| Series {
+                labels: journal_labels(*w),
+                value: SeriesValue::Number(c.load(Ordering::Relaxed) as f64),
+            })
+            .collect();
+        let settle = if self.settle_seconds.count() > 0 {
+            vec![Series {
+                labels: Vec::new(),
+                value: SeriesValue::Histogram(self.settle_seconds.value()),
+            }]
+        } else {
+            Vec::new()
+        };
+        let mut metrics = vec![
+            Metric {
+                name: "payidem_client_attempts_total",
+                help: "Attempts sent, by kind, HTTP method, HTTP status (none when no response came) and the client's next action.",
+                kind: MetricKind::Counter,
+                series: attempts,
+            },
+            Metric {
+                name: "payidem_client_attempt_duration_seconds",
+                help: "Duration of one attempt, from sending to the response or the failure.",
+                kind: MetricKind::Histogram,
+                series: attempt_seconds,
+            },
+            Metric {
+                name: "payidem_client_calls_ended_total",
+                help: "Calls (execute, resume, take-over) that ended, by end.",
+                kind: MetricKind::Counter,
+                series: ends,
+            },
+            Metric {
+                name: "payidem_client_settle_duration_seconds",
+                help: "Duration of the calls that settled their operation for good (a final end), from the call's start.",
+                kind: MetricKind::Histogram,
+                series: settle,
+            },
+            Metric {
+                name: "payidem_client_journal_write_duration_seconds",
+                help: "Latency of the journal writes a call makes, by write and whether it is forced to disk.",
+                kind: MetricKind::Histogram,
+                series: journal_seconds,
+            },
+            Metric {
+                name: "payidem_client_journal_failures_total",
+                help: "Journal writes that failed, by write.",
+                kind: MetricKind::Counter,
+                series: journal_failures,
+            },
+        ];
+        if let Some(unknown) = unknown {
+            metrics.push(Metric {
+                name: "payidem_client_unknown_operations",
+                help: "Operations of the journal whose outcome is unknown (unknown or in flight), read from the journal at snapshot time.",
+                kind: MetricKind::Gauge,
+                series: vec![Series {
+                    labels: Vec::new(),
+                    value: SeriesValue::Number(unknown as f64),
+                }],
+            });
+        }
+        Snapshot { metrics }
+    }
+}
+
+/// The verdict label of a verification: `accepted`, or the refusal's
+/// [`ErrorCode`] name.
+pub const ACCEPTED: &str = "accepted";
+
+/// The metrics one verifier keeps: verdicts by code.
+#[derive(Debug, Default)]
+pub(crate) struct VerifierMetrics {
+    /// Slot 0: accepted; slot 1 + i: `ErrorCode::ALL[i]`.
+    verdicts: [AtomicU64; 1 + ErrorCode::ALL.len()],
+}
+
+impl VerifierMetrics {
+    /// Counts one verdict: `None` for accepted, else the refusal's code.
+    pub(crate) fn verdict(&self, code: Option<ErrorCode>) {
+        let slot = match code {
+            None => 0,
+            Some(c) => 1 + ErrorCode::ALL.iter().position(|x| *x == c).unwrap_or(0),
+        };
+        self.verdicts[slot].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Every metric now; `cache` is the in-memory replay cache's
+    /// `(entries, capacity)`, `None` with a shared replay store.
+    pub(crate) fn snapshot(&self, cache: Option<(usize, usize)>) -> Snapshot {
+        let names = std::iter::once(ACCEPTED).chain(ErrorCode::ALL.iter().map(|c| c.as_str()));
+        let verdicts = names
+            .zip(self.verdicts.iter())
+            .filter(|(_, c)| c.load(Ordering::Relaxed) > 0)
+            .map(|(name, c)| Series {
+                labels: vec![("code", name.to_owned())],
+                value: SeriesValue::Number(c.load(Ordering::Relaxed) as f64),
+            })
+            .collect();
+        let mut metrics = vec![Metric {
+            name: "payidem_verifier_verdicts_total",
+            help: "Requests verified, by verdict: accepted or the refusal's error code.",
+            kind: MetricKind::Counter,
+            series: verdicts,
+        }];
+        if let Some((entries, capacity)) = cache {
+            let gauge = |name, help, v: usize| Metric {
+                name,
+                help,
+                kind: MetricKind::Gauge,
+                series: vec![Series {
+                    labels: Vec::new(),
+                    value: SeriesValue::Number(v as f64),
+                }],
+            };
+            metrics.push(gauge(
+                "payidem_verifier_replay_cache_entries",
+                "Nonces held by the in-memory replay cache, over every key id.",
+                entries,
+            ));
+            metrics.push(gauge(
+                "payidem_verifier_replay_cache_capacity",
+                "The most nonces the in-memory replay cache may hold, over every key id; past it verification fails closed.",
+                capacity,
+            ));
+        }
+        Snapshot { metrics }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_histogram_counts_each_observation_in_its_bucket_cumulatively() {
+        let h = Histogram::new(&ATTEMPT_SECONDS_BUCKETS);
+        h.observe(Duration::from_millis(3));
+        h.observe(Duration::from_millis(7));
+        h.observe(Duration::from_secs(60));
+        let v = h.value();
+        assert_eq!(v.count, 3);
+        assert_eq!(v.buckets[0], (0.005, 1));
+        assert_eq!(v.buckets[1], (0.01, 2));
+        assert_eq!(v.buckets.last().unwrap().1, 2);
+        assert!((v.sum - 60.010).abs() < 1e-9);
+    }
+
+    #[test]
+    fn attempts_are_labelled_by_kind_status_and_next_action() {
+        let m = ClientMetrics::new();
+        let d = Duration::from_millis(1);
+        m.attempt(
+            AttemptKind::Operation,
+            Some(504),
+            NextAction::QueryStatus,
+            d,
+        );
+        m.attempt(AttemptKind::StatusQuery, Some(200), NextAction::Settle, d);
+        m.attempt(AttemptKind::Operation, None, NextAction::RetryLater, d);
+        m.attempt(
+            AttemptKind::Operation,
+            Some(504),
+            NextAction::QueryStatus,
+            d,
+        );
+        let s = m.snapshot(Some(3));
+        let name = "payidem_client_attempts_total";
+        assert_eq!(s.sum(name, &[("http_response_status_code", "504")]), 2.0);
+        assert_eq!(s.sum(name, &[("http_response_status_code", "none")]), 1.0);
+        assert_eq!(
+            s.sum(name, &[("kind", "status_query"), ("next", "settle")]),
+            1.0
+        );
+        assert_eq!(s.sum(name, &[("http_request_method", "POST")]), 3.0);
+        assert_eq!(s.sum("payidem_client_unknown_operations", &[]), 3.0);
+        assert_eq!(s.sum("payidem_client_attempt_duration_seconds", &[]), 4.0);
+    }
+
+    #[test]
+    fn prometheus_text_has_help_type_and_histogram_samples() {
+        let m = ClientMetrics::new();
+        m.attempt(
+            AttemptKind::Operation,
+            Some(201),
+            NextAction::Settle,
+            Duration::from_millis(20),
+        );
+        m.call_ended("succeeded", Some(Duration::from_millis(30)));
+        m.journal(
+            JournalWrite::RecordAttemptDurable,
+            Duration::from_micros(300),
+            false,
+        );
+        let text = m.snapshot(None).to_prometheus();
+        assert!(text.contains("# TYPE payidem_client_attempts_total counter\n"));
+        assert!(text.contains(
+            "payidem_client_attempts_total{kind=\"operation\",http_request_method=\"POST\",http_response_status_code=\"201\",next=\"settle\"} 1\n"
+        ));
+        assert!(text.contains(
+            "payidem_client_attempt_duration_seconds_bucket{kind=\"operation\",http_request_method=\"POST\",le=\"0.025\"} 1\n"
+        ));
+        assert!(text.contains("payidem_client_settle_duration_seconds_bucket{le=\"+Inf\"} 1\n"));
+        assert!(text.contains("payidem_client_settle_duration_seconds_count 1\n"));
+        assert!(text.contains(
+            "payidem_client_journal_write_duration_seconds_count{write=\"record_attempt\",durable=\"true\"} 1\n"
+        ));
+        assert!(text.contains("payidem_client_calls_ended_total{end=\"succeeded\"} 1\n"));
+        assert!(!text.contains("payidem_client_unknown_operations"));
+        // Every non-comment line is `name{labels} value`.
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            let (_, value) = line.rsplit_once(' ').unwrap();
+            assert!(value == "+Inf" || value.parse::<f64>().is_ok(), "{line}");
+        }
+    }
+
+    #[test]
+    fn json_form_carries_every_series() {
+        let v = VerifierMetrics::default();
+        v.verdict(None);
+        v.verdict(Some(ErrorCode::NonceReused));
+        v.verdict(Some(ErrorCode::NonceReused));
+        let json = v.snapshot(Some((5, 100))).to_json_value();
+        let verdicts = &json["metrics"][0];
+        assert_eq!(verdicts["name"], "payidem_verifier_verdicts_total");
+        assert_eq!(verdicts["type"], "counter");
+        assert_eq!(verdicts["series"][1]["labels"]["code"], "nonce_reused");
+        assert_eq!(verdicts["series"][1]["value"], 2.0);
+        assert_eq!(json["metrics"][2]["series"][0]["value"], 100.0);
+    }
+
+    #[test]
+    fn label_values_are_escaped() {
+        let s = Snapshot {
+            metrics: vec![Metric {
+                name: "payidem_x",
+                help: "a\nb",
+                kind: MetricKind::Gauge,
+                series: vec![Series {
+                    labels: vec![("l", "a\"b\\c\n".into())],
+                    value: SeriesValue::Number(1.5),
+                }],
+            }],
+        };
+        assert_eq!(
+            s.to_prometheus(),
+            "# HELP payidem_x a\\nb\n# TYPE payidem_x gauge\npayidem_x{l=\"a\\\"b\\\\c\\n\"} 1.5\n"
+        );
+    }
+}

@@ -1,11 +1,19 @@
 #!/usr/bin/env bash
-# Packages the C library that scripts/dist/build-c.sh staged into dist/:
+# Packages the C library that scripts/dist/build-c.sh staged and the payidem
+# command that scripts/dist/build-cli.sh staged into dist/:
 #
 #   libpayidem-VERSION-linux-ARCH.tar.gz   lib/ (.so.VERSION, .so.0, .so, .a,
 #                                          pkgconfig/, cmake/payidem/), include/,
+#                                          bin/payidem, share/man/man1/payidem.1,
+#                                          share/{bash-completion,zsh,fish}/...,
 #                                          LICENSE, README.md, THIRD-PARTY.txt
 #   libpayidem0_VERSION-1_DEBARCH.deb      the shared library (multiarch libdir)
 #   libpayidem-dev_VERSION-1_DEBARCH.deb   header, .so link, .a, pkg-config, CMake
+#   payidem-cli_VERSION-1_DEBARCH.deb      /usr/bin/payidem, its manual page
+#                                          (man1/payidem.1.gz) and the bash, zsh
+#                                          and fish completions in Debian's paths;
+#                                          Depends: libc6 (>= the newest GLIBC_x.y
+#                                          the binary needs), computed here
 #   debug/                                 the separate debug files
 #
 # Same inputs, same bytes: every file gets the last commit's time, owner 0.
@@ -22,41 +30,49 @@ case "$arch" in
     *) echo "package-c.sh: unsupported arch '$arch'" >&2; exit 2 ;;
 esac
 stage="$root/target/dist-stage/$arch"
+cli_stage="$root/target/dist-stage/cli-$arch"
 dist="${PAYIDEM_DIST_DIR:-$root/dist}"
 version="$(sed -n 's/^version = "\(.*\)"/\1/p' "$root/Cargo.toml" | head -n 1)"
 debversion="$version-1"
 epoch="$(git -C "$root" log -1 --format=%ct 2>/dev/null || echo 0)"
 export SOURCE_DATE_EPOCH="$epoch"
 install_c="$root/scripts/dist/install-c.sh"
+if [ ! -x "$cli_stage/bin/payidem" ]; then
+    echo "package-c.sh: $cli_stage/bin/payidem is missing: build it first with scripts/dist/build-cli.sh ('make lib')" >&2
+    exit 1
+fi
 
 mkdir -p "$dist/debug"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
-# Third-party notices: every crate linked into the library, with its licence.
+# Third-party notices: every crate linked into the named packages
+# (payidem-ffi, payidem-cli; default the library), with its licence.
+cargo metadata --locked --format-version 1 --filter-platform "$arch-unknown-linux-gnu" \
+    --manifest-path "$root/Cargo.toml" > "$work/metadata.json"
 third_party() {
-    (cd "$root" && cargo metadata --locked --format-version 1 --filter-platform "$arch-unknown-linux-gnu") |
-        python3 "$root/scripts/dist/third-party.py"
+    python3 "$root/scripts/dist/third-party.py" "$@" < "$work/metadata.json"
 }
 
 # Tarball, relocatable (pkg-config and CMake find the prefix from their own place).
 name="libpayidem-$version-linux-$arch"
 tree="$work/$name"
-"$install_c" --relocatable "$stage" "$tree" /opt/payidem /opt/payidem/lib
+"$install_c" --relocatable --cli "$cli_stage" "$stage" "$tree" /opt/payidem /opt/payidem/lib
 mv "$tree/opt/payidem"/* "$tree/" && rm -rf "$tree/opt"
 # The relocatable files name no prefix, so the move above changes nothing in them.
 cp "$root/LICENSE" "$tree/LICENSE"
 cp "$root/ffi/README.md" "$tree/README.md"
-third_party > "$tree/THIRD-PARTY.txt"
+third_party payidem-ffi payidem-cli > "$tree/THIRD-PARTY.txt"
 find "$tree" -exec touch -h -d "@$epoch" {} +
 tar --sort=name --mtime="@$epoch" --owner=0 --group=0 --numeric-owner --format=gnu \
     -C "$work" -cf - "$name" | gzip -n -9 > "$dist/$name.tar.gz"
 
-# Debian packages (dpkg-deb, multiarch libdir, shlibs + ldconfig trigger).
+# Debian packages (dpkg-deb). The caller fills $work/deb-PKG first; deb()
+# adds the copyright file (LICENSE and the notice of the crates linked into
+# the packages NOTICE names), control and md5sums, and builds PKG.
 deb() {
-    local pkg=$1 only=$2 section=$3 depends=$4 description=$5
+    local pkg=$1 section=$2 multiarch_field=$3 depends=$4 description=$5 notice=$6 long=$7
     local d="$work/deb-$pkg"
-    "$install_c" --only "$only" "$stage" "$d" /usr "/usr/lib/$multiarch"
     install -d "$d/DEBIAN" "$d/usr/share/doc/$pkg"
     {
         echo "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/"
@@ -67,7 +83,8 @@ deb() {
         echo
         cat "$root/LICENSE"
         echo
-        third_party
+        # shellcheck disable=SC2086 # NOTICE is a list of package names
+        third_party $notice
     } > "$d/usr/share/doc/$pkg/copyright"
     local size
     size="$(du -sk --exclude=DEBIAN "$d" | cut -f1)"
@@ -76,7 +93,7 @@ Package: $pkg
 Source: payidem
 Version: $debversion
 Architecture: $debarch
-Multi-Arch: same
+Multi-Arch: $multiarch_field
 Maintainer: payidem maintainers <payidem@example.invalid>
 Installed-Size: $size
 Depends: $depends
@@ -84,25 +101,68 @@ Section: $section
 Priority: optional
 Homepage: https://example.invalid/payidem
 Description: $description
- payidem signs payment API requests (protocol v1) and retries them with one
- idempotency key per operation, kept in a durable journal, so that a
- timeout or a crash never charges a card twice.
+$long
 EOF
-    if [ "$only" = runtime ]; then
-        echo "libpayidem 0 libpayidem0 (>= $version)" > "$d/DEBIAN/shlibs"
-        echo "activate-noawait ldconfig" > "$d/DEBIAN/triggers"
-        chmod 0644 "$d/DEBIAN/shlibs" "$d/DEBIAN/triggers"
-    fi
     (cd "$d" && find usr -type f -print0 | sort -z | xargs -0 md5sum > DEBIAN/md5sums)
     chmod 0644 "$d/DEBIAN/control" "$d/DEBIAN/md5sums"
     find "$d" -exec touch -h -d "@$epoch" {} +
     dpkg-deb --root-owner-group -Zgzip --build "$d" "$dist/${pkg}_${debversion}_${debarch}.deb" >/dev/null
 }
-deb libpayidem0 runtime libs "libc6 (>= 2.17)" \
-    "signing and idempotent retries for a payment API (shared library)"
-deb libpayidem-dev dev libdevel "libpayidem0 (= $debversion)" \
-    "signing and idempotent retries for a payment API (development files)"
+lib_long=" payidem signs payment API requests (protocol v1) and retries them with one
+ idempotency key per operation, kept in a durable journal, so that a
+ timeout or a crash never charges a card twice."
+
+d="$work/deb-libpayidem0"
+"$install_c" --only runtime "$stage" "$d" /usr "/usr/lib/$multiarch"
+install -d "$d/DEBIAN"
+echo "libpayidem 0 libpayidem0 (>= $version)" > "$d/DEBIAN/shlibs"
+echo "activate-noawait ldconfig" > "$d/DEBIAN/triggers"
+chmod 0644 "$d/DEBIAN/shlibs" "$d/DEBIAN/triggers"
+deb libpayidem0 libs same "libc6 (>= 2.17)" \
+    "signing and idempotent retries for a payment API (shared library)" payidem-ffi "$lib_long"
+
+"$install_c" --only dev "$stage" "$work/deb-libpayidem-dev" /usr "/usr/lib/$multiarch"
+deb libpayidem-dev libdevel same "libpayidem0 (= $debversion)" \
+    "signing and idempotent retries for a payment API (development files)" payidem-ffi "$lib_long"
+
+# payidem-cli: the command links the Rust core statically (no libpayidem0);
+# it needs only glibc, from the newest version its dynamic symbols name.
+cli_bin="$cli_stage/bin/payidem"
+for needed in $(readelf -dW "$cli_bin" | sed -n 's/.*(NEEDED).*\[\(.*\)\]$/\1/p'); do
+    case "$needed" in
+        libc.so.6 | libm.so.6 | libpthread.so.0 | libdl.so.2 | librt.so.1 | libutil.so.1 | ld-linux-*.so.*) ;;
+        *) echo "package-c.sh: bin/payidem needs $needed, which libc6 does not provide: name its package in payidem-cli's Depends" >&2
+            exit 1 ;;
+    esac
+done
+glibc_floor="$(readelf -W --dyn-syms "$cli_bin" | grep -o 'GLIBC_[0-9][0-9.]*' | sed 's/^GLIBC_//' | sort -uV | tail -n 1)"
+if [ -z "$glibc_floor" ]; then
+    echo "package-c.sh: no GLIBC_x.y version in $cli_bin's dynamic symbols: cannot compute payidem-cli's Depends" >&2
+    exit 1
+fi
+d="$work/deb-payidem-cli"
+install -D -m 0755 "$cli_bin" "$d/usr/bin/payidem"
+install -d "$d/usr/share/man/man1"
+gzip -n -9 -c "$cli_stage/share/man/man1/payidem.1" > "$d/usr/share/man/man1/payidem.1.gz"
+chmod 0644 "$d/usr/share/man/man1/payidem.1.gz"
+install -D -m 0644 "$cli_stage/share/bash-completion/completions/payidem" \
+    "$d/usr/share/bash-completion/completions/payidem"
+install -D -m 0644 "$cli_stage/share/zsh/site-functions/_payidem" "$d/usr/share/zsh/vendor-completions/_payidem"
+install -D -m 0644 "$cli_stage/share/fish/vendor_completions.d/payidem.fish" \
+    "$d/usr/share/fish/vendor_completions.d/payidem.fish"
+deb payidem-cli admin foreign "libc6 (>= $glibc_floor)" \
+    "operator's command for payidem's payment journal" payidem-cli \
+    " payidem is the operator's command for the durable journal of payidem, a
+ library that signs payment API requests and retries them with one
+ idempotency key per operation: list the operations whose outcome is
+ unknown, resume them with the same key, reconcile by hand what cannot be
+ finished, purge, export and check the journal; and sign or verify a
+ request when debugging an integration.
+ .
+ It links the payidem core statically (no libpayidem0 needed) and reads
+ the journals that every payidem binding (C, Go, Python, Rust) writes."
 
 cp "$stage/libpayidem.so.debug" "$dist/debug/libpayidem.so.$version.debug"
 cp "$stage/libpayidem.a.debug" "$dist/debug/libpayidem.a.debug"
+cp "$cli_stage/payidem.debug" "$dist/debug/payidem.debug"
 ls -l "$dist" >&2

@@ -10,6 +10,11 @@
 #   and with CMake, dynamically and statically, and run against the mock;
 # - a program linking the system's libsqlite3 and libpayidem.a keeps the
 #   system's SQLite;
+# - the payidem command, from the payidem-cli .deb (installed alone into a
+#   throwaway root) and from the tarball's bin/: glibc floor, Depends, Debian
+#   paths, --version, `journal list --json` and `journal check --json` on a
+#   journal that the installed library wrote, `man -l` on its manual page,
+#   its bash completion loaded by bash;
 # - make install / make uninstall with DESTDIR, PREFIX and LIBDIR;
 # - every ```sh block of ffi/README.md, run as written.
 #
@@ -23,6 +28,7 @@ version="$(sed -n 's/^version = "\(.*\)"/\1/p' "$root/Cargo.toml" | head -n 1)"
 tarball="$dist/libpayidem-$version-linux-x86_64.tar.gz"
 deb_runtime="$dist/libpayidem0_$version-1_amd64.deb"
 deb_dev="$dist/libpayidem-dev_$version-1_amd64.deb"
+deb_cli="$dist/payidem-cli_$version-1_amd64.deb"
 cflags=(-std=c99 -Wall -Wextra -Werror -pedantic)
 
 tmp="$(mktemp -d /tmp/payidem-dist-c-XXXXXX)"
@@ -38,7 +44,7 @@ pass() { passed=$((passed + 1)); echo "ok: $*"; }
 fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
 check() { local what=$1; shift; if "$@" >"$tmp/check.out" 2>&1; then pass "$what"; else fail "$what"; sed 's/^/  | /' "$tmp/check.out" | tail -20; fi; }
 
-for f in "$tarball" "$deb_runtime" "$deb_dev" "$mock"; do
+for f in "$tarball" "$deb_runtime" "$deb_dev" "$deb_cli" "$mock"; do
     [ -f "$f" ] || { echo "test-c.sh: $f is missing: run 'make dist' first" >&2; exit 1; }
 done
 PATH="$("$root/scripts/dist/tools.sh"):$PATH"
@@ -46,6 +52,8 @@ missing=""
 command -v cmake >/dev/null || missing="$missing cmake"
 command -v pkg-config >/dev/null || missing="$missing pkg-config"
 dpkg -s libsqlite3-dev >/dev/null 2>&1 || missing="$missing libsqlite3-dev"
+command -v man >/dev/null || missing="$missing man-db"
+command -v groff >/dev/null || missing="$missing groff-base"
 if [ -n "$missing" ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
 fi
@@ -83,7 +91,15 @@ check "libpayidem.so exports exactly the functions the header declares" \
 check "libpayidem.so is stripped and links its debug file" stripped_with_link "$so"
 check "payidem-mock is stripped and links its debug file" stripped_with_link "$mock"
 check "libpayidem.a carries no debug info" no_debug_info "$a"
-check "separate debug files exist" test -s "$dist/debug/libpayidem.so.$version.debug" -a -s "$dist/debug/payidem-mock.debug"
+check "separate debug files exist" test -s "$dist/debug/libpayidem.so.$version.debug" -a -s "$dist/debug/payidem-mock.debug" \
+    -a -s "$dist/debug/payidem.debug"
+check "the tarball's bin/payidem needs no glibc newer than 2.17" at_most_2_17 "$tree/bin/payidem"
+check "the tarball's bin/payidem is stripped and links its debug file" stripped_with_link "$tree/bin/payidem"
+check "the tarball has the payidem command's manual page and bash, zsh and fish completions" \
+    test -s "$tree/share/man/man1/payidem.1" -a -s "$tree/share/bash-completion/completions/payidem" \
+    -a -s "$tree/share/zsh/site-functions/_payidem" -a -s "$tree/share/fish/vendor_completions.d/payidem.fish"
+check "the tarball's THIRD-PARTY.txt covers the library and the command (clap)" sh -c \
+    "grep -qx 'libpayidem and the payidem command (Apache-2.0) link these crates (name, version, licence).' '$tree/THIRD-PARTY.txt' && grep -q '^clap ' '$tree/THIRD-PARTY.txt'"
 check "the tarball has LICENSE, README.md, THIRD-PARTY.txt, pkg-config and CMake files" test -s "$tree/LICENSE" \
     -a -s "$tree/README.md" -a -s "$tree/THIRD-PARTY.txt" -a -f "$tree/lib/pkgconfig/payidem.pc" \
     -a -f "$tree/lib/pkgconfig/payidem-static.pc" -a -f "$tree/lib/cmake/payidem/payidemConfig.cmake" \
@@ -103,10 +119,42 @@ repackaged_identically() {
     cat "$tmp/repack-1.sums"
     cmp "$tmp/repack-1.sums" "$tmp/repack-2.sums"
 }
-check "packaging is reproducible: two runs give byte-identical tarball and .debs" repackaged_identically
-printf 'sizes: libpayidem.so %s B, libpayidem.a %s B, payidem-mock %s B, tarball %s B, libpayidem0.deb %s B, libpayidem-dev.deb %s B\n' \
-    "$(size_of "$so")" "$(size_of "$a")" "$(size_of "$mock")" "$(size_of "$tarball")" \
-    "$(size_of "$deb_runtime")" "$(size_of "$deb_dev")"
+check "packaging is reproducible: two runs give byte-identical tarball and .debs (payidem-cli too)" repackaged_identically
+
+# payidem-cli: the command alone, glibc only, Debian's paths.
+cli_x="$tmp/cli-deb-x"
+dpkg-deb -x "$deb_cli" "$cli_x"
+cli_depends_on_its_floor() {
+    local floor depends
+    floor="$(glibc_floor "$cli_x/usr/bin/payidem")"
+    depends="$(dpkg-deb -f "$deb_cli" Depends)"
+    echo "Depends: $depends; the binary needs glibc $floor"
+    [ -n "$floor" ] && [ "$depends" = "libc6 (>= $floor)" ] && at_most_2_17 "$cli_x/usr/bin/payidem"
+}
+check "payidem-cli depends on exactly libc6 (>= the newest glibc its binary needs), at most 2.17" cli_depends_on_its_floor
+check "payidem-cli is Multi-Arch: foreign, section admin" sh -c \
+    "test \"\$(dpkg-deb -f '$deb_cli' Multi-Arch Section)\" = 'Multi-Arch: foreign
+Section: admin'"
+cli_deb_files() {
+    diff <(dpkg-deb -c "$deb_cli" | awk '$NF !~ /\/$/ {print $NF}' | sort) - <<'EOF'
+./usr/bin/payidem
+./usr/share/bash-completion/completions/payidem
+./usr/share/doc/payidem-cli/copyright
+./usr/share/fish/vendor_completions.d/payidem.fish
+./usr/share/man/man1/payidem.1.gz
+./usr/share/zsh/vendor-completions/_payidem
+EOF
+}
+check "payidem-cli holds exactly the command, its gzipped manual page, completions in Debian's paths and the copyright" cli_deb_files
+check "payidem-cli's binary is the tarball's" cmp "$cli_x/usr/bin/payidem" "$tree/bin/payidem"
+check "payidem-cli's manual page is gzip -n (no name, no time) and the tarball's page" sh -c \
+    "gzip -t '$cli_x/usr/share/man/man1/payidem.1.gz' && test \"\$(od -An -tx1 -j4 -N4 '$cli_x/usr/share/man/man1/payidem.1.gz' | tr -d ' ')\" = 00000000 && zcat '$cli_x/usr/share/man/man1/payidem.1.gz' | cmp - '$tree/share/man/man1/payidem.1'"
+check "payidem-cli's copyright has the licence and the command's crates (clap), not only the library's" sh -c \
+    "grep -q 'Apache License' '$cli_x/usr/share/doc/payidem-cli/copyright' && grep -qx 'The payidem command (Apache-2.0) links these crates (name, version, licence).' '$cli_x/usr/share/doc/payidem-cli/copyright' && grep -q '^clap ' '$cli_x/usr/share/doc/payidem-cli/copyright'"
+
+printf 'sizes: libpayidem.so %s B, libpayidem.a %s B, payidem-mock %s B, payidem %s B, tarball %s B, libpayidem0.deb %s B, libpayidem-dev.deb %s B, payidem-cli.deb %s B\n' \
+    "$(size_of "$so")" "$(size_of "$a")" "$(size_of "$mock")" "$(size_of "$tree/bin/payidem")" "$(size_of "$tarball")" \
+    "$(size_of "$deb_runtime")" "$(size_of "$deb_dev")" "$(size_of "$deb_cli")"
 
 # libpayidem.a in a program built for a glibc 2.17 host: zig links against
 # glibc 2.17's symbol list, so an undefined newer symbol fails the link.
@@ -136,6 +184,58 @@ pays() {
         test "$(stat -c %a "$state/payidem")" = 700
 }
 dynamic_only() { readelf -d "$1" | grep -q 'NEEDED.*\[libpayidem.so.0\]'; }
+
+# The payidem command as installed (BIN, its manual page MAN, its bash
+# completion BASH_COMP) on a journal that the installed library wrote:
+# PAY (a pay.c built against that library) pays once, with ENV..., into a
+# journal of its own, then the command lists and checks it.
+cli_works() {
+    local label=$1 bin=$2 man_page=$3 bash_comp=$4 pay=$5; shift 5
+    local state="$tmp/cli-state-$label"
+    local journal="$state/payidem/journal.sqlite3"
+    check "$label: payidem --version" sh -c "'$bin' --version | tee /dev/stderr | grep -qx 'payidem $version'"
+    check "$label: the installed library writes a journal (pay.c pays once)" \
+        sh -c "env XDG_STATE_HOME='$state' $* '$pay' '$url' && test -f '$journal'"
+    check "$label: payidem journal list --json lists that payment, succeeded" lists_the_payment "$bin" "$journal"
+    check "$label: payidem journal check --json finds the journal sound" checks_sound "$bin" "$journal"
+    check "$label: man -l renders the manual page, groff without warnings" man_renders "$man_page"
+    check "$label: bash loads the completion, which completes 'payidem jo' to journal" completes "$bash_comp"
+}
+lists_the_payment() {
+    local out
+    out="$("$1" journal list --json --journal "$2")" || { echo "$out"; return 1; }
+    echo "$out"
+    python3 -c '
+import json, sys
+doc = json.load(sys.stdin)
+ops = [(o["order_id"], o["idempotency_key"], o["state"], o["settled"], o["attempts"]) for o in doc["operations"]]
+assert doc["journal"] == sys.argv[1], doc["journal"]
+assert ops == [("example-1", "create-example-1", "succeeded", True, 1)], ops
+' "$2" <<< "$out"
+}
+checks_sound() {
+    local out
+    out="$("$1" journal check --json --journal "$2")" || { echo "$out"; return 1; }
+    echo "$out"
+    python3 -c '
+import json, sys
+doc = json.load(sys.stdin)
+assert doc["ok"] is True and doc["problems"] == [] and doc["operations"] == 1, doc
+' <<< "$out"
+}
+man_renders() {
+    local rendered
+    rendered="$(MANWIDTH=80 man -l "$1" 2>&1)" || { echo "$rendered"; return 1; }
+    printf '%s\n' "$rendered" | head -n 8
+    printf '%s\n' "$rendered" | grep -q '^NAME' && printf '%s\n' "$rendered" | grep -q 'payidem' &&
+        test -z "$(zcat -f "$1" | groff -man -Tutf8 -ww -z 2>&1)"
+}
+completes() {
+    # shellcheck disable=SC2016 # expanded by the inner bash
+    bash -c 'source "$1" && complete -p payidem >/dev/null && fn=$(complete -p payidem | sed -n "s/.*-F \([^ ]*\).*/\1/p") &&
+        COMP_WORDS=(payidem jo) COMP_CWORD=1 COMP_LINE="payidem jo" COMP_POINT=10 && "$fn" payidem jo payidem &&
+        printf "%s\n" "${COMPREPLY[@]}" | grep -qx journal' _ "$1"
+}
 static_only() { ! readelf -d "$1" | grep -q 'libpayidem'; }
 
 build_with_pkg_config() {
@@ -178,12 +278,25 @@ check "dpkg lists both packages installed" sh -c \
 dlib="$droot/usr/lib/x86_64-linux-gnu"
 build_with_pkg_config deb "$dlib" PKG_CONFIG_SYSROOT_DIR="$droot" PKG_CONFIG_LIBDIR="$dlib/pkgconfig"
 build_with_cmake deb "$droot/usr" "$dlib"
+
+# payidem-cli alone in a throwaway root of its own: it needs no libpayidem0.
+croot="$tmp/cliroot"
+mkdir -p "$croot/var/lib/dpkg/info" "$croot/var/lib/dpkg/updates" "$croot/var/lib/dpkg/triggers"
+touch "$croot/var/lib/dpkg/status"
+check "dpkg -i installs payidem-cli alone into a throwaway root" \
+    dpkg --root="$croot" --force-depends --force-script-chrootless -i "$deb_cli"
+cli_works deb "$croot/usr/bin/payidem" "$croot/usr/share/man/man1/payidem.1.gz" \
+    "$croot/usr/share/bash-completion/completions/payidem" "$tmp/pay-deb-dyn" LD_LIBRARY_PATH="$dlib"
+check "dpkg -r removes payidem-cli and its files" sh -c \
+    "dpkg --root='$croot' --force-script-chrootless -r payidem-cli >/dev/null && test -z \"\$(find '$croot/usr' -type f)\""
 check "dpkg -r removes both packages and their files" sh -c \
     "dpkg --root='$droot' --force-script-chrootless -r libpayidem-dev libpayidem0 >/dev/null && test -z \"\$(find '$droot/usr' -type f)\""
 
 # --- the tarball, unpacked anywhere -----------------------------------------
 build_with_pkg_config tarball "$tree/lib" PKG_CONFIG_PATH="$tree/lib/pkgconfig"
 build_with_cmake tarball "$tree" "$tree/lib"
+cli_works tarball "$tree/bin/payidem" "$tree/share/man/man1/payidem.1" \
+    "$tree/share/bash-completion/completions/payidem" "$tmp/pay-tarball-dyn" LD_LIBRARY_PATH="$tree/lib"
 
 # --- the system's own SQLite beside libpayidem.a ----------------------------
 for order in sqlite-first payidem-first; do

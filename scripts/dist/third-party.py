@@ -1,17 +1,32 @@
 #!/usr/bin/env python3
-"""Prints the third-party notice of libpayidem: every crate linked into the
-library (normal dependencies of payidem-ffi for the target), with its licence.
+"""Prints the third-party notice of payidem's artifacts: every crate linked
+into them (normal dependencies of the named workspace packages for the
+target), with its licence.
 
-    cargo metadata --locked --format-version 1 --filter-platform TRIPLE | third-party.py
+    cargo metadata --locked --format-version 1 --filter-platform TRIPLE | third-party.py [PACKAGE...]
+
+PACKAGE is payidem-ffi (libpayidem, the default) and/or payidem-cli (the
+payidem command); with several, the notice lists the union once.
 """
 import json
 import sys
 
+ARTIFACTS = {"payidem-ffi": "libpayidem", "payidem-cli": "the payidem command"}
+
+roots = sys.argv[1:] or ["payidem-ffi"]
+for name in roots:
+    if name not in ARTIFACTS:
+        sys.exit(f"third-party.py: unknown package {name!r} (expected one of {', '.join(ARTIFACTS)})")
+
 meta = json.load(sys.stdin)
 nodes = {n["id"]: n for n in meta["resolve"]["nodes"]}
 pkgs = {p["id"]: p for p in meta["packages"]}
-root = next(p["id"] for p in meta["packages"] if p["name"] == "payidem-ffi")
-seen, todo = set(), [root]
+seen, todo = set(), []
+for name in roots:
+    ids = [p["id"] for p in meta["packages"] if p["name"] == name]
+    if not ids:
+        sys.exit(f"third-party.py: package {name!r} is not in the workspace metadata")
+    todo.extend(ids)
 while todo:
     i = todo.pop()
     if i in seen:
@@ -20,7 +35,12 @@ while todo:
     for dep in nodes[i]["deps"]:
         if any(kind["kind"] is None for kind in dep["dep_kinds"]):
             todo.append(dep["pkg"])
-print("libpayidem (Apache-2.0) links these crates (name, version, licence).")
+what = " and ".join(ARTIFACTS[name] for name in roots)
+verb = "link" if len(roots) > 1 else "links"
+# "libpayidem" keeps its lower case at the start of the sentence; "the" does not.
+if what.startswith("the "):
+    what = "T" + what[1:]
+print(f"{what} (Apache-2.0) {verb} these crates (name, version, licence).")
 print("SQLite, bundled by libsqlite3-sys, is in the public domain.\n")
 # Several versions of one crate may be linked: name then version (then id)
 # makes the order independent of set iteration.

@@ -8,8 +8,10 @@
 #   make lint        rustfmt check and clippy with warnings as errors
 #   make bench       Rust benchmarks (see BENCHMARKS.md)
 #   make dist        every release artifact into dist/ (glibc 2.17 floor):
-#                    C tarball and .debs, the mock, the Python wheel, and the
-#                    Go module's prebuilt libraries (refreshed when stale)
+#                    C tarball (with the payidem command) and .debs
+#                    (libpayidem0, libpayidem-dev, payidem-cli), the mock, the
+#                    Python wheel, and the Go module's prebuilt libraries
+#                    (refreshed when stale)
 #
 # C ABI (ffi/):
 #   make lib                      libpayidem.so and libpayidem.a into target/dist-stage/x86_64,

@@ -127,6 +127,9 @@ deb libpayidem-dev libdevel same "libpayidem0 (= $debversion)" \
 
 # payidem-cli: the command links the Rust core statically (no libpayidem0);
 # it needs only glibc, from the newest version its dynamic symbols name.
+# Not dpkg-shlibdeps: it reads the build host's symbols files, and on a
+# glibc >= 2.34 host it asks libc6 (>= 2.34) for the libpthread/libdl links
+# (merged into libc there), which would refuse the hosts this build targets.
 cli_bin="$cli_stage/bin/payidem"
 for needed in $(readelf -dW "$cli_bin" | sed -n 's/.*(NEEDED).*\[\(.*\)\]$/\1/p'); do
     case "$needed" in

@@ -59,6 +59,13 @@ type Outcome struct {
 	OrderID        string
 	// Attempts over every call of the operation, status queries included.
 	Attempts int
+	// JournalErr is set (an *Error with CodeJournal) when the platform
+	// answered 2xx but the journal could not record the success: the
+	// payment was made and this Outcome says so. The journal still holds
+	// the operation unsettled with its key; the next Execute or Resume of
+	// the order gets the same answer replayed by the platform and records
+	// it then. Nil when the journal recorded the success.
+	JournalErr error
 }
 
 // State is where an operation stands in the journal.
@@ -448,7 +455,12 @@ func (c *Client) Get(ctx context.Context, path string) (*Response, error) {
 func takeOutcome(out *C.payidem_outcome) *Outcome {
 	defer C.payidem_outcome_free(out)
 	r := responseOf(out)
+	var journalErr error
+	if je := C.payidem_outcome_journal_error(out); je != nil {
+		journalErr = copyError(C.payidem_error_code(je), je, nil)
+	}
 	return &Outcome{
+		JournalErr:     journalErr,
 		Status:         r.Status,
 		Headers:        r.Headers,
 		Body:           r.Body,

@@ -213,6 +213,12 @@ func typed(e *Error) error {
 // cerr and freeing it. cause (may be nil) is the context error of the call.
 func newError(rc C.payidem_result, cerr *C.payidem_error, cause error) error {
 	defer C.payidem_error_free(cerr)
+	return copyError(rc, cerr, cause)
+}
+
+// copyError builds the Go error of a C result, copying everything out of
+// cerr (may be nil), which it leaves to its owner.
+func copyError(rc C.payidem_result, cerr *C.payidem_error, cause error) error {
 	info, known := codeByResult[uint32(rc)]
 	if !known {
 		info.code, info.sentinel = CodeInternal, ErrInternal

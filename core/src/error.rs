@@ -245,6 +245,20 @@ impl Error {
         self
     }
 
+    /// Adds to the message that the journal could not record the answer
+    /// this error carries (the error's code, status and body stay the
+    /// platform's): the operation stays resumable and the platform replays
+    /// the same answer.
+    pub fn with_journal_error(mut self, journal: &Error) -> Error {
+        self.0.message = format!(
+            "{}; the journal could not record this answer ({}), the operation stays resumable \
+             and the platform replays it",
+            self.0.message,
+            journal.message()
+        );
+        self
+    }
+
     /// Attaches the server's clock (Unix seconds), for
     /// [`ErrorCode::TimestampOutOfWindow`].
     pub fn with_server_time(mut self, server_time: u64) -> Error {

@@ -12,6 +12,8 @@
 #include <cJSON.h>
 #include <stdint.h>
 #include <strings.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "harness.h"
@@ -1282,7 +1284,7 @@ static void test_e2e_payment_succeeds_and_replays_from_the_journal(void) {
     /* The same operation again answers from the journal, no new attempt. */
     payidem_client_set_event_callback(client, NULL, NULL);
     EXPECT_OK(payidem_client_execute(client, "c-ord-1", "POST", "/v1/payments",
-                                     (const uint8_t *)body, strlen(body), NULL, sp, &again,
+                                     (const uint8_t *)body, strlen(body), NULL, NULL, &again,
                                      &err),
               err);
     CHECK(payidem_outcome_http_status(again) == 201);
@@ -1632,6 +1634,103 @@ static void test_e2e_sqlite_journal_survives_the_client(void) {
         CHECK(found && state == PAYIDEM_STATE_SUCCEEDED && attempts == 1);
         payidem_client_free(client);
     }
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    snprintf(shm, sizeof shm, "%s-shm", path);
+    unlink(wal);
+    unlink(shm);
+    unlink(path);
+    rmdir(dir);
+}
+
+/* A success is never lost to a journal failure: once the platform's 201 is
+ * in, every write to a regular file fails (the file-size limit drops to 0,
+ * so write(2) gets EFBIG as on a failing disk). The caller gets the 201 with
+ * the journal's error attached; with the disk back, the next execute of the
+ * order resumes it and the platform replays the same answer. */
+static void set_file_size_limit(int zero) {
+    struct rlimit lim;
+    CHECK(getrlimit(RLIMIT_FSIZE, &lim) == 0);
+    lim.rlim_cur = zero ? 0 : lim.rlim_max;
+    CHECK(setrlimit(RLIMIT_FSIZE, &lim) == 0);
+}
+
+static void fail_disk_after_answer(void *userdata, const payidem_attempt_event *ev) {
+    int *tripped = userdata;
+    if (ev->http_status == 201 && !*tripped) {
+        *tripped = 1;
+        set_file_size_limit(1);
+    }
+}
+
+static void test_e2e_success_survives_a_journal_failure(void) {
+    char dir[] = "/tmp/payidem-c-XXXXXX";
+    char path[256], extra[512], body[128], wal[300], shm[300];
+    payidem_client *client;
+    payidem_outcome *first = NULL, *again = NULL;
+    payidem_error *err = NULL;
+    const payidem_error *journal;
+    const uint8_t *b1 = NULL, *b2 = NULL;
+    size_t n1 = 0, n2 = 0;
+    bool found = false;
+    payidem_operation_state state = PAYIDEM_STATE_NOT_FOUND;
+    uint32_t attempts = 0;
+    int tripped = 0;
+    CHECK(mock_ok_started);
+    if (!mock_ok_started || mkdtemp(dir) == NULL) return;
+    signal(SIGXFSZ, SIG_IGN);
+    snprintf(path, sizeof path, "%s/journal.sqlite3", dir);
+    snprintf(extra, sizeof extra, "\"journal_path\":\"%s\"", path);
+    client = new_client(mock_ok.base_url, extra);
+    CHECK(client != NULL);
+    if (!client) return;
+    payidem_client_set_event_callback(client, fail_disk_after_answer, &tripped);
+    /* No status path: the resumed call re-sends the POST with its key, and
+     * the platform replays its stored answer. */
+    payment_body(body, sizeof body, "c-ord-journal-fails", 4200);
+    EXPECT_OK(payidem_client_execute(client, "c-ord-journal-fails", "POST", "/v1/payments",
+                                     (const uint8_t *)body, strlen(body), NULL, NULL, &first,
+                                     &err),
+              err);
+    set_file_size_limit(0);
+    CHECK(tripped);
+    CHECK(first != NULL);
+    if (first) {
+        CHECK(payidem_outcome_http_status(first) == 201);
+        CHECK(!payidem_outcome_replayed(first));
+        journal = payidem_outcome_journal_error(first);
+        CHECK(journal != NULL);
+        CHECK(payidem_error_code(journal) == PAYIDEM_JOURNAL_ERROR);
+        CHECK_STR(payidem_error_order_id(journal), "c-ord-journal-fails");
+        CHECK(payidem_error_message(journal) != NULL);
+    }
+    EXPECT_OK(payidem_client_status(client, "c-ord-journal-fails", &found, &state, &attempts,
+                                    &err),
+              err);
+    CHECK(found && state == PAYIDEM_STATE_IN_FLIGHT);
+
+    /* The disk works again: the same client resumes at once and the
+     * platform answers from its idempotency store. */
+    payidem_client_set_event_callback(client, NULL, NULL);
+    EXPECT_OK(payidem_client_execute(client, "c-ord-journal-fails", "POST", "/v1/payments",
+                                     (const uint8_t *)body, strlen(body), NULL, NULL, &again,
+                                     &err),
+              err);
+    CHECK(again != NULL);
+    if (first && again) {
+        CHECK(payidem_outcome_replayed(again));
+        CHECK(payidem_outcome_journal_error(again) == NULL);
+        CHECK(payidem_outcome_body(first, &b1, &n1) && payidem_outcome_body(again, &b2, &n2));
+        CHECK(n1 == n2 && n1 > 0 && memcmp(b1, b2, n1) == 0);
+        CHECK_STR(payidem_outcome_idempotency_key(again), payidem_outcome_idempotency_key(first));
+    }
+    EXPECT_OK(payidem_client_status(client, "c-ord-journal-fails", &found, &state, &attempts,
+                                    &err),
+              err);
+    CHECK(found && state == PAYIDEM_STATE_SUCCEEDED);
+    CHECK(payidem_outcome_journal_error(NULL) == NULL);
+    payidem_outcome_free(first);
+    payidem_outcome_free(again);
+    payidem_client_free(client);
     snprintf(wal, sizeof wal, "%s-wal", path);
     snprintf(shm, sizeof shm, "%s-shm", path);
     unlink(wal);
@@ -2223,6 +2322,7 @@ int main(void) {
     RUN(test_e2e_cancel_busy_and_transport);
     RUN(test_e2e_unknown_outcome_resume_and_key_expiry);
     RUN(test_e2e_sqlite_journal_survives_the_client);
+    RUN(test_e2e_success_survives_a_journal_failure);
     RUN(test_client_defaults_json);
     RUN(test_e2e_get_reads_without_the_journal);
     RUN(test_e2e_purge_settled);

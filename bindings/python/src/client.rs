@@ -22,7 +22,9 @@ use crate::events;
 
 /// `(status, headers, body, replayed)`.
 pub(crate) type ResponseTuple<'py> = (u16, Vec<(String, String)>, Bound<'py, PyBytes>, bool);
-/// `(order_id, idempotency_key, attempts, status, headers, body, replayed)`.
+/// `(order_id, idempotency_key, attempts, status, headers, body, replayed,
+/// journal_error)`; `journal_error` is the `payidem.errors.JournalError`
+/// of a success the journal could not record, or `None`.
 pub(crate) type OutcomeTuple<'py> = (
     String,
     String,
@@ -31,6 +33,7 @@ pub(crate) type OutcomeTuple<'py> = (
     Vec<(String, String)>,
     Bound<'py, PyBytes>,
     bool,
+    Option<Bound<'py, PyAny>>,
 );
 /// `(order_id, state, attempts, idempotency_key, created_at, updated_at,
 /// method, path, status_path, body_sha256)`.
@@ -61,6 +64,8 @@ pub(crate) fn outcome_tuple(py: Python<'_>, o: Outcome) -> OutcomeTuple<'_> {
         r.headers,
         PyBytes::new(py, &r.body),
         r.replayed,
+        o.journal_error
+            .map(|e| to_pyerr(py, &e).into_value(py).into_bound(py).into_any()),
     )
 }
 

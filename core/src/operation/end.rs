@@ -134,6 +134,7 @@ impl End {
                 idempotency_key: idempotency_key.to_owned(),
                 attempts,
                 response,
+                journal_error: None,
             }),
             End::Rejected(r) => Err(op(Error::new(
                 ErrorCode::Rejected,
@@ -182,6 +183,12 @@ pub struct Outcome {
     /// The platform's answer: status, headers, body and whether it was
     /// replayed from the platform's idempotency store.
     pub response: Response,
+    /// Set when the platform answered 2xx but the journal could not record
+    /// the success: the payment was made and this outcome says so. The
+    /// journal still holds the operation in flight with its key; a later
+    /// `execute`/`resume` of it gets the same answer replayed by the
+    /// platform and records it then.
+    pub journal_error: Option<Error>,
 }
 
 #[cfg(test)]

@@ -730,6 +730,7 @@ pub unsafe extern "C" fn payidem_client_get(
             idempotency_key: String::new(),
             attempts: 1,
             response,
+            journal_error: None,
         };
         slot.write(Box::into_raw(Box::new(payidem_outcome::from(outcome))));
         Ok(())

@@ -11,7 +11,9 @@ use crate::result::payidem_result;
 use crate::text::{c_string, handle, out};
 
 /// The settled outcome of an operation: the platform's 2xx answer (status,
-/// headers, body), the order id, the idempotency key and the attempts made.
+/// headers, body), the order id, the idempotency key and the attempts made,
+/// and the journal's error when the journal could not record the success
+/// (`payidem_outcome_journal_error`).
 ///
 /// Single owner: it may move between threads but must not be used by two at
 /// once; free it with `payidem_outcome_free`.
@@ -23,6 +25,7 @@ pub struct payidem_outcome {
     replayed: bool,
     headers: Vec<(CString, CString)>,
     body: Vec<u8>,
+    journal_error: Option<Box<payidem_error>>,
 }
 
 impl From<Outcome> for payidem_outcome {
@@ -40,6 +43,9 @@ impl From<Outcome> for payidem_outcome {
                 .map(|(n, v)| (c_string(n), c_string(v)))
                 .collect(),
             body: o.response.body,
+            journal_error: o
+                .journal_error
+                .map(|e| Box::new(payidem_error::from(FfiError::from(e)))),
         }
     }
 }
@@ -182,6 +188,31 @@ pub unsafe extern "C" fn payidem_outcome_header_at(
         name_slot.write(name.as_ptr());
         value_slot.write(value.as_ptr());
         Ok(())
+    })
+}
+
+/// The journal's error when the platform answered 2xx but the journal
+/// could not record the success (`PAYIDEM_JOURNAL_ERROR`; read it with the
+/// `payidem_error_*` accessors); NULL when the journal recorded it. The
+/// payment was made either way. The journal still holds the operation in
+/// flight with its key: a later `payidem_client_execute` or
+/// `payidem_client_resume` of the order gets the same answer replayed by
+/// the platform and records it then.
+///
+/// Ownership: borrowed from `outcome`, valid until
+/// `payidem_outcome_free(outcome)`; never pass it to `payidem_error_free`.
+/// NULL: `outcome` may be NULL, giving NULL.
+/// Threads: read-only; not while another thread frees `outcome`.
+/// Errors: none.
+#[no_mangle]
+pub unsafe extern "C" fn payidem_outcome_journal_error(
+    outcome: *const payidem_outcome,
+) -> *const payidem_error {
+    guard_value(ptr::null(), || {
+        outcome
+            .as_ref()
+            .and_then(|o| o.journal_error.as_deref())
+            .map_or(ptr::null(), |e| e as *const payidem_error)
     })
 }
 

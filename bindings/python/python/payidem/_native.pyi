@@ -64,7 +64,7 @@ CALL_STEP_KINDS: List[str]
 
 _Headers = Union[Mapping[str, str], Iterable[Tuple[str, str]]]
 _Response = Tuple[int, List[Tuple[str, str]], bytes, bool]
-_Outcome = Tuple[str, str, int, int, List[Tuple[str, str]], bytes, bool]
+_Outcome = Tuple[str, str, int, int, List[Tuple[str, str]], bytes, bool, Optional[Exception]]
 _Status = Tuple[str, _OperationState, int, str, int, int, str, str, Optional[str], str]
 
 class _ClientDefaults(TypedDict):

@@ -22,11 +22,12 @@ from typing import (
     Sequence,
     Tuple,
     Union,
+    cast,
     get_args,
 )
 
 from . import _native
-from .errors import InvalidArgument
+from .errors import Error, InvalidArgument
 
 __all__ = [
     "AttemptEvent",
@@ -233,6 +234,28 @@ class Outcome(_Body):
     headers: Headers
     body: bytes = field(repr=False)
     replayed: bool = False
+    journal_error: Optional[Error] = None
+    """Set (a :class:`payidem.errors.JournalError`) when the platform
+    answered 2xx but the journal could not record the success: the payment
+    was made and this outcome says so. The journal still holds the
+    operation unsettled with its key; the next ``execute`` or ``resume`` of
+    the order gets the same answer replayed by the platform and records it
+    then. ``None`` when the journal recorded the success."""
+
+
+def _outcome(t: Tuple[str, str, int, int, List[Tuple[str, str]], bytes, bool, Optional[Exception]]) -> Outcome:
+    """The :class:`Outcome` of the native layer's outcome tuple."""
+    order_id, key, attempts, status, headers, body, replayed, journal_error = t
+    return Outcome(
+        order_id=order_id,
+        idempotency_key=key,
+        attempts=attempts,
+        status=status,
+        headers=Headers(headers),
+        body=body,
+        replayed=replayed,
+        journal_error=cast(Optional[Error], journal_error),
+    )
 
 
 @dataclass(frozen=True, init=False)

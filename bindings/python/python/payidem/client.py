@@ -8,7 +8,7 @@ from types import TracebackType
 from typing import Any, Callable, Dict, List, Optional, Tuple, Type, Union
 
 from . import _native
-from ._types import AttemptEvent, ClientDefaults, Headers, OperationStatus, Outcome, Response, _status
+from ._types import AttemptEvent, ClientDefaults, Headers, OperationStatus, Outcome, Response, _outcome, _status
 from .errors import Error, InvalidArgument
 
 __all__ = ["Client", "Body", "CLIENT_DEFAULTS", "MEMORY", "default_journal_path", "freeze_body"]
@@ -113,19 +113,6 @@ def _journal_setting(journal: Union[str, "os.PathLike[str]", None]) -> Optional[
     if not isinstance(journal, (str, os.PathLike)):
         raise TypeError(f"journal must be a path, ':memory:' or None, not {type(journal).__name__}")
     return os.fsdecode(os.fspath(journal))
-
-
-def _outcome(t: Tuple[str, str, int, int, List[Tuple[str, str]], bytes, bool]) -> Outcome:
-    order_id, key, attempts, status, headers, body, replayed = t
-    return Outcome(
-        order_id=order_id,
-        idempotency_key=key,
-        attempts=attempts,
-        status=status,
-        headers=Headers(headers),
-        body=body,
-        replayed=replayed,
-    )
 
 
 class Client:

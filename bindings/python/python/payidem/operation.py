@@ -61,6 +61,7 @@ from ._types import (
     Outcome,
     ReplyKind,
     Response,
+    _outcome,
 )
 from .errors import Error
 
@@ -85,7 +86,7 @@ __all__ = [
 ]
 
 _Pairs = Tuple[Tuple[str, str], ...]
-_OutcomeTuple = Tuple[str, str, int, int, list, bytes, bool]  # type: ignore[type-arg]
+_OutcomeTuple = Tuple[str, str, int, int, list, bytes, bool, Optional[Exception]]  # type: ignore[type-arg]
 
 
 @dataclass(frozen=True)
@@ -262,19 +263,6 @@ Step = Union[PersistStep, SendStep, WaitStep, EndStep]
 
 CallStep = Union[SendStep, WaitStep, DoneStep]
 """A step of :class:`Call`."""
-
-
-def _outcome(t: _OutcomeTuple) -> Outcome:
-    order_id, key, attempts, status, headers, body, replayed = t
-    return Outcome(
-        order_id=order_id,
-        idempotency_key=key,
-        attempts=attempts,
-        status=status,
-        headers=Headers(headers),
-        body=body,
-        replayed=replayed,
-    )
 
 
 def _result(value: object) -> Union[Outcome, Error]:

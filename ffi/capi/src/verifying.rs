@@ -25,7 +25,7 @@ use crate::text::{array, bytes, handle, out, req_str, Out};
 /// at once (verifications run concurrently; `payidem_verifier_add_key`
 /// waits for running verifications). Secrets are wiped on free.
 pub struct payidem_verifier {
-    inner: RwLock<Verifier>,
+    pub(crate) inner: RwLock<Verifier>,
 }
 
 /// Creates a verifier with a timestamp window of `window_seconds` (300 in

@@ -1,0 +1,166 @@
+//! The log-level policy and the client's call-level events (call ends,
+//! journal failures) as JSON.
+
+use std::collections::HashMap;
+use std::ffi::{c_char, c_void};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
+
+use payidem::client::{attempt_level, Event, LogLevel};
+use payidem::operation::NextAction;
+
+use crate::boundary::guard_value;
+use crate::client::{payidem_attempt_event, payidem_client, payidem_next_action};
+use crate::text::c_string;
+
+/// How loud an event is: one policy for every language (a first-attempt
+/// success is debug; a retry, backoff, clock adjustment, status query or a
+/// success after them is info; a give-up — unknown, key expired, refused,
+/// nothing sent, a journal failure — is warn).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum payidem_log_level {
+    /// Routine: nothing needed more than one attempt.
+    PAYIDEM_LOG_DEBUG = 1,
+    /// The retry machinery worked: retries, backoffs, status queries.
+    PAYIDEM_LOG_INFO = 2,
+    /// The call gave up or the journal failed: someone may have to act.
+    PAYIDEM_LOG_WARN = 3,
+}
+
+fn level_of(level: LogLevel) -> payidem_log_level {
+    match level {
+        LogLevel::Debug => payidem_log_level::PAYIDEM_LOG_DEBUG,
+        LogLevel::Info => payidem_log_level::PAYIDEM_LOG_INFO,
+        LogLevel::Warn => payidem_log_level::PAYIDEM_LOG_WARN,
+    }
+}
+
+/// The log level of an attempt's event (the policy of
+/// `payidem_log_level`): `PAYIDEM_LOG_DEBUG` for a first attempt that
+/// settled with a 2xx, `PAYIDEM_LOG_WARN` when the client gives up,
+/// `PAYIDEM_LOG_INFO` otherwise.
+///
+/// Ownership: `event` is only read.
+/// NULL: `event` NULL answers `PAYIDEM_LOG_WARN`.
+/// Threads: safe from any thread (typically inside the event callback).
+/// Errors: none.
+#[no_mangle]
+pub unsafe extern "C" fn payidem_attempt_event_level(
+    event: *const payidem_attempt_event,
+) -> payidem_log_level {
+    guard_value(payidem_log_level::PAYIDEM_LOG_WARN, || {
+        let Some(e) = event.as_ref() else {
+            return payidem_log_level::PAYIDEM_LOG_WARN;
+        };
+        let next = match e.next {
+            payidem_next_action::PAYIDEM_NEXT_SETTLE => NextAction::Settle,
+            payidem_next_action::PAYIDEM_NEXT_RETRY_NOW => NextAction::RetryNow,
+            payidem_next_action::PAYIDEM_NEXT_RETRY_LATER => NextAction::RetryLater,
+            payidem_next_action::PAYIDEM_NEXT_ADJUST_CLOCK => NextAction::AdjustClock,
+            payidem_next_action::PAYIDEM_NEXT_QUERY_STATUS => NextAction::QueryStatus,
+            payidem_next_action::PAYIDEM_NEXT_QUERY_LATER => NextAction::QueryLater,
+            payidem_next_action::PAYIDEM_NEXT_GIVE_UP => NextAction::GiveUp,
+        };
+        let status = (e.http_status != 0).then_some(e.http_status);
+        level_of(attempt_level(e.attempt, next, status))
+    })
+}
+
+/// The name of a `payidem_log_level`: `"debug"`, `"info"`, `"warn"`;
+/// `"unknown"` for any other number.
+///
+/// Ownership: the string is static; never free it.
+/// NULL: never takes a pointer.
+/// Threads: safe from any thread.
+/// Errors: none.
+#[no_mangle]
+pub extern "C" fn payidem_log_level_name(level: u32) -> *const c_char {
+    let name: &'static [u8] = match level {
+        1 => b"debug\0",
+        2 => b"info\0",
+        3 => b"warn\0",
+        _ => b"unknown\0",
+    };
+    name.as_ptr().cast()
+}
+
+/// Receives one client event as JSON (`event_json`, borrowed for the call
+/// only), with the `userdata` given at registration. The object has `type`
+/// (`"attempt"`, `"call_ended"` or `"journal_failed"`), `level`
+/// (`"debug"`, `"info"` or `"warn"`, the policy of `payidem_log_level`)
+/// and the event's fields (docs/metrics.md). It must return normally: no
+/// `longjmp`, no exception (the library catches nothing thrown through C
+/// frames).
+pub type payidem_event_json_callback =
+    Option<unsafe extern "C" fn(userdata: *mut c_void, event_json: *const c_char)>;
+
+#[derive(Clone, Copy)]
+struct JsonCallback {
+    function: unsafe extern "C" fn(*mut c_void, *const c_char),
+    userdata: *mut c_void,
+}
+
+// SAFETY: the caller promises (in the header) that the callback and its
+// userdata may be used from any thread calling the client.
+unsafe impl Send for JsonCallback {}
+unsafe impl Sync for JsonCallback {}
+
+type Slot = Arc<RwLock<Option<JsonCallback>>>;
+
+/// The slot each client's current listener reads, by client address, so
+/// that replacing a listener waits for the previous one's running calls.
+fn slots() -> &'static Mutex<HashMap<usize, Slot>> {
+    static SLOTS: OnceLock<Mutex<HashMap<usize, Slot>>> = OnceLock::new();
+    SLOTS.get_or_init(Default::default)
+}
+
+/// Sets (or, with `callback` NULL, removes) the function that receives
+/// every event of the client as JSON: each attempt (the same attempts
+/// `payidem_client_set_event_callback` receives), each call's end (order
+/// id, key, end name, final, landed, attempts, duration; never a body or a
+/// secret) and each failed journal write. It runs on whichever thread
+/// caused the event, so it and `userdata` must be safe to use from every
+/// thread calling the client. Once this function returns, no call of the
+/// previous callback is running or will start. The callback must not call
+/// this function nor start a call on the same client (either can
+/// deadlock); it may call any other function.
+///
+/// Ownership: `userdata` stays the caller's; it must outlive its
+/// registration.
+/// NULL: `client` must not be NULL (nothing happens); `callback` and
+/// `userdata` may be NULL.
+/// Threads: safe at any time; it waits for a running callback to return.
+/// Errors: none.
+#[no_mangle]
+pub unsafe extern "C" fn payidem_client_set_event_json_callback(
+    client: *const payidem_client,
+    callback: payidem_event_json_callback,
+    userdata: *mut c_void,
+) {
+    guard_value((), || {
+        let Some(client) = client.as_ref() else {
+            return;
+        };
+        let mut slots = slots().lock().unwrap_or_else(PoisonError::into_inner);
+        // A slot left by a freed client at the same address is reused
+        // harmlessly: the listener is installed on this client every time.
+        let slot = Arc::clone(
+            slots
+                .entry(client as *const payidem_client as usize)
+                .or_default(),
+        );
+        drop(slots);
+        let target = Arc::clone(&slot);
+        (client.inner).set_event_listener(Some(Arc::new(move |e: &Event| deliver(&target, e))));
+        *slot.write().unwrap_or_else(PoisonError::into_inner) =
+            callback.map(|function| JsonCallback { function, userdata });
+    })
+}
+
+fn deliver(slot: &RwLock<Option<JsonCallback>>, event: &Event) {
+    let guard = slot.read().unwrap_or_else(PoisonError::into_inner);
+    let Some(cb) = *guard else { return };
+    let json = c_string(event.to_json());
+    // SAFETY: the caller registered a valid callback for this userdata.
+    unsafe { (cb.function)(cb.userdata, json.as_ptr()) };
+}

@@ -1,0 +1,241 @@
+/*
+ * Metrics and events through the C ABI: a client paying through a mock
+ * that answers 504 after committing some attempts; its metrics (Prometheus
+ * text and JSON) count exactly what its event callbacks saw; the JSON
+ * event callback delivers call ends; the log level of every attempt given
+ * by payidem_attempt_event_level equals the level the core wrote in the
+ * same attempt's JSON event; a verifier counts its verdicts.
+ *
+ * Needs PAYIDEM_MOCK (default target/release/payidem-mock) and cJSON.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <cJSON.h>
+
+#include "harness.h"
+
+#define EXPECT_OK(call, err)                                                   \
+    do {                                                                       \
+        payidem_result r_ = (call);                                            \
+        if (r_ != PAYIDEM_OK) {                                                \
+            fprintf(stderr, "  %s:%d: %s failed: %s\n", __FILE__, __LINE__,    \
+                    #call, payidem_error_message(err));                        \
+            harness_current_failed = 1;                                        \
+        }                                                                      \
+        payidem_error_free(err);                                               \
+        (err) = NULL;                                                          \
+    } while (0)
+
+#define MAX_EVENTS 512
+
+struct seen {
+    int attempts;
+    int status_504;
+    int status_queries;
+    const char *levels[MAX_EVENTS]; /* from payidem_attempt_event_level */
+    int json_attempts;
+    const char *json_levels[MAX_EVENTS]; /* from the core's JSON */
+    int call_ends;
+    int succeeded;
+};
+
+static const char *static_level(const char *name) {
+    if (strcmp(name, "debug") == 0) return "debug";
+    if (strcmp(name, "info") == 0) return "info";
+    if (strcmp(name, "warn") == 0) return "warn";
+    return "?";
+}
+
+static void on_attempt(void *userdata, const payidem_attempt_event *ev) {
+    struct seen *s = userdata;
+    if (s->attempts < MAX_EVENTS) {
+        s->levels[s->attempts] =
+            payidem_log_level_name((uint32_t)payidem_attempt_event_level(ev));
+    }
+    s->attempts++;
+    if (ev->http_status == 504) s->status_504++;
+    if (ev->kind == PAYIDEM_ATTEMPT_KIND_STATUS_QUERY) s->status_queries++;
+}
+
+static void on_json(void *userdata, const char *json) {
+    struct seen *s = userdata;
+    cJSON *doc = cJSON_Parse(json);
+    const char *type, *level;
+    if (doc == NULL) {
+        harness_current_failed = 1;
+        return;
+    }
+    type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "type"));
+    level = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "level"));
+    if (type && level && strcmp(type, "attempt") == 0) {
+        if (s->json_attempts < MAX_EVENTS) s->json_levels[s->json_attempts] = static_level(level);
+        s->json_attempts++;
+    } else if (type && strcmp(type, "call_ended") == 0) {
+        const char *end = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "end"));
+        s->call_ends++;
+        if (end && strcmp(end, "succeeded") == 0) s->succeeded++;
+        if (cJSON_GetObjectItemCaseSensitive(doc, "order_id") == NULL) harness_current_failed = 1;
+    }
+    cJSON_Delete(doc);
+}
+
+/* The value of the sample line starting with `series ` in `text`. */
+static double sample(const char *text, const char *series) {
+    const char *p = text;
+    size_t n = strlen(series);
+    while ((p = strstr(p, series)) != NULL) {
+        if ((p == text || p[-1] == '\n') && p[n] == ' ') return atof(p + n + 1);
+        p += n;
+    }
+    return -1;
+}
+
+static char *metrics_of(payidem_client *client, payidem_metrics_format format) {
+    payidem_error *err = NULL;
+    size_t len = 0;
+    char *buf;
+    CHECK(payidem_client_metrics(client, (uint32_t)format, NULL, 0, &len, &err) ==
+          PAYIDEM_BUFFER_TOO_SMALL);
+    payidem_error_free(err);
+    err = NULL;
+    buf = malloc(len + 1);
+    EXPECT_OK(payidem_client_metrics(client, (uint32_t)format, buf, len + 1, &len, &err), err);
+    return buf;
+}
+
+static void test_client_metrics_count_what_the_events_saw(void) {
+    const char *flags[] = {"--seed", "11", "--fault", "timeout_504_after_commit=0.3", NULL};
+    struct mock mock;
+    struct seen seen;
+    payidem_client *client;
+    payidem_error *err = NULL;
+    char order[64], body[128], path[128], series[256];
+    char *text, *json;
+    cJSON *doc, *metric;
+    int i, n = 20, found_json = 0;
+    memset(&seen, 0, sizeof seen);
+    CHECK(mock_start(&mock, flags) == 0);
+    client = new_client(mock.base_url, "\"retry\":{\"base_ms\":5,\"cap_ms\":50}");
+    CHECK(client != NULL);
+    if (client == NULL) {
+        mock_stop(&mock);
+        return;
+    }
+    payidem_client_set_event_callback(client, on_attempt, &seen);
+    payidem_client_set_event_json_callback(client, on_json, &seen);
+    for (i = 0; i < n; i++) {
+        payidem_outcome *outcome = NULL;
+        snprintf(order, sizeof order, "c-metrics-%d", i);
+        snprintf(body, sizeof body, "{\"order_id\":\"%s\",\"amount\":%d,\"currency\":\"EUR\"}", order,
+                 100 + i);
+        snprintf(path, sizeof path, "/v1/payments?order_id=%s", order);
+        EXPECT_OK(payidem_client_execute(client, order, "POST", "/v1/payments", (const uint8_t *)body,
+                                         strlen(body), NULL, path, &outcome, &err),
+                  err);
+        payidem_outcome_free(outcome);
+    }
+    /* After removal, nothing more is delivered to the JSON callback. */
+    payidem_client_set_event_json_callback(client, NULL, NULL);
+
+    CHECK(seen.status_504 > 0);
+    CHECK(seen.status_queries == seen.status_504);
+    CHECK(seen.json_attempts == seen.attempts);
+    CHECK(seen.call_ends == n);
+    CHECK(seen.succeeded == n);
+    for (i = 0; i < seen.attempts && i < MAX_EVENTS; i++) {
+        CHECK_STR(seen.levels[i], seen.json_levels[i]);
+    }
+    CHECK_STR(payidem_log_level_name(PAYIDEM_LOG_WARN), "warn");
+
+    text = metrics_of(client, PAYIDEM_METRICS_PROMETHEUS);
+    CHECK(strstr(text, "# TYPE payidem_client_attempts_total counter\n") != NULL);
+    CHECK(sample(text, "payidem_client_calls_ended_total{end=\"succeeded\"}") == n);
+    snprintf(series, sizeof series,
+             "payidem_client_attempts_total{kind=\"operation\",http_request_method=\"POST\","
+             "http_response_status_code=\"504\",next=\"query_status\"}");
+    CHECK(sample(text, series) == seen.status_504);
+    CHECK(sample(text, "payidem_client_attempt_duration_seconds_count{kind=\"status_query\","
+                       "http_request_method=\"GET\"}") == seen.status_queries);
+    CHECK(sample(text, "payidem_client_unknown_operations") == 0);
+    free(text);
+
+    json = metrics_of(client, PAYIDEM_METRICS_JSON);
+    doc = cJSON_Parse(json);
+    CHECK(doc != NULL);
+    cJSON_ArrayForEach(metric, cJSON_GetObjectItemCaseSensitive(doc, "metrics")) {
+        const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(metric, "name"));
+        if (name && strcmp(name, "payidem_client_settle_duration_seconds") == 0) {
+            cJSON *series0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(metric, "series"), 0);
+            CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(metric, "type")),
+                      "histogram");
+            CHECK(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(series0, "count")) == n);
+            found_json = 1;
+        }
+    }
+    CHECK(found_json);
+    cJSON_Delete(doc);
+    free(json);
+
+    CHECK(payidem_client_metrics(client, 9, NULL, 0, NULL, &err) == PAYIDEM_INVALID_ARGUMENT);
+    CHECK_STR(payidem_error_field(err), "format");
+    payidem_error_free(err);
+    err = NULL;
+    payidem_client_free(client);
+    mock_stop(&mock);
+}
+
+static void test_verifier_metrics_count_verdicts(void) {
+    payidem_signer *signer = NULL;
+    payidem_verifier *verifier = NULL;
+    payidem_error *err = NULL;
+    payidem_signed_headers s;
+    payidem_header hs[5];
+    const uint8_t *secrets[1] = {(const uint8_t *)MOCK_SECRET};
+    size_t lens[1] = {strlen(MOCK_SECRET)};
+    const char *body = "{\"amount\":1}";
+    uint64_t now = 1800000000u;
+    uint16_t status = 0;
+    char buf[4096];
+    size_t len = 0;
+    EXPECT_OK(payidem_signer_new(MOCK_KEY_ID, (const uint8_t *)MOCK_SECRET, strlen(MOCK_SECRET),
+                                 &signer, &err),
+              err);
+    EXPECT_OK(payidem_verifier_new(300, 1000, &verifier, &err), err);
+    EXPECT_OK(payidem_verifier_add_key(verifier, MOCK_KEY_ID, secrets, lens, 1, &err), err);
+    EXPECT_OK(payidem_signer_sign_into(signer, "POST", "/v1/payments", "create-v",
+                                       (const uint8_t *)body, strlen(body), now, &s, &err),
+              err);
+    hs[0].name = PAYIDEM_HEADER_API_KEY;
+    hs[0].value = s.api_key;
+    hs[1].name = PAYIDEM_HEADER_TIMESTAMP;
+    hs[1].value = s.timestamp;
+    hs[2].name = PAYIDEM_HEADER_NONCE;
+    hs[2].value = s.nonce;
+    hs[3].name = PAYIDEM_HEADER_SIGNATURE;
+    hs[3].value = s.signature;
+    hs[4].name = PAYIDEM_HEADER_IDEMPOTENCY_KEY;
+    hs[4].value = s.idempotency_key;
+    EXPECT_OK(payidem_verifier_verify(verifier, "POST", "/v1/payments", hs, 5,
+                                      (const uint8_t *)body, strlen(body), now, &status, &err),
+              err);
+    CHECK(payidem_verifier_verify(verifier, "POST", "/v1/payments", hs, 5, (const uint8_t *)body,
+                                  strlen(body), now, &status, &err) == PAYIDEM_NONCE_REUSED);
+    payidem_error_free(err);
+    err = NULL;
+    EXPECT_OK(payidem_verifier_metrics(verifier, PAYIDEM_METRICS_PROMETHEUS, buf, sizeof buf, &len,
+                                       &err),
+              err);
+    CHECK(len == strlen(buf));
+    CHECK(sample(buf, "payidem_verifier_verdicts_total{code=\"accepted\"}") == 1);
+    CHECK(sample(buf, "payidem_verifier_verdicts_total{code=\"nonce_reused\"}") == 1);
+    CHECK(sample(buf, "payidem_verifier_replay_cache_entries") == 1);
+    CHECK(sample(buf, "payidem_verifier_replay_cache_capacity") > 0);
+    payidem_verifier_free(verifier);
+    payidem_signer_free(signer);
+}
+
+int main(void) {
+    RUN(test_client_metrics_count_what_the_events_saw);
+    RUN(test_verifier_metrics_count_verdicts);
+    return harness_finish();
+}

@@ -4,6 +4,7 @@
 
 mod args;
 mod journal;
+mod manual;
 mod render;
 mod secret;
 mod sign;
@@ -116,13 +117,10 @@ fn run(cli: Cli) -> Done {
             Ok(Exit::Ok)
         }
         Command::Man => {
-            let mut buf = Vec::new();
-            clap_mangen::Man::new(Cli::command())
-                .render(&mut buf)
-                .map_err(|e| {
-                    Failure::new(Exit::Failed, format!("cannot render the manual: {e}"))
-                })?;
-            out(&String::from_utf8_lossy(&buf));
+            let page = manual::render(Cli::command()).map_err(|e| {
+                Failure::new(Exit::Failed, format!("cannot render the manual: {e}"))
+            })?;
+            out(&page);
             Ok(Exit::Ok)
         }
     }

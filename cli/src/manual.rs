@@ -1,0 +1,205 @@
+//! The manual page: clap's page for the command, followed by one section
+//! per subcommand with its synopsis, description, arguments and options, so
+//! that `man payidem` alone documents every command an operator may run.
+
+use clap::{Arg, Command};
+
+/// The whole page, in roff.
+pub fn render(mut cli: Command) -> std::io::Result<String> {
+    // Settles every argument's defaults (how many values it takes).
+    cli.build();
+    let mut page = Vec::new();
+    clap_mangen::Man::new(cli.clone()).render(&mut page)?;
+    let mut page = String::from_utf8_lossy(&page).into_owned();
+    page.push_str(".SH \"COMMANDS IN DETAIL\"\n");
+    let mut path = vec![cli.get_name().to_owned()];
+    for sub in visible_subcommands(&cli) {
+        describe(&mut page, &mut path, sub);
+    }
+    Ok(page)
+}
+
+fn visible_subcommands(cmd: &Command) -> impl Iterator<Item = &Command> {
+    cmd.get_subcommands()
+        .filter(|s| !s.is_hide_set() && s.get_name() != "help")
+}
+
+/// One `.SS` section per command that runs something (a group of
+/// subcommands only names them), depth first.
+fn describe(page: &mut String, path: &mut Vec<String>, cmd: &Command) {
+    path.push(cmd.get_name().to_owned());
+    if cmd.has_subcommands() {
+        for sub in visible_subcommands(cmd) {
+            describe(page, path, sub);
+        }
+    } else {
+        section(page, &path.join(" "), cmd);
+    }
+    path.pop();
+}
+
+fn section(page: &mut String, name: &str, cmd: &Command) {
+    let args: Vec<&Arg> = cmd
+        .get_arguments()
+        .filter(|a| !a.is_hide_set() && !matches!(a.get_id().as_str(), "help" | "version"))
+        .collect();
+    page.push_str(&format!(".SS \"{}\"\n", escape(name)));
+    let mut synopsis = format!("\\fB{}\\fR", escape(name));
+    for arg in &args {
+        synopsis.push(' ');
+        synopsis.push_str(&usage(arg));
+    }
+    page.push_str(&synopsis);
+    page.push_str("\n.PP\n");
+    if let Some(about) = cmd.get_long_about().or(cmd.get_about()) {
+        paragraphs(page, &about.to_string());
+    }
+    for arg in args {
+        page.push_str(".TP\n");
+        page.push_str(&usage(arg));
+        page.push('\n');
+        let mut help = arg
+            .get_long_help()
+            .or(arg.get_help())
+            .map(|h| h.to_string())
+            .unwrap_or_default();
+        let values = if takes_value(arg) {
+            arg.get_possible_values()
+        } else {
+            Vec::new()
+        };
+        let possible: Vec<String> = values
+            .iter()
+            .filter(|v| !v.is_hide_set())
+            .map(|v| v.get_name().to_owned())
+            .collect();
+        if !possible.is_empty() {
+            help.push_str(&format!(" [one of: {}]", possible.join(", ")));
+        }
+        let defaults: Vec<String> = arg
+            .get_default_values()
+            .iter()
+            .map(|v| v.to_string_lossy().into_owned())
+            .collect();
+        if !defaults.is_empty() {
+            help.push_str(&format!(" [default: {}]", defaults.join(", ")));
+        }
+        if let Some(env) = arg.get_env() {
+            help.push_str(&format!(" [env: {}]", env.to_string_lossy()));
+        }
+        paragraphs(page, help.trim());
+    }
+}
+
+/// How an argument is written: `\fB--older-than\fR \fIDURATION\fR`, or the
+/// value name alone for a positional one; optional ones in brackets.
+fn usage(arg: &Arg) -> String {
+    let value = arg
+        .get_value_names()
+        .and_then(|names| names.first())
+        .map(|n| n.to_string())
+        .unwrap_or_else(|| arg.get_id().as_str().to_uppercase());
+    let text = if arg.is_positional() {
+        format!("\\fI{}\\fR", escape(&value))
+    } else {
+        let flag = match (arg.get_long(), arg.get_short()) {
+            (Some(long), _) => format!("\\fB\\-\\-{}\\fR", escape(long)),
+            (None, Some(short)) => format!("\\fB\\-{}\\fR", escape(&short.to_string())),
+            (None, None) => String::new(),
+        };
+        if takes_value(arg) {
+            format!("{flag} \\fI{}\\fR", escape(&value))
+        } else {
+            flag
+        }
+    };
+    if arg.is_required_set() {
+        text
+    } else {
+        format!("[{text}]")
+    }
+}
+
+fn takes_value(arg: &Arg) -> bool {
+    arg.get_num_args().is_some_and(|n| n.takes_values())
+}
+
+/// Text as roff paragraphs: blank lines separate them.
+fn paragraphs(page: &mut String, text: &str) {
+    let mut first = true;
+    for para in text.split("\n\n") {
+        if !first {
+            page.push_str(".IP\n");
+        }
+        first = false;
+        for line in para.lines() {
+            page.push_str(&escape_line(line.trim_end()));
+            page.push('\n');
+        }
+    }
+}
+
+/// A text line safe for roff: escapes backslashes and dashes, and keeps a
+/// leading `.` or `'` from being read as a request.
+fn escape_line(line: &str) -> String {
+    let escaped = escape(line);
+    if escaped.starts_with('.') || escaped.starts_with('\'') {
+        format!("\\&{escaped}")
+    } else {
+        escaped
+    }
+}
+
+fn escape(text: &str) -> String {
+    text.replace('\\', "\\e").replace('-', "\\-")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn every_command_that_runs_something_has_a_section_with_its_options() {
+        let page = render(crate::args::Cli::command()).unwrap();
+        for name in [
+            "payidem journal list",
+            "payidem journal show",
+            "payidem journal resume",
+            "payidem journal reconcile",
+            "payidem journal purge",
+            "payidem journal export",
+            "payidem journal check",
+            "payidem sign",
+            "payidem verify",
+        ] {
+            assert!(
+                page.contains(&format!(".SS \"{}\"", escape(name))),
+                "no section for {name}"
+            );
+        }
+        for flag in [
+            "older\\-than",
+            "reference",
+            "settled\\-older\\-than",
+            "dry\\-run",
+        ] {
+            assert!(
+                page.contains(&format!("\\fB\\-\\-{flag}\\fR")),
+                "--{flag} is not documented"
+            );
+        }
+        let (_, detail) = page.split_once(".SH \"COMMANDS IN DETAIL\"").unwrap();
+        for line in detail.lines().filter(|l| !l.is_empty()) {
+            let request = line.starts_with('.') || line.starts_with('\'');
+            assert!(
+                !request
+                    || line
+                        .as_bytes()
+                        .get(1)
+                        .is_some_and(|b| b.is_ascii_uppercase()),
+                "a text line reads as a roff request: {line}"
+            );
+        }
+    }
+}

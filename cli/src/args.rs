@@ -121,10 +121,16 @@ pub enum JournalCommand {
         #[command(flatten)]
         journal: JournalArg,
     },
-    /// Check the journal: store integrity, schema version, every row.
+    /// Check the journal: store integrity, schema version, every row (and,
+    /// with the secret, every row's integrity MAC), the stored clock offsets.
     Check {
         #[command(flatten)]
         journal: JournalArg,
+        /// A file holding the API secret the journal's rows are keyed from
+        /// (one trailing newline is ignored; else $PAYIDEM_SECRET). With
+        /// it every row's integrity MAC is verified; without it, not.
+        #[arg(long, value_name = "PATH")]
+        secret_file: Option<PathBuf>,
     },
 }
 

@@ -5,12 +5,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use payidem::journal::{Journal, OperationRecord, SqliteJournal, SqliteJournalOptions};
+use payidem::journal::{Journal, JournalKey, OperationRecord, SqliteJournal, SqliteJournalOptions};
 use payidem::operation::OperationState;
 use payidem::{CallOptions, Client, ClientConfig, ErrorCode, JournalChoice};
 use serde_json::{json, Value};
 
-use crate::args::{JournalArg, JournalCommand, Outcome, ResumeArgs, ENV_BASE_URL, ENV_JOURNAL};
+use crate::args::{
+    JournalArg, JournalCommand, KeyArgs, Outcome, ResumeArgs, ENV_BASE_URL, ENV_JOURNAL, ENV_SECRET,
+};
 use crate::render;
 use crate::{out, out_json, secret, Done, Exit, Failure};
 
@@ -28,9 +30,29 @@ struct Opened {
 }
 
 /// Opens the journal `--journal` / `$PAYIDEM_JOURNAL` names, or the
-/// library's default one. A missing file is an error: the command never
-/// creates an empty journal by mistake.
+/// library's default one, without a journal key (rows are not verified).
 fn open(arg: &JournalArg) -> Result<Opened, Failure> {
+    open_keyed(arg, None)
+}
+
+/// The secret of `--secret-file`, else `$PAYIDEM_SECRET`, if either is given.
+fn optional_secret(secret_file: Option<PathBuf>) -> Result<Option<secret::Secret>, Failure> {
+    let env_set = std::env::var_os(ENV_SECRET).is_some_and(|v| !v.is_empty());
+    if secret_file.is_none() && !env_set {
+        return Ok(None);
+    }
+    let args = KeyArgs {
+        key_id: None,
+        secret_file,
+    };
+    secret::secret(&args).map(Some)
+}
+
+/// [`open`] with the journal key derived from `secret` when there is one:
+/// every row read is then checked against its integrity MAC (and the rows
+/// of a journal never opened with a key are sealed first, as a client's
+/// first open does).
+fn open_keyed(arg: &JournalArg, secret: Option<&[u8]>) -> Result<Opened, Failure> {
     let path = match arg.journal.as_deref() {
         Some("") | None => payidem::journal::default_journal_path()?,
         Some(name) if name.starts_with("postgres://") || name.starts_with("postgresql://") => {
@@ -54,7 +76,11 @@ fn open(arg: &JournalArg) -> Result<Opened, Failure> {
             format!("journal {name} does not exist (pass --journal PATH or set {ENV_JOURNAL})"),
         ));
     }
-    let journal = SqliteJournal::open(&path, SqliteJournalOptions::default())?;
+    let options = SqliteJournalOptions {
+        journal_key: secret.map(JournalKey::derive_from_secret),
+        ..SqliteJournalOptions::default()
+    };
+    let journal = SqliteJournal::open(&path, options)?;
     Ok(Opened {
         journal: Arc::new(journal),
         name,
@@ -100,7 +126,16 @@ pub fn run(command: JournalCommand, json: bool) -> Done {
             settled_older_than,
         } => purge(&open(&journal)?, settled_older_than, json),
         JournalCommand::Export { journal } => export(&open(&journal)?),
-        JournalCommand::Check { journal } => check(&open(&journal)?, json),
+        JournalCommand::Check {
+            journal,
+            secret_file,
+        } => {
+            let secret = optional_secret(secret_file)?;
+            check(
+                &open_keyed(&journal, secret.as_deref().map(Vec::as_slice))?,
+                json,
+            )
+        }
     }
 }
 
@@ -276,6 +311,8 @@ fn export(j: &Opened) -> Done {
 fn check(j: &Opened, json: bool) -> Done {
     let report = j.journal.check()?;
     let sound = report.is_sound();
+    let now = unix_now();
+    let offsets = j.journal.clock_offsets()?;
     if json {
         out_json(&json!({
             "journal": j.name,
@@ -287,6 +324,13 @@ fn check(j: &Opened, json: bool) -> Done {
             "operations": report.operations,
             "reconciliations": report.reconciliations,
             "problems": report.problems,
+            "macs_verified": report.macs_verified,
+            "clock_offsets": offsets.iter().map(|o| json!({
+                "platform": o.platform,
+                "offset_secs": o.offset_secs,
+                "measured_at": o.measured_at,
+                "age_secs": now.saturating_sub(o.measured_at),
+            })).collect::<Vec<_>>(),
         }));
     } else {
         let version = |v: Option<u32>| v.map_or("-".to_owned(), |v| v.to_string());
@@ -302,6 +346,19 @@ fn check(j: &Opened, json: bool) -> Done {
             report.operations,
             report.reconciliations,
         );
+        text.push_str(if report.macs_verified {
+            "integrity MACs: verified for every operation (journal key from the secret)\n"
+        } else {
+            "integrity MACs: not verified (pass --secret-file or set PAYIDEM_SECRET)\n"
+        });
+        for o in &offsets {
+            text.push_str(&format!(
+                "clock offset for {}: {:+} s, measured {} ago\n",
+                o.platform,
+                o.offset_secs,
+                render::span(now.saturating_sub(o.measured_at))
+            ));
+        }
         for p in &report.problems {
             text.push_str(&format!("problem: {p}\n"));
         }
@@ -312,7 +369,14 @@ fn check(j: &Opened, json: bool) -> Done {
 }
 
 fn resume(args: ResumeArgs, json: bool) -> Done {
-    let j = open(&args.journal)?;
+    // With the secret every row is checked against its MAC before anything
+    // is listed or sent; a dry run without it reads the rows unchecked.
+    let secret = if args.dry_run {
+        optional_secret(args.platform.key.secret_file.clone())?
+    } else {
+        Some(secret::secret(&args.platform.key)?)
+    };
+    let j = open_keyed(&args.journal, secret.as_deref().map(Vec::as_slice))?;
     let now = unix_now();
     let targets: Vec<OperationRecord> = match &args.order_id {
         Some(order_id) => vec![get(&j, order_id)?],
@@ -365,7 +429,9 @@ fn resume(args: ResumeArgs, json: bool) -> Done {
             )
         })?;
     let key_id = secret::key_id(&args.platform.key)?;
-    let secret = secret::secret(&args.platform.key)?;
+    let Some(secret) = secret else {
+        return Err(Failure::new(Exit::Usage, "no secret"));
+    };
     let mut config = ClientConfig::new(base_url, key_id);
     config.journal = JournalChoice::Custom(Arc::clone(&j.journal));
     // Resuming never purges anything as a side effect.

@@ -287,6 +287,7 @@ fn lock_held_past_the_busy_timeout_is_a_journal_error() {
     let path = dir.path().join("journal.db");
     let options = SqliteJournalOptions {
         busy_timeout: Duration::from_millis(50),
+        ..SqliteJournalOptions::default()
     };
     let j = SqliteJournal::open(&path, options.clone()).unwrap();
     let raw = rusqlite::Connection::open(&path).unwrap();
@@ -325,7 +326,8 @@ fn errors_never_carry_the_body() {
 }
 
 /// A journal as the first schema (version 1) wrote it: today's file with
-/// the reconciliations table dropped and the version set back.
+/// the reconciliations and clock offset tables and the MAC column dropped
+/// and the version set back.
 fn make_version_1(path: &Path) {
     {
         let j = open(path);
@@ -338,6 +340,8 @@ fn make_version_1(path: &Path) {
     let raw = rusqlite::Connection::open(path).unwrap();
     raw.execute_batch(
         "DROP TABLE reconciliations;
+         DROP TABLE clock_offsets;
+         ALTER TABLE operations DROP COLUMN row_mac;
          UPDATE meta SET value = 1 WHERE key = 'schema_version';",
     )
     .unwrap();
@@ -345,7 +349,7 @@ fn make_version_1(path: &Path) {
 
 #[test]
 fn a_version_1_journal_migrates_and_keeps_its_operations() {
-    assert_eq!(SCHEMA_VERSION, 2);
+    assert_eq!(SCHEMA_VERSION, 3);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("journal.db");
     make_version_1(&path);

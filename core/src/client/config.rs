@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::journal::Journal;
+use crate::journal::{Journal, JournalKey};
 use crate::policy::RetryBudgetConfig;
 use crate::policy::RetryPolicy;
 
@@ -125,6 +125,16 @@ pub struct ClientConfig {
     /// outlasts it loses its lease and stops with `operation_busy` at its
     /// next journal write (the new holder sends the same key).
     pub lease_ttl: Option<Duration>,
+    /// The key of the journal rows' integrity MACs (see
+    /// docs/journal-integrity.md). `None` (the default): derived from the
+    /// API secret, `HMAC-SHA256(secret, "payidem journal key v1")`. Set it
+    /// to keep the journal readable across rotations of the API secret:
+    /// rotating the secret with unsettled operations in the journal needs
+    /// the old derived key here ([`JournalKey::derived_hex`]), or their
+    /// rows are refused. Ignored by [`JournalChoice::Memory`] and
+    /// [`JournalChoice::Custom`] (a custom journal carries its own key).
+    /// Never printed.
+    pub journal_key: Option<JournalKey>,
 }
 
 impl std::fmt::Debug for ClientConfig {
@@ -148,6 +158,7 @@ impl std::fmt::Debug for ClientConfig {
             .field("client_key", &self.client_key)
             .field("max_clock_offset", &self.max_clock_offset)
             .field("lease_ttl", &self.lease_ttl)
+            .field("journal_key", &self.journal_key.as_ref().map(|_| ".."))
             .finish()
     }
 }
@@ -163,7 +174,8 @@ impl ClientConfig {
     /// per attempt, the protocol's retry defaults, 48 h key retention and 7
     /// days of settled history, https required (except loopback), no
     /// proxy, the system's trust store, a 600 s bound on the learnt
-    /// clock offset and leases longer than any call.
+    /// clock offset, leases longer than any call, and the journal key
+    /// derived from the API secret.
     pub fn new(base_url: impl Into<String>, key_id: impl Into<String>) -> ClientConfig {
         ClientConfig {
             base_url: base_url.into(),
@@ -183,6 +195,7 @@ impl ClientConfig {
             client_key: None,
             max_clock_offset: DEFAULT_MAX_CLOCK_OFFSET,
             lease_ttl: None,
+            journal_key: None,
         }
     }
 }

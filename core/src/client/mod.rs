@@ -21,7 +21,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::journal::{
-    Journal, Lease, MemoryJournal, Opened, OperationRecord, OutboxInsert, ParamStyle,
+    Journal, JournalKey, Lease, MemoryJournal, Opened, OperationRecord, OutboxInsert, ParamStyle,
     PostgresJournal, PostgresJournalOptions, SqliteJournal, SqliteJournalOptions,
 };
 use crate::metrics::JournalWrite;
@@ -80,6 +80,11 @@ pub(crate) struct Shared {
     lease_ttl: Option<Duration>,
     budget: Arc<RetryBudget>,
     clock_offset: AtomicI64,
+    /// The platform's origin (`scheme://host:port`): the journal keeps the
+    /// learnt clock offset under it.
+    platform: String,
+    /// The key of the journal rows' MACs (outbox inserts carry one).
+    journal_key: JournalKey,
     /// This client instance's random id, part of every lease owner id.
     instance: String,
     calls: AtomicU64,
@@ -114,6 +119,14 @@ impl Shared {
     /// call learnt a newer one.
     fn learn_clock_offset(&self, offset: ClockOffset) {
         self.clock_offset.store(offset.seconds(), Ordering::Relaxed);
+        // Kept for the next process; an optimisation, so a failure is ignored.
+        let _ = self
+            .journal
+            .save_clock_offset(&crate::journal::StoredClockOffset {
+                platform: self.platform.clone(),
+                offset_secs: offset.seconds(),
+                measured_at: unix_now(),
+            });
     }
 
     fn lease_ttl_secs(&self) -> u64 {
@@ -176,22 +189,55 @@ impl Client {
             ));
         }
         let transport = HttpTransport::new(&config)?;
+        let journal_key = match &config.journal_key {
+            Some(key) => key.clone(),
+            None => JournalKey::derive_from_secret(secret),
+        };
+        let sqlite = SqliteJournalOptions {
+            journal_key: Some(journal_key.clone()),
+            ..SqliteJournalOptions::default()
+        };
         let journal: Arc<dyn Journal> = match &config.journal {
             config::JournalChoice::Default => {
                 let path = crate::journal::default_journal_path()?;
                 crate::journal::create_private_dirs(&path)?;
-                Arc::new(SqliteJournal::open(&path, SqliteJournalOptions::default())?)
+                let journal = SqliteJournal::open(&path, sqlite)?;
+                journal.seal()?;
+                Arc::new(journal)
             }
             config::JournalChoice::Sqlite(path) => {
-                Arc::new(SqliteJournal::open(path, SqliteJournalOptions::default())?)
+                let journal = SqliteJournal::open(path, sqlite)?;
+                journal.seal()?;
+                Arc::new(journal)
             }
             config::JournalChoice::Memory => Arc::new(MemoryJournal::new()),
-            config::JournalChoice::Postgres(url) => Arc::new(PostgresJournal::connect(
-                url,
-                PostgresJournalOptions::default(),
-            )?),
+            config::JournalChoice::Postgres(url) => {
+                let journal = PostgresJournal::connect(
+                    url,
+                    PostgresJournalOptions {
+                        journal_key: Some(journal_key.clone()),
+                        ..PostgresJournalOptions::default()
+                    },
+                )?;
+                journal.seal()?;
+                Arc::new(journal)
+            }
             config::JournalChoice::Custom(journal) => Arc::clone(journal),
         };
+        // The offset a previous process learnt, when fresh and believable.
+        let platform = crate::journal::platform_origin(&transport.url(""));
+        let stored_offset = transport
+            .clock_trusted()
+            .then(|| {
+                crate::journal::usable_stored_offset(
+                    journal.as_ref(),
+                    &platform,
+                    unix_now(),
+                    config.max_clock_offset,
+                )
+            })
+            .flatten()
+            .map_or(0, |o| o.offset_secs);
         let mut instance = [0u8; 8];
         crate::protocol::nonce::fill_random(&mut instance);
         let client = Client {
@@ -204,7 +250,9 @@ impl Client {
                 settled_retention: config.settled_retention,
                 lease_ttl: config.lease_ttl,
                 budget: Arc::new(RetryBudget::new(config.retry_budget)),
-                clock_offset: AtomicI64::new(0),
+                clock_offset: AtomicI64::new(stored_offset),
+                platform,
+                journal_key,
                 instance: format!("{:016x}", u64::from_ne_bytes(instance)),
                 calls: AtomicU64::new(0),
                 hook: RwLock::new(None),
@@ -319,14 +367,17 @@ impl Client {
     /// journal later sends it with [`Client::take_over`], with its key and
     /// body unchanged. `style` picks the placeholders (`$1` or `%s`). Works
     /// whatever this client's own journal is; only the tables must exist.
+    /// The row carries its integrity MAC under this client's journal key,
+    /// so the instances taking it over must use the same key.
     pub fn outbox_insert(
         &self,
         spec: &OperationSpec<'_>,
         style: ParamStyle,
     ) -> Result<OutboxInsert> {
-        Ok(PostgresJournal::outbox_insert_with(
+        Ok(PostgresJournal::outbox_insert_keyed(
             &self.freeze(spec)?,
             style,
+            Some(&self.shared.journal_key),
         ))
     }
 

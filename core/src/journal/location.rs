@@ -3,7 +3,7 @@
 
 use std::ffi::OsString;
 use std::fs::{DirBuilder, OpenOptions};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, ErrorCode, Result};
@@ -80,6 +80,61 @@ pub(crate) fn create_private_file(path: &Path) {
         .open(path);
 }
 
+/// The directory a journal file lives in (`.` for a bare file name).
+fn directory_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    }
+}
+
+/// Refuses a journal location other users could tamper with: a directory
+/// that every user may write to (sticky or not, e.g. `/tmp`: another user
+/// could create the file, its `-wal` or `-shm` first, or replace them), or
+/// an existing file every user may write to. Group-writable directories
+/// are accepted (the group is trusted like the owner). Returns why, naming
+/// the directory or file and the fix; a location that cannot be examined
+/// is left for SQLite to open or report.
+pub(crate) fn check_private_location(path: &Path) -> std::result::Result<(), String> {
+    if path.as_os_str().is_empty() || path == Path::new(MEMORY_JOURNAL) {
+        return Ok(());
+    }
+    let dir = directory_of(path);
+    if let Ok(meta) = std::fs::metadata(dir) {
+        let mode = meta.mode() & 0o7777;
+        if mode & 0o002 != 0 {
+            return Err(format!(
+                "refused: its directory {} is writable by every user (mode {mode:04o}), so                  another user could replace or plant the journal's files; keep the journal in a                  directory only its owner (and group) can write, e.g. one made with mkdir -m 700",
+                dir.display()
+            ));
+        }
+    }
+    if let Ok(meta) = std::fs::metadata(path) {
+        let mode = meta.mode() & 0o7777;
+        if meta.is_file() && mode & 0o002 != 0 {
+            return Err(format!(
+                "refused: the file is writable by every user (mode {mode:04o}); chmod 600 it"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The problem [`Journal::check`](super::Journal::check) reports for a
+/// journal file other users can read (its bodies and keys are then theirs
+/// to see), if it is one.
+pub(crate) fn exposure_problem(path: &Path) -> Option<String> {
+    let meta = std::fs::metadata(path).ok()?;
+    let mode = meta.mode() & 0o7777;
+    (meta.is_file() && mode & 0o004 != 0).then(|| {
+        format!(
+            "the journal file {} is readable by every user (mode {mode:04o}); it holds request \
+             and response bodies: chmod 600 it",
+            path.display()
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,6 +167,39 @@ mod tests {
         let real = dir.path().join("j.sqlite3");
         create_private_file(&real);
         assert!(real.is_file());
+    }
+
+    #[test]
+    fn world_writable_directories_and_files_are_refused_group_writable_ones_are_not() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("j.sqlite3");
+        assert!(check_private_location(&file).is_ok());
+        for (mode, refused) in [
+            (0o1777, true),
+            (0o777, true),
+            (0o770, false),
+            (0o755, false),
+        ] {
+            std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(mode)).unwrap();
+            let got = check_private_location(&file);
+            assert_eq!(got.is_err(), refused, "mode {mode:o}: {got:?}");
+            if let Err(why) = got {
+                assert!(why.contains(&dir.path().display().to_string()), "{why}");
+                assert!(why.contains("writable by every user"), "{why}");
+            }
+        }
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::fs::write(&file, b"").unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).unwrap();
+        assert!(check_private_location(&file)
+            .unwrap_err()
+            .contains("chmod 600"));
+        assert!(exposure_problem(&file).is_some());
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert!(check_private_location(&file).is_ok());
+        assert!(exposure_problem(&file).is_none());
+        assert!(check_private_location(Path::new(MEMORY_JOURNAL)).is_ok());
     }
 
     #[test]

@@ -5,7 +5,9 @@ use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use super::rules;
-use super::{Journal, JournalCheck, Lease, Opened, OperationRecord, Reconciliation};
+use super::{
+    Journal, JournalCheck, Lease, Opened, OperationRecord, Reconciliation, StoredClockOffset,
+};
 use crate::error::Result;
 use crate::operation::{FrozenOperation, OperationState, Response};
 
@@ -14,6 +16,10 @@ use crate::operation::{FrozenOperation, OperationState, Response};
 /// purging) but nothing survives the value being dropped.
 ///
 /// [`Journal::release`] by a call that does not hold the lease is a no-op.
+///
+/// Rows carry no integrity MAC: nothing outside the process can change
+/// them. Clock offsets are kept like the operations, until the value is
+/// dropped.
 #[derive(Debug, Default)]
 pub struct MemoryJournal {
     state: Mutex<State>,
@@ -27,6 +33,8 @@ struct State {
     next_seq: u64,
     /// Every reconciliation, oldest first; never removed.
     reconciliations: Vec<Reconciliation>,
+    /// Platform → its clock offset.
+    clock_offsets: HashMap<String, StoredClockOffset>,
 }
 
 #[derive(Debug)]
@@ -299,6 +307,24 @@ impl Journal for MemoryJournal {
             operations: state.operations.len(),
             reconciliations: state.reconciliations.len(),
             problems,
+            macs_verified: false,
         })
+    }
+
+    fn save_clock_offset(&self, offset: &StoredClockOffset) -> Result<()> {
+        self.lock()
+            .clock_offsets
+            .insert(offset.platform.clone(), offset.clone());
+        Ok(())
+    }
+
+    fn clock_offset(&self, platform: &str) -> Result<Option<StoredClockOffset>> {
+        Ok(self.lock().clock_offsets.get(platform).cloned())
+    }
+
+    fn clock_offsets(&self) -> Result<Vec<StoredClockOffset>> {
+        let mut all: Vec<StoredClockOffset> = self.lock().clock_offsets.values().cloned().collect();
+        all.sort_by(|a, b| a.platform.cmp(&b.platform));
+        Ok(all)
     }
 }

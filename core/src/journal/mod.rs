@@ -56,6 +56,8 @@
 //! Lease and record times come from the database clock. See
 //! docs/postgres-journal.md.
 
+mod clock;
+mod integrity;
 mod location;
 mod memory;
 mod owner;
@@ -69,6 +71,8 @@ pub use self::postgres::{
 };
 #[doc(hidden)]
 pub use self::postgres::{PgHook, PgPoint};
+pub use clock::{platform_origin, usable_stored_offset};
+pub use integrity::{JournalKey, MAX_JOURNAL_KEY_LEN, MIN_JOURNAL_KEY_LEN};
 pub(crate) use location::create_private_dirs;
 pub use location::{default_journal_path, MEMORY_JOURNAL};
 pub use memory::MemoryJournal;
@@ -179,7 +183,28 @@ pub struct JournalCheck {
     /// Each problem found, naming the row or the store check that failed;
     /// empty when the store is sound.
     pub problems: Vec<String>,
+    /// Whether every operation's integrity MAC was verified (the journal
+    /// was opened with a [`JournalKey`]); without a key, rows are only
+    /// checked to read back valid.
+    pub macs_verified: bool,
 }
+
+/// The clock offset a client learnt from one platform, kept in the journal
+/// so that a restarted process signs with it from its first attempt.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredClockOffset {
+    /// The platform's origin, `scheme://host:port` of the client's base URL.
+    pub platform: String,
+    /// Seconds to add to the local clock (the platform's clock minus ours).
+    pub offset_secs: i64,
+    /// Unix seconds (local clock) when it was learnt.
+    pub measured_at: u64,
+}
+
+/// The oldest stored clock offset a client starts with: 24 hours. Clocks
+/// drift, and an older measurement is worth less than the one rejected
+/// round trip it would save.
+pub const MAX_STORED_CLOCK_OFFSET_AGE_SECS: u64 = 24 * 3600;
 
 impl JournalCheck {
     /// Whether nothing is wrong: no problem, and the schema version (when
@@ -316,4 +341,23 @@ pub trait Journal: Send + Sync {
     /// are reported in [`JournalCheck::problems`]; `Err` only when the
     /// store cannot be read at all.
     fn check(&self) -> Result<JournalCheck>;
+
+    /// Keeps `offset` for its platform, replacing the one stored before. An
+    /// optimisation only: the write need not be durable, and callers ignore
+    /// its errors. The default keeps nothing.
+    fn save_clock_offset(&self, offset: &StoredClockOffset) -> Result<()> {
+        let _ = offset;
+        Ok(())
+    }
+
+    /// The offset last stored for `platform`, if any. The default has none.
+    fn clock_offset(&self, platform: &str) -> Result<Option<StoredClockOffset>> {
+        let _ = platform;
+        Ok(None)
+    }
+
+    /// Every stored clock offset, by platform. The default has none.
+    fn clock_offsets(&self) -> Result<Vec<StoredClockOffset>> {
+        Ok(Vec::new())
+    }
 }

@@ -16,7 +16,7 @@ mod schema;
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -27,7 +27,10 @@ use postgres::{Config, NoTls, Row};
 pub use schema::POSTGRES_SCHEMA_VERSION;
 
 use super::rules;
-use super::{Journal, JournalCheck, Lease, Opened, OperationRecord, Reconciliation};
+use super::{
+    Journal, JournalCheck, JournalKey, Lease, Opened, OperationRecord, Reconciliation,
+    StoredClockOffset,
+};
 use crate::error::{Error, ErrorCode, Result};
 use crate::operation::{FrozenOperation, OperationState, Response};
 
@@ -44,6 +47,15 @@ pub struct PostgresJournalOptions {
     /// Idle connections kept for reuse. Concurrent calls beyond it open
     /// connections of their own, closed after use. Default 16.
     pub max_idle: usize,
+    /// The key of the rows' integrity MACs: every row written carries its
+    /// MAC, and every read that can lead to a send or a settled answer
+    /// (open, claim, claim_next, get, list, reconcile) refuses a row whose
+    /// MAC is wrong, or missing once the journal is sealed
+    /// ([`PostgresJournal::seal`]), with `journal_error` naming its order
+    /// id. Without it (the default) rows are not verified. A
+    /// [`Client`](crate::Client) always connects with a key and seals the
+    /// journal; see docs/journal-integrity.md.
+    pub journal_key: Option<JournalKey>,
 }
 
 impl Default for PostgresJournalOptions {
@@ -52,6 +64,7 @@ impl Default for PostgresJournalOptions {
             connect_timeout: Duration::from_secs(5),
             statement_timeout: Duration::from_secs(10),
             max_idle: 16,
+            journal_key: None,
         }
     }
 }
@@ -216,6 +229,9 @@ pub struct PostgresJournal {
     stats: Counters,
     hook: Option<PgHook>,
     migrated_from: Option<u32>,
+    key: Option<JournalKey>,
+    /// Whether the database was sealed when connected or by this handle.
+    sealed: AtomicBool,
 }
 
 impl fmt::Debug for PostgresJournal {
@@ -295,7 +311,7 @@ const COLUMNS: &str = "order_id, idempotency_key, method, path, body, body_sha25
      state, attempts, floor(extract(epoch FROM created_at))::bigint, \
      floor(extract(epoch FROM updated_at))::bigint, response_status, response_headers, \
      response_body, response_replayed, lease_owner, lease_epoch, \
-     (lease_expires IS NOT NULL AND lease_expires <= now())";
+     (lease_expires IS NOT NULL AND lease_expires <= now()), row_mac";
 
 /// The unsettled states, as SQL.
 const UNSETTLED: &str = "('pending', 'in_flight', 'unknown')";
@@ -322,6 +338,7 @@ struct Stored {
     lease_owner: Option<String>,
     lease_epoch: i64,
     lease_expired: bool,
+    row_mac: Option<String>,
 }
 
 fn read_row(target: &str, row: &Row) -> Result<Stored> {
@@ -378,6 +395,7 @@ fn read_row(target: &str, row: &Row) -> Result<Stored> {
         lease_owner: row.get(15),
         lease_epoch: row.get(16),
         lease_expired: row.get(17),
+        row_mac: row.get(18),
     })
 }
 
@@ -433,6 +451,7 @@ impl PostgresJournal {
             config.application_name("payidem");
         }
         config.connect_timeout(options.connect_timeout);
+        let key = options.journal_key.clone();
         let mut journal = PostgresJournal {
             target: describe(&config),
             config,
@@ -442,11 +461,42 @@ impl PostgresJournal {
             stats: Counters::default(),
             hook: None,
             migrated_from: None,
+            key,
+            sealed: AtomicBool::new(false),
         };
         let mut conn = journal.new_conn().map_err(|e| journal.db("connect", &e))?;
         journal.migrated_from = schema::prepare(&mut conn.client, &journal)?;
+        let sealed =
+            schema::sealed(&mut conn.client).map_err(|e| journal.db("read the seal", &e))?;
+        journal.sealed.store(sealed, Ordering::Relaxed);
         journal.put_back(conn);
         Ok(journal)
+    }
+
+    /// Seals the journal with its key, once for the life of the database:
+    /// the first call on a database never sealed writes the MAC of every
+    /// row that has none (rows from before the schema had MACs, or written
+    /// by journals without the key, such as unkeyed outbox inserts) and
+    /// records the seal in the same transaction; from then on every keyed
+    /// journal refuses a row without a MAC. Rows whose body does not match
+    /// its SHA-256 are left unsealed (and so refused). A later call does
+    /// nothing. Returns how many rows it sealed. Only call it with the
+    /// right key (a client does, after its secret was accepted).
+    ///
+    /// `invalid_argument` (`journal_key`) for a journal without a key.
+    pub fn seal(&self) -> Result<usize> {
+        let Some(key) = &self.key else {
+            return Err(Error::invalid(
+                "journal_key",
+                "sealing the journal needs the journal key",
+            ));
+        };
+        let mut conn = self.take_conn("seal the rows")?;
+        let count =
+            schema::seal(&mut conn.client, key).map_err(|e| self.db("seal the rows", &e))?;
+        self.put_back(conn);
+        self.sealed.store(true, Ordering::Relaxed);
+        Ok(usize::try_from(count).unwrap_or(usize::MAX))
     }
 
     /// **Test only**: the journal with `hook` called at every [`PgPoint`].
@@ -490,16 +540,34 @@ impl PostgresJournal {
     }
 
     /// [`PostgresJournal::outbox_insert`] with placeholders in `style`.
+    ///
+    /// The row carries no integrity MAC: a journal with a key (every
+    /// [`Client`](crate::Client)'s) refuses it once its rows are sealed.
+    /// Use [`Client::outbox_insert`](crate::Client::outbox_insert) or
+    /// [`PostgresJournal::outbox_insert_keyed`].
     pub fn outbox_insert_with(operation: &FrozenOperation, style: ParamStyle) -> OutboxInsert {
+        PostgresJournal::outbox_insert_keyed(operation, style, None)
+    }
+
+    /// [`PostgresJournal::outbox_insert_with`] whose row carries its
+    /// integrity MAC under `key` (a hex literal in the statement, so the
+    /// parameters stay the seven of [`OutboxInsert::params`]).
+    pub fn outbox_insert_keyed(
+        operation: &FrozenOperation,
+        style: ParamStyle,
+        key: Option<&JournalKey>,
+    ) -> OutboxInsert {
         let marks: Vec<String> = (1..=7)
             .map(|n| match style {
                 ParamStyle::Dollar => format!("${n}"),
                 ParamStyle::Format => "%s".to_owned(),
             })
             .collect();
+        // Lowercase hex: nothing to quote.
+        let mac = key.map_or("NULL".to_owned(), |k| format!("'{}'", k.row_mac(operation)));
         let sql = format!(
             "INSERT INTO payidem_operations (order_id, idempotency_key, method, path, body, \
-             body_sha256, status_path, state) VALUES ({}, 'pending')",
+             body_sha256, status_path, state, row_mac) VALUES ({}, 'pending', {mac})",
             marks.join(", ")
         );
         let op = operation;
@@ -750,9 +818,25 @@ impl PostgresJournal {
             if lock { " FOR UPDATE" } else { "" }
         );
         match client.query_opt(&sql, &[&order_id])? {
-            Some(row) => Ok(Some(read_row(&self.target, &row)?)),
+            Some(row) => Ok(Some(self.verified(&row)?)),
             None => Ok(None),
         }
+    }
+
+    /// A row checked to read back valid and, with a journal key, to carry
+    /// the right MAC.
+    fn verified(&self, row: &Row) -> Result<Stored> {
+        let stored = read_row(&self.target, row)?;
+        if let Some(key) = &self.key {
+            if stored.row_mac.is_some() || self.sealed.load(Ordering::Relaxed) {
+                key.verify(
+                    &self.target,
+                    &stored.record.operation,
+                    stored.row_mac.as_deref(),
+                )?;
+            }
+        }
+        Ok(stored)
     }
 
     /// Takes the lease of `stored` for `lease` (the row is locked), or
@@ -835,13 +919,14 @@ impl Journal for PostgresJournal {
         let action = format!("open order id {:?}", operation.order_id);
         let insert = format!(
             "INSERT INTO payidem_operations (order_id, idempotency_key, method, path, body, \
-             body_sha256, status_path, state, lease_owner, lease_epoch, lease_expires) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, 1, {}) \
+             body_sha256, status_path, state, lease_owner, lease_epoch, lease_expires, row_mac) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, 1, {}, $10) \
              ON CONFLICT DO NOTHING \
              RETURNING floor(extract(epoch FROM created_at))::bigint",
             expiry_sql(9)
         );
         let seconds = lease_seconds(lease, now);
+        let mac = self.key.as_ref().map(|k| k.row_mac(operation));
         self.lease_for(&action, lease, &mut |client| {
             if let Some(stored) = self.load(client, &operation.order_id, true)? {
                 rules::same_request(&stored.record.operation, operation)?;
@@ -864,6 +949,7 @@ impl Journal for PostgresJournal {
                     &op.status_path,
                     &lease.owner,
                     &seconds,
+                    &mac,
                 ],
             )?;
             if let Some(row) = created {
@@ -942,8 +1028,10 @@ impl Journal for PostgresJournal {
         let taken = self.write(
             "claim the next operation to take over",
             false,
+            // A row failing its MAC rolls the claim back: its lease stays
+            // as it was and nothing is sent.
             &mut |client| match client.query_opt(&sql, &[&lease.owner, &seconds])? {
-                Some(row) => Ok(Some(read_row(&self.target, &row)?)),
+                Some(row) => Ok(Some(self.verified(&row)?)),
                 None => Ok(None),
             },
             &|_| Ok(None),
@@ -1123,11 +1211,7 @@ impl Journal for PostgresJournal {
             client
                 .query(&sql, &[&names])?
                 .iter()
-                .map(|row| {
-                    read_row(&self.target, row)
-                        .map(|s| s.record)
-                        .map_err(Fail::from)
-                })
+                .map(|row| self.verified(row).map(|s| s.record).map_err(Fail::from))
                 .collect()
         })
     }
@@ -1263,6 +1347,11 @@ impl Journal for PostgresJournal {
                             &op.body,
                             &op.body_sha256,
                         ));
+                        if let Some(key) = &self.key {
+                            if stored.row_mac.is_some() || self.sealed.load(Ordering::Relaxed) {
+                                problems.extend(key.check_row(op, stored.row_mac.as_deref()).err());
+                            }
+                        }
                     }
                     Err(e) => problems.push(e.message().to_owned()),
                 }
@@ -1286,7 +1375,56 @@ impl Journal for PostgresJournal {
                 operations: rows.len(),
                 reconciliations: recs.len(),
                 problems,
+                macs_verified: self.key.is_some(),
             })
+        })
+    }
+
+    fn save_clock_offset(&self, offset: &StoredClockOffset) -> Result<()> {
+        let measured_at = i64::try_from(offset.measured_at).unwrap_or(i64::MAX);
+        self.write(
+            "store the clock offset",
+            false,
+            &mut |client| {
+                client.execute(
+                    "INSERT INTO payidem_clock_offsets (platform, offset_secs, measured_at) \
+                     VALUES ($1, $2, $3) ON CONFLICT (platform) DO UPDATE \
+                     SET offset_secs = excluded.offset_secs, measured_at = excluded.measured_at",
+                    &[&offset.platform, &offset.offset_secs, &measured_at],
+                )?;
+                Ok(())
+            },
+            // Storing it again is harmless.
+            &|_| Ok(None),
+        )
+    }
+
+    fn clock_offset(&self, platform: &str) -> Result<Option<StoredClockOffset>> {
+        Ok(self.clock_offsets_where(Some(platform))?.into_iter().next())
+    }
+
+    fn clock_offsets(&self) -> Result<Vec<StoredClockOffset>> {
+        self.clock_offsets_where(None)
+    }
+}
+
+impl PostgresJournal {
+    /// The stored clock offsets of `platform` (every one when `None`).
+    fn clock_offsets_where(&self, platform: Option<&str>) -> Result<Vec<StoredClockOffset>> {
+        self.read("read the clock offsets", |client| {
+            Ok(client
+                .query(
+                    "SELECT platform, offset_secs, measured_at FROM payidem_clock_offsets \
+                     WHERE $1::text IS NULL OR platform = $1 ORDER BY platform",
+                    &[&platform],
+                )?
+                .iter()
+                .map(|row| StoredClockOffset {
+                    platform: row.get(0),
+                    offset_secs: row.get(1),
+                    measured_at: u64::try_from(row.get::<_, i64>(2)).unwrap_or(0),
+                })
+                .collect())
         })
     }
 }
@@ -1358,14 +1496,22 @@ mod tests {
         let dollar = PostgresJournal::outbox_insert(&op);
         assert!(dollar
             .sql
-            .contains("VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending')"));
+            .contains("VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', NULL)"));
         assert_eq!(dollar.params.len(), 7);
         assert_eq!(dollar.params[4], OutboxValue::Bytes(b"{}".to_vec()));
         assert_eq!(dollar.params[6], OutboxValue::Null);
         let format = PostgresJournal::outbox_insert_with(&op, ParamStyle::Format);
         assert!(format
             .sql
-            .contains("VALUES (%s, %s, %s, %s, %s, %s, %s, 'pending')"));
+            .contains("VALUES (%s, %s, %s, %s, %s, %s, %s, 'pending', NULL)"));
         assert_eq!(format.params, dollar.params);
+        // A keyed insert carries the row's MAC as a literal; the
+        // parameters stay the same seven.
+        let key = JournalKey::new(&[9u8; 32]).unwrap();
+        let keyed = PostgresJournal::outbox_insert_keyed(&op, ParamStyle::Dollar, Some(&key));
+        assert!(keyed
+            .sql
+            .ends_with(&format!("$7, 'pending', '{}')", key.row_mac(&op))));
+        assert_eq!(keyed.params, dollar.params);
     }
 }

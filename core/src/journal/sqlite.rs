@@ -17,6 +17,7 @@ use std::fmt;
 use std::fs::File;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -33,7 +34,10 @@ pub use group::{SyncHook, SyncPoint};
 pub use schema::SCHEMA_VERSION;
 
 use super::rules;
-use super::{Journal, JournalCheck, Lease, Opened, OperationRecord, Reconciliation};
+use super::{
+    Journal, JournalCheck, JournalKey, Lease, Opened, OperationRecord, Reconciliation,
+    StoredClockOffset,
+};
 use crate::error::{Error, ErrorCode, Result};
 use crate::operation::{FrozenOperation, OperationState, Response};
 
@@ -43,12 +47,22 @@ pub struct SqliteJournalOptions {
     /// How long a call waits for another connection's lock on the file
     /// before failing with `journal_error`. Default 5 seconds.
     pub busy_timeout: Duration,
+    /// The key of the rows' integrity MACs. With it, every row written
+    /// carries its MAC and every read that can lead to a send or a settled
+    /// answer (open, claim, get, list, reconcile) refuses a row whose MAC
+    /// is wrong, or missing once the journal is sealed
+    /// ([`SqliteJournal::seal`]), with `journal_error` naming its order id
+    /// (see docs/journal-integrity.md). Without it (the default; tools that
+    /// only read) rows are not verified. A [`Client`](crate::Client) always
+    /// opens its journal with a key and seals it.
+    pub journal_key: Option<JournalKey>,
 }
 
 impl Default for SqliteJournalOptions {
     fn default() -> SqliteJournalOptions {
         SqliteJournalOptions {
             busy_timeout: Duration::from_secs(5),
+            journal_key: None,
         }
     }
 }
@@ -94,6 +108,11 @@ pub struct SqliteJournal {
     hook: Option<SyncHook>,
     /// The schema version this handle migrated the file from, if it did.
     migrated_from: Option<u32>,
+    /// The key of the rows' MACs: rows are verified when set.
+    key: Option<JournalKey>,
+    /// Whether the file was sealed when opened or by this handle: a row
+    /// without a MAC is then refused.
+    sealed: AtomicBool,
 }
 
 impl fmt::Debug for SqliteJournal {
@@ -153,7 +172,7 @@ macro_rules! columns {
     () => {
         "order_id, idempotency_key, method, path, body, body_sha256, status_path, state, attempts, \
          created_at, updated_at, response_status, response_headers, response_body, response_replayed, \
-         lease_owner, lease_expires"
+         lease_owner, lease_expires, row_mac"
     };
 }
 const COLUMNS: &str = columns!();
@@ -182,6 +201,7 @@ struct RawRow {
     response_replayed: Option<i64>,
     lease_owner: Option<String>,
     lease_expires: Option<i64>,
+    row_mac: Option<String>,
 }
 
 /// A checked row: the record and its lease.
@@ -189,6 +209,7 @@ struct Stored {
     record: OperationRecord,
     lease_owner: Option<String>,
     lease_expires: Option<u64>,
+    row_mac: Option<String>,
 }
 
 impl RawRow {
@@ -211,6 +232,7 @@ impl RawRow {
             response_replayed: row.get(14)?,
             lease_owner: row.get(15)?,
             lease_expires: row.get(16)?,
+            row_mac: row.get(17)?,
         })
     }
 
@@ -267,6 +289,7 @@ impl RawRow {
             },
             lease_owner: self.lease_owner,
             lease_expires,
+            row_mac: self.row_mac,
         })
     }
 }
@@ -353,6 +376,7 @@ impl SqliteJournal {
             path: path.display().to_string(),
             busy_timeout: options.busy_timeout,
         };
+        super::location::check_private_location(path).map_err(|why| ctx.refused(why))?;
         super::location::create_private_file(path);
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_CREATE
@@ -370,6 +394,7 @@ impl SqliteJournal {
             return Err(ctx.refused("the file is not writable (opened read-only)"));
         }
         let migrated_from = schema::prepare(&mut db, &ctx)?;
+        let sealed = schema::sealed(&db).map_err(|e| ctx.db("read the seal", e))?;
         db.pragma_update(None, "synchronous", "NORMAL")
             .map_err(|e| ctx.db("set the synchronous level", e))?;
         // A checkpoint costs two or three fsyncs of its own (WAL, database
@@ -388,7 +413,34 @@ impl SqliteJournal {
             pending: Mutex::new(Vec::new()),
             hook: None,
             migrated_from,
+            key: options.journal_key,
+            sealed: AtomicBool::new(sealed),
         })
+    }
+
+    /// Seals the journal with its key, once for the life of the file: the
+    /// first call on a file never sealed writes the MAC of every row that
+    /// has none (rows from before the schema had MACs, or written by
+    /// handles without the key) and records the seal in the same
+    /// transaction; from then on every keyed handle refuses a row without
+    /// a MAC. Rows whose body does not match its SHA-256 are left unsealed
+    /// (and so refused). A later call does nothing. Returns how many rows
+    /// it sealed. Only call it with the right key (a client does, after
+    /// its secret was accepted): rows sealed under a wrong key are refused
+    /// by every handle with the right one.
+    ///
+    /// `invalid_argument` (`journal_key`) for a handle opened without a key.
+    pub fn seal(&self) -> Result<usize> {
+        let Some(key) = &self.key else {
+            return Err(Error::invalid(
+                "journal_key",
+                "sealing the journal needs the journal key",
+            ));
+        };
+        let mut conn = self.lock();
+        let count = schema::seal(&mut conn, &self.ctx, key)?;
+        self.sealed.store(true, Ordering::Relaxed);
+        Ok(count)
     }
 
     /// The path the journal was opened with.
@@ -578,7 +630,23 @@ impl SqliteJournal {
             .prepare_cached(SELECT_ONE)
             .and_then(|mut stmt| stmt.query_row([order_id], RawRow::read).optional())
             .map_err(|e| self.ctx.db(action, e))?;
-        raw.map(|r| r.check(&self.ctx)).transpose()
+        raw.map(|r| self.verified(r)).transpose()
+    }
+
+    /// A row checked to read back valid and, with a journal key, to carry
+    /// the right MAC.
+    fn verified(&self, raw: RawRow) -> Result<Stored> {
+        let stored = raw.check(&self.ctx)?;
+        if let Some(key) = &self.key {
+            if stored.row_mac.is_some() || self.sealed.load(Ordering::Relaxed) {
+                key.verify(
+                    &self.ctx.path,
+                    &stored.record.operation,
+                    stored.row_mac.as_deref(),
+                )?;
+            }
+        }
+        Ok(stored)
     }
 
     fn take_lease(
@@ -753,8 +821,8 @@ impl Journal for SqliteJournal {
             }
             tx.prepare_cached(
                 "INSERT INTO operations (order_id, idempotency_key, method, path, body, body_sha256, status_path,
-                     state, attempts, created_at, updated_at, lease_owner, lease_expires)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 0, ?9, ?9, ?10, ?11)",
+                     state, attempts, created_at, updated_at, lease_owner, lease_expires, row_mac)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 0, ?9, ?9, ?10, ?11, ?12)",
             )
             .and_then(|mut stmt| {
                 stmt.execute(params![
@@ -769,6 +837,7 @@ impl Journal for SqliteJournal {
                     sql_time(now),
                     lease.owner,
                     sql_time(rules::stored_expiry(lease)),
+                    j.key.as_ref().map(|k| k.row_mac(operation)),
                 ])
             })
             .map_err(|e| j.ctx.db(action, e))?;
@@ -956,7 +1025,7 @@ impl Journal for SqliteJournal {
             .and_then(|rows| rows.collect::<rusqlite::Result<Vec<RawRow>>>())
             .map_err(|e| self.ctx.db(action, e))?;
         raws.into_iter()
-            .map(|r| r.check(&self.ctx).map(|s| s.record))
+            .map(|r| self.verified(r).map(|s| s.record))
             .collect()
     }
 
@@ -1112,10 +1181,16 @@ impl Journal for SqliteJournal {
                 Ok(stored) => {
                     let op = &stored.record.operation;
                     problems.extend(rules::body_problem(&op.order_id, &op.body, &op.body_sha256));
+                    if let Some(key) = &self.key {
+                        if stored.row_mac.is_some() || self.sealed.load(Ordering::Relaxed) {
+                            problems.extend(key.check_row(op, stored.row_mac.as_deref()).err());
+                        }
+                    }
                 }
                 Err(e) => problems.push(e.message().to_owned()),
             }
         }
+        problems.extend(super::location::exposure_problem(Path::new(&self.ctx.path)));
         let raws = conn
             .prepare(&format!(
                 "SELECT {RECONCILIATION_COLUMNS} FROM reconciliations ORDER BY id"
@@ -1139,7 +1214,60 @@ impl Journal for SqliteJournal {
             operations,
             reconciliations,
             problems,
+            macs_verified: self.key.is_some(),
         })
+    }
+
+    fn save_clock_offset(&self, offset: &StoredClockOffset) -> Result<()> {
+        let action = "store the clock offset";
+        let offset = offset.clone();
+        self.write(action, move |j, tx| {
+            tx.prepare_cached(
+                "INSERT INTO clock_offsets (platform, offset_secs, measured_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (platform) DO UPDATE
+                 SET offset_secs = excluded.offset_secs, measured_at = excluded.measured_at",
+            )
+            .and_then(|mut stmt| {
+                stmt.execute(params![
+                    offset.platform,
+                    offset.offset_secs,
+                    sql_time(offset.measured_at.min(rules::MAX_TIME))
+                ])
+            })
+            .map_err(|e| j.ctx.db(action, e))
+        })?;
+        Ok(())
+    }
+
+    fn clock_offset(&self, platform: &str) -> Result<Option<StoredClockOffset>> {
+        Ok(self.clock_offsets_where(Some(platform))?.into_iter().next())
+    }
+
+    fn clock_offsets(&self) -> Result<Vec<StoredClockOffset>> {
+        self.clock_offsets_where(None)
+    }
+}
+
+impl SqliteJournal {
+    /// The stored clock offsets of `platform` (every one when `None`).
+    fn clock_offsets_where(&self, platform: Option<&str>) -> Result<Vec<StoredClockOffset>> {
+        let action = "read the clock offsets";
+        let conn = self.lock();
+        conn.prepare_cached(
+            "SELECT platform, offset_secs, measured_at FROM clock_offsets
+             WHERE ?1 IS NULL OR platform = ?1 ORDER BY platform",
+        )
+        .and_then(|mut stmt| {
+            stmt.query_map([platform], |row| {
+                Ok(StoredClockOffset {
+                    platform: row.get(0)?,
+                    offset_secs: row.get(1)?,
+                    measured_at: u64::try_from(row.get::<_, i64>(2)?).unwrap_or(0),
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .map_err(|e| self.ctx.db(action, e))
     }
 }
 

@@ -9,9 +9,11 @@
 
 use super::{Fail, PostgresJournal};
 use crate::error::Result;
+use crate::journal::JournalKey;
+use crate::operation::FrozenOperation;
 
 /// The schema version this build writes and reads.
-pub const POSTGRES_SCHEMA_VERSION: u32 = 1;
+pub const POSTGRES_SCHEMA_VERSION: u32 = 2;
 
 /// The advisory lock key of migrations ("payidem" in ASCII).
 const MIGRATION_LOCK: i64 = 0x0070_6179_6964_656d;
@@ -60,6 +62,16 @@ const MIGRATIONS: [&str; POSTGRES_SCHEMA_VERSION as usize] = [
         reference text NOT NULL
     );
     CREATE INDEX payidem_reconciliations_by_order ON payidem_reconciliations (order_id, id);",
+    // 1 → 2: each operation's integrity MAC (NULL in rows written before,
+    // until the first keyed connect seals them; see `seal`), the seal
+    // marker, and the clock offset learnt from each platform.
+    "ALTER TABLE payidem_operations ADD COLUMN row_mac text;
+    ALTER TABLE payidem_schema ADD COLUMN rows_sealed bigint;
+    CREATE TABLE payidem_clock_offsets (
+        platform text PRIMARY KEY,
+        offset_secs bigint NOT NULL,
+        measured_at bigint NOT NULL
+    );",
 ];
 
 /// The version the database carries: 0 when it has no `payidem_schema`.
@@ -86,6 +98,75 @@ pub(super) fn version(client: &mut impl postgres::GenericClient) -> std::result:
         .get::<_, Option<i32>>(0)
         .unwrap_or(0);
     Ok(u32::try_from(v).unwrap_or(0))
+}
+
+/// Whether the database was sealed (see [`seal`]).
+pub(super) fn sealed(
+    client: &mut impl postgres::GenericClient,
+) -> std::result::Result<bool, postgres::Error> {
+    Ok(client
+        .query_one(
+            "SELECT max(rows_sealed) IS NOT NULL FROM payidem_schema",
+            &[],
+        )?
+        .get(0))
+}
+
+/// [`PostgresJournal::seal`](super::PostgresJournal::seal), under the
+/// migration lock: the first call (`rows_sealed` still NULL) writes the MAC of every row
+/// that has none and whose body matches its SHA-256 (rows written before
+/// the schema had MACs, or by journals without the key before any keyed
+/// one connected) and records how many in `rows_sealed`. If some row
+/// already carries a MAC although `rows_sealed` is NULL, the marker was
+/// removed: nothing is sealed and rows without a MAC stay refused.
+pub(super) fn seal(
+    client: &mut postgres::Client,
+    key: &JournalKey,
+) -> std::result::Result<i64, postgres::Error> {
+    let mut tx = client.transaction()?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])?;
+    let sealed: Option<i64> = tx
+        .query_one("SELECT max(rows_sealed) FROM payidem_schema", &[])?
+        .get(0);
+    if sealed.is_some() {
+        return Ok(0);
+    }
+    let any_mac: bool = tx
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM payidem_operations WHERE row_mac IS NOT NULL)",
+            &[],
+        )?
+        .get(0);
+    let mut count: i64 = 0;
+    if !any_mac {
+        let rows = tx.query(
+            "SELECT order_id, idempotency_key, method, path, body, body_sha256, status_path \
+             FROM payidem_operations WHERE row_mac IS NULL FOR UPDATE",
+            &[],
+        )?;
+        for row in rows {
+            let op = FrozenOperation {
+                order_id: row.get(0),
+                idempotency_key: row.get(1),
+                method: row.get(2),
+                path: row.get(3),
+                body: row.get(4),
+                body_sha256: row.get(5),
+                status_path: row.get(6),
+            };
+            if crate::protocol::body_sha256_hex(&op.body) != op.body_sha256 {
+                continue;
+            }
+            tx.execute(
+                "UPDATE payidem_operations SET row_mac = $2 WHERE order_id = $1",
+                &[&op.order_id, &key.row_mac(&op)],
+            )?;
+            count += 1;
+        }
+    }
+    tx.execute("UPDATE payidem_schema SET rows_sealed = $1", &[&count])?;
+    tx.commit()?;
+    Ok(count)
 }
 
 /// Brings the database to [`POSTGRES_SCHEMA_VERSION`] under the advisory

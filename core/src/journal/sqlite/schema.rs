@@ -11,9 +11,11 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
 
 use super::Context;
 use crate::error::Result;
+use crate::journal::JournalKey;
+use crate::operation::FrozenOperation;
 
 /// The schema version this build writes and reads.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// `MIGRATIONS[v]` takes a file from version `v` to `v + 1`; each step runs
 /// inside the transaction that records the new version.
@@ -57,7 +59,21 @@ const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [
         reference TEXT NOT NULL
     );
     CREATE INDEX reconciliations_by_order ON reconciliations (order_id, id);",
+    // 2 → 3: each operation's integrity MAC (NULL in rows written before,
+    // until the first keyed open seals them; see `seal`), and the clock
+    // offset learnt from each platform.
+    "ALTER TABLE operations ADD COLUMN row_mac TEXT;
+    CREATE TABLE clock_offsets (
+        platform TEXT PRIMARY KEY NOT NULL,
+        offset_secs INTEGER NOT NULL,
+        measured_at INTEGER NOT NULL
+    );",
 ];
+
+/// The `meta` key recording that a handle with the journal key sealed the
+/// rows that had no MAC (its value: how many it sealed). From then on a
+/// row without a MAC is refused.
+const SEALED: &str = "rows_sealed";
 
 /// What a file holds.
 enum Found {
@@ -151,6 +167,87 @@ pub(super) fn prepare(conn: &mut Connection, ctx: &Context) -> Result<Option<u32
         Found::Journal(v) if v < SCHEMA_VERSION => Some(v),
         _ => None,
     })
+}
+
+/// Whether the file was sealed (see [`seal`]).
+pub(super) fn sealed(conn: &Connection) -> rusqlite::Result<bool> {
+    conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM meta WHERE key = ?1)",
+        [SEALED],
+        |row| row.get(0),
+    )
+}
+
+/// [`SqliteJournal::seal`](super::SqliteJournal::seal): the first call
+/// (no `rows_sealed` in `meta`) writes the MAC of every row that
+/// has none (rows written before the schema had MACs, or by handles
+/// without the key before any keyed handle opened the file) and records
+/// `rows_sealed`, in one transaction. Rows whose body does not match its
+/// SHA-256 are left unsealed (and so refused). If some row already
+/// carries a MAC although `rows_sealed` is missing, the marker was
+/// removed: nothing is sealed, the marker is recorded again, and rows
+/// without a MAC stay refused. Returns how many rows it sealed.
+pub(super) fn seal(conn: &mut Connection, ctx: &Context, key: &JournalKey) -> Result<usize> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(|e| ctx.db("lock to seal the rows", e))?;
+    let sealed: Option<i64> = tx
+        .query_row("SELECT value FROM meta WHERE key = ?1", [SEALED], |row| {
+            row.get(0)
+        })
+        .optional()
+        .map_err(|e| ctx.db("read the seal", e))?;
+    if sealed.is_some() {
+        return Ok(0);
+    }
+    let any_mac: bool = tx
+        .query_row(
+            "SELECT EXISTS (SELECT 1 FROM operations WHERE row_mac IS NOT NULL)",
+            [],
+            |row| row.get(0),
+        )
+        .map_err(|e| ctx.db("read the seal", e))?;
+    let mut count = 0usize;
+    if !any_mac {
+        let rows = tx
+            .prepare(
+                "SELECT order_id, idempotency_key, method, path, body, body_sha256, status_path
+                 FROM operations WHERE row_mac IS NULL",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_map([], |row| {
+                    Ok(FrozenOperation {
+                        order_id: row.get(0)?,
+                        idempotency_key: row.get(1)?,
+                        method: row.get(2)?,
+                        path: row.get(3)?,
+                        body: row.get(4)?,
+                        body_sha256: row.get(5)?,
+                        status_path: row.get(6)?,
+                    })
+                })?
+                .collect::<rusqlite::Result<Vec<FrozenOperation>>>()
+            })
+            .map_err(|e| ctx.db("read the rows to seal", e))?;
+        for op in rows {
+            if crate::protocol::body_sha256_hex(&op.body) != op.body_sha256 {
+                continue;
+            }
+            tx.execute(
+                "UPDATE operations SET row_mac = ?2 WHERE order_id = ?1",
+                rusqlite::params![op.order_id, key.row_mac(&op)],
+            )
+            .map_err(|e| ctx.db("seal the rows", e))?;
+            count += 1;
+        }
+    }
+    tx.execute(
+        "INSERT INTO meta (key, value) VALUES (?1, ?2)",
+        rusqlite::params![SEALED, i64::try_from(count).unwrap_or(i64::MAX)],
+    )
+    .map_err(|e| ctx.db("record the seal", e))?;
+    tx.commit().map_err(|e| ctx.db("commit the seal", e))?;
+    Ok(count)
 }
 
 /// The schema version the file at `conn` carries (0 when it has none).

@@ -407,7 +407,7 @@ func TestClientEventsReachTheHookAndSlog(t *testing.T) {
 	var mu sync.Mutex
 	var events []AttemptEvent
 	var logs bytes.Buffer
-	logger := slog.New(slog.NewJSONHandler(&logs, nil))
+	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	slogHook := SlogHook(logger)
 	cfg := fastConfig(m.URL)
 	cfg.OnAttempt = func(e AttemptEvent) {
@@ -436,7 +436,7 @@ func TestClientEventsReachTheHookAndSlog(t *testing.T) {
 	if err := json.Unmarshal(logs.Bytes(), &record); err != nil {
 		t.Fatalf("log %q: %v", logs.String(), err)
 	}
-	if record["msg"] != "payidem attempt" || record["order_id"] != op.OrderID || record["level"] != "INFO" ||
+	if record["msg"] != "payidem attempt" || record["order_id"] != op.OrderID || record["level"] != "DEBUG" ||
 		record["next"] != "settle" || record["http_status"] != float64(201) {
 		t.Errorf("log record %v", record)
 	}

@@ -70,7 +70,7 @@ fn files() -> &'static Mutex<Files> {
         } else {
             std::env::temp_dir()
         };
-        // libFuzzer ends with exit(), so files of earlier runs whose
+        // libFuzzer ends with exit(), so directories of earlier runs whose
         // process is gone are removed here.
         if let Ok(entries) = std::fs::read_dir(&dir) {
             for entry in entries.flatten() {
@@ -80,17 +80,19 @@ fn files() -> &'static Mutex<Files> {
                 };
                 let pid: String = rest.chars().take_while(char::is_ascii_digit).collect();
                 if !pid.is_empty() && !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+                    let _ = std::fs::remove_dir_all(entry.path());
                     let _ = std::fs::remove_file(entry.path());
                 }
             }
         }
-        let path = dir.join(format!(
-            "payidem-fuzz-journal-{}.sqlite3",
-            std::process::id()
-        ));
-        for suffix in ["", "-wal", "-shm"] {
-            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
-        }
+        // A private directory (0700): the journal refuses a directory every
+        // user may write to, such as /dev/shm itself.
+        let private = dir.join(format!("payidem-fuzz-journal-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&private);
+        std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700)
+            .create(&private)
+            .unwrap();
+        let path = private.join("journal.sqlite3");
         let journal = SqliteJournal::open(&path, SqliteJournalOptions::default()).unwrap();
         let raw = rusqlite::Connection::open(&path).unwrap();
         Mutex::new(Files { journal, raw })

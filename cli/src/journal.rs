@@ -347,7 +347,7 @@ fn check(j: &Opened, json: bool) -> Done {
             report.reconciliations,
         );
         text.push_str(if report.macs_verified {
-            "integrity MACs: verified for every operation (journal key from the secret)\n"
+            "integrity MACs: checked for every operation (journal key from the secret)\n"
         } else {
             "integrity MACs: not verified (pass --secret-file or set PAYIDEM_SECRET)\n"
         });

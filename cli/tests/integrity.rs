@@ -1,0 +1,217 @@
+//! `payidem journal check` and `resume` with the secret: rows are verified
+//! against their integrity MAC, a tampered one is named (check: exit 7)
+//! and never sent (resume: exit 1, the mock receives nothing); without the
+//! secret the check says it could not verify. `check` also prints the
+//! clock offsets the journal keeps, with their age.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use payidem::journal::{
+    Journal, JournalKey, Lease, SqliteJournal, SqliteJournalOptions, StoredClockOffset,
+};
+use payidem::operation::{FrozenOperation, OperationState};
+use payidem_e2e::{payment_body, start_mock};
+use payidem_mock::{DEFAULT_KEY_ID, DEFAULT_SECRET};
+use serde_json::Value;
+
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+fn payidem(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_payidem"));
+    for var in [
+        "PAYIDEM_JOURNAL",
+        "PAYIDEM_SECRET",
+        "PAYIDEM_BASE_URL",
+        "PAYIDEM_KEY_ID",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd.args(args).envs(env.iter().copied());
+    cmd.output().expect("payidem runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn payment(order_id: &str) -> FrozenOperation {
+    let body = payment_body(order_id, 1250);
+    FrozenOperation {
+        order_id: order_id.into(),
+        idempotency_key: format!("create-{order_id}"),
+        method: "POST".into(),
+        path: "/v1/payments".into(),
+        body_sha256: payidem::protocol::body_sha256_hex(&body),
+        body,
+        status_path: None,
+    }
+}
+
+/// A journal as a client of the mock's key writes it: two unknown
+/// operations with their MACs, and a stored clock offset.
+fn journal(dir: &Path) -> PathBuf {
+    let path = dir.join("journal.sqlite3");
+    let j = SqliteJournal::open(
+        &path,
+        SqliteJournalOptions {
+            journal_key: Some(JournalKey::derive_from_secret(DEFAULT_SECRET.as_bytes())),
+            ..SqliteJournalOptions::default()
+        },
+    )
+    .unwrap();
+    j.seal().unwrap();
+    for id in ["ord-good", "ord-tampered"] {
+        let lease = Lease {
+            owner: "gone-host/1/x/0".into(),
+            expires_at: now() - 1,
+        };
+        j.open(&payment(id), &lease, now() - 100).unwrap();
+        j.record_attempt(id, &lease, 1, now() - 99).unwrap();
+        j.finish(id, &lease, OperationState::Unknown, None, now() - 98)
+            .unwrap();
+    }
+    j.save_clock_offset(&StoredClockOffset {
+        platform: "https://api.example.com:443".into(),
+        offset_secs: 312,
+        measured_at: now() - 7200,
+    })
+    .unwrap();
+    path
+}
+
+#[test]
+fn check_with_the_secret_names_a_tampered_row_and_resume_sends_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = journal(dir.path());
+    let secret = dir.path().join("secret");
+    std::fs::write(&secret, format!("{DEFAULT_SECRET}\n")).unwrap();
+    let (p, s) = (path.to_str().unwrap(), secret.to_str().unwrap());
+
+    let sound = payidem(
+        &["journal", "check", "--journal", p, "--secret-file", s],
+        &[],
+    );
+    assert_eq!(sound.status.code(), Some(0), "{}", stdout(&sound));
+    assert!(stdout(&sound).contains("integrity MACs: checked for every operation"));
+
+    // Another key for the same order: the row still reads back valid, only
+    // its MAC tells.
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute(
+            "UPDATE operations SET idempotency_key = 'create-ord-other' WHERE order_id = 'ord-tampered'",
+            [],
+        )
+        .unwrap();
+
+    // Without the secret the check cannot see it, and says so.
+    let blind = payidem(&["journal", "check", "--journal", p], &[]);
+    assert_eq!(blind.status.code(), Some(0), "{}", stdout(&blind));
+    assert!(
+        stdout(&blind).contains("integrity MACs: not verified"),
+        "{}",
+        stdout(&blind)
+    );
+
+    // With it (file or environment), exit 7 and the row named.
+    for out in [
+        payidem(
+            &["journal", "check", "--journal", p, "--secret-file", s],
+            &[],
+        ),
+        payidem(
+            &["journal", "check", "--journal", p],
+            &[("PAYIDEM_SECRET", DEFAULT_SECRET)],
+        ),
+    ] {
+        assert_eq!(out.status.code(), Some(7), "{}", stdout(&out));
+        let text = stdout(&out);
+        assert!(
+            text.contains(
+                "problem: the row of order id \"ord-tampered\" fails its integrity check"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("\"ord-good\""), "{text}");
+        assert!(!text.contains(DEFAULT_SECRET), "{text}");
+    }
+    let json = payidem(
+        &[
+            "--json",
+            "journal",
+            "check",
+            "--journal",
+            p,
+            "--secret-file",
+            s,
+        ],
+        &[],
+    );
+    let v: Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["ok"], false);
+    assert_eq!(v["macs_verified"], true);
+    assert_eq!(v["problems"].as_array().unwrap().len(), 1);
+
+    // Resume refuses before sending anything, for one order or all.
+    let mock = start_mock();
+    let url = mock.url();
+    for target in [&["ord-tampered"][..], &["--all"][..]] {
+        let mut args = vec![
+            "journal",
+            "resume",
+            "--journal",
+            p,
+            "--base-url",
+            &url,
+            "--key-id",
+            DEFAULT_KEY_ID,
+            "--secret-file",
+            s,
+        ];
+        args.extend_from_slice(target);
+        let out = payidem(&args, &[]);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{}{}",
+            stdout(&out),
+            stderr(&out)
+        );
+        assert!(
+            stderr(&out).contains("journal_error") && stderr(&out).contains("\"ord-tampered\""),
+            "{}",
+            stderr(&out)
+        );
+    }
+    assert_eq!(mock.stats().requests.total, 0, "nothing was sent");
+}
+
+#[test]
+fn check_prints_the_stored_clock_offsets_and_their_age() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = journal(dir.path());
+    let p = path.to_str().unwrap();
+    let text = stdout(&payidem(&["journal", "check", "--journal", p], &[]));
+    assert!(
+        text.contains("clock offset for https://api.example.com:443: +312 s, measured 2h"),
+        "{text}"
+    );
+    let out = payidem(&["--json", "journal", "check", "--journal", p], &[]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let offsets = v["clock_offsets"].as_array().unwrap();
+    assert_eq!(offsets.len(), 1);
+    assert_eq!(offsets[0]["platform"], "https://api.example.com:443");
+    assert_eq!(offsets[0]["offset_secs"], 312);
+    let age = offsets[0]["age_secs"].as_u64().unwrap();
+    assert!((7200..7260).contains(&age), "{age}");
+}

@@ -23,6 +23,7 @@ PYTEST_VERSION="9.2.0"
 MYPY_VERSION="2.4.1"
 REQUESTS_VERSION="2.34.2"
 HTTPX_VERSION="0.29.0"
+PROMETHEUS_CLIENT_VERSION="0.26.0"
 
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$REPO/target}"
 
@@ -41,7 +42,7 @@ fi
 "$VENV/bin/python" -m pip install --quiet --upgrade pip
 "$VENV/bin/python" -m pip install --quiet \
     "pytest==$PYTEST_VERSION" "mypy==$MYPY_VERSION" "requests==$REQUESTS_VERSION" \
-    "httpx==$HTTPX_VERSION"
+    "httpx==$HTTPX_VERSION" "prometheus-client==$PROMETHEUS_CLIENT_VERSION"
 # Non-editable, like a user's install: the wheel goes into site-packages.
 "$VENV/bin/python" -m pip install --quiet --force-reinstall --no-deps "$HERE"
 

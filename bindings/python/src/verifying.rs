@@ -81,7 +81,7 @@ pub(crate) struct Verifier {
 }
 
 impl Verifier {
-    fn read(&self) -> RwLockReadGuard<'_, protocol::Verifier> {
+    pub(crate) fn read(&self) -> RwLockReadGuard<'_, protocol::Verifier> {
         self.inner.read().unwrap_or_else(PoisonError::into_inner)
     }
 }

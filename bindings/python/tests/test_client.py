@@ -141,7 +141,7 @@ def test_attempt_events_reach_the_hook_and_logging(
     mock.faults()
     logger = logging.getLogger("payidem.test")
     logged = make_client(on_attempt=payidem.log_attempts(logger))
-    with caplog.at_level(logging.INFO, logger="payidem.test"):
+    with caplog.at_level(logging.DEBUG, logger="payidem.test"):
         logged.execute(order, "POST", "/v1/payments", payment(order))
     assert any("attempt=1" in r.getMessage() and "status=201" in r.getMessage() for r in caplog.records)
 

@@ -77,6 +77,9 @@ from .errors import (
     VerificationError,
 )
 from .logs import log_attempts
+from . import prometheus as prometheus
+from .events import Event, log_events
+from .metrics import MetricsSnapshot, metric_sum, metrics, prometheus_text
 from .operation import (
     Attempt,
     Call,
@@ -162,5 +165,11 @@ __all__ = [
     "default_journal_path",
     "freeze_body",
     "log_attempts",
+    "Event",
+    "log_events",
+    "MetricsSnapshot",
+    "metric_sum",
+    "metrics",
+    "prometheus_text",
     "operation_headers",
 ]

@@ -16,6 +16,7 @@ __all__ = [
     "LANDED",
     "DECISION_KINDS",
     "LARGE_BODY_BYTES",
+    "LOG_LEVELS",
     "MEMORY_JOURNAL",
     "NEXT_ACTIONS",
     "OPERATION_STATES",
@@ -28,15 +29,20 @@ __all__ = [
     "Verified",
     "Verifier",
     "__version__",
+    "attempt_log_level",
     "body_sha256_hex",
+    "call_end_log_level",
     "call_limits_defaults",
     "canonical_string",
     "client_defaults",
+    "client_metrics",
     "decide",
     "decide_status_query",
     "default_journal_path",
     "error_codes",
     "relative_path",
+    "set_event_listener",
+    "verifier_metrics",
 ]
 
 __version__: str
@@ -61,6 +67,8 @@ STEP_KINDS: List[str]
 """The machine's steps (``payidem.StepKind``), in order."""
 CALL_STEP_KINDS: List[str]
 """A call's steps (``payidem.CallStepKind``), in order."""
+LOG_LEVELS: List[str]
+"""The core's log-level names (``debug``, ``info``, ``warn``), quietest first."""
 
 _Headers = Union[Mapping[str, str], Iterable[Tuple[str, str]]]
 _Response = Tuple[int, List[Tuple[str, str]], bytes, bool]
@@ -257,6 +265,22 @@ def client_defaults() -> _ClientDefaults:
 def error_codes() -> List[Tuple[int, str, Optional[int], bool]]:
     """Every error code of the core, in number order: ``(number, name,
     http_status, final)``."""
+
+def client_metrics(client: Client, prometheus: bool = False) -> str:
+    """The client's metrics as JSON, or Prometheus text (format 0.0.4)."""
+
+def verifier_metrics(verifier: Verifier, prometheus: bool = False) -> str:
+    """The verifier's metrics as JSON, or Prometheus text (format 0.0.4)."""
+
+def attempt_log_level(attempt: int, next: str, status: Optional[int] = None) -> str:
+    """The core's level name of an attempt (``debug``, ``info``, ``warn``)."""
+
+def call_end_log_level(end: str, attempts: int) -> str:
+    """The core's level name of a call's end."""
+
+def set_event_listener(client: Client, callback: Optional[Callable[[str], object]]) -> None:
+    """Sets (or removes) the callable receiving each event of the client as
+    the core's event JSON."""
 
 def default_journal_path() -> str:
     """The durable default journal of this user, from ``XDG_STATE_HOME`` or

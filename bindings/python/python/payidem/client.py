@@ -10,6 +10,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, Type, Union
 from . import _native
 from ._types import AttemptEvent, ClientDefaults, Headers, OperationStatus, Outcome, Response, _outcome, _status
 from .errors import Error, InvalidArgument
+from .events import Event, _listener
+from .metrics import MetricsSnapshot, metrics, prometheus_text
 
 __all__ = ["Client", "Body", "CLIENT_DEFAULTS", "MEMORY", "default_journal_path", "freeze_body"]
 
@@ -141,7 +143,8 @@ class Client:
     (:data:`CLIENT_DEFAULTS`). ``on_attempt`` receives an
     :class:`AttemptEvent` after every attempt, from the calling thread; an
     exception it raises is logged to the ``payidem`` logger and never breaks
-    the payment. ``retry_budget`` is the capacity of the retry token bucket
+    the payment. ``on_event`` receives every :class:`Event` the same way:
+    attempts, call ends and journal failures, each with its log level. ``retry_budget`` is the capacity of the retry token bucket
     shared by every call of this client (each retry spends tokens, a retry
     after a timeout more than one after an error answer; successes refund).
 
@@ -178,6 +181,7 @@ class Client:
         settled_retention: float = _D.settled_retention,
         retry_budget: int = _D.retry_budget,
         on_attempt: Optional[Callable[[AttemptEvent], object]] = None,
+        on_event: Optional[Callable[[Event], object]] = None,
         allow_insecure_http: bool = _D.allow_insecure_http,
         proxy: Optional[str] = None,
         proxy_from_env: bool = _D.proxy_from_env,
@@ -190,6 +194,8 @@ class Client:
             raise TypeError(f"secret must be bytes, not {type(secret).__name__}")
         if on_attempt is not None and not callable(on_attempt):
             raise TypeError("on_attempt must be callable or None")
+        if on_event is not None and not callable(on_event):
+            raise TypeError("on_event must be callable or None")
         self._native = _native.Client(
             base_url,
             key_id,
@@ -213,6 +219,21 @@ class Client:
             client_key=_optional_path("client_key", client_key),
             max_clock_offset=_seconds("max_clock_offset", max_clock_offset),
         )
+        if on_event is not None:
+            _native.set_event_listener(self._native, _listener(on_event))
+
+    def metrics(self) -> MetricsSnapshot:
+        """The client's metrics now (shared by every call): attempts by
+        kind, HTTP status and next action, calls ended by end, time to
+        settle, journal write latency and failures, and the journal's count
+        of operations whose outcome is unknown (docs/metrics.md). For
+        ``prometheus_client``, see :class:`payidem.prometheus.Collector`."""
+        return metrics(self)
+
+    def prometheus_text(self) -> str:
+        """The client's metrics in the Prometheus text exposition format
+        0.0.4."""
+        return prometheus_text(self)
 
     @property
     def key_id(self) -> str:

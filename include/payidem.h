@@ -1121,6 +1121,10 @@ payidem_result payidem_client_url(const struct payidem_client *client,
  *   and the call fails with `PAYIDEM_REJECTED` (status 401), the operation
  *   kept. 0 never adjusts the clock.
  * - `key_id` (string, required): sent in `X-Api-Key`.
+ * - `journal_key_hex` (string): the key of the journal rows' integrity
+ *   MACs, in hex (16 to 1024 bytes); absent or `""`: derived from the
+ *   secret. Set it to keep reading rows written before a rotation of the
+ *   secret (docs/journal-integrity.md). Never appears in errors.
  * - `journal_path` (string): SQLite file, created 0600 if missing (its
  *   directory must exist); `":memory:"` for a memory journal (operations
  *   die with the process: tests only, never production). Absent or `""`:

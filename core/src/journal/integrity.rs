@@ -49,6 +49,31 @@ impl JournalKey {
         Ok(JournalKey(Zeroizing::new(bytes.to_vec())))
     }
 
+    /// A key from its hex form (upper or lower case, two digits per byte;
+    /// 16..=1024 bytes), e.g. what [`JournalKey::derived_hex`] prints.
+    /// `invalid_argument` naming `journal_key` otherwise; the text is never
+    /// repeated in the error.
+    pub fn from_hex(text: &str) -> Result<JournalKey> {
+        let text = text.as_bytes();
+        if text.len() % 2 != 0 || !text.iter().all(u8::is_ascii_hexdigit) {
+            return Err(Error::invalid(
+                "journal_key",
+                "must be hex digits, two per byte",
+            ));
+        }
+        let digit = |c: u8| match c {
+            b'0'..=b'9' => c - b'0',
+            b'a'..=b'f' => c - b'a' + 10,
+            _ => c - b'A' + 10,
+        };
+        let bytes: Zeroizing<Vec<u8>> = Zeroizing::new(
+            text.chunks_exact(2)
+                .map(|p| digit(p[0]) << 4 | digit(p[1]))
+                .collect(),
+        );
+        JournalKey::new(&bytes)
+    }
+
     /// The key a client uses when none is configured:
     /// `HMAC-SHA256(secret, "payidem journal key v1")`. Rotating the API
     /// secret changes it: operations journaled under the old secret then
@@ -268,5 +293,11 @@ mod tests {
         assert_eq!(a, JournalKey::derive_from_secret(b"secret-one-0123456789"));
         let hex = JournalKey::derived_hex(b"secret-one-0123456789");
         assert_eq!(hex.len(), 64);
+        assert_eq!(JournalKey::from_hex(&hex).unwrap(), a);
+        assert_eq!(JournalKey::from_hex(&hex.to_uppercase()).unwrap(), a);
+        for bad in ["abc", "zz", "", &"ab".repeat(8)[..30]] {
+            let e = JournalKey::from_hex(bad).unwrap_err();
+            assert_eq!(e.field(), Some("journal_key"), "{bad:?}");
+        }
     }
 }

@@ -37,6 +37,13 @@ pub(crate) fn parse(json: &str) -> Result<ClientConfig, FfiError> {
     if let Some(s) = uint(root, "max_clock_offset_s", "")? {
         config.max_clock_offset = Duration::from_secs(s);
     }
+    if let Some(hex) = optional_string(root, "journal_key_hex")?.filter(|h| !h.is_empty()) {
+        let key = payidem::journal::JournalKey::from_hex(hex).map_err(|e| {
+            let why = e.message().trim_start_matches("journal_key: ").to_owned();
+            FfiError::invalid("journal_key_hex", why)
+        })?;
+        config.journal_key = Some(key);
+    }
     if let Some(allow) = boolean(root, "allow_insecure_http")? {
         config.allow_insecure_http = allow;
     }
@@ -106,6 +113,7 @@ const ROOT_KEYS: &[&str] = &[
     "base_url",
     "key_id",
     "journal_path",
+    "journal_key_hex",
     "connect_timeout_ms",
     "request_timeout_ms",
     "retry",
@@ -238,6 +246,29 @@ mod tests {
         assert!(
             matches!(c.journal, JournalChoice::Sqlite(p) if p == std::path::Path::new("/tmp/j.sqlite3"))
         );
+    }
+
+    #[test]
+    fn the_journal_key_is_read_from_hex_and_never_echoed() {
+        let hex = "0123456789abcdef".repeat(4);
+        let c = parse(&format!(
+            r#"{{"base_url":"u","key_id":"k","journal_key_hex":"{hex}"}}"#
+        ))
+        .unwrap();
+        assert_eq!(
+            c.journal_key,
+            Some(payidem::journal::JournalKey::from_hex(&hex).unwrap())
+        );
+        assert!(!format!("{c:?}").contains("0123456789abcdef"));
+        let c = parse(r#"{"base_url":"u","key_id":"k","journal_key_hex":""}"#).unwrap();
+        assert_eq!(c.journal_key, None);
+        for bad in ["xyz0", "abcd", "0123456789abcde"] {
+            let e = field_of(&format!(
+                r#"{{"base_url":"u","key_id":"k","journal_key_hex":"{bad}"}}"#
+            ));
+            assert!(e.contains("\"journal_key_hex\""), "{e}");
+            assert!(!e.contains(bad), "{e}");
+        }
     }
 
     #[test]

@@ -116,6 +116,16 @@ pub enum JournalCommand {
         #[arg(long, value_name = "AGE", value_parser = parse_age)]
         settled_older_than: u64,
     },
+    /// Counts by state, key-expired operations and the oldest unknown
+    /// operation's age (text, --json, or --prometheus for node_exporter's
+    /// textfile collector).
+    Stats {
+        #[command(flatten)]
+        journal: JournalArg,
+        /// Print Prometheus text (exposition format 0.0.4) instead.
+        #[arg(long, conflicts_with = "json")]
+        prometheus: bool,
+    },
     /// Every operation and reconciliation as JSON, bodies base64 (for audits).
     Export {
         #[command(flatten)]

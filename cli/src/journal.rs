@@ -126,6 +126,13 @@ pub fn run(command: JournalCommand, json: bool) -> Done {
             settled_older_than,
         } => purge(&open(&journal)?, settled_older_than, json),
         JournalCommand::Export { journal } => export(&open(&journal)?),
+        JournalCommand::Stats {
+            journal,
+            prometheus,
+        } => {
+            let opened = open(&journal)?;
+            crate::stats::run(&*opened.journal, &opened.name, prometheus, json)
+        }
         JournalCommand::Check {
             journal,
             secret_file,

@@ -8,6 +8,7 @@ mod manual;
 mod render;
 mod secret;
 mod sign;
+mod stats;
 
 use std::io::Write;
 use std::process::ExitCode;

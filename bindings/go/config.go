@@ -8,6 +8,7 @@ package payidem
 import "C"
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -32,6 +33,7 @@ const JournalMemory = ":memory:"
 // checks this list against the library):
 //
 //   - JournalPath: "" (the durable default journal)
+//   - JournalKey: nil (derived from Secret)
 //   - ConnectTimeout: 5s
 //   - RequestTimeout: 30s
 //   - MaxAttempts: 8
@@ -52,6 +54,11 @@ type Config struct {
 	// Secret of the key, 16..=1024 bytes (required). It is copied into the
 	// library and never shown; the caller may wipe its slice afterwards.
 	Secret []byte
+	// JournalKey is the key of the journal rows' integrity MACs, 16..=1024
+	// bytes (see docs/journal-integrity.md). nil: derived from Secret. Set
+	// it to keep reading operations journaled before a rotation of Secret
+	// (or they are refused with ErrJournal). Never shown, like Secret.
+	JournalKey []byte
 	// JournalPath is the SQLite journal file, created (mode 0600) if
 	// missing; its directory must exist.
 	//
@@ -130,7 +137,7 @@ func (c Config) String() string {
 		// A proxy URL may carry credentials.
 		proxy = "<set>"
 	}
-	return fmt.Sprintf("payidem.Config{BaseURL:%q KeyID:%q Secret:<redacted> JournalPath:%q "+
+	return fmt.Sprintf("payidem.Config{BaseURL:%q KeyID:%q Secret:<redacted> JournalKey:<redacted> JournalPath:%q "+
 		"ConnectTimeout:%v RequestTimeout:%v MaxAttempts:%d BackoffBase:%v BackoffCap:%v "+
 		"Deadline:%v KeyRetention:%v SettledRetention:%v RetryBudget:%s OnAttempt:%t "+
 		"AllowInsecureHTTP:%t Proxy:%s ProxyFromEnv:%t CABundle:%q ClientCert:%q ClientKey:%q "+
@@ -159,6 +166,7 @@ type options struct {
 	BaseURL           string         `json:"base_url"`
 	KeyID             string         `json:"key_id"`
 	JournalPath       string         `json:"journal_path,omitempty"`
+	JournalKeyHex     string         `json:"journal_key_hex,omitempty"`
 	ConnectTimeoutMS  uint64         `json:"connect_timeout_ms,omitempty"`
 	RequestTimeoutMS  uint64         `json:"request_timeout_ms,omitempty"`
 	Retry             *retryOptions  `json:"retry,omitempty"`
@@ -195,6 +203,7 @@ var goFieldOfOption = map[string]string{
 	"key_id":                      "KeyID",
 	"secret":                      "Secret",
 	"journal_path":                "JournalPath",
+	"journal_key_hex":             "JournalKey",
 	"connect_timeout_ms":          "ConnectTimeout",
 	"request_timeout_ms":          "RequestTimeout",
 	"retry.base_ms":               "BackoffBase",
@@ -239,7 +248,8 @@ func (c *Config) optionsJSON() ([]byte, error) {
 			return nil, invalid(f.name, "is not valid UTF-8")
 		}
 	}
-	o := options{BaseURL: c.BaseURL, KeyID: c.KeyID, JournalPath: c.JournalPath}
+	o := options{BaseURL: c.BaseURL, KeyID: c.KeyID, JournalPath: c.JournalPath,
+		JournalKeyHex: hex.EncodeToString(c.JournalKey)}
 	var err error
 	ms := func(field string, d time.Duration) uint64 {
 		if err != nil {

@@ -1082,9 +1082,9 @@ static void test_client_options_are_checked(void) {
  * payidem_client_new once base_url and key_id are added. */
 static void test_client_defaults_json(void) {
     static const char *const keys[] = {
-        "journal_path", "connect_timeout_ms", "request_timeout_ms", "retry", "retry_budget",
-        "key_retention_s", "settled_retention_s", "max_clock_offset_s", "allow_insecure_http",
-        "proxy", "proxy_from_env", "ca_bundle", "client_cert", "client_key"};
+        "journal_path", "journal_key_hex", "connect_timeout_ms", "request_timeout_ms", "retry",
+        "retry_budget", "key_retention_s", "settled_retention_s", "max_clock_offset_s",
+        "allow_insecure_http", "proxy", "proxy_from_env", "ca_bundle", "client_cert", "client_key"};
     const char *text = payidem_client_defaults_json();
     cJSON *doc, *options;
     payidem_client *client = NULL;

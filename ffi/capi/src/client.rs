@@ -786,6 +786,8 @@ fn defaults_json() -> String {
     serde_json::json!({
         "options": {
             "journal_path": journal_path,
+            // None: derived from the secret (a key has no default value).
+            "journal_key_hex": "",
             "connect_timeout_ms": ms(c.connect_timeout),
             "request_timeout_ms": ms(c.request_timeout),
             "retry": {

@@ -283,9 +283,14 @@ type Event struct {
 	DurationUS int64         `json:"duration_us"`
 }
 
+// eventHooks holds the handle of each client's event hook, by the
+// address of its C client (not the *Client, which it must not keep
+// alive): replacing or removing a hook deletes the previous handle. The
+// handle of a client closed with a hook set stays until its address is
+// reused by another client's SetEventHook.
 var eventHooks struct {
 	sync.Mutex
-	handles map[*Client]cgo.Handle
+	handles map[uintptr]cgo.Handle
 }
 
 // SetEventHook sets (or with nil removes) the function that receives
@@ -303,19 +308,20 @@ func (c *Client) SetEventHook(hook func(Event)) error {
 	if hook != nil {
 		h = cgo.NewHandle(hook)
 	}
-	C.payidem_go_set_event_json_handle(c.ptr, C.uintptr_t(h))
-	runtime.KeepAlive(c)
+	key := uintptr(unsafe.Pointer(c.ptr))
 	eventHooks.Lock()
 	defer eventHooks.Unlock()
+	C.payidem_go_set_event_json_handle(c.ptr, C.uintptr_t(h))
+	runtime.KeepAlive(c)
 	if eventHooks.handles == nil {
-		eventHooks.handles = map[*Client]cgo.Handle{}
+		eventHooks.handles = map[uintptr]cgo.Handle{}
 	}
-	if old, ok := eventHooks.handles[c]; ok {
+	if old, ok := eventHooks.handles[key]; ok {
 		old.Delete()
-		delete(eventHooks.handles, c)
+		delete(eventHooks.handles, key)
 	}
 	if hook != nil {
-		eventHooks.handles[c] = h
+		eventHooks.handles[key] = h
 	}
 	return nil
 }

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use payidem::journal::{
-    Journal, Lease, Opened, PgPoint, PostgresJournal, PostgresJournalOptions,
+    Journal, JournalKey, Lease, Opened, PgPoint, PostgresJournal, PostgresJournalOptions,
     POSTGRES_SCHEMA_VERSION,
 };
 use payidem::operation::{FrozenOperation, OperationState};
@@ -189,6 +189,77 @@ fn a_restarted_server_is_reconnected_to_and_keeps_every_committed_record() {
     assert_eq!((r.state, r.attempts), (OperationState::InFlight, 1));
     j.finish("o-1", &a, OperationState::Succeeded, None, now())
         .unwrap();
+}
+
+/// A version-1 database (no MACs, no seal, no clock offsets) migrates; the
+/// first keyed journal seals its rows once, and they keep working; a row
+/// without a MAC written afterwards is refused, also by `claim_next`, whose
+/// claim is rolled back.
+#[test]
+fn a_version_1_database_migrates_and_its_rows_are_sealed_by_the_first_keyed_journal() {
+    assert_eq!(POSTGRES_SCHEMA_VERSION, 2);
+    let server = pg::shared();
+    let url = pg::fresh_db();
+    let db = url.split('/').nth(3).unwrap().split('?').next().unwrap();
+    let legacy = open(&url);
+    legacy.open(&op("old"), &lease("a", 100), now()).unwrap();
+    legacy.release("old", &lease("a", 100)).unwrap();
+    drop(legacy);
+    let mut c = server.connect(db);
+    c.batch_execute(
+        "ALTER TABLE payidem_operations DROP COLUMN row_mac;
+         ALTER TABLE payidem_schema DROP COLUMN rows_sealed;
+         DROP TABLE payidem_clock_offsets;
+         UPDATE payidem_schema SET version = 1;",
+    )
+    .unwrap();
+    let key = JournalKey::derive_from_secret(b"postgres-integrity-secret-0123");
+    let keyed = || {
+        PostgresJournal::connect(
+            &url,
+            PostgresJournalOptions {
+                journal_key: Some(key.clone()),
+                ..PostgresJournalOptions::default()
+            },
+        )
+        .unwrap()
+    };
+    let j = keyed();
+    assert_eq!(j.check().unwrap().migrated_from, Some(1));
+    assert_eq!(j.seal().unwrap(), 1);
+    assert_eq!(keyed().seal().unwrap(), 0, "sealed once");
+    assert!(j.check().unwrap().is_sound());
+    assert!(matches!(
+        j.claim("old", &lease("b", 100), now()).unwrap(),
+        Opened::Resumable(_)
+    ));
+    j.release("old", &lease("b", 100)).unwrap();
+    // Written by a journal without the key after the seal: refused.
+    open(&url)
+        .open(&op("late"), &lease("x", 100), now())
+        .unwrap();
+    open(&url).release("late", &lease("x", 100)).unwrap();
+    c.execute(
+        "UPDATE payidem_operations SET created_at = now() - interval '1 hour' WHERE order_id = 'late'",
+        &[],
+    )
+    .unwrap();
+    let e = j.get("late").unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Journal);
+    assert!(e.message().contains("\"late\""), "{e}");
+    let e = j.claim_next(&lease("taker", 100), now()).unwrap_err();
+    assert!(e.message().contains("\"late\""), "{e}");
+    let owner: Option<String> = c
+        .query_one(
+            "SELECT lease_owner FROM payidem_operations WHERE order_id = 'late'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(owner, None, "the refused claim was rolled back");
+    let report = j.check().unwrap();
+    assert!(report.macs_verified);
+    assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
 }
 
 #[test]

@@ -154,12 +154,13 @@ test-c: c-deps redis-deps pg-deps
 	$(TEST_ENV) ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 $(C_OUT)/test_ffi_asan
 	@echo "== C tests under valgrind"
 	$(TEST_ENV) $(VALGRIND) $(C_OUT)/test_ffi
-	@echo "== metrics and events through the C ABI, against the mock with faults (plain, ASan+UBSan)"
+	@echo "== metrics and events through the C ABI, against the mock with faults (plain, ASan+UBSan, valgrind)"
 	$(CC) $(C_FLAGS) $(C_TESTS)/test_metrics.c -o $(C_OUT)/test_metrics $(C_LINK) $(CJSON)
 	$(TEST_ENV) $(C_OUT)/test_metrics
 	$(CC) $(C_FLAGS) -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer \
 		$(C_TESTS)/test_metrics.c -o $(C_OUT)/test_metrics_asan $(C_LINK) $(CJSON)
 	$(TEST_ENV) ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 $(C_OUT)/test_metrics_asan
+	$(TEST_ENV) $(VALGRIND) $(C_OUT)/test_metrics
 	@echo "== operation vectors through the C ABI (plain, ASan+UBSan, valgrind)"
 	$(CC) $(C_FLAGS) $(C_TESTS)/test_operation.c -o $(C_OUT)/test_operation $(C_LINK) $(CJSON)
 	PAYIDEM_OPERATION_VECTORS=$(CURDIR)/core/tests/vectors/operation-v1.json $(C_OUT)/test_operation

@@ -1,7 +1,8 @@
 /*
  * Metrics and events through the C ABI: a client paying through a mock
  * that answers 504 after committing some attempts; its metrics (Prometheus
- * text and JSON) count exactly what its event callbacks saw; the JSON
+ * text and JSON) count exactly what its event callbacks saw and what the
+ * mock's oracle (/_mock/stats, /metrics) counted; the JSON
  * event callback delivers call ends; the log level of every attempt given
  * by payidem_attempt_event_level equals the level the core wrote in the
  * same attempt's JSON event; a verifier counts its verdicts.
@@ -11,6 +12,10 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <cJSON.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include "harness.h"
 
@@ -90,6 +95,46 @@ static double sample(const char *text, const char *series) {
     return -1;
 }
 
+/* The body of GET `path` from the mock on 127.0.0.1:`port` (malloc'd; NULL
+ * on failure). */
+static char *http_get(int port, const char *path) {
+    struct sockaddr_in addr;
+    char request[256];
+    size_t cap = 1 << 16, len = 0;
+    ssize_t n;
+    char *raw, *body, *out = NULL;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return NULL;
+    memset(&addr, 0, sizeof addr);
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons((uint16_t)port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    raw = malloc(cap + 1);
+    if (raw == NULL || connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
+        free(raw);
+        close(fd);
+        return NULL;
+    }
+    snprintf(request, sizeof request, "GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n\r\n", path, port);
+    if (write(fd, request, strlen(request)) == (ssize_t)strlen(request)) {
+        while (len < cap && (n = read(fd, raw + len, cap - len)) > 0) len += (size_t)n;
+    }
+    close(fd);
+    raw[len] = 0;
+    body = strstr(raw, "\r\n\r\n");
+    if (body != NULL) {
+        out = malloc(strlen(body + 4) + 1);
+        if (out != NULL) strcpy(out, body + 4);
+    }
+    free(raw);
+    return out;
+}
+
+static double stats_number(cJSON *stats, const char *group, const char *name) {
+    return cJSON_GetNumberValue(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(stats, group), name));
+}
+
 static char *metrics_of(payidem_client *client, payidem_metrics_format format) {
     payidem_error *err = NULL;
     size_t len = 0;
@@ -104,14 +149,14 @@ static char *metrics_of(payidem_client *client, payidem_metrics_format format) {
 }
 
 static void test_client_metrics_count_what_the_events_saw(void) {
-    const char *flags[] = {"--seed", "11", "--fault", "timeout_504_after_commit=0.3", NULL};
+    const char *flags[] = {"--control", "--seed", "11", "--fault", "timeout_504_after_commit=0.3", NULL};
     struct mock mock;
     struct seen seen;
     payidem_client *client;
     payidem_error *err = NULL;
     char order[64], body[128], path[128], series[256];
-    char *text, *json;
-    cJSON *doc, *metric;
+    char *text, *json, *reply;
+    cJSON *doc, *metric, *stats;
     int i, n = 20, found_json = 0;
     memset(&seen, 0, sizeof seen);
     CHECK(mock_start(&mock, flags) == 0);
@@ -157,6 +202,25 @@ static void test_client_metrics_count_what_the_events_saw(void) {
     CHECK(sample(text, "payidem_client_attempt_duration_seconds_count{kind=\"status_query\","
                        "http_request_method=\"GET\"}") == seen.status_queries);
     CHECK(sample(text, "payidem_client_unknown_operations") == 0);
+
+    /* The mock's oracle counted the same faults and status queries, and its
+     * verifier accepted every signed request the client sent. */
+    reply = http_get(mock.port, "/_mock/stats");
+    stats = reply ? cJSON_Parse(reply) : NULL;
+    CHECK(stats != NULL);
+    CHECK(stats_number(stats, "faults", "timeout_504_after_commit") == seen.status_504);
+    CHECK(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(
+              cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(stats, "requests"),
+                                               "by_route"),
+              "GET /v1/payments?order_id")) == seen.status_queries);
+    cJSON_Delete(stats);
+    free(reply);
+    reply = http_get(mock.port, "/metrics");
+    CHECK(reply != NULL);
+    if (reply != NULL) {
+        CHECK(sample(reply, "payidem_verifier_verdicts_total{code=\"accepted\"}") == seen.attempts);
+    }
+    free(reply);
     free(text);
 
     json = metrics_of(client, PAYIDEM_METRICS_JSON);

@@ -295,7 +295,7 @@ mod tests {
         assert_eq!(hex.len(), 64);
         assert_eq!(JournalKey::from_hex(&hex).unwrap(), a);
         assert_eq!(JournalKey::from_hex(&hex.to_uppercase()).unwrap(), a);
-        for bad in ["abc", "zz", "", &"ab".repeat(8)[..30]] {
+        for bad in ["abc", "zz", "", &"ab".repeat(15)] {
             let e = JournalKey::from_hex(bad).unwrap_err();
             assert_eq!(e.field(), Some("journal_key"), "{bad:?}");
         }

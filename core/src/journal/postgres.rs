@@ -491,6 +491,10 @@ impl PostgresJournal {
                 "sealing the journal needs the journal key",
             ));
         };
+        if self.sealed.load(Ordering::Relaxed) {
+            // Sealed when this handle opened it: a seal is for good.
+            return Ok(0);
+        }
         let mut conn = self.take_conn("seal the rows")?;
         let count =
             schema::seal(&mut conn.client, key).map_err(|e| self.db("seal the rows", &e))?;

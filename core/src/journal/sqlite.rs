@@ -437,6 +437,10 @@ impl SqliteJournal {
                 "sealing the journal needs the journal key",
             ));
         };
+        if self.sealed.load(Ordering::Relaxed) {
+            // Sealed when this handle opened it: a seal is for good.
+            return Ok(0);
+        }
         let mut conn = self.lock();
         let count = schema::seal(&mut conn, &self.ctx, key)?;
         self.sealed.store(true, Ordering::Relaxed);

@@ -76,8 +76,7 @@ fn a_2xx_whose_journal_write_fails_is_returned_as_the_success_it_is() {
     let record = client.status("ord-journal-fails").unwrap().unwrap();
     assert_eq!(record.state, OperationState::InFlight);
     assert_eq!(
-        record.operation.idempotency_key,
-        first.idempotency_key,
+        record.operation.idempotency_key, first.idempotency_key,
         "the key is kept"
     );
 
@@ -91,7 +90,10 @@ fn a_2xx_whose_journal_write_fails_is_returned_as_the_success_it_is() {
     // The same client calls the order again at once: it takes over the
     // lease its failed call left, and the platform replays.
     let again = client.execute(&spec).expect("the resumed call settles");
-    assert!(again.response.replayed, "answered from the platform's store");
+    assert!(
+        again.response.replayed,
+        "answered from the platform's store"
+    );
     assert_eq!(again.response.body, first.response.body);
     assert_eq!(again.idempotency_key, first.idempotency_key);
     assert!(again.journal_error.is_none());

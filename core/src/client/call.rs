@@ -192,7 +192,14 @@ impl Call {
                             .journal
                             .record_attempt(order_id, lease, persist.attempt, now.unix)
                     }) {
-                        let _ = self.shared.journal.release(&self.order_id, &self.lease);
+                        if self
+                            .shared
+                            .journal
+                            .release(&self.order_id, &self.lease)
+                            .is_err()
+                        {
+                            self.shared.keep_orphan_lease(&self.order_id, &self.lease);
+                        }
                         let e = e.with_operation(&self.order_id, &self.key);
                         self.over = true;
                         self.phase = Phase::Done(Err(e.clone()));
@@ -300,7 +307,7 @@ impl Call {
             });
         self.over = true;
         let result = match stored {
-            Err(e) => Err(e.with_operation(&order_id, &key)),
+            Err(e) => self.unstored(end, e, attempts),
             Ok(()) if cancelled.is_some() => {
                 let resumable = if state.is_unresolved() {
                     "resume it to learn the outcome"
@@ -327,6 +334,33 @@ impl Call {
         let (order_id, key, end) = (&self.order_id, &self.key, self.end.as_ref());
         let duration = self.started.elapsed();
         (self.shared.observer).call_ended(order_id, key, end, result, attempts, duration);
+    }
+
+    /// The caller's result when the journal could not store `end`. The
+    /// platform's answer is never hidden behind the journal's failure: a
+    /// success is returned as the success it is, with the journal's error
+    /// in [`Outcome::journal_error`], and a final refusal as the refusal.
+    /// The journal still holds the operation in flight with its key, so a
+    /// later call resumes it and the platform replays the same answer; the
+    /// lease is released, or kept for this client's next call of the
+    /// operation when even that fails.
+    fn unstored(&mut self, end: End, journal: Error, attempts: u32) -> Result<Outcome> {
+        let (order_id, key) = (self.order_id.as_str(), self.key.as_str());
+        let journal = journal.with_operation(order_id, key);
+        if self.shared.journal.release(order_id, &self.lease).is_err() {
+            self.shared.keep_orphan_lease(order_id, &self.lease);
+        }
+        match end {
+            End::Succeeded(_) => end.into_result(order_id, key, attempts).map(|mut outcome| {
+                outcome.journal_error = Some(journal);
+                outcome
+            }),
+            End::Rejected(_) | End::Conflict(_) => {
+                let platform = end.into_result(order_id, key, attempts);
+                platform.map_err(|e| e.with_journal_error(&journal))
+            }
+            _ => Err(journal),
+        }
     }
 }
 

@@ -14,9 +14,10 @@ pub use events::{
     JournalFailureEvent, LogLevel,
 };
 
+use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::error::{Error, ErrorCode, Result};
@@ -91,6 +92,10 @@ pub(crate) struct Shared {
     hook: RwLock<Option<EventHook>>,
     /// Metrics and the event listener.
     observer: events::Observer,
+    /// Leases of this client's ended calls that the journal failed to
+    /// release, by order id: the next call of the operation takes the
+    /// lease over instead of waiting for it to expire.
+    orphan_leases: Mutex<HashMap<String, Lease>>,
 }
 
 impl std::fmt::Debug for Client {
@@ -140,6 +145,44 @@ impl Shared {
             .saturating_add(self.request_timeout)
             .as_secs()
             .saturating_add(30)
+    }
+
+    /// Keeps `lease` of a call whose end the journal could not store nor
+    /// release, for this client's next call of `order_id`.
+    fn keep_orphan_lease(&self, order_id: &str, lease: &Lease) {
+        self.orphan_leases
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(order_id.to_owned(), lease.clone());
+    }
+
+    /// Opens or claims `order_id` with a new lease, or with the lease an
+    /// earlier call of this client left behind (see
+    /// [`Shared::keep_orphan_lease`]), which is dropped once the journal
+    /// answers.
+    fn with_lease_for<T>(
+        &self,
+        order_id: &str,
+        now: u64,
+        take: impl FnOnce(&Lease) -> Result<T>,
+    ) -> Result<(T, Lease)> {
+        let orphan = self
+            .orphan_leases
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(order_id)
+            .cloned();
+        let Some(mut lease) = orphan else {
+            let lease = self.new_lease(now);
+            return take(&lease).map(|t| (t, lease));
+        };
+        lease.expires_at = now.saturating_add(self.lease_ttl_secs());
+        let taken = take(&lease)?;
+        self.orphan_leases
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(order_id);
+        Ok((taken, lease))
     }
 
     fn new_lease(&self, now: u64) -> Lease {
@@ -257,6 +300,7 @@ impl Client {
                 calls: AtomicU64::new(0),
                 hook: RwLock::new(None),
                 observer: events::Observer::new(),
+                orphan_leases: Mutex::new(HashMap::new()),
             }),
         };
         client.purge_settled()?;
@@ -329,10 +373,15 @@ impl Client {
     pub fn begin(&self, spec: &OperationSpec<'_>, deadline: Option<Duration>) -> Result<Call> {
         let operation = self.freeze(spec)?;
         let now = unix_now();
-        let lease = self.shared.new_lease(now);
-        let open = || self.shared.journal.open(&operation, &lease, now);
-        let order_id = &operation.order_id;
-        let opened = (self.shared.observer).journal(JournalWrite::Open, order_id, open)?;
+        let (opened, lease) = self
+            .shared
+            .with_lease_for(&operation.order_id, now, |lease| {
+                let open = || self.shared.journal.open(&operation, lease, now);
+                let order_id = &operation.order_id;
+                self.shared
+                    .observer
+                    .journal(JournalWrite::Open, order_id, open)
+            })?;
         self.call_for(opened, lease, deadline)
     }
 
@@ -441,9 +490,12 @@ impl Client {
     pub fn begin_resume(&self, order_id: &str, deadline: Option<Duration>) -> Result<Call> {
         crate::protocol::fields::check_order_id(order_id)?;
         let now = unix_now();
-        let lease = self.shared.new_lease(now);
-        let claim = || self.shared.journal.claim(order_id, &lease, now);
-        let opened = (self.shared.observer).journal(JournalWrite::Claim, order_id, claim)?;
+        let (opened, lease) = self.shared.with_lease_for(order_id, now, |lease| {
+            let claim = || self.shared.journal.claim(order_id, lease, now);
+            self.shared
+                .observer
+                .journal(JournalWrite::Claim, order_id, claim)
+        })?;
         self.call_for(opened, lease, deadline)
     }
 

@@ -254,7 +254,7 @@ impl NativeClient {
     /// Every option left `None` keeps the core's default
     /// (`ClientConfig::new`); `payidem.Client` passes them all.
     #[new]
-    #[pyo3(signature = (base_url, key_id, secret, *, journal=None, connect_timeout=None, request_timeout=None, max_attempts=None, backoff_base=None, backoff_cap=None, deadline=None, key_retention=None, settled_retention=None, retry_budget=None, on_attempt=None, allow_insecure_http=None, proxy=None, proxy_from_env=None, ca_bundle=None, client_cert=None, client_key=None, max_clock_offset=None))]
+    #[pyo3(signature = (base_url, key_id, secret, *, journal=None, connect_timeout=None, request_timeout=None, max_attempts=None, backoff_base=None, backoff_cap=None, deadline=None, key_retention=None, settled_retention=None, retry_budget=None, on_attempt=None, allow_insecure_http=None, proxy=None, proxy_from_env=None, ca_bundle=None, client_cert=None, client_key=None, max_clock_offset=None, journal_key=None))]
     fn new(
         py: Python<'_>,
         #[pyo3(from_py_with = field::base_url)] base_url: String,
@@ -278,6 +278,7 @@ impl NativeClient {
         #[pyo3(from_py_with = optional_path_field::client_cert)] client_cert: Option<PathBuf>,
         #[pyo3(from_py_with = optional_path_field::client_key)] client_key: Option<PathBuf>,
         max_clock_offset: Option<f64>,
+        journal_key: Option<&[u8]>,
     ) -> PyResult<NativeClient> {
         let mut config = ClientConfig::new(base_url.clone(), key_id.clone());
         let secs = |field: &'static str, value: Option<f64>, default: &mut Duration| {
@@ -334,6 +335,9 @@ impl NativeClient {
             None => {}
             Some(0.0) => config.max_clock_offset = Duration::ZERO,
             Some(s) => config.max_clock_offset = seconds(py, "max_clock_offset", s)?,
+        }
+        if let Some(key) = journal_key {
+            config.journal_key = Some(raise(py, payidem::journal::JournalKey::new(key))?);
         }
         let client = raise(py, py.detach(|| payidem::Client::new(config, secret)))?;
         let client = match on_attempt {

@@ -202,6 +202,7 @@ class Client:
         client_cert: Optional[str] = None,
         client_key: Optional[str] = None,
         max_clock_offset: Optional[float] = None,
+        journal_key: Optional[bytes] = None,
     ) -> Client:
         """Every option left ``None`` keeps the core's default."""
     @property

@@ -162,6 +162,13 @@ class Client:
     ``max_clock_offset`` seconds (0 never adjusts) is not trusted: the call
     fails and the operation is kept.
     Redirects are never followed.
+
+    Every journaled operation carries a MAC over its immutable fields; a
+    row that fails it is refused with :class:`JournalError` naming the order
+    id, and nothing is sent (docs/journal-integrity.md). ``journal_key``
+    (16 to 1024 bytes) is the MAC's key; ``None`` derives it from
+    ``secret``. Set it to keep reading operations journaled before a
+    rotation of ``secret``. It is never shown.
     """
 
     def __init__(
@@ -189,9 +196,12 @@ class Client:
         client_cert: Union[str, "os.PathLike[str]", None] = None,
         client_key: Union[str, "os.PathLike[str]", None] = None,
         max_clock_offset: float = _D.max_clock_offset,
+        journal_key: Optional[bytes] = None,
     ) -> None:
         if not isinstance(secret, bytes):
             raise TypeError(f"secret must be bytes, not {type(secret).__name__}")
+        if journal_key is not None and not isinstance(journal_key, bytes):
+            raise TypeError(f"journal_key must be bytes or None, not {type(journal_key).__name__}")
         if on_attempt is not None and not callable(on_attempt):
             raise TypeError("on_attempt must be callable or None")
         if on_event is not None and not callable(on_event):
@@ -218,6 +228,7 @@ class Client:
             client_cert=_optional_path("client_cert", client_cert),
             client_key=_optional_path("client_key", client_key),
             max_clock_offset=_seconds("max_clock_offset", max_clock_offset),
+            journal_key=journal_key,
         )
         if on_event is not None:
             _native.set_event_listener(self._native, _listener(on_event))

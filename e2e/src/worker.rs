@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use payidem::client::{AttemptEvent, RetryBudgetConfig};
-use payidem::journal::{SqliteJournal, SqliteJournalOptions, SyncHook, SyncPoint};
+use payidem::journal::{JournalKey, SqliteJournal, SqliteJournalOptions, SyncHook, SyncPoint};
 use payidem::operation::{OperationState, Response};
 use payidem::policy::RetryPolicy;
 use payidem::{Client, ClientConfig, ErrorCode, JournalChoice};
@@ -368,9 +368,16 @@ pub fn run(args: &WorkerArgs) -> Result<WorkerSummary, String> {
     let hook_sink = sink.clone();
     let mut config = worker_config(&args.url, &args.journal);
     if let Some(crash) = args.crash {
-        let journal = SqliteJournal::open(&args.journal, SqliteJournalOptions::default())
+        // Keyed and sealed like the journal a client opens itself, so that
+        // its rows verify for the workers that follow.
+        let options = SqliteJournalOptions {
+            journal_key: Some(JournalKey::derive_from_secret(DEFAULT_SECRET.as_bytes())),
+            ..SqliteJournalOptions::default()
+        };
+        let journal = SqliteJournal::open(&args.journal, options)
             .map_err(|e| e.to_string())?
             .with_sync_hook(crash_hook(crash, sink.clone()));
+        journal.seal().map_err(|e| e.to_string())?;
         config.journal = JournalChoice::Custom(Arc::new(journal));
     }
     let client = Client::new(config, DEFAULT_SECRET.as_bytes())

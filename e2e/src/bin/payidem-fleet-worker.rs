@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use payidem::journal::{Journal, PgPoint, PostgresJournal, PostgresJournalOptions};
+use payidem::journal::{Journal, JournalKey, PgPoint, PostgresJournal, PostgresJournalOptions};
 use payidem::operation::OperationState;
 use payidem::{Client, JournalChoice, OperationSpec};
 use payidem_e2e::worker::worker_config;
@@ -112,7 +112,14 @@ fn commit_killer(url: &str, nth: u64, marker: PathBuf) -> payidem::journal::PgHo
 
 /// The shared journal and a client on it.
 fn open(args: &Args) -> payidem::Result<(Arc<PostgresJournal>, Client)> {
-    let mut journal = PostgresJournal::connect(&args.journal, PostgresJournalOptions::default())?;
+    // Keyed like a client's own journal: every row taken over (the
+    // outbox rows included) is checked against its integrity MAC.
+    let options = PostgresJournalOptions {
+        journal_key: Some(JournalKey::derive_from_secret(DEFAULT_SECRET.as_bytes())),
+        ..PostgresJournalOptions::default()
+    };
+    let mut journal = PostgresJournal::connect(&args.journal, options)?;
+    journal.seal()?;
     if let (Some(nth), Some(marker)) = (args.kill_commit, &args.marker) {
         journal = journal.with_hook(commit_killer(&args.journal, nth, marker.clone()));
     }

@@ -219,7 +219,10 @@ impl JournalCheck {
 ///
 /// Errors: a store that cannot be opened, read or written, is corrupt, locked
 /// past its timeout, or from a newer schema answers `journal_error`; a journal
-/// never hides such an error by forgetting an operation.
+/// never hides such an error by forgetting an operation. A journal with a
+/// [`JournalKey`] also answers `journal_error`, naming the order id, for a
+/// row whose integrity MAC is wrong or missing (docs/journal-integrity.md),
+/// on every read that can lead to a send or a settled answer.
 pub trait Journal: Send + Sync {
     /// Records `operation` as pending and takes its lease, or finds the
     /// existing operation with the same order id.
@@ -336,10 +339,13 @@ pub trait Journal: Send + Sync {
     fn reconciliations(&self, order_id: Option<&str>) -> Result<Vec<Reconciliation>>;
 
     /// Checks the store: its own integrity check where it has one, its
-    /// schema version, and that every stored operation and reconciliation
-    /// reads back valid (known states, body matching its SHA-256). Problems
-    /// are reported in [`JournalCheck::problems`]; `Err` only when the
-    /// store cannot be read at all.
+    /// schema version, that every stored operation and reconciliation
+    /// reads back valid (known states, body matching its SHA-256) and, for
+    /// a journal opened with a [`JournalKey`], that every operation carries
+    /// its integrity MAC (one problem naming the order id per failing row;
+    /// see [`JournalCheck::macs_verified`]). Problems are reported in
+    /// [`JournalCheck::problems`]; `Err` only when the store cannot be read
+    /// at all.
     fn check(&self) -> Result<JournalCheck>;
 
     /// Keeps `offset` for its platform, replacing the one stored before. An

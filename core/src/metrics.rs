@@ -331,12 +331,14 @@ impl Histogram {
 /// A journal write whose latency and failures are measured.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum JournalWrite {
-    /// Opening (creating or continuing) an operation with a new lease.
+    /// Opening (creating or continuing) an operation with a new lease; a
+    /// new operation is recorded with its first attempt, durably
+    /// ([`crate::journal::Journal::open_to_send`]).
     Open,
     /// Claiming an existing operation to resume it.
     Claim,
-    /// Recording the first attempt of an operation: durable (fsync'd,
-    /// committed) before anything leaves.
+    /// Recording the first attempt of a call that resumes an operation:
+    /// durable (fsync'd, committed) before anything leaves.
     RecordAttemptDurable,
     /// Recording a later attempt (not forced to disk).
     RecordAttempt,

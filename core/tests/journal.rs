@@ -173,6 +173,62 @@ fn create_resume_settle(j: &dyn Journal) {
     assert_eq!(j.get("order-1").unwrap(), Some(settled));
 }
 
+/// `open_to_send`: a new operation is recorded in flight with its first
+/// attempt; an existing one is answered as `open` answers it.
+fn open_to_send_records_the_first_attempt(j: &dyn Journal) {
+    let a = lease("a", 100);
+    let o = op("order-send", "key-send", b"{\"amount\":2}");
+    let t0 = now();
+    let made = record(j.open_to_send(&o, &a, now()).unwrap());
+    between(made.created_at, t0, now());
+    let expected = OperationRecord {
+        operation: o.clone(),
+        state: OperationState::InFlight,
+        attempts: 1,
+        created_at: made.created_at,
+        updated_at: made.created_at,
+        response: None,
+    };
+    assert_eq!(made, expected);
+    assert_eq!(j.get("order-send").unwrap(), Some(expected.clone()));
+    // Another owner finds it held; the holder resumes it as open would.
+    let busy = j.open_to_send(&o, &lease("b", 100), now()).unwrap_err();
+    assert_eq!(busy.code(), ErrorCode::OperationBusy);
+    assert_eq!(
+        j.open_to_send(&o, &a, now()).unwrap(),
+        Opened::Resumable(expected)
+    );
+    // Another request under the key, or the key under another order id.
+    let other = op("order-send", "key-send", b"{\"amount\":3}");
+    let conflict = j.open_to_send(&other, &a, now()).unwrap_err();
+    assert_eq!(conflict.code(), ErrorCode::IdempotencyConflict);
+    let taken = op("order-other", "key-send", b"{\"amount\":2}");
+    let conflict = j.open_to_send(&taken, &lease("c", 100), now()).unwrap_err();
+    assert_eq!(conflict.code(), ErrorCode::IdempotencyConflict);
+    assert!(j.get("order-other").unwrap().is_none(), "nothing recorded");
+    // Its next attempt is recorded as usual; a call ending before sending
+    // stores it back as pending, its attempt counted.
+    j.record_attempt("order-send", &a, 2, now()).unwrap();
+    j.finish(
+        "order-send",
+        &a,
+        OperationState::Succeeded,
+        Some(&response(201, false)),
+        now(),
+    )
+    .unwrap();
+    assert_eq!(
+        record(j.open_to_send(&o, &lease("d", 100), now()).unwrap()).state,
+        OperationState::Succeeded
+    );
+    let p = op("order-unsent", "key-unsent", b"{}");
+    j.open_to_send(&p, &a, now()).unwrap();
+    j.finish("order-unsent", &a, OperationState::Pending, None, now())
+        .unwrap();
+    let r = j.get("order-unsent").unwrap().unwrap();
+    assert_eq!((r.state, r.attempts), (OperationState::Pending, 1));
+}
+
 fn back_to_pending(j: &dyn Journal) {
     let a = lease("a", 100);
     j.open(&op("o", "k", b"x"), &a, now()).unwrap();
@@ -813,6 +869,7 @@ macro_rules! for_every_journal {
 
 for_every_journal!(
     create_resume_settle,
+    open_to_send_records_the_first_attempt,
     back_to_pending,
     conflicts_change_nothing,
     leases,

@@ -91,6 +91,17 @@ fn logging_hook(log: &Arc<Log>) -> SyncHook {
 
 #[test]
 fn concurrent_first_attempts_return_only_after_an_fsync_covering_them() {
+    concurrent_first_attempts(false);
+}
+
+/// The same with the first attempt recorded when the operation is opened
+/// (`open_to_send`, what a client's call does).
+#[test]
+fn concurrent_opens_to_send_return_only_after_an_fsync_covering_them() {
+    concurrent_first_attempts(true);
+}
+
+fn concurrent_first_attempts(open_to_send: bool) {
     const THREADS: usize = 16;
     const EACH: usize = 25;
     let dir = tempfile::tempdir().unwrap();
@@ -106,8 +117,12 @@ fn concurrent_first_attempts_return_only_after_an_fsync_covering_them() {
                 for i in 0..EACH {
                     let id = format!("t{t}-{i}");
                     let me = lease(&format!("owner-{t}-{i}"));
-                    journal.open(&op(&id), &me, 10).unwrap();
-                    journal.record_attempt(&id, &me, 1, 11).unwrap();
+                    if open_to_send {
+                        journal.open_to_send(&op(&id), &me, 10).unwrap();
+                    } else {
+                        journal.open(&op(&id), &me, 10).unwrap();
+                        journal.record_attempt(&id, &me, 1, 11).unwrap();
+                    }
                     // A retry in the same call needs no second fsync.
                     journal.record_attempt(&id, &me, 2, 12).unwrap();
                     journal
@@ -313,6 +328,17 @@ fn one_caller_pays_one_fsync_per_operation_and_one_per_resumed_call() {
     let stats = journal.durability_stats();
     assert_eq!(stats.fsyncs, OPS + 1);
     assert_eq!(stats.durable_writes, OPS + 1);
+    // Opened to send: the open is the one durable write.
+    for i in 0..OPS {
+        let id = format!("sent-{i}");
+        let me = lease(&format!("sender-{i}"));
+        journal.open_to_send(&op(&id), &me, 30).unwrap();
+        journal.record_attempt(&id, &me, 2, 31).unwrap();
+        journal
+            .finish(&id, &me, OperationState::Unknown, None, 32)
+            .unwrap();
+        assert_eq!(journal.durability_stats().fsyncs, OPS + 2 + i);
+    }
 }
 
 #[test]

@@ -242,7 +242,8 @@ fn another_journal_key_refuses_every_row() {
 }
 
 /// A journal as schema version 2 wrote it: today's file without the MAC
-/// column, the clock offset table and the seal.
+/// column, the clock offset table and the seal, with the second state
+/// index.
 fn make_version_2(path: &Path) {
     let j = unkeyed(path);
     for id in ["legacy-unknown", "legacy-pending"] {
@@ -265,6 +266,7 @@ fn make_version_2(path: &Path) {
         "DROP TABLE clock_offsets;
          ALTER TABLE operations DROP COLUMN row_mac;
          DELETE FROM meta WHERE key = 'rows_sealed';
+         CREATE INDEX operations_by_state_updated ON operations (state, updated_at);
          UPDATE meta SET value = 2 WHERE key = 'schema_version';",
     );
 }

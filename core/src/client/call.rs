@@ -66,6 +66,9 @@ pub struct Call {
     over: bool,
     phase: Phase,
     end: Option<End>,
+    /// The journal already holds the first attempt's record (made durable
+    /// when the operation was opened): its Persist step needs no write.
+    first_recorded: bool,
 }
 
 impl std::fmt::Debug for Call {
@@ -84,8 +87,10 @@ impl Call {
         op: Operation,
         lease: Lease,
         deadline: Duration,
+        first_recorded: bool,
     ) -> Call {
         Call {
+            first_recorded,
             order_id: op.order_id().to_owned(),
             key: op.idempotency_key().to_owned(),
             shared,
@@ -120,6 +125,7 @@ impl Call {
             over: true,
             phase: Phase::Done(result),
             end,
+            first_recorded: false,
         }
     }
 
@@ -178,7 +184,14 @@ impl Call {
             match op.poll(signer, now, &OsEntropy) {
                 Step::End(end) => return self.finish(end, None),
                 Step::Wait(wait) => return CallStep::Wait(wait),
+                Step::Persist(persist)
+                    if self.first_recorded && persist.first && persist.attempt == 1 =>
+                {
+                    self.first_recorded = false;
+                    op.persisted();
+                }
                 Step::Persist(persist) => {
+                    self.first_recorded = false;
                     self.lease.expires_at = now.unix.saturating_add(self.shared.lease_ttl_secs());
                     let write = if persist.first {
                         JournalWrite::RecordAttemptDurable

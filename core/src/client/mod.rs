@@ -13,6 +13,8 @@ pub use events::{
     attempt_level, call_end_level, AttemptEvent, CallEndEvent, Event, EventHook, EventListener,
     JournalFailureEvent, LogLevel,
 };
+#[doc(hidden)]
+pub use transport::LiteralResolver;
 
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -28,7 +30,7 @@ use crate::journal::{
 use crate::metrics::JournalWrite;
 use crate::operation::{
     CallLimits, CallSetup, End, FrozenOperation, Operation, OperationSpec, OperationState, Outcome,
-    Reply, Response,
+    Progress, Reply, Response,
 };
 use crate::policy::ClockOffset;
 use crate::protocol::Signer;
@@ -38,6 +40,10 @@ use transport::HttpTransport;
 /// counts as a lost answer (the attempt may have landed). Callers that send
 /// attempts with their own HTTP client apply the same bound.
 pub const MAX_RESPONSE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// The most idle connections to the platform a client keeps open for reuse
+/// (every caller thread can then find one kept alive, up to this many).
+pub const MAX_IDLE_CONNECTIONS: usize = 64;
 
 /// Options of one call.
 #[derive(Clone, Copy, Default)]
@@ -376,7 +382,9 @@ impl Client {
         let (opened, lease) = self
             .shared
             .with_lease_for(&operation.order_id, now, |lease| {
-                let open = || self.shared.journal.open(&operation, lease, now);
+                // Recorded in flight with its first attempt: the call sends
+                // it without a second write.
+                let open = || self.shared.journal.open_to_send(&operation, lease, now);
                 let order_id = &operation.order_id;
                 self.shared
                     .observer
@@ -500,6 +508,7 @@ impl Client {
     }
 
     fn call_for(&self, opened: Opened, lease: Lease, deadline: Option<Duration>) -> Result<Call> {
+        let created = matches!(opened, Opened::Created(_));
         let record = match opened {
             Opened::Settled(record) => {
                 let op = &record.operation;
@@ -512,6 +521,18 @@ impl Client {
                 ));
             }
             Opened::Created(record) | Opened::Resumable(record) => record,
+        };
+        // `open_to_send` recorded a new operation's first attempt: the
+        // machine starts from nothing sent, and its first record is done.
+        let first_recorded = created && record.state == OperationState::InFlight;
+        let progress = if first_recorded {
+            Progress {
+                state: OperationState::Pending,
+                attempts: 0,
+                created_at: record.created_at,
+            }
+        } else {
+            record.progress()
         };
         let mut limits = self.shared.limits;
         if let Some(deadline) = deadline {
@@ -527,15 +548,23 @@ impl Client {
             budget: Some(Arc::clone(&self.shared.budget)),
         };
         let op = &record.operation;
-        match Operation::start(op, record.progress(), setup, unix_now()) {
+        match Operation::start(op, progress, setup, unix_now()) {
             Ok(machine) => Ok(Call::running(
                 Arc::clone(&self.shared),
                 machine,
                 lease,
                 limits.policy.deadline,
+                first_recorded,
             )),
             Err(e) => {
-                let _ = self.shared.journal.release(&op.order_id, &lease);
+                let journal = &self.shared.journal;
+                if first_recorded {
+                    // Nothing was sent: back to pending.
+                    let pending = OperationState::Pending;
+                    let _ = journal.finish(&op.order_id, &lease, pending, None, unix_now());
+                } else {
+                    let _ = journal.release(&op.order_id, &lease);
+                }
                 Err(e.with_operation(&op.order_id, &op.idempotency_key))
             }
         }

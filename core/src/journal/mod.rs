@@ -235,6 +235,36 @@ pub trait Journal: Send + Sync {
     ///   not expired at `now` answers `operation_busy`.
     fn open(&self, operation: &FrozenOperation, lease: &Lease, now: u64) -> Result<Opened>;
 
+    /// [`Journal::open`] for a caller that sends the operation's first
+    /// attempt right away: a new operation is recorded in flight with that
+    /// first attempt (`attempts` 1), durable before it returns (as
+    /// [`Journal::record_attempt`] makes a pending one), and answered as
+    /// [`Opened::Created`] with that record; the caller then sends its
+    /// first attempt without recording it again (later attempts are
+    /// recorded as usual; a call that ends before sending it stores the
+    /// operation back as pending, its attempt counted). An existing
+    /// operation is answered exactly as `open` answers it, with nothing made
+    /// durable.
+    ///
+    /// A crash after it returns leaves the operation in flight with its key:
+    /// resumable, as after a crash during its first attempt. The default is
+    /// `open`, then `record_attempt` of a new one; a journal that can do
+    /// both in one write overrides it (SQLite: one transaction, one shared
+    /// fsync).
+    fn open_to_send(&self, operation: &FrozenOperation, lease: &Lease, now: u64) -> Result<Opened> {
+        let opened = self.open(operation, lease, now)?;
+        let Opened::Created(mut record) = opened else {
+            return Ok(opened);
+        };
+        if let Err(e) = self.record_attempt(&operation.order_id, lease, 1, now) {
+            let _ = self.release(&operation.order_id, lease);
+            return Err(e);
+        }
+        record.state = OperationState::InFlight;
+        record.attempts = 1;
+        Ok(Opened::Created(record))
+    }
+
     /// Takes the lease of an existing unsettled operation (to resume it).
     /// Unknown order id: `invalid_argument` (`order_id`); settled:
     /// [`Opened::Settled`]; leased by another owner: `operation_busy`.

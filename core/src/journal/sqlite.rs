@@ -8,6 +8,7 @@
 //! concurrent callers share that fsync, and a caller alone pays exactly one
 //! without waiting for anyone.
 
+mod batch;
 mod group;
 mod schema;
 
@@ -26,6 +27,7 @@ use rusqlite::{
     params, Connection, OpenFlags, OptionalExtension, Row, Transaction, TransactionBehavior,
 };
 
+use batch::Job;
 use group::GroupCommit;
 
 pub use group::DurabilityStats;
@@ -104,7 +106,7 @@ pub struct SqliteJournal {
     /// durable once more before its own first attempt.
     durable_leases: Mutex<HashMap<String, String>>,
     /// Writes waiting for the next transaction (see [`SqliteJournal::write`]).
-    pending: Mutex<Vec<Arc<Mutex<Job>>>>,
+    pending: Mutex<batch::Pending>,
     hook: Option<SyncHook>,
     /// The schema version this handle migrated the file from, if it did.
     migrated_from: Option<u32>,
@@ -410,7 +412,7 @@ impl SqliteJournal {
             conn: Mutex::new(db),
             group: GroupCommit::new(wal),
             durable_leases: Mutex::new(HashMap::new()),
-            pending: Mutex::new(Vec::new()),
+            pending: Mutex::new(batch::Pending::default()),
             hook: None,
             migrated_from,
             key: options.journal_key,
@@ -510,22 +512,16 @@ impl SqliteJournal {
         action: &str,
         f: impl FnOnce(&SqliteJournal, &Transaction<'_>) -> Result<T> + Send + 'static,
     ) -> Result<(T, u64)> {
-        let job = Arc::new(Mutex::new(Job {
-            work: Some(Box::new(move |j: &SqliteJournal, tx: &Transaction<'_>| {
+        let job = Job::new(
+            action,
+            Box::new(move |j: &SqliteJournal, tx: &Transaction<'_>| {
                 f(j, tx).map(|v| Box::new(v) as Box<dyn Any + Send>)
-            })),
-            action: action.to_owned(),
-            out: None,
-        }));
-        self.queue().push(Arc::clone(&job));
-        let conn = self.lock();
-        if lock_job(&job).out.is_none() {
-            let jobs = std::mem::take(&mut *self.queue());
-            self.run_batch(conn, jobs);
-        } else {
-            drop(conn);
-        }
-        let out = lock_job(&job).out.take();
+            }),
+        );
+        batch::submit(&self.pending, &job, &|| self.lock(), &|conn, jobs| {
+            self.run_batch(conn, jobs)
+        });
+        let out = job.take_out();
         match out {
             Some(Ok((value, seq))) => match value.downcast::<T>() {
                 Ok(value) => Ok((*value, seq)),
@@ -548,19 +544,12 @@ impl SqliteJournal {
         }
     }
 
-    fn queue(&self) -> MutexGuard<'_, Vec<Arc<Mutex<Job>>>> {
-        // Plain pushes and takes: consistent even after a panic.
-        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
     /// Runs `jobs` in one transaction under the connection's lock and
     /// leaves each job's result in it.
-    fn run_batch(&self, mut conn: MutexGuard<'_, Connection>, jobs: Vec<Arc<Mutex<Job>>>) {
-        let fail_all = |jobs: &[Arc<Mutex<Job>>], e: &rusqlite::Error| {
+    fn run_batch(&self, mut conn: MutexGuard<'_, Connection>, jobs: Vec<Arc<Job>>) {
+        let fail_all = |jobs: &[Arc<Job>], e: &rusqlite::Error| {
             for job in jobs {
-                let mut job = lock_job(job);
-                let err = self.ctx.db_ref(&job.action, e);
-                job.out = Some(Err(err));
+                job.complete(Err(self.ctx.db_ref(&job.action, e)));
             }
         };
         let tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
@@ -570,10 +559,7 @@ impl SqliteJournal {
         let alone = jobs.len() == 1;
         let mut results: Vec<Result<Box<dyn Any + Send>>> = Vec::with_capacity(jobs.len());
         for job in &jobs {
-            let (work, action) = {
-                let mut job = lock_job(job);
-                (job.work.take(), job.action.clone())
-            };
+            let (work, action) = (job.take_work(), job.action.clone());
             let Some(work) = work else {
                 results.push(Err(Error::new(
                     ErrorCode::Internal,
@@ -625,7 +611,7 @@ impl SqliteJournal {
             0
         };
         for (job, result) in jobs.iter().zip(results) {
-            lock_job(job).out = Some(result.map(|v| (v, seq)));
+            job.complete(result.map(|v| (v, seq)));
         }
     }
 
@@ -749,61 +735,21 @@ impl SqliteJournal {
         });
     }
 
-    /// Forgets that `lease` made `order_id` durable (its call ended).
-    fn forget_lease(&self, order_id: &str, lease: &Lease) {
-        let mut leases = self.leases();
-        if leases.get(order_id) == Some(&lease.owner) {
-            leases.remove(order_id);
-        }
-    }
-}
-
-/// One caller's write, queued for the next transaction.
-struct Job {
-    work: Option<Work>,
-    /// What the write does, for error messages.
-    action: String,
-    /// Its result and the commit's number, once a transaction ran it.
-    out: Option<Result<(Box<dyn Any + Send>, u64)>>,
-}
-
-type Work = Box<dyn FnOnce(&SqliteJournal, &Transaction<'_>) -> Result<Box<dyn Any + Send>> + Send>;
-
-fn lock_job(job: &Mutex<Job>) -> MutexGuard<'_, Job> {
-    // Fields are only replaced whole: consistent even after a panic.
-    job.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// A descriptor of the journal's WAL file, for the group commit's fsyncs,
-/// after one fsync of its directory (so that the WAL's name is on disk too;
-/// SQLite does the same on its first sync of a WAL it opened).
-fn open_wal(db: &Connection, ctx: &Context) -> Result<File> {
-    let Some(main) = db.path().filter(|p| !p.is_empty()) else {
-        return Err(ctx.refused("the database has no file name"));
-    };
-    let wal_path = format!("{main}-wal");
-    let wal = File::open(&wal_path).map_err(|e| {
-        ctx.refused(format!(
-            "cannot open the WAL file {wal_path} to fsync it: {e}"
-        ))
-    })?;
-    if let Some(dir) = Path::new(&wal_path).parent() {
-        // Some file systems refuse to fsync a directory; SQLite then does
-        // without as well.
-        if let Ok(dir) = File::open(dir) {
-            let _ = dir.sync_all();
-        }
-    }
-    Ok(wal)
-}
-
-impl Journal for SqliteJournal {
-    fn open(&self, operation: &FrozenOperation, lease: &Lease, now: u64) -> Result<Opened> {
+    /// `open`, recording a new operation as `state` (pending, or in flight
+    /// with its first attempt for `open_to_send`); returns the commit's
+    /// number.
+    fn open_as(
+        &self,
+        operation: &FrozenOperation,
+        lease: &Lease,
+        now: u64,
+        state: OperationState,
+    ) -> Result<(Opened, u64)> {
         rules::check_now(now)?;
         rules::check_lease(lease)?;
         let action = format!("open order id {:?}", operation.order_id);
         let captured = (operation.clone(), lease.clone(), action.clone());
-        let (opened, _) = self.write(&action, move |j, tx| {
+        self.write(&action, move |j, tx| {
             let (operation, lease, action) = (&captured.0, &captured.1, captured.2.as_str());
             if let Some(stored) = j.load(tx, &operation.order_id, action)? {
                 rules::same_request(&stored.record.operation, operation)?;
@@ -826,7 +772,7 @@ impl Journal for SqliteJournal {
             tx.prepare_cached(
                 "INSERT INTO operations (order_id, idempotency_key, method, path, body, body_sha256, status_path,
                      state, attempts, created_at, updated_at, lease_owner, lease_expires, row_mac)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 0, ?9, ?9, ?10, ?11, ?12)",
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?13, ?9, ?9, ?10, ?11, ?12)",
             )
             .and_then(|mut stmt| {
                 stmt.execute(params![
@@ -837,24 +783,88 @@ impl Journal for SqliteJournal {
                     operation.body,
                     operation.body_sha256,
                     operation.status_path,
-                    OperationState::Pending.as_str(),
+                    state.as_str(),
                     sql_time(now),
                     lease.owner,
                     sql_time(rules::stored_expiry(lease)),
                     j.key.as_ref().map(|k| k.row_mac(operation)),
+                    u32::from(state == OperationState::InFlight),
                 ])
             })
             .map_err(|e| j.ctx.db(action, e))?;
             Ok(Opened::Created(OperationRecord {
                 operation: operation.clone(),
-                state: OperationState::Pending,
-                attempts: 0,
+                state,
+                attempts: u32::from(state == OperationState::InFlight),
                 created_at: now,
                 updated_at: now,
                 response: None,
             }))
-        })?;
-        Ok(opened)
+        })
+    }
+
+    /// Forgets that `lease` made `order_id` durable (its call ended).
+    fn forget_lease(&self, order_id: &str, lease: &Lease) {
+        let mut leases = self.leases();
+        if leases.get(order_id) == Some(&lease.owner) {
+            leases.remove(order_id);
+        }
+    }
+}
+
+fn open_wal(db: &Connection, ctx: &Context) -> Result<File> {
+    let Some(main) = db.path().filter(|p| !p.is_empty()) else {
+        return Err(ctx.refused("the database has no file name"));
+    };
+    let wal_path = format!("{main}-wal");
+    let wal = File::open(&wal_path).map_err(|e| {
+        ctx.refused(format!(
+            "cannot open the WAL file {wal_path} to fsync it: {e}"
+        ))
+    })?;
+    if let Some(dir) = Path::new(&wal_path).parent() {
+        // Some file systems refuse to fsync a directory; SQLite then does
+        // without as well.
+        if let Ok(dir) = File::open(dir) {
+            let _ = dir.sync_all();
+        }
+    }
+    Ok(wal)
+}
+
+impl Journal for SqliteJournal {
+    fn open(&self, operation: &FrozenOperation, lease: &Lease, now: u64) -> Result<Opened> {
+        self.open_as(operation, lease, now, OperationState::Pending)
+            .map(|(opened, _)| opened)
+    }
+
+    fn open_to_send(&self, operation: &FrozenOperation, lease: &Lease, now: u64) -> Result<Opened> {
+        let arriving = self.group.arrive();
+        let opened = self.open_as(operation, lease, now, OperationState::InFlight);
+        drop(arriving);
+        let (opened, seq) = opened?;
+        if !matches!(opened, Opened::Created(_)) {
+            return Ok(opened);
+        }
+        let order_id = &operation.order_id;
+        self.at(SyncPoint::Written { seq });
+        match self.group.wait(seq, self.hook.as_ref()) {
+            Ok(()) => {
+                self.leases().insert(order_id.clone(), lease.owner.clone());
+                self.at(SyncPoint::Durable { seq });
+                Ok(opened)
+            }
+            Err(why) => {
+                let pending = Before {
+                    state: OperationState::Pending.as_str().to_owned(),
+                    attempts: 0,
+                };
+                self.undo_attempt(order_id, lease, 1, &pending);
+                Err(self.ctx.refused(format!(
+                    "cannot make the record of order id {order_id:?} durable: {why}"
+                )))
+            }
+        }
     }
 
     fn claim(&self, order_id: &str, lease: &Lease, now: u64) -> Result<Opened> {
@@ -1324,7 +1334,7 @@ mod batch_tests {
             let journal_ref = &journal;
             let busy = s.spawn(move || journal_ref.open(&op("taken"), &lease("b"), 11));
             let started = Instant::now();
-            while journal.queue().len() < 5 {
+            while batch::queued(&journal.pending) < 5 {
                 assert!(
                     started.elapsed() < Duration::from_secs(10),
                     "callers never queued"

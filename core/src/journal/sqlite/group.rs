@@ -43,6 +43,7 @@ use std::fs::File;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
 /// The longest a leader waits for calls that are recording an attempt to
@@ -118,6 +119,9 @@ struct State {
     leading: bool,
     /// Why a barrier failed; once set, nothing more is reported durable.
     failed: Option<String>,
+    /// Callers waiting for a running barrier: the commit each waits for,
+    /// and its thread, woken directly when covered.
+    waiters: Vec<(u64, Thread)>,
 }
 
 impl GroupCommit {
@@ -131,6 +135,7 @@ impl GroupCommit {
                 durable: 0,
                 leading: false,
                 failed: None,
+                waiters: Vec::new(),
             }),
             wake: Condvar::new(),
             fsyncs: AtomicU64::new(0),
@@ -180,6 +185,7 @@ impl GroupCommit {
     /// fsync.
     pub(super) fn wait(&self, seq: u64, hook: Option<&SyncHook>) -> Result<(), String> {
         let mut state = self.lock();
+        let mut registered = false;
         loop {
             if state.durable >= seq {
                 self.durable_writes.fetch_add(1, Ordering::Relaxed);
@@ -189,10 +195,13 @@ impl GroupCommit {
                 return Err(why.clone());
             }
             if state.leading {
-                state = self
-                    .wake
-                    .wait(state)
-                    .unwrap_or_else(PoisonError::into_inner);
+                if !registered {
+                    state.waiters.push((seq, thread::current()));
+                    registered = true;
+                }
+                drop(state);
+                thread::park();
+                state = self.lock();
                 continue;
             }
             state.leading = true;
@@ -214,7 +223,7 @@ impl GroupCommit {
                     state.failed.get_or_insert(why);
                 }
             }
-            self.wake.notify_all();
+            wake_covered(&mut state);
         }
     }
 
@@ -270,6 +279,24 @@ impl Drop for Arriving<'_> {
     }
 }
 
+/// Wakes, after a barrier, every waiter it covered (all of them if it
+/// failed), and the oldest waiter it did not cover, to lead the next one.
+fn wake_covered(state: &mut State) {
+    let (durable, failed) = (state.durable, state.failed.is_some());
+    let mut next_leader = true;
+    state.waiters.retain(|(seq, thread)| {
+        if failed || *seq <= durable {
+            thread.unpark();
+            false
+        } else {
+            if std::mem::take(&mut next_leader) {
+                thread.unpark();
+            }
+            true
+        }
+    });
+}
+
 /// Ends a barrier that unwound (a panicking hook): its waiters must not
 /// wait for ever, and nothing it was to cover may be reported durable.
 struct Leading<'a> {
@@ -285,7 +312,7 @@ impl Drop for Leading<'_> {
             state
                 .failed
                 .get_or_insert_with(|| "a barrier of the journal panicked".to_owned());
-            self.group.wake.notify_all();
+            wake_covered(&mut state);
         }
     }
 }

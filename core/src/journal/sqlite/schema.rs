@@ -61,13 +61,16 @@ const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [
     CREATE INDEX reconciliations_by_order ON reconciliations (order_id, id);",
     // 2 → 3: each operation's integrity MAC (NULL in rows written before,
     // until the first keyed open seals them; see `seal`), and the clock
-    // offset learnt from each platform.
+    // offset learnt from each platform. The second state index goes: every
+    // state change wrote a page of it, and purging finds its rows through
+    // the first (state, then the update time checked row by row).
     "ALTER TABLE operations ADD COLUMN row_mac TEXT;
     CREATE TABLE clock_offsets (
         platform TEXT PRIMARY KEY NOT NULL,
         offset_secs INTEGER NOT NULL,
         measured_at INTEGER NOT NULL
-    );",
+    );
+    DROP INDEX IF EXISTS operations_by_state_updated;",
 ];
 
 /// The `meta` key recording that a handle with the journal key sealed the

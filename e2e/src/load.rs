@@ -34,11 +34,20 @@ pub fn rate(ops: usize, threads: usize, op: &(dyn Fn(usize) + Sync)) -> f64 {
 /// (order ids `raw-{tag}-{i}`, each answered 201): the benchmarks' anchor.
 pub fn raw_signed_post_rate(mock: &MockServer, ops: usize, threads: usize, tag: &str) -> f64 {
     let signer = Signer::new(DEFAULT_KEY_ID, DEFAULT_SECRET.as_bytes()).expect("a signer");
-    let agent: ureq::Agent = ureq::Agent::config_builder()
+    let config = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .timeout_global(Some(Duration::from_secs(5)))
-        .build()
-        .into();
+        // The same pool as the payidem client's, so that both sides reuse
+        // connections alike.
+        .max_idle_connections(payidem::client::MAX_IDLE_CONNECTIONS)
+        .max_idle_connections_per_host(payidem::client::MAX_IDLE_CONNECTIONS)
+        .build();
+    // The payidem client's resolver: an IP host needs no lookup thread.
+    let agent = ureq::Agent::with_parts(
+        config,
+        ureq::unversioned::transport::DefaultConnector::default(),
+        payidem::client::LiteralResolver::default(),
+    );
     let url = format!("{}/v1/payments", mock.url());
     rate(ops, threads, &|i| {
         let order = format!("raw-{tag}-{i}");

@@ -13,9 +13,10 @@ use std::io;
 use std::path::Path;
 use std::time::Duration;
 
+use ureq::config::{Config as UreqConfig, IpFamily};
 use ureq::http;
 use ureq::tls::{Certificate, ClientCert, PemItem, PrivateKey, RootCerts, TlsConfig};
-use ureq::unversioned::resolver::DefaultResolver;
+use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
 use ureq::unversioned::transport::{
     Buffers, ConnectProxyConnector, ConnectionDetails, Connector, NextTimeout, RustlsConnector,
     TcpConnector, Transport,
@@ -131,6 +132,39 @@ impl std::fmt::Debug for HttpTransport {
 }
 
 /// Whether `host` (as in a URI, IPv6 in brackets) is a loopback host.
+/// ureq's resolver, except that a host written as an IP address is that
+/// address: no lookup and no thread. ureq resolves the host on every
+/// request, before it looks for a kept-alive connection, and its default
+/// resolver runs each lookup that has a timeout on a thread of its own.
+#[doc(hidden)]
+#[derive(Debug, Default)]
+pub struct LiteralResolver(DefaultResolver);
+
+impl Resolver for LiteralResolver {
+    fn resolve(
+        &self,
+        uri: &http::Uri,
+        config: &UreqConfig,
+        timeout: NextTimeout,
+    ) -> Result<ResolvedSocketAddrs, ureq::Error> {
+        let literal = match (uri.scheme(), uri.authority()) {
+            (Some(scheme), Some(authority)) if config.ip_family() == IpFamily::Any => {
+                DefaultResolver::host_and_port(scheme, authority)
+                    .and_then(|host_port| host_port.parse::<std::net::SocketAddr>().ok())
+            }
+            _ => None,
+        };
+        match literal {
+            Some(addr) => {
+                let mut addrs = self.empty();
+                addrs.push(addr);
+                Ok(addrs)
+            }
+            None => self.0.resolve(uri, config, timeout),
+        }
+    }
+}
+
 pub(crate) fn is_loopback_host(host: &str) -> bool {
     let bare = host.trim_start_matches('[').trim_end_matches(']');
     if bare.eq_ignore_ascii_case("localhost") {
@@ -204,6 +238,11 @@ impl HttpTransport {
             .https_only(https)
             .tls_config(tls)
             .timeout_connect(Some(config.connect_timeout.min(MAX_TIMEOUT)))
+            // One kept-alive connection per concurrent caller, so that a
+            // client shared by many threads does not connect (and
+            // handshake TLS) for most requests.
+            .max_idle_connections(super::MAX_IDLE_CONNECTIONS)
+            .max_idle_connections_per_host(super::MAX_IDLE_CONNECTIONS)
             .user_agent(concat!("payidem/", env!("CARGO_PKG_VERSION")))
             .build();
         // ureq's default chain without SOCKS (refused above): proxy CONNECT,
@@ -215,7 +254,7 @@ impl HttpTransport {
                 .chain(WriteTracker {
                     authority: authority.clone(),
                 });
-        let agent = ureq::Agent::with_parts(agent_config, connector, DefaultResolver::default());
+        let agent = ureq::Agent::with_parts(agent_config, connector, LiteralResolver::default());
         Ok(HttpTransport {
             agent,
             origin: format!("{}://{authority}", if https { "https" } else { "http" }),

@@ -1,9 +1,11 @@
 //! Settled operations per second of the payidem client against the mock on
 //! loopback, journal on disk (SQLite in a temporary directory), against the
 //! anchor measured in the same run with the same number of threads: the same
-//! signed POSTs sent with ureq and no journal. 1, 4, 16 and 64 concurrent
-//! callers (one client shared by all threads; one ureq agent shared by all
-//! threads). Then fsync calls per settled operation with 1 and 16 callers,
+//! signed POSTs sent with ureq and no journal, the agent set up as the
+//! client's (its pool and resolver; see `load::Anchor`), and against a ureq
+//! agent with its defaults (the anchor before 2026-12-03 19:00). 1, 4, 16 and
+//! 64 concurrent callers (one client shared by all threads; one ureq agent
+//! shared by all threads). Then fsync calls per settled operation with 1 and 16 callers,
 //! counted with strace on `payidem-fsync-probe` (skipped when strace is
 //! missing).
 //!
@@ -13,7 +15,7 @@
 use std::process::Command;
 
 use payidem::JournalChoice;
-use payidem_e2e::load::{rate, raw_signed_post_rate};
+use payidem_e2e::load::{rate, raw_signed_post_rate, Anchor};
 use payidem_e2e::{client, start_mock, OwnedSpec};
 use payidem_mock::MockServer;
 
@@ -81,12 +83,27 @@ fn main() {
     for &threads in &levels {
         let mut ours = Vec::new();
         let mut raw = Vec::new();
+        let mut plain = Vec::new();
         for round in 0..ROUNDS {
             let tag = format!("t{threads}r{round}");
-            raw.push(raw_signed_post_rate(&mock, OPS, threads, &tag));
+            raw.push(raw_signed_post_rate(
+                &mock,
+                OPS,
+                threads,
+                &tag,
+                Anchor::Tuned,
+            ));
             ours.push(payidem_rate(&mock, threads, &tag));
+            let tag = format!("{tag}d");
+            plain.push(raw_signed_post_rate(
+                &mock,
+                OPS,
+                threads,
+                &tag,
+                Anchor::UreqDefaults,
+            ));
         }
-        let (ours, raw) = (median(ours), median(raw));
+        let (ours, raw, plain) = (median(ours), median(raw), median(plain));
         println!(
             "{:<44} {:>10.0}",
             format!("ureq, signed, no journal, {threads} thread(s)"),
@@ -98,6 +115,16 @@ fn main() {
             ours
         );
         println!("{:<44} {:>10.2}", "  ratio payidem / raw", ours / raw);
+        println!(
+            "{:<44} {:>10.0}",
+            format!("ureq defaults, signed, no journal, {threads} thread(s)"),
+            plain
+        );
+        println!(
+            "{:<44} {:>10.2}",
+            "  ratio payidem / ureq defaults",
+            ours / plain
+        );
     }
     let probe = env!("CARGO_BIN_EXE_payidem-fsync-probe");
     for (threads, small) in [(1, 200), (16, 800)] {

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use payidem::journal::{PostgresJournal, PostgresJournalOptions};
 use payidem::JournalChoice;
-use payidem_e2e::load::{rate, raw_signed_post_rate};
+use payidem_e2e::load::{rate, raw_signed_post_rate, Anchor};
 use payidem_e2e::pg::PgServer;
 use payidem_e2e::{client, start_mock, OwnedSpec};
 
@@ -78,7 +78,13 @@ fn main() {
         let (mut commits, mut durable, mut flushes) = (0u64, 0u64, 0i64);
         for round in 0..ROUNDS {
             let tag = format!("t{threads}r{round}");
-            raw.push(raw_signed_post_rate(&mock, OPS, threads, &tag));
+            raw.push(raw_signed_post_rate(
+                &mock,
+                OPS,
+                threads,
+                &tag,
+                Anchor::Tuned,
+            ));
             let dir = tempfile::tempdir().expect("a temporary directory");
             let c = client(
                 &mock.url(),

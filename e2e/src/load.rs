@@ -30,24 +30,43 @@ pub fn rate(ops: usize, threads: usize, op: &(dyn Fn(usize) + Sync)) -> f64 {
     ops as f64 / started.elapsed().as_secs_f64()
 }
 
+/// How the anchor's ureq agent is set up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Anchor {
+    /// The payidem client's pool (an idle connection per caller) and
+    /// resolver (an IP host is not looked up): the fastest plain client,
+    /// so that the ratio is the journal's whole cost. The anchor.
+    Tuned,
+    /// A ureq agent with its defaults and a timeout, as a caller writes it
+    /// first: 3 idle connections, and every request resolves its host on a
+    /// thread of its own. The anchor of the figures before 2026-12-03 19:00.
+    UreqDefaults,
+}
+
 /// Signed payment creates per second against `mock` without any journal
 /// (order ids `raw-{tag}-{i}`, each answered 201): the benchmarks' anchor.
-pub fn raw_signed_post_rate(mock: &MockServer, ops: usize, threads: usize, tag: &str) -> f64 {
+pub fn raw_signed_post_rate(
+    mock: &MockServer,
+    ops: usize,
+    threads: usize,
+    tag: &str,
+    anchor: Anchor,
+) -> f64 {
     let signer = Signer::new(DEFAULT_KEY_ID, DEFAULT_SECRET.as_bytes()).expect("a signer");
     let config = ureq::Agent::config_builder()
         .http_status_as_error(false)
-        .timeout_global(Some(Duration::from_secs(5)))
-        // The same pool as the payidem client's, so that both sides reuse
-        // connections alike.
-        .max_idle_connections(payidem::client::MAX_IDLE_CONNECTIONS)
-        .max_idle_connections_per_host(payidem::client::MAX_IDLE_CONNECTIONS)
-        .build();
-    // The payidem client's resolver: an IP host needs no lookup thread.
-    let agent = ureq::Agent::with_parts(
-        config,
-        ureq::unversioned::transport::DefaultConnector::default(),
-        payidem::client::LiteralResolver::default(),
-    );
+        .timeout_global(Some(Duration::from_secs(5)));
+    let agent = match anchor {
+        Anchor::Tuned => ureq::Agent::with_parts(
+            config
+                .max_idle_connections(payidem::client::MAX_IDLE_CONNECTIONS)
+                .max_idle_connections_per_host(payidem::client::MAX_IDLE_CONNECTIONS)
+                .build(),
+            ureq::unversioned::transport::DefaultConnector::default(),
+            payidem::client::LiteralResolver::default(),
+        ),
+        Anchor::UreqDefaults => config.build().into(),
+    };
     let url = format!("{}/v1/payments", mock.url());
     rate(ops, threads, &|i| {
         let order = format!("raw-{tag}-{i}");

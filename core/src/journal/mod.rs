@@ -5,7 +5,10 @@
 //! - [`Journal::record_attempt`] is durable (on disk, fsync'd) before it
 //!   returns whenever the operation was [`OperationState::Pending`], i.e. the
 //!   first time an attempt of the operation may reach the platform. The
-//!   caller sends nothing before it returns. A journal whose writes can be
+//!   caller sends nothing before it returns. [`Journal::open_to_send`]
+//!   records a new operation with that first attempt and is durable the
+//!   same way (a client's call opens new operations with it, so one write
+//!   and one fsync precede the first attempt). A journal whose writes can be
 //!   seen by other calls before they are durable (the SQLite journal's group
 //!   commit) also makes the record durable on the first `record_attempt` of
 //!   every lease, so a call resuming an operation whose previous driver died

@@ -1,6 +1,7 @@
 //! Shared helpers of payidem's end-to-end tests, chaos test and demo: a
 //! mock platform on loopback and clients wired to it.
 
+pub mod disk;
 pub mod load;
 pub mod pg;
 pub mod plan;

@@ -15,24 +15,8 @@ use payidem::operation::OperationState;
 use payidem::{ErrorCode, JournalChoice, OperationSpec};
 use payidem_e2e::*;
 
-/// Sets the soft file-size limit (bytes; `None` restores the hard limit).
-fn set_file_size_limit(limit: Option<u64>) {
-    let mut current = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: plain syscalls on a local struct.
-    unsafe {
-        assert_eq!(libc::getrlimit(libc::RLIMIT_FSIZE, &mut current), 0);
-        current.rlim_cur = limit.unwrap_or(current.rlim_max);
-        assert_eq!(libc::setrlimit(libc::RLIMIT_FSIZE, &current), 0);
-    }
-}
-
 #[test]
 fn a_2xx_whose_journal_write_fails_is_returned_as_the_success_it_is() {
-    // SAFETY: SIGXFSZ would kill the process at the first refused write.
-    unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
     let mock = start_mock();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("journal.sqlite3");
@@ -42,7 +26,7 @@ fn a_2xx_whose_journal_write_fails_is_returned_as_the_success_it_is() {
         Arc::new(move |event| {
             // The answer is in; the journal has not stored it yet.
             if event.status == Some(201) && !trip.swap(true, Ordering::SeqCst) {
-                set_file_size_limit(Some(0));
+                disk::fail_writes(true);
             }
         }),
     );
@@ -59,7 +43,7 @@ fn a_2xx_whose_journal_write_fails_is_returned_as_the_success_it_is() {
     };
 
     let first = client.execute(&spec);
-    set_file_size_limit(None);
+    disk::fail_writes(false);
     assert!(disk_fails.load(Ordering::SeqCst), "the disk never failed");
     let first = first.expect("the platform's 2xx reaches the caller");
     assert_eq!(first.response.status, 201);

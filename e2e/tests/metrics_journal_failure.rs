@@ -15,23 +15,8 @@ use payidem::{ErrorCode, JournalChoice};
 use payidem_e2e::*;
 use payidem_mock::{FaultKind, FaultSettings};
 
-fn set_file_size_limit(limit: Option<u64>) {
-    let mut current = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: plain syscalls on a local struct.
-    unsafe {
-        assert_eq!(libc::getrlimit(libc::RLIMIT_FSIZE, &mut current), 0);
-        current.rlim_cur = limit.unwrap_or(current.rlim_max);
-        assert_eq!(libc::setrlimit(libc::RLIMIT_FSIZE, &current), 0);
-    }
-}
-
 #[test]
 fn failed_journal_writes_are_counted_and_reach_the_listener() {
-    // SAFETY: SIGXFSZ would kill the process at the first refused write.
-    unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
     let mock = start_mock();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("journal.sqlite3");
@@ -43,7 +28,7 @@ fn failed_journal_writes_are_counted_and_reach_the_listener() {
         .with_event_hook(Arc::new(move |e| {
             // The answer is in; the journal has not stored what follows.
             if matches!(e.status, Some(201) | Some(500)) && !trip.swap(true, Ordering::SeqCst) {
-                set_file_size_limit(Some(0));
+                disk::fail_writes(true);
             }
         }))
         .with_event_listener(Arc::new(move |e: &Event| {
@@ -53,7 +38,7 @@ fn failed_journal_writes_are_counted_and_reach_the_listener() {
     // 1. A 201 whose end the journal cannot store: still a success.
     let paid = OwnedSpec::payment("ord-jf-paid", 100, false);
     let outcome = client.execute(&paid.spec());
-    set_file_size_limit(None);
+    disk::fail_writes(false);
     assert!(tripped.swap(false, Ordering::SeqCst));
     assert_eq!(
         outcome.expect("the 2xx reaches the caller").response.status,
@@ -69,7 +54,7 @@ fn failed_journal_writes_are_counted_and_reach_the_listener() {
     );
     let refused = OwnedSpec::payment("ord-jf-retry", 100, false);
     let e = client.execute(&refused.spec()).unwrap_err();
-    set_file_size_limit(None);
+    disk::fail_writes(false);
     assert!(tripped.load(Ordering::SeqCst));
     assert_eq!(e.code(), ErrorCode::Journal, "{e:?}");
 

@@ -100,17 +100,24 @@ fn event_hook(callback: Py<PyAny>) -> payidem::client::EventHook {
 }
 
 fn log_hook_failure(py: Python<'_>, err: PyErr) {
+    log_callback_failure(
+        py,
+        err,
+        "payidem: the on_attempt hook raised; the payment goes on",
+    );
+}
+
+/// Logs `err`, raised by a user's callback, to the `payidem` logger at
+/// ERROR with `message` (or as unraisable when logging fails): a failing
+/// callback never abandons a payment half-way.
+pub(crate) fn log_callback_failure(py: Python<'_>, err: PyErr, message: &str) {
     let logged = (|| -> PyResult<()> {
         let logger = py
             .import("logging")?
             .call_method1("getLogger", ("payidem",))?;
         let kwargs = PyDict::new(py);
         kwargs.set_item("exc_info", err.clone_ref(py).into_value(py))?;
-        logger.call_method(
-            "error",
-            ("payidem: the on_attempt hook raised; the payment goes on",),
-            Some(&kwargs),
-        )?;
+        logger.call_method("error", (message,), Some(&kwargs))?;
         Ok(())
     })();
     if logged.is_err() {

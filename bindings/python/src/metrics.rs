@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
 
 use payidem::client::{attempt_level, call_end_level, Event, LogLevel};
 use payidem::operation::NextAction;
@@ -85,7 +84,11 @@ pub(crate) fn set_event_listener(
             let text = event.to_json();
             Python::attach(|py| {
                 if let Err(err) = callback.call1(py, (text,)) {
-                    log_listener_failure(py, err);
+                    crate::client::log_callback_failure(
+                        py,
+                        err,
+                        "payidem: the on_event hook raised",
+                    );
                 }
             });
         });
@@ -93,23 +96,4 @@ pub(crate) fn set_event_listener(
     });
     client.set_event_listener(listener);
     Ok(())
-}
-
-fn log_listener_failure(py: Python<'_>, err: PyErr) {
-    let logged = (|| -> PyResult<()> {
-        let logger = py
-            .import("logging")?
-            .call_method1("getLogger", ("payidem",))?;
-        let kwargs = PyDict::new(py);
-        kwargs.set_item("exc_info", err.clone_ref(py).into_value(py))?;
-        logger.call_method(
-            "error",
-            ("payidem: the on_event hook raised",),
-            Some(&kwargs),
-        )?;
-        Ok(())
-    })();
-    if logged.is_err() {
-        err.write_unraisable(py, None);
-    }
 }

@@ -335,6 +335,38 @@ typedef uint32_t payidem_operation_state;
 #endif // __cplusplus
 
 /**
+ * How loud an event is: one policy for every language (a first-attempt
+ * success is debug; a retry, backoff, clock adjustment, status query or a
+ * success after them is info; a give-up — unknown, key expired, refused,
+ * nothing sent, a journal failure — is warn).
+ */
+enum payidem_log_level
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * Routine: nothing needed more than one attempt.
+   */
+  PAYIDEM_LOG_DEBUG = 1,
+  /**
+   * The retry machinery worked: retries, backoffs, status queries.
+   */
+  PAYIDEM_LOG_INFO = 2,
+  /**
+   * The call gave up or the journal failed: someone may have to act.
+   */
+  PAYIDEM_LOG_WARN = 3,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum payidem_log_level payidem_log_level;
+#else
+typedef uint32_t payidem_log_level;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
  * What to do after one attempt.
  */
 enum payidem_decision_kind
@@ -517,6 +549,33 @@ typedef uint32_t payidem_param_style;
 #endif // __cplusplus
 
 /**
+ * The form of a metrics snapshot.
+ */
+enum payidem_metrics_format
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * The Prometheus text exposition format 0.0.4 (`# HELP`, `# TYPE`,
+   * samples; histograms as `_bucket`, `_sum`, `_count`).
+   */
+  PAYIDEM_METRICS_PROMETHEUS = 1,
+  /**
+   * JSON: `{"metrics": [{"name", "type", "help", "series": [...]}]}`
+   * (see docs/metrics.md).
+   */
+  PAYIDEM_METRICS_JSON = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum payidem_metrics_format payidem_metrics_format;
+#else
+typedef uint32_t payidem_metrics_format;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
  * One call of a client driving one operation, for a caller that sends
  * the attempts with its own HTTP client: ask `payidem_call_step` what to
  * do, send SEND steps to `payidem_client_url` of their path, report with
@@ -573,7 +632,9 @@ typedef struct payidem_order_list payidem_order_list;
 
 /**
  * The settled outcome of an operation: the platform's 2xx answer (status,
- * headers, body), the order id, the idempotency key and the attempts made.
+ * headers, body), the order id, the idempotency key and the attempts made,
+ * and the journal's error when the journal could not record the success
+ * (`payidem_outcome_journal_error`).
  *
  * Single owner: it may move between threads but must not be used by two at
  * once; free it with `payidem_outcome_free`.
@@ -735,6 +796,17 @@ typedef void (*payidem_event_callback)(void *userdata, const struct payidem_atte
  * a call, return non-zero instead.
  */
 typedef int (*payidem_cancel_callback)(void *userdata);
+
+/**
+ * Receives one client event as JSON (`event_json`, borrowed for the call
+ * only), with the `userdata` given at registration. The object has `type`
+ * (`"attempt"`, `"call_ended"` or `"journal_failed"`), `level`
+ * (`"debug"`, `"info"` or `"warn"`, the policy of `payidem_log_level`)
+ * and the event's fields (docs/metrics.md). It must return normally: no
+ * `longjmp`, no exception (the library catches nothing thrown through C
+ * frames).
+ */
+typedef void (*payidem_event_json_callback)(void *userdata, const char *event_json);
 
 /**
  * The machine's reaction to one reported attempt (filled by
@@ -1049,6 +1121,10 @@ payidem_result payidem_client_url(const struct payidem_client *client,
  *   and the call fails with `PAYIDEM_REJECTED` (status 401), the operation
  *   kept. 0 never adjusts the clock.
  * - `key_id` (string, required): sent in `X-Api-Key`.
+ * - `journal_key_hex` (string): the key of the journal rows' integrity
+ *   MACs, in hex (16 to 1024 bytes); absent or `""`: derived from the
+ *   secret. Set it to keep reading rows written before a rotation of the
+ *   secret (docs/journal-integrity.md). Never appears in errors.
  * - `journal_path` (string): SQLite file, created 0600 if missing (its
  *   directory must exist); `":memory:"` for a memory journal (operations
  *   die with the process: tests only, never production). Absent or `""`:
@@ -1447,6 +1523,53 @@ bool payidem_error_server_time(const struct payidem_error *err, uint64_t *server
 void payidem_error_free(struct payidem_error *err);
 
 /**
+ * The log level of an attempt's event (the policy of
+ * `payidem_log_level`): `PAYIDEM_LOG_DEBUG` for a first attempt that
+ * settled with a 2xx, `PAYIDEM_LOG_WARN` when the client gives up,
+ * `PAYIDEM_LOG_INFO` otherwise.
+ *
+ * Ownership: `event` is only read.
+ * NULL: `event` NULL answers `PAYIDEM_LOG_WARN`.
+ * Threads: safe from any thread (typically inside the event callback).
+ * Errors: none.
+ */
+payidem_log_level payidem_attempt_event_level(const struct payidem_attempt_event *event);
+
+/**
+ * The name of a `payidem_log_level`: `"debug"`, `"info"`, `"warn"`;
+ * `"unknown"` for any other number.
+ *
+ * Ownership: the string is static; never free it.
+ * NULL: never takes a pointer.
+ * Threads: safe from any thread.
+ * Errors: none.
+ */
+const char *payidem_log_level_name(uint32_t level);
+
+/**
+ * Sets (or, with `callback` NULL, removes) the function that receives
+ * every event of the client as JSON: each attempt (the same attempts
+ * `payidem_client_set_event_callback` receives), each call's end (order
+ * id, key, end name, final, landed, attempts, duration; never a body or a
+ * secret) and each failed journal write. It runs on whichever thread
+ * caused the event, so it and `userdata` must be safe to use from every
+ * thread calling the client. Once this function returns, no call of the
+ * previous callback is running or will start. The callback must not call
+ * this function nor start a call on the same client (either can
+ * deadlock); it may call any other function.
+ *
+ * Ownership: `userdata` stays the caller's; it must outlive its
+ * registration.
+ * NULL: `client` must not be NULL (nothing happens); `callback` and
+ * `userdata` may be NULL.
+ * Threads: safe at any time; it waits for a running callback to return.
+ * Errors: none.
+ */
+void payidem_client_set_event_json_callback(const struct payidem_client *client,
+                                            payidem_event_json_callback callback,
+                                            void *userdata);
+
+/**
  * Writes, as JSON and a NUL into `buf`, the SQL statement and parameters
  * that record one operation as pending in a PostgreSQL journal's tables,
  * for the caller to run in its own database transaction together with its
@@ -1520,6 +1643,52 @@ payidem_result payidem_client_outbox_insert(const struct payidem_client *client,
 payidem_result payidem_client_take_over(const struct payidem_client *client,
                                         uint32_t limit,
                                         struct payidem_order_list **taken_out,
+                                        struct payidem_error **err_out);
+
+/**
+ * Writes the client's metrics (shared by every call of the client) into
+ * `buf` as `format` (a `payidem_metrics_format`), NUL-terminated:
+ * attempts by kind, HTTP status and next action, calls ended by end, time
+ * to settle, journal write latency and failures, and the journal's count
+ * of operations whose outcome is unknown (read from the journal now; left
+ * out when it cannot answer). Every metric is listed in docs/metrics.md.
+ * `*len_out` (when given) receives the text's length without the NUL,
+ * also on `PAYIDEM_BUFFER_TOO_SMALL`: call once with `buf_len` 0 to learn
+ * the size (it may grow between two calls: leave room).
+ *
+ * Ownership: `buf` is caller memory, written only on success.
+ * NULL: `client` must not be NULL; `len_out` and `err_out` may be NULL;
+ * `buf` may be NULL only with `buf_len` 0.
+ * Threads: safe from any number of threads on one client.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `client`, `format` or `buf`;
+ * `PAYIDEM_BUFFER_TOO_SMALL` naming `buf`.
+ */
+payidem_result payidem_client_metrics(const struct payidem_client *client,
+                                      uint32_t format,
+                                      char *buf,
+                                      size_t buf_len,
+                                      size_t *len_out,
+                                      struct payidem_error **err_out);
+
+/**
+ * Writes the verifier's metrics into `buf` as `format` (a
+ * `payidem_metrics_format`), NUL-terminated: verdicts by code (`accepted`
+ * or the refusal's error code name) and, with the in-memory replay cache,
+ * its fill (nonces held, capacity). `*len_out` as for
+ * `payidem_client_metrics`.
+ *
+ * Ownership: `buf` is caller memory, written only on success.
+ * NULL: `verifier` must not be NULL; `len_out` and `err_out` may be NULL;
+ * `buf` may be NULL only with `buf_len` 0.
+ * Threads: safe from any number of threads, during verifications.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `verifier`, `format` or `buf`;
+ * `PAYIDEM_BUFFER_TOO_SMALL` naming `buf`.
+ */
+payidem_result payidem_verifier_metrics(const struct payidem_verifier *verifier,
+                                        uint32_t format,
+                                        char *buf,
+                                        size_t buf_len,
+                                        size_t *len_out,
                                         struct payidem_error **err_out);
 
 /**
@@ -2047,6 +2216,23 @@ payidem_result payidem_outcome_header_at(const struct payidem_outcome *outcome,
                                          const char **name_out,
                                          const char **value_out,
                                          struct payidem_error **err_out);
+
+/**
+ * The journal's error when the platform answered 2xx but the journal
+ * could not record the success (`PAYIDEM_JOURNAL_ERROR`; read it with the
+ * `payidem_error_*` accessors); NULL when the journal recorded it. The
+ * payment was made either way. The journal still holds the operation in
+ * flight with its key: a later `payidem_client_execute` or
+ * `payidem_client_resume` of the order gets the same answer replayed by
+ * the platform and records it then.
+ *
+ * Ownership: borrowed from `outcome`, valid until
+ * `payidem_outcome_free(outcome)`; never pass it to `payidem_error_free`.
+ * NULL: `outcome` may be NULL, giving NULL.
+ * Threads: read-only; not while another thread frees `outcome`.
+ * Errors: none.
+ */
+const struct payidem_error *payidem_outcome_journal_error(const struct payidem_outcome *outcome);
 
 /**
  * Frees an outcome.

@@ -366,10 +366,17 @@ impl JournalWrite {
         }
     }
 
-    /// Whether the write is forced to disk before the call goes on (the
-    /// `durable` label); every write but a later attempt's record is.
+    /// Whether the write may wait for the disk before the call goes on (the
+    /// `durable` label): an open (a new operation's record with its first
+    /// attempt is fsync'd; opening an existing one is counted here too) and
+    /// the first attempt record of a resumed call. A claim, a later
+    /// attempt's record and a call's end are committed without waiting for
+    /// the disk.
     pub fn durable(self) -> bool {
-        !matches!(self, JournalWrite::RecordAttempt)
+        matches!(
+            self,
+            JournalWrite::Open | JournalWrite::RecordAttemptDurable
+        )
     }
 
     fn index(self) -> usize {

@@ -207,7 +207,7 @@ fn open_to_send_records_the_first_attempt(j: &dyn Journal) {
     assert_eq!(conflict.code(), ErrorCode::IdempotencyConflict);
     assert!(j.get("order-other").unwrap().is_none(), "nothing recorded");
     // Its next attempt is recorded as usual; a call ending before sending
-    // stores it back as pending, its attempt counted.
+    // records no attempt and stores it back as pending.
     j.record_attempt("order-send", &a, 2, now()).unwrap();
     j.finish(
         "order-send",
@@ -223,10 +223,11 @@ fn open_to_send_records_the_first_attempt(j: &dyn Journal) {
     );
     let p = op("order-unsent", "key-unsent", b"{}");
     j.open_to_send(&p, &a, now()).unwrap();
+    j.record_attempt("order-unsent", &a, 0, now()).unwrap();
     j.finish("order-unsent", &a, OperationState::Pending, None, now())
         .unwrap();
     let r = j.get("order-unsent").unwrap().unwrap();
-    assert_eq!((r.state, r.attempts), (OperationState::Pending, 1));
+    assert_eq!((r.state, r.attempts), (OperationState::Pending, 0));
 }
 
 fn back_to_pending(j: &dyn Journal) {

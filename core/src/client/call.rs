@@ -309,6 +309,12 @@ impl Call {
         let attempts = self.op.as_ref().map_or(0, Operation::attempts);
         let state = end.state();
         self.end = Some(end.clone());
+        if std::mem::take(&mut self.first_recorded) {
+            // The open recorded a first attempt the call never sent: the
+            // operation goes back to pending with none counted. Best
+            // effort: a count left at 1 misleads nobody about the key.
+            let _ = (self.shared.journal).record_attempt(&order_id, &self.lease, 0, unix_now());
+        }
         let stored = self
             .shared
             .observer

@@ -244,8 +244,8 @@ pub trait Journal: Send + Sync {
     /// [`Journal::record_attempt`] makes a pending one), and answered as
     /// [`Opened::Created`] with that record; the caller then sends its
     /// first attempt without recording it again (later attempts are
-    /// recorded as usual; a call that ends before sending it stores the
-    /// operation back as pending, its attempt counted). An existing
+    /// recorded as usual; a call that ends before sending it records 0
+    /// attempts and stores the operation back as pending). An existing
     /// operation is answered exactly as `open` answers it, with nothing made
     /// durable.
     ///

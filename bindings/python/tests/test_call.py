@@ -66,11 +66,12 @@ def test_a_call_journals_before_it_hands_out_the_first_attempt(
     order = new_order("call")
     call = payidem.Call.begin(client, order, "POST", "/v1/payments", payment(order))
     assert (call.order_id, call.idempotency_key) == (order, f"create-{order}")
+    # Opening a new operation records it in flight with its first attempt
+    # (durably) before the call hands that attempt out.
     status = client.status(order)
-    assert status is not None and status.state == "pending"
+    assert status is not None and status.state == "in_flight" and status.attempts == 1
     step = call.step()
     assert isinstance(step, payidem.SendStep)
-    # Recorded in flight before anything left.
     status = client.status(order)
     assert status is not None and status.state == "in_flight" and status.attempts == 1
     assert step.attempt.url == mock.url + "/v1/payments"

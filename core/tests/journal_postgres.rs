@@ -69,6 +69,44 @@ fn the_first_attempt_of_each_lease_commits_synchronously_and_nothing_else_does()
     assert_eq!(j.commit_stats().durable_commits, 2);
 }
 
+/// A client's call opens a new operation with its first attempt: one
+/// transaction, committed synchronously; its later attempts are not.
+#[test]
+fn open_to_send_is_one_synchronous_commit() {
+    let j = open(&pg::fresh_db());
+    let a = lease("a", 100);
+    let base = j.commit_stats();
+    let opened = j.open_to_send(&op("o-1"), &a, now()).unwrap();
+    assert!(
+        matches!(opened, Opened::Created(ref r) if r.state == OperationState::InFlight && r.attempts == 1)
+    );
+    let s = j.commit_stats();
+    assert_eq!(
+        (
+            s.commits - base.commits,
+            s.durable_commits - base.durable_commits
+        ),
+        (1, 1)
+    );
+    j.record_attempt("o-1", &a, 2, now()).unwrap();
+    j.finish("o-1", &a, OperationState::Unknown, None, now())
+        .unwrap();
+    let s = j.commit_stats();
+    assert_eq!(
+        (
+            s.commits - base.commits,
+            s.durable_commits - base.durable_commits
+        ),
+        (3, 1)
+    );
+    // An existing operation is opened as `open` would, not durably.
+    let b = lease("b", 100);
+    assert!(matches!(
+        j.open_to_send(&op("o-1"), &b, now()).unwrap(),
+        Opened::Resumable(_)
+    ));
+}
+
 #[test]
 fn a_stale_epoch_of_the_same_owner_changes_nothing() {
     let url = pg::fresh_db();
@@ -169,6 +207,53 @@ fn a_connection_killed_during_commit_is_read_back_before_deciding() {
     assert_eq!((r.state, r.attempts), (OperationState::InFlight, 1));
     assert_eq!(s.durable_commits, 1);
     // The lease still holds for its owner.
+    j.finish("o-1", &a, OperationState::Succeeded, None, now())
+        .unwrap();
+}
+
+/// The same for the synchronous COMMIT of `open_to_send`: the open is
+/// read back and retried as a whole, and the operation ends up recorded,
+/// in flight, with its lease held by its caller.
+#[test]
+fn a_connection_killed_during_the_commit_of_open_to_send_is_read_back() {
+    let server = pg::shared();
+    let url = pg::fresh_db();
+    let killer = Arc::new(Mutex::new(server.connect("postgres")));
+    let armed = Arc::new(AtomicBool::new(true));
+    let hook = {
+        let (killer, armed) = (Arc::clone(&killer), Arc::clone(&armed));
+        Arc::new(move |point: PgPoint| {
+            let PgPoint::BeforeCommit {
+                durable: true,
+                backend_pid,
+            } = point
+            else {
+                return;
+            };
+            if armed.swap(false, Ordering::SeqCst) {
+                killer
+                    .lock()
+                    .unwrap()
+                    .execute("SELECT pg_terminate_backend($1)", &[&backend_pid])
+                    .unwrap();
+            }
+        })
+    };
+    let j = open(&url).with_hook(hook);
+    let a = lease("a", 100);
+    let opened = j.open_to_send(&op("o-1"), &a, now()).unwrap();
+    assert!(!armed.load(Ordering::SeqCst), "the hook fired");
+    assert_eq!(j.commit_stats().unknown_commits, 1);
+    let r = j.get("o-1").unwrap().unwrap();
+    assert_eq!((r.state, r.attempts), (OperationState::InFlight, 1));
+    // Whether the first COMMIT landed or not, the caller holds the lease.
+    assert!(matches!(opened, Opened::Created(_) | Opened::Resumable(_)));
+    assert_eq!(
+        j.open_to_send(&op("o-1"), &lease("b", 100), now())
+            .unwrap_err()
+            .code(),
+        payidem::ErrorCode::OperationBusy
+    );
     j.finish("o-1", &a, OperationState::Succeeded, None, now())
         .unwrap();
 }

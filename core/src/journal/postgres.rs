@@ -904,34 +904,59 @@ impl PostgresJournal {
         &self,
         action: &str,
         lease: &Lease,
+        durable: bool,
         body: Body<'_, (Opened, Option<i64>)>,
     ) -> Result<Opened> {
         // Retried as a whole after a lost COMMIT: the owner takes its own
         // lease again (same owner: always free), with a new epoch.
-        let (opened, epoch) = self.write(action, false, body, &|_| Ok(None))?;
+        let (opened, epoch) = self.write(action, durable, body, &|_| Ok(None))?;
         if let (Some(epoch), Opened::Created(r) | Opened::Resumable(r)) = (epoch, &opened) {
             self.remember(&r.operation.order_id, &lease.owner, epoch);
+            if durable && matches!(opened, Opened::Created(_)) {
+                // Its first attempt is on disk with this lease.
+                self.taken().insert(
+                    (r.operation.order_id.clone(), lease.owner.clone()),
+                    Taken {
+                        epoch,
+                        durable: true,
+                    },
+                );
+            }
         }
         Ok(opened)
     }
-}
 
-impl Journal for PostgresJournal {
-    fn open(&self, operation: &FrozenOperation, lease: &Lease, now: u64) -> Result<Opened> {
+    /// `open`, recording a new operation as pending, or (`first_attempt`,
+    /// for `open_to_send`) in flight with its first attempt, committed with
+    /// `synchronous_commit = on`.
+    fn open_as(
+        &self,
+        operation: &FrozenOperation,
+        lease: &Lease,
+        now: u64,
+        first_attempt: bool,
+    ) -> Result<Opened> {
         rules::check_now(now)?;
         rules::check_lease(lease)?;
         let action = format!("open order id {:?}", operation.order_id);
         let insert = format!(
             "INSERT INTO payidem_operations (order_id, idempotency_key, method, path, body, \
-             body_sha256, status_path, state, lease_owner, lease_epoch, lease_expires, row_mac) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, 1, {}, $10) \
+             body_sha256, status_path, state, lease_owner, lease_epoch, lease_expires, row_mac, \
+             attempts) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $11, $8, 1, {}, $10, $12) \
              ON CONFLICT DO NOTHING \
              RETURNING floor(extract(epoch FROM created_at))::bigint",
             expiry_sql(9)
         );
         let seconds = lease_seconds(lease, now);
         let mac = self.key.as_ref().map(|k| k.row_mac(operation));
-        self.lease_for(&action, lease, &mut |client| {
+        let (state, attempts) = if first_attempt {
+            (OperationState::InFlight, 1u32)
+        } else {
+            (OperationState::Pending, 0)
+        };
+        let (state_sql, attempts_sql) = (state.as_str(), i32::try_from(attempts).unwrap_or(0));
+        self.lease_for(&action, lease, first_attempt, &mut |client| {
             if let Some(stored) = self.load(client, &operation.order_id, true)? {
                 rules::same_request(&stored.record.operation, operation)?;
                 if stored.record.state.is_settled() {
@@ -954,6 +979,8 @@ impl Journal for PostgresJournal {
                     &lease.owner,
                     &seconds,
                     &mac,
+                    &state_sql,
+                    &attempts_sql,
                 ],
             )?;
             if let Some(row) = created {
@@ -961,8 +988,8 @@ impl Journal for PostgresJournal {
                 return Ok((
                     Opened::Created(OperationRecord {
                         operation: op.clone(),
-                        state: OperationState::Pending,
-                        attempts: 0,
+                        state,
+                        attempts,
                         created_at: at,
                         updated_at: at,
                         response: None,
@@ -993,12 +1020,22 @@ impl Journal for PostgresJournal {
             }
         })
     }
+}
+
+impl Journal for PostgresJournal {
+    fn open(&self, operation: &FrozenOperation, lease: &Lease, now: u64) -> Result<Opened> {
+        self.open_as(operation, lease, now, false)
+    }
+
+    fn open_to_send(&self, operation: &FrozenOperation, lease: &Lease, now: u64) -> Result<Opened> {
+        self.open_as(operation, lease, now, true)
+    }
 
     fn claim(&self, order_id: &str, lease: &Lease, now: u64) -> Result<Opened> {
         rules::check_now(now)?;
         rules::check_lease(lease)?;
         let action = format!("claim order id {order_id:?}");
-        self.lease_for(&action, lease, &mut |client| {
+        self.lease_for(&action, lease, false, &mut |client| {
             let stored = self
                 .load(client, order_id, true)?
                 .ok_or_else(|| rules::unknown_order(order_id))?;

@@ -169,12 +169,14 @@ fn lease_times_come_from_the_database_clock() {
     );
 }
 
-#[test]
-fn a_connection_killed_during_commit_is_read_back_before_deciding() {
+/// A journal on a fresh database whose next synchronous COMMIT, once
+/// `armed`, loses its connection (the server process is terminated just
+/// before the COMMIT is sent); the flag is cleared when it fires.
+fn journal_killing_a_durable_commit(armed: bool) -> (PostgresJournal, Arc<AtomicBool>) {
     let server = pg::shared();
     let url = pg::fresh_db();
     let killer = Arc::new(Mutex::new(server.connect("postgres")));
-    let armed = Arc::new(AtomicBool::new(false));
+    let armed = Arc::new(AtomicBool::new(armed));
     let hook = {
         let (killer, armed) = (Arc::clone(&killer), Arc::clone(&armed));
         Arc::new(move |point: PgPoint| {
@@ -194,7 +196,12 @@ fn a_connection_killed_during_commit_is_read_back_before_deciding() {
             }
         })
     };
-    let j = open(&url).with_hook(hook);
+    (open(&url).with_hook(hook), armed)
+}
+
+#[test]
+fn a_connection_killed_during_commit_is_read_back_before_deciding() {
+    let (j, armed) = journal_killing_a_durable_commit(false);
     let a = lease("a", 100);
     j.open(&op("o-1"), &a, now()).unwrap();
     armed.store(true, Ordering::SeqCst);
@@ -216,30 +223,7 @@ fn a_connection_killed_during_commit_is_read_back_before_deciding() {
 /// in flight, with its lease held by its caller.
 #[test]
 fn a_connection_killed_during_the_commit_of_open_to_send_is_read_back() {
-    let server = pg::shared();
-    let url = pg::fresh_db();
-    let killer = Arc::new(Mutex::new(server.connect("postgres")));
-    let armed = Arc::new(AtomicBool::new(true));
-    let hook = {
-        let (killer, armed) = (Arc::clone(&killer), Arc::clone(&armed));
-        Arc::new(move |point: PgPoint| {
-            let PgPoint::BeforeCommit {
-                durable: true,
-                backend_pid,
-            } = point
-            else {
-                return;
-            };
-            if armed.swap(false, Ordering::SeqCst) {
-                killer
-                    .lock()
-                    .unwrap()
-                    .execute("SELECT pg_terminate_backend($1)", &[&backend_pid])
-                    .unwrap();
-            }
-        })
-    };
-    let j = open(&url).with_hook(hook);
+    let (j, armed) = journal_killing_a_durable_commit(true);
     let a = lease("a", 100);
     let opened = j.open_to_send(&op("o-1"), &a, now()).unwrap();
     assert!(!armed.load(Ordering::SeqCst), "the hook fired");
@@ -252,7 +236,7 @@ fn a_connection_killed_during_the_commit_of_open_to_send_is_read_back() {
         j.open_to_send(&op("o-1"), &lease("b", 100), now())
             .unwrap_err()
             .code(),
-        payidem::ErrorCode::OperationBusy
+        ErrorCode::OperationBusy
     );
     j.finish("o-1", &a, OperationState::Succeeded, None, now())
         .unwrap();

@@ -1146,15 +1146,7 @@ impl Journal for PostgresJournal {
         rules::check_now(now)?;
         rules::check_finish_state(state)?;
         let action = format!("finish order id {order_id:?}");
-        let headers = match response {
-            Some(r) => Some(serde_json::to_string(&r.headers).map_err(|e| {
-                Error::new(
-                    ErrorCode::Internal,
-                    format!("journal: cannot encode response headers: {e}"),
-                )
-            })?),
-            None => None,
-        };
+        let headers = rules::encoded_headers(response)?;
         let epoch = self.recall(order_id, &lease.owner).map(|t| t.epoch);
         let status = response.map(|r| i32::from(r.status));
         let body = response.map(|r| r.body.as_slice());

@@ -3,11 +3,26 @@
 
 use super::Lease;
 use crate::error::{Error, ErrorCode, Result};
-use crate::operation::{FrozenOperation, OperationState};
+use crate::operation::{FrozenOperation, OperationState, Response};
 
 /// The latest Unix time a journal accepts for `now` (SQLite keeps signed
 /// 64-bit integers); later lease expiries are read as "never expires".
 pub(super) const MAX_TIME: u64 = i64::MAX as u64;
+
+/// A settled response's headers as the JSON text every journal stores
+/// (`None` without a response).
+pub(super) fn encoded_headers(response: Option<&Response>) -> Result<Option<String>> {
+    response
+        .map(|r| {
+            serde_json::to_string(&r.headers).map_err(|e| {
+                Error::new(
+                    ErrorCode::Internal,
+                    format!("journal: cannot encode response headers: {e}"),
+                )
+            })
+        })
+        .transpose()
+}
 
 /// Refuses a `now` no journal can store.
 pub(super) fn check_now(now: u64) -> Result<()> {

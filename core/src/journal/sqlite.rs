@@ -954,15 +954,7 @@ impl Journal for SqliteJournal {
         rules::check_now(now)?;
         rules::check_finish_state(state)?;
         let action = format!("finish order id {order_id:?}");
-        let headers = match response {
-            Some(r) => Some(serde_json::to_string(&r.headers).map_err(|e| {
-                Error::new(
-                    ErrorCode::Internal,
-                    format!("journal: cannot encode response headers: {e}"),
-                )
-            })?),
-            None => None,
-        };
+        let headers = rules::encoded_headers(response)?;
         let captured = (
             order_id.to_owned(),
             lease.clone(),

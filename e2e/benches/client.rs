@@ -5,7 +5,9 @@
 //! client's (its pool and resolver; see `load::Anchor`), and against a ureq
 //! agent with its defaults (the anchor before 2026-12-03 19:00). 1, 4, 16 and
 //! 64 concurrent callers (one client shared by all threads; one ureq agent
-//! shared by all threads). Then fsync calls per settled operation with 1 and 16 callers,
+//! shared by all threads). The same client with the memory journal (nothing
+//! durable) shows what the client costs without its journal: the ceiling of
+//! any durable journal's ratio. Then fsync calls per settled operation with 1 and 16 callers,
 //! counted with strace on `payidem-fsync-probe` (skipped when strace is
 //! missing).
 //!
@@ -22,12 +24,14 @@ use payidem_mock::MockServer;
 const OPS: usize = 1200;
 const ROUNDS: usize = 3;
 
-fn payidem_rate(mock: &MockServer, threads: usize, round: &str) -> f64 {
+fn payidem_rate(mock: &MockServer, threads: usize, round: &str, durable: bool) -> f64 {
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let c = client(
-        &mock.url(),
-        JournalChoice::Sqlite(dir.path().join("journal.sqlite3")),
-    );
+    let journal = if durable {
+        JournalChoice::Sqlite(dir.path().join("journal.sqlite3"))
+    } else {
+        JournalChoice::Memory
+    };
+    let c = client(&mock.url(), journal);
     rate(OPS, threads, &|i| {
         let spec = OwnedSpec::payment(&format!("pi-{round}-{i}"), 1000 + (i % 400) as u64, true);
         let outcome = c.execute(&spec.spec()).expect("the payment settles");
@@ -84,6 +88,7 @@ fn main() {
         let mut ours = Vec::new();
         let mut raw = Vec::new();
         let mut plain = Vec::new();
+        let mut memory = Vec::new();
         for round in 0..ROUNDS {
             let tag = format!("t{threads}r{round}");
             raw.push(raw_signed_post_rate(
@@ -93,7 +98,8 @@ fn main() {
                 &tag,
                 Anchor::Tuned,
             ));
-            ours.push(payidem_rate(&mock, threads, &tag));
+            ours.push(payidem_rate(&mock, threads, &tag, true));
+            memory.push(payidem_rate(&mock, threads, &format!("{tag}m"), false));
             let tag = format!("{tag}d");
             plain.push(raw_signed_post_rate(
                 &mock,
@@ -103,7 +109,7 @@ fn main() {
                 Anchor::UreqDefaults,
             ));
         }
-        let (ours, raw, plain) = (median(ours), median(raw), median(plain));
+        let (ours, raw, plain, memory) = (median(ours), median(raw), median(plain), median(memory));
         println!(
             "{:<44} {:>10.0}",
             format!("ureq, signed, no journal, {threads} thread(s)"),
@@ -115,6 +121,16 @@ fn main() {
             ours
         );
         println!("{:<44} {:>10.2}", "  ratio payidem / raw", ours / raw);
+        println!(
+            "{:<44} {:>10.0}",
+            format!("payidem client, memory journal, {threads} thread(s)"),
+            memory
+        );
+        println!(
+            "{:<44} {:>10.2}",
+            "  ratio memory journal / raw",
+            memory / raw
+        );
         println!(
             "{:<44} {:>10.0}",
             format!("ureq defaults, signed, no journal, {threads} thread(s)"),

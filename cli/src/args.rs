@@ -141,7 +141,20 @@ pub enum JournalCommand {
         /// it every row's integrity MAC is verified; without it, not.
         #[arg(long, value_name = "PATH")]
         secret_file: Option<PathBuf>,
+        #[command(flatten)]
+        key: JournalKeyArg,
     },
+}
+
+/// The journal key, when the clients were given one of their own.
+#[derive(Debug, Args)]
+pub struct JournalKeyArg {
+    /// A file holding the journal key in hex, as the clients were given it
+    /// (journal_key, journal_key_hex, JournalKey; one trailing newline is
+    /// ignored). Rows are then verified with it instead of the key derived
+    /// from the secret.
+    #[arg(long, value_name = "PATH")]
+    pub journal_key_file: Option<PathBuf>,
 }
 
 /// `journal resume`.
@@ -164,6 +177,8 @@ pub struct ResumeArgs {
     pub deadline: Option<u64>,
     #[command(flatten)]
     pub platform: PlatformArgs,
+    #[command(flatten)]
+    pub key: JournalKeyArg,
 }
 
 /// How to reach the platform.

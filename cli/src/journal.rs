@@ -9,9 +9,11 @@ use payidem::journal::{Journal, JournalKey, OperationRecord, SqliteJournal, Sqli
 use payidem::operation::OperationState;
 use payidem::{CallOptions, Client, ClientConfig, ErrorCode, JournalChoice};
 use serde_json::{json, Value};
+use zeroize::Zeroizing;
 
 use crate::args::{
-    JournalArg, JournalCommand, KeyArgs, Outcome, ResumeArgs, ENV_BASE_URL, ENV_JOURNAL, ENV_SECRET,
+    JournalArg, JournalCommand, JournalKeyArg, KeyArgs, Outcome, ResumeArgs, ENV_BASE_URL,
+    ENV_JOURNAL, ENV_SECRET,
 };
 use crate::render;
 use crate::{out, out_json, secret, Done, Exit, Failure};
@@ -27,6 +29,26 @@ pub fn unix_now() -> u64 {
 struct Opened {
     journal: Arc<dyn Journal>,
     name: String,
+    /// Where the journal key rows are verified with came from, if any.
+    key_from: Option<KeyFrom>,
+}
+
+/// Where a journal key came from.
+#[derive(Clone, Copy)]
+enum KeyFrom {
+    /// Derived from the API secret, as a client without its own key does.
+    Secret,
+    /// `--journal-key-file`.
+    File,
+}
+
+impl KeyFrom {
+    fn as_str(self) -> &'static str {
+        match self {
+            KeyFrom::Secret => "secret",
+            KeyFrom::File => "file",
+        }
+    }
 }
 
 /// Opens the journal `--journal` / `$PAYIDEM_JOURNAL` names, or the
@@ -48,11 +70,39 @@ fn optional_secret(secret_file: Option<PathBuf>) -> Result<Option<secret::Secret
     secret::secret(&args).map(Some)
 }
 
-/// [`open`] with the journal key derived from `secret` when there is one:
-/// every row read is then checked against its integrity MAC (and the rows
-/// of a journal never opened with a key are sealed first, as a client's
-/// first open does).
-fn open_keyed(arg: &JournalArg, secret: Option<&[u8]>) -> Result<Opened, Failure> {
+/// The journal key: the one in `--journal-key-file` (hex, as the clients
+/// were given it), else the one derived from `secret`, else none. Errors
+/// name the file, never its content.
+fn journal_key(
+    arg: &JournalKeyArg,
+    secret: Option<&[u8]>,
+) -> Result<Option<(JournalKey, KeyFrom)>, Failure> {
+    let Some(path) = &arg.journal_key_file else {
+        return Ok(secret.map(|s| (JournalKey::derive_from_secret(s), KeyFrom::Secret)));
+    };
+    let file = Zeroizing::new(secret::read_input("--journal-key-file", path)?);
+    let text = std::str::from_utf8(&file).unwrap_or("");
+    let text = text
+        .strip_suffix('\n')
+        .map_or(text, |t| t.strip_suffix('\r').unwrap_or(t));
+    JournalKey::from_hex(text)
+        .map(|k| Some((k, KeyFrom::File)))
+        .map_err(|e| {
+            Failure::new(
+                Exit::Usage,
+                format!(
+                    "the journal key file {} does not hold a journal key in hex: {}",
+                    path.display(),
+                    e.message()
+                ),
+            )
+        })
+}
+
+/// [`open`] with `key` when there is one: every row read is then checked
+/// against its integrity MAC (and the rows of a journal never opened with a
+/// key are sealed first, as a client's first open does).
+fn open_keyed(arg: &JournalArg, key: Option<(JournalKey, KeyFrom)>) -> Result<Opened, Failure> {
     let path = match arg.journal.as_deref() {
         Some("") | None => payidem::journal::default_journal_path()?,
         Some(name) if name.starts_with("postgres://") || name.starts_with("postgresql://") => {
@@ -77,13 +127,14 @@ fn open_keyed(arg: &JournalArg, secret: Option<&[u8]>) -> Result<Opened, Failure
         ));
     }
     let options = SqliteJournalOptions {
-        journal_key: secret.map(JournalKey::derive_from_secret),
+        journal_key: key.as_ref().map(|(k, _)| k.clone()),
         ..SqliteJournalOptions::default()
     };
     let journal = SqliteJournal::open(&path, options)?;
     Ok(Opened {
         journal: Arc::new(journal),
         name,
+        key_from: key.map(|(_, from)| from),
     })
 }
 
@@ -136,12 +187,11 @@ pub fn run(command: JournalCommand, json: bool) -> Done {
         JournalCommand::Check {
             journal,
             secret_file,
+            key,
         } => {
             let secret = optional_secret(secret_file)?;
-            check(
-                &open_keyed(&journal, secret.as_deref().map(Vec::as_slice))?,
-                json,
-            )
+            let key = journal_key(&key, secret.as_deref().map(Vec::as_slice))?;
+            check(&open_keyed(&journal, key)?, json)
         }
     }
 }
@@ -332,6 +382,7 @@ fn check(j: &Opened, json: bool) -> Done {
             "reconciliations": report.reconciliations,
             "problems": report.problems,
             "macs_verified": report.macs_verified,
+            "journal_key": j.key_from.map(KeyFrom::as_str),
             "clock_offsets": offsets.iter().map(|o| json!({
                 "platform": o.platform,
                 "offset_secs": o.offset_secs,
@@ -353,10 +404,17 @@ fn check(j: &Opened, json: bool) -> Done {
             report.operations,
             report.reconciliations,
         );
-        text.push_str(if report.macs_verified {
-            "integrity MACs: checked for every operation (journal key from the secret)\n"
-        } else {
-            "integrity MACs: not verified (pass --secret-file or set PAYIDEM_SECRET)\n"
+        text.push_str(match (report.macs_verified, j.key_from) {
+            (true, Some(KeyFrom::File)) => {
+                "integrity MACs: checked for every operation (journal key from --journal-key-file)\n"
+            }
+            (true, _) => {
+                "integrity MACs: checked for every operation (journal key from the secret)\n"
+            }
+            (false, _) => {
+                "integrity MACs: not verified (pass --secret-file, set PAYIDEM_SECRET or pass \
+                 --journal-key-file)\n"
+            }
         });
         for o in &offsets {
             text.push_str(&format!(
@@ -383,7 +441,8 @@ fn resume(args: ResumeArgs, json: bool) -> Done {
     } else {
         Some(secret::secret(&args.platform.key)?)
     };
-    let j = open_keyed(&args.journal, secret.as_deref().map(Vec::as_slice))?;
+    let key = journal_key(&args.key, secret.as_deref().map(Vec::as_slice))?;
+    let j = open_keyed(&args.journal, key)?;
     let now = unix_now();
     let targets: Vec<OperationRecord> = match &args.order_id {
         Some(order_id) => vec![get(&j, order_id)?],

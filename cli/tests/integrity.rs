@@ -215,3 +215,176 @@ fn check_prints_the_stored_clock_offsets_and_their_age() {
     let age = offsets[0]["age_secs"].as_u64().unwrap();
     assert!((7200..7260).contains(&age), "{age}");
 }
+
+/// Clients given a journal key of their own: `check` and `resume` verify
+/// rows with `--journal-key-file`; the key derived from the secret fails
+/// every row (check exit 7, resume sends nothing), and a file that is not a
+/// key is refused naming the file, never its content.
+#[test]
+fn a_journal_key_of_its_own_comes_from_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.sqlite3");
+    let key_hex = format!("{}{}", "5a".repeat(16), "c3".repeat(16));
+    {
+        let j = SqliteJournal::open(
+            &path,
+            SqliteJournalOptions {
+                journal_key: Some(JournalKey::from_hex(&key_hex).unwrap()),
+                ..SqliteJournalOptions::default()
+            },
+        )
+        .unwrap();
+        let lease = Lease {
+            owner: "gone-host/1/x/0".into(),
+            expires_at: now() - 1,
+        };
+        j.open(&payment("ord-own-key"), &lease, now() - 100)
+            .unwrap();
+        j.record_attempt("ord-own-key", &lease, 1, now() - 99)
+            .unwrap();
+        j.finish(
+            "ord-own-key",
+            &lease,
+            OperationState::Unknown,
+            None,
+            now() - 98,
+        )
+        .unwrap();
+    }
+    let key_file = dir.path().join("journal.key");
+    std::fs::write(&key_file, format!("{key_hex}\n")).unwrap();
+    let secret = dir.path().join("secret");
+    std::fs::write(&secret, DEFAULT_SECRET).unwrap();
+    let (p, k, s) = (
+        path.to_str().unwrap(),
+        key_file.to_str().unwrap(),
+        secret.to_str().unwrap(),
+    );
+
+    let sound = payidem(
+        &["journal", "check", "--journal", p, "--journal-key-file", k],
+        &[],
+    );
+    assert_eq!(sound.status.code(), Some(0), "{}", stdout(&sound));
+    assert!(
+        stdout(&sound).contains(
+            "integrity MACs: checked for every operation (journal key from --journal-key-file)"
+        ),
+        "{}",
+        stdout(&sound)
+    );
+    let json = payidem(
+        &[
+            "--json",
+            "journal",
+            "check",
+            "--journal",
+            p,
+            "--journal-key-file",
+            k,
+        ],
+        &[],
+    );
+    let v: Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["ok"], true);
+    assert_eq!(v["macs_verified"], true);
+    assert_eq!(v["journal_key"], "file");
+
+    // The key derived from the secret is not the clients' key.
+    let derived = payidem(
+        &["journal", "check", "--journal", p, "--secret-file", s],
+        &[],
+    );
+    assert_eq!(derived.status.code(), Some(7), "{}", stdout(&derived));
+    assert!(
+        stdout(&derived)
+            .contains("problem: the row of order id \"ord-own-key\" fails its integrity check"),
+        "{}",
+        stdout(&derived)
+    );
+
+    let mock = start_mock();
+    let url = mock.url();
+    let resume = |extra: &[&str]| {
+        let mut args = vec![
+            "journal",
+            "resume",
+            "ord-own-key",
+            "--journal",
+            p,
+            "--base-url",
+            &url,
+            "--key-id",
+            DEFAULT_KEY_ID,
+            "--secret-file",
+            s,
+        ];
+        args.extend_from_slice(extra);
+        payidem(&args, &[])
+    };
+    let refused = resume(&[]);
+    assert_eq!(refused.status.code(), Some(1), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("journal_error") && stderr(&refused).contains("\"ord-own-key\""),
+        "{}",
+        stderr(&refused)
+    );
+    assert_eq!(mock.stats().requests.total, 0, "nothing was sent");
+
+    let resumed = resume(&["--journal-key-file", k]);
+    assert_eq!(
+        resumed.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&resumed),
+        stderr(&resumed)
+    );
+    assert!(mock.stats().requests.total >= 1);
+    let journal = SqliteJournal::open(&path, SqliteJournalOptions::default()).unwrap();
+    let record = journal.get("ord-own-key").unwrap().unwrap();
+    assert_eq!(record.state, OperationState::Succeeded);
+    assert_eq!(record.response.unwrap().status, 201);
+
+    // Not a key: refused, naming the file and not what it holds.
+    let bad = dir.path().join("bad.key");
+    std::fs::write(&bad, "zz-not-a-key-zz\n").unwrap();
+    let out = payidem(
+        &[
+            "journal",
+            "check",
+            "--journal",
+            p,
+            "--journal-key-file",
+            bad.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(bad.to_str().unwrap()) && stderr(&out).contains("journal_key"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        !stderr(&out).contains("zz-not-a-key-zz"),
+        "{}",
+        stderr(&out)
+    );
+    let missing = payidem(
+        &[
+            "journal",
+            "check",
+            "--journal",
+            p,
+            "--journal-key-file",
+            "/nonexistent/journal.key",
+        ],
+        &[],
+    );
+    assert_eq!(missing.status.code(), Some(1), "{}", stderr(&missing));
+    assert!(
+        stderr(&missing).contains("--journal-key-file /nonexistent/journal.key"),
+        "{}",
+        stderr(&missing)
+    );
+}

@@ -36,6 +36,23 @@ fn payidem(args: &[&str], env: &[(&str, &str)]) -> Output {
     cmd.output().expect("payidem runs")
 }
 
+/// `payidem --json journal check --journal JOURNAL FLAG VALUE`, parsed.
+fn check_json(journal: &str, flag: &str, value: &str) -> Value {
+    let out = payidem(
+        &[
+            "--json",
+            "journal",
+            "check",
+            "--journal",
+            journal,
+            flag,
+            value,
+        ],
+        &[],
+    );
+    serde_json::from_slice(&out.stdout).expect("check prints JSON")
+}
+
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
@@ -145,19 +162,7 @@ fn check_with_the_secret_names_a_tampered_row_and_resume_sends_nothing() {
         assert!(!text.contains("\"ord-good\""), "{text}");
         assert!(!text.contains(DEFAULT_SECRET), "{text}");
     }
-    let json = payidem(
-        &[
-            "--json",
-            "journal",
-            "check",
-            "--journal",
-            p,
-            "--secret-file",
-            s,
-        ],
-        &[],
-    );
-    let v: Value = serde_json::from_slice(&json.stdout).unwrap();
+    let v = check_json(p, "--secret-file", s);
     assert_eq!(v["ok"], false);
     assert_eq!(v["macs_verified"], true);
     assert_eq!(v["problems"].as_array().unwrap().len(), 1);
@@ -273,19 +278,7 @@ fn a_journal_key_of_its_own_comes_from_a_file() {
         "{}",
         stdout(&sound)
     );
-    let json = payidem(
-        &[
-            "--json",
-            "journal",
-            "check",
-            "--journal",
-            p,
-            "--journal-key-file",
-            k,
-        ],
-        &[],
-    );
-    let v: Value = serde_json::from_slice(&json.stdout).unwrap();
+    let v = check_json(p, "--journal-key-file", k);
     assert_eq!(v["ok"], true);
     assert_eq!(v["macs_verified"], true);
     assert_eq!(v["journal_key"], "file");

@@ -30,12 +30,20 @@ fn client_rate(client: &payidem::Client, threads: usize, tag: &str) -> f64 {
     })
 }
 
-/// `pg_stat_wal.wal_sync` once no backend is connected to `db` any more.
-/// A backend publishes its statistics at most once a second while it works,
-/// and always when it exits: read while the journal's connections are open,
-/// a run shorter than a second would show none of its flushes (and the next
+/// `pg_stat_wal.wal_sync` as published now.
+fn wal_syncs(server: &PgServer) -> i64 {
+    server
+        .connect("postgres")
+        .query_one("SELECT wal_sync FROM pg_stat_wal", &[])
+        .map_or(-1, |r| r.get(0))
+}
+
+/// [`wal_syncs`] once no backend is connected to `db` any more. A backend
+/// publishes its statistics at most once a second while it works, and
+/// always when it exits: read while the journal's connections are open, a
+/// run shorter than a second would show none of its flushes (and the next
 /// run would show them).
-fn wal_syncs(server: &PgServer, db: &str) -> i64 {
+fn wal_syncs_after_disconnect(server: &PgServer, db: &str) -> i64 {
     let mut conn = server.connect("postgres");
     let deadline = Instant::now() + Duration::from_secs(10);
     while Instant::now() < deadline {
@@ -50,8 +58,7 @@ fn wal_syncs(server: &PgServer, db: &str) -> i64 {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    conn.query_one("SELECT wal_sync FROM pg_stat_wal", &[])
-        .map_or(-1, |r| r.get(0))
+    wal_syncs(server)
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -119,13 +126,13 @@ fn main() {
                 .expect("the journal opens"),
             );
             let c = client(&mock.url(), JournalChoice::Custom(journal.clone()));
-            let (before, wal_before) = (journal.commit_stats(), wal_syncs(&server, "-"));
+            let (before, wal_before) = (journal.commit_stats(), wal_syncs(&server));
             pg.push(client_rate(&c, threads, &format!("pg-{tag}")));
             let after = journal.commit_stats();
             commits += after.commits - before.commits;
             durable += after.durable_commits - before.durable_commits;
             drop((c, journal));
-            flushes += wal_syncs(&server, &name) - wal_before;
+            flushes += wal_syncs_after_disconnect(&server, &name) - wal_before;
         }
         let ops = (OPS * ROUNDS) as f64;
         let (raw, sqlite, pg) = (median(raw), median(sqlite), median(pg));

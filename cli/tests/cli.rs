@@ -4,7 +4,7 @@
 //! and the real mock platform for `resume`.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use payidem::journal::{Journal, Lease, SqliteJournal, SqliteJournalOptions};
 use payidem::operation::{FrozenOperation, OperationState, Response};
@@ -12,44 +12,11 @@ use payidem_e2e::{payment_body, start_mock};
 use payidem_mock::{DEFAULT_KEY_ID, DEFAULT_SECRET};
 use serde_json::Value;
 
+mod common;
+use common::{now, payidem, payidem_env, payment, stderr, stdout};
+
 const HOUR: u64 = 3600;
 const DAY: u64 = 24 * HOUR;
-
-fn now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-}
-
-/// Runs `payidem` with `args`, none of the PAYIDEM_* variables but `env`.
-fn payidem_env(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_payidem"));
-    for var in [
-        "PAYIDEM_JOURNAL",
-        "PAYIDEM_SECRET",
-        "PAYIDEM_BASE_URL",
-        "PAYIDEM_KEY_ID",
-    ] {
-        cmd.env_remove(var);
-    }
-    cmd.env("USER", "carol")
-        .args(args)
-        .envs(env.iter().copied());
-    cmd.output().expect("payidem runs")
-}
-
-fn payidem(args: &[&str]) -> Output {
-    payidem_env(args, &[])
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 fn code(o: &Output) -> i32 {
     o.status.code().expect("exited")
@@ -68,20 +35,6 @@ fn ids(v: &Value) -> Vec<String> {
         .iter()
         .map(|o| o["order_id"].as_str().unwrap().to_owned())
         .collect()
-}
-
-/// A payment the mock accepts, frozen as a client freezes it.
-fn payment(order_id: &str, status_path: bool) -> FrozenOperation {
-    let body = payment_body(order_id, 1250);
-    FrozenOperation {
-        order_id: order_id.into(),
-        idempotency_key: format!("create-{order_id}"),
-        method: "POST".into(),
-        path: "/v1/payments".into(),
-        body_sha256: payidem::protocol::body_sha256_hex(&body),
-        body,
-        status_path: status_path.then(|| format!("/v1/payments?order_id={order_id}")),
-    }
 }
 
 /// Writes `op` at `created` and drives it to `state` at `updated`; an

@@ -5,36 +5,17 @@
 //! clock offsets the journal keeps, with their age.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use payidem::journal::{
     Journal, JournalKey, Lease, SqliteJournal, SqliteJournalOptions, StoredClockOffset,
 };
-use payidem::operation::{FrozenOperation, OperationState};
-use payidem_e2e::{payment_body, start_mock};
+use payidem::operation::OperationState;
+use payidem_e2e::start_mock;
 use payidem_mock::{DEFAULT_KEY_ID, DEFAULT_SECRET};
 use serde_json::Value;
 
-fn now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-}
-
-fn payidem(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_payidem"));
-    for var in [
-        "PAYIDEM_JOURNAL",
-        "PAYIDEM_SECRET",
-        "PAYIDEM_BASE_URL",
-        "PAYIDEM_KEY_ID",
-    ] {
-        cmd.env_remove(var);
-    }
-    cmd.args(args).envs(env.iter().copied());
-    cmd.output().expect("payidem runs")
-}
+mod common;
+use common::{now, payidem_env as payidem, payment, stderr, stdout};
 
 /// `payidem --json journal check --journal JOURNAL FLAG VALUE`, parsed.
 fn check_json(journal: &str, flag: &str, value: &str) -> Value {
@@ -51,27 +32,6 @@ fn check_json(journal: &str, flag: &str, value: &str) -> Value {
         &[],
     );
     serde_json::from_slice(&out.stdout).expect("check prints JSON")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn payment(order_id: &str) -> FrozenOperation {
-    let body = payment_body(order_id, 1250);
-    FrozenOperation {
-        order_id: order_id.into(),
-        idempotency_key: format!("create-{order_id}"),
-        method: "POST".into(),
-        path: "/v1/payments".into(),
-        body_sha256: payidem::protocol::body_sha256_hex(&body),
-        body,
-        status_path: None,
-    }
 }
 
 /// A journal as a client of the mock's key writes it: two unknown
@@ -92,7 +52,7 @@ fn journal(dir: &Path) -> PathBuf {
             owner: "gone-host/1/x/0".into(),
             expires_at: now() - 1,
         };
-        j.open(&payment(id), &lease, now() - 100).unwrap();
+        j.open(&payment(id, false), &lease, now() - 100).unwrap();
         j.record_attempt(id, &lease, 1, now() - 99).unwrap();
         j.finish(id, &lease, OperationState::Unknown, None, now() - 98)
             .unwrap();
@@ -243,7 +203,7 @@ fn a_journal_key_of_its_own_comes_from_a_file() {
             owner: "gone-host/1/x/0".into(),
             expires_at: now() - 1,
         };
-        j.open(&payment("ord-own-key"), &lease, now() - 100)
+        j.open(&payment("ord-own-key", false), &lease, now() - 100)
             .unwrap();
         j.record_attempt("ord-own-key", &lease, 1, now() - 99)
             .unwrap();

@@ -2,54 +2,22 @@
 //! in-flight, unknown (one past the key retention) and settled operations:
 //! the counts and the oldest unknown age in text, JSON and Prometheus text.
 
-use std::process::{Command, Output};
-
 use payidem::journal::{Journal, Lease, SqliteJournal, SqliteJournalOptions};
-use payidem::operation::{FrozenOperation, OperationState, Response};
+use payidem::operation::{OperationState, Response};
 use serde_json::Value;
+
+mod common;
+use common::{now, payidem, payment};
 
 const HOUR: u64 = 3600;
 const DAY: u64 = 24 * HOUR;
-
-fn now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-}
-
-fn payidem(args: &[&str]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_payidem"));
-    for var in [
-        "PAYIDEM_JOURNAL",
-        "PAYIDEM_SECRET",
-        "PAYIDEM_BASE_URL",
-        "PAYIDEM_KEY_ID",
-    ] {
-        cmd.env_remove(var);
-    }
-    cmd.args(args).output().expect("payidem runs")
-}
-
-fn op(order_id: &str) -> FrozenOperation {
-    let body = format!("{{\"order_id\":\"{order_id}\",\"amount\":1}}").into_bytes();
-    FrozenOperation {
-        order_id: order_id.into(),
-        idempotency_key: format!("create-{order_id}"),
-        method: "POST".into(),
-        path: "/v1/payments".into(),
-        body_sha256: payidem::protocol::body_sha256_hex(&body),
-        body,
-        status_path: None,
-    }
-}
 
 fn put(j: &dyn Journal, order_id: &str, state: OperationState, created: u64) {
     let lease = Lease {
         owner: "elsewhere/1/abc/0".into(),
         expires_at: created + 60,
     };
-    let op = op(order_id);
+    let op = payment(order_id, false);
     j.open(&op, &lease, created).unwrap();
     if state == OperationState::Pending {
         j.release(&op.order_id, &lease).unwrap();

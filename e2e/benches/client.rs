@@ -17,7 +17,7 @@
 use std::process::Command;
 
 use payidem::JournalChoice;
-use payidem_e2e::load::{rate, raw_signed_post_rate, Anchor};
+use payidem_e2e::load::{median, rate, raw_signed_post_rate, Anchor};
 use payidem_e2e::{client, start_mock, OwnedSpec};
 use payidem_mock::MockServer;
 
@@ -37,11 +37,6 @@ fn payidem_rate(mock: &MockServer, threads: usize, round: &str, durable: bool) -
         let outcome = c.execute(&spec.spec()).expect("the payment settles");
         assert_eq!(outcome.response.status, 201);
     })
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 /// fsync + fdatasync calls in one strace'd run of the probe.

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use payidem::journal::{PostgresJournal, PostgresJournalOptions};
 use payidem::JournalChoice;
-use payidem_e2e::load::{rate, raw_signed_post_rate, Anchor};
+use payidem_e2e::load::{median, rate, raw_signed_post_rate, Anchor};
 use payidem_e2e::pg::PgServer;
 use payidem_e2e::{client, start_mock, OwnedSpec};
 
@@ -59,11 +59,6 @@ fn wal_syncs_after_disconnect(server: &PgServer, db: &str) -> i64 {
         std::thread::sleep(Duration::from_millis(20));
     }
     wal_syncs(server)
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 fn main() {

@@ -94,3 +94,9 @@ pub fn raw_signed_post_rate(
         let _ = response.body_mut().read_to_vec();
     })
 }
+
+/// The median of `runs` (the upper one of an even count).
+pub fn median(mut runs: Vec<f64>) -> f64 {
+    runs.sort_by(f64::total_cmp);
+    runs[runs.len() / 2]
+}

@@ -7,9 +7,10 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Union
 
 from . import _native
+from ._types import AttemptEvent
 
 __all__ = ["Event", "LOG_LEVELS", "logging_level", "log_events"]
 
@@ -143,18 +144,28 @@ def log_events(logger: logging.Logger) -> Callable[[Event], None]:
                 extra={"payidem_event": event},
             )
         else:
-            logger.log(
-                event.level,
-                "payidem order=%s key=%s attempt=%s kind=%s status=%s error=%s next=%s duration=%.3fs",
-                event.order_id,
-                event.idempotency_key,
-                event.attempt,
-                event.kind,
-                event.status,
-                event.error_code or event.transport_error,
-                event.next,
-                event.duration or 0.0,
-                extra={"payidem_event": event},
-            )
+            log_attempt(logger, event.level, event)
 
     return hook
+
+
+def log_attempt(logger: logging.Logger, level: int, event: Union[Event, AttemptEvent]) -> None:
+    """Logs the one line of an attempt, from an attempt :class:`Event` or an
+    :class:`~payidem.AttemptEvent` (which also knows the wait), with the
+    event attached as ``payidem_event``."""
+    wait = event.wait if isinstance(event, AttemptEvent) else None
+    logger.log(
+        level,
+        "payidem order=%s key=%s attempt=%s kind=%s status=%s error=%s next=%s wait=%s replayed=%s duration=%.3fs",
+        event.order_id,
+        event.idempotency_key,
+        event.attempt,
+        event.kind,
+        event.status,
+        event.error_code or event.transport_error,
+        event.next,
+        "-" if wait is None else f"{wait:.3f}s",
+        event.replayed,
+        event.duration or 0.0,
+        extra={"payidem_event": event},
+    )

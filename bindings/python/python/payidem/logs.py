@@ -9,7 +9,7 @@ from typing import Optional
 
 from . import _native
 from ._types import AttemptEvent
-from .events import logging_level
+from .events import log_attempt, logging_level
 
 __all__ = ["log_attempts"]
 
@@ -34,20 +34,6 @@ def log_attempts(
             lvl = level
         if not logger.isEnabledFor(lvl):
             return
-        logger.log(
-            lvl,
-            "payidem order=%s key=%s attempt=%d kind=%s status=%s error=%s next=%s wait=%s replayed=%s duration=%.3fs",
-            event.order_id,
-            event.idempotency_key,
-            event.attempt,
-            event.kind,
-            event.status,
-            event.error_code or event.transport_error,
-            event.next,
-            "-" if event.wait is None else f"{event.wait:.3f}s",
-            event.replayed,
-            event.duration,
-            extra={"payidem_event": event},
-        )
+        log_attempt(logger, lvl, event)
 
     return hook

@@ -6,8 +6,11 @@
 //! agent with its defaults (the anchor before 2026-12-03 19:00). 1, 4, 16 and
 //! 64 concurrent callers (one client shared by all threads; one ureq agent
 //! shared by all threads). The same client with the memory journal (nothing
-//! durable) shows what the client costs without its journal: the ceiling of
-//! any durable journal's ratio. Then fsync calls per settled operation with 1 and 16 callers,
+//! durable) shows what the client costs without its journal; the same client
+//! with the "fsync floor" (`payidem_e2e::fsync_floor`: the memory journal
+//! plus a group-committed `fdatasync` of an append-only log before each first
+//! attempt) shows the ceiling of any durable journal on this disk. Then fsync
+//! calls per settled operation with 1 and 16 callers,
 //! counted with strace on `payidem-fsync-probe` (skipped when strace is
 //! missing).
 //!
@@ -24,12 +27,22 @@ use payidem_mock::MockServer;
 const OPS: usize = 1200;
 const ROUNDS: usize = 3;
 
-fn payidem_rate(mock: &MockServer, threads: usize, round: &str, durable: bool) -> f64 {
+#[derive(Clone, Copy)]
+enum Kind {
+    Sqlite,
+    Memory,
+    Floor,
+}
+
+fn payidem_rate(mock: &MockServer, threads: usize, round: &str, kind: Kind) -> f64 {
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let journal = if durable {
-        JournalChoice::Sqlite(dir.path().join("journal.sqlite3"))
-    } else {
-        JournalChoice::Memory
+    let journal = match kind {
+        Kind::Sqlite => JournalChoice::Sqlite(dir.path().join("journal.sqlite3")),
+        Kind::Memory => JournalChoice::Memory,
+        Kind::Floor => JournalChoice::Custom(std::sync::Arc::new(
+            payidem_e2e::fsync_floor::FsyncFloor::create(&dir.path().join("floor.log"))
+                .expect("the floor's log"),
+        )),
     };
     let c = client(&mock.url(), journal);
     rate(OPS, threads, &|i| {
@@ -84,6 +97,7 @@ fn main() {
         let mut raw = Vec::new();
         let mut plain = Vec::new();
         let mut memory = Vec::new();
+        let mut floor = Vec::new();
         for round in 0..ROUNDS {
             let tag = format!("t{threads}r{round}");
             raw.push(raw_signed_post_rate(
@@ -93,8 +107,19 @@ fn main() {
                 &tag,
                 Anchor::Tuned,
             ));
-            ours.push(payidem_rate(&mock, threads, &tag, true));
-            memory.push(payidem_rate(&mock, threads, &format!("{tag}m"), false));
+            ours.push(payidem_rate(&mock, threads, &tag, Kind::Sqlite));
+            floor.push(payidem_rate(
+                &mock,
+                threads,
+                &format!("{tag}f"),
+                Kind::Floor,
+            ));
+            memory.push(payidem_rate(
+                &mock,
+                threads,
+                &format!("{tag}m"),
+                Kind::Memory,
+            ));
             let tag = format!("{tag}d");
             plain.push(raw_signed_post_rate(
                 &mock,
@@ -105,6 +130,7 @@ fn main() {
             ));
         }
         let (ours, raw, plain, memory) = (median(ours), median(raw), median(plain), median(memory));
+        let floor = median(floor);
         println!(
             "{:<44} {:>10.0}",
             format!("ureq, signed, no journal, {threads} thread(s)"),
@@ -126,6 +152,12 @@ fn main() {
             "  ratio memory journal / raw",
             memory / raw
         );
+        println!(
+            "{:<44} {:>10.0}",
+            format!("payidem client, fsync floor, {threads} thread(s)"),
+            floor
+        );
+        println!("{:<44} {:>10.2}", "  ratio fsync floor / raw", floor / raw);
         println!(
             "{:<44} {:>10.0}",
             format!("ureq defaults, signed, no journal, {threads} thread(s)"),

@@ -60,10 +60,12 @@ pub enum Shell {
 /// Where the journal is.
 #[derive(Debug, Args)]
 pub struct JournalArg {
-    /// The journal: a SQLite file (default: the library's default journal,
-    /// $XDG_STATE_HOME/payidem/journal.sqlite3 or
-    /// $HOME/.local/state/payidem/journal.sqlite3).
-    #[arg(long, env = ENV_JOURNAL, value_name = "PATH")]
+    /// The journal: a SQLite file, or a PostgreSQL URL (postgres://… or
+    /// postgresql://…, libpq's parameters and sslmode/sslrootcert; a
+    /// database without a journal is refused, never set up). Default: the
+    /// library's default journal, $XDG_STATE_HOME/payidem/journal.sqlite3 or
+    /// $HOME/.local/state/payidem/journal.sqlite3.
+    #[arg(long, env = ENV_JOURNAL, value_name = "PATH|URL")]
     pub journal: Option<String>,
 }
 

@@ -5,7 +5,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use payidem::journal::{Journal, JournalKey, OperationRecord, SqliteJournal, SqliteJournalOptions};
+use payidem::journal::{
+    Journal, JournalKey, OperationRecord, PostgresJournal, PostgresJournalOptions, SqliteJournal,
+    SqliteJournalOptions,
+};
 use payidem::operation::OperationState;
 use payidem::{CallOptions, Client, ClientConfig, ErrorCode, JournalChoice};
 use serde_json::{json, Value};
@@ -103,21 +106,30 @@ fn journal_key(
 /// against its integrity MAC (and the rows of a journal never opened with a
 /// key are sealed first, as a client's first open does).
 fn open_keyed(arg: &JournalArg, key: Option<(JournalKey, KeyFrom)>) -> Result<Opened, Failure> {
-    let path = match arg.journal.as_deref() {
-        Some("") | None => payidem::journal::default_journal_path()?,
-        Some(name) if name.starts_with("postgres://") || name.starts_with("postgresql://") => {
-            return Err(Failure::new(
-                Exit::Failed,
-                "this build has no PostgreSQL journal; name a SQLite journal file",
-            ))
+    let path = match JournalChoice::from_setting(arg.journal.as_deref()) {
+        JournalChoice::Sqlite(path) => path,
+        JournalChoice::Postgres(url) => {
+            let options = PostgresJournalOptions {
+                journal_key: key.as_ref().map(|(k, _)| k.clone()),
+                create: false,
+                ..PostgresJournalOptions::default()
+            };
+            let journal = PostgresJournal::connect(&url, options)?;
+            return Ok(Opened {
+                name: journal.target().to_owned(),
+                journal: Arc::new(journal),
+                key_from: key.map(|(_, from)| from),
+            });
         }
-        Some(payidem::journal::MEMORY_JOURNAL) => {
+        JournalChoice::Memory => {
             return Err(Failure::new(
                 Exit::Usage,
                 "a memory journal lives only inside its own process; name a journal file",
             ))
         }
-        Some(name) => PathBuf::from(name),
+        JournalChoice::Default | JournalChoice::Custom(_) => {
+            payidem::journal::default_journal_path()?
+        }
     };
     let name = path.display().to_string();
     if !path.exists() {

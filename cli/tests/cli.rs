@@ -703,9 +703,20 @@ fn a_missing_or_foreign_journal_is_named_and_never_created() {
         .as_str()
         .unwrap()
         .contains("not a payidem journal"));
-    let out = payidem(&["journal", "list", "--journal", "postgres://db/payidem"]);
+    let out = payidem(&[
+        "journal",
+        "list",
+        "--journal",
+        "postgresql://ops:pw-never-shown@/payidem?host=/nonexistent-payidem-dir",
+    ]);
     assert_eq!(code(&out), 1);
-    assert!(stderr(&out).contains("PostgreSQL"));
+    assert!(
+        stderr(&out).contains("journal postgres ops@/nonexistent-payidem-dir/payidem")
+            && stderr(&out).contains("no connection to the server"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!stderr(&out).contains("pw-never-shown"));
 }
 
 /// Signs with `payidem sign --json` and writes the headers as captured.

@@ -452,3 +452,36 @@ fn a_setting_with_a_postgres_url_selects_the_postgres_journal() {
     let client = payidem::Client::new(config, b"0123456789abcdef0123").unwrap();
     assert_eq!(client.list_unknown().unwrap(), vec![]);
 }
+
+#[test]
+fn without_create_a_database_with_no_journal_is_refused_untouched() {
+    let url = pg::fresh_db();
+    let options = || PostgresJournalOptions {
+        create: false,
+        ..PostgresJournalOptions::default()
+    };
+    let err = PostgresJournal::connect(&url, options()).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Journal);
+    assert!(
+        err.to_string().contains("holds no payidem journal"),
+        "{err}"
+    );
+    let db = url
+        .split_once("@/")
+        .and_then(|(_, rest)| rest.split_once('?'))
+        .map(|(db, _)| db.to_owned())
+        .unwrap();
+    let tables: i64 = pg::shared()
+        .connect(&db)
+        .query_one(
+            "SELECT count(*) FROM pg_tables WHERE tablename LIKE 'payidem%'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(tables, 0, "nothing was created");
+    // Once a client made it, the same options open it.
+    drop(open(&url));
+    let j = PostgresJournal::connect(&url, options()).unwrap();
+    assert!(j.get("nothing").unwrap().is_none());
+}

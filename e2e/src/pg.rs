@@ -1,6 +1,7 @@
 //! A throwaway PostgreSQL server for tests: `initdb` into a temporary
 //! directory, `pg_ctl start` on a unix socket in that directory (no TCP),
-//! `pg_ctl stop -m immediate` when dropped.
+//! `pg_ctl stop -m immediate` when dropped. [`PgServer::try_start_tls`]
+//! also listens on 127.0.0.1 and accepts TCP logins over TLS only.
 //!
 //! The server binaries are looked up under `/usr/lib/postgresql/*/bin`
 //! (the Debian package; `make pg-deps` installs it) or in `PAYIDEM_PG_BIN`.
@@ -27,6 +28,8 @@ pub struct PgServer {
     bin: PathBuf,
     run_as: Option<&'static str>,
     running: bool,
+    /// The TCP port on 127.0.0.1 (TLS only), when listening on one.
+    tls_port: Option<u16>,
 }
 
 impl std::fmt::Debug for PgServer {
@@ -80,6 +83,72 @@ impl PgServer {
     /// Starts a server: `initdb` (trust authentication, no fsync of the
     /// new files) and `pg_ctl start` on a unix socket only.
     pub fn try_start() -> Result<PgServer, String> {
+        let server = PgServer::init()?;
+        server.started()
+    }
+
+    /// Starts a server that also listens on 127.0.0.1 (a free port, see
+    /// [`PgServer::tls_port`]), where it accepts logins over TLS only
+    /// (`hostssl` trust, `hostnossl` reject), presenting the PEM
+    /// certificate chain `cert_pem` with its key `key_pem`.
+    pub fn try_start_tls(cert_pem: &str, key_pem: &str) -> Result<PgServer, String> {
+        let mut server = PgServer::init()?;
+        let data = server.data_dir();
+        server.give(&data.join("server.crt"), cert_pem, 0o644)?;
+        server.give(&data.join("server.key"), key_pem, 0o600)?;
+        let hba = data.join("pg_hba.conf");
+        let rules = std::fs::read_to_string(&hba)
+            .map_err(|e| format!("cannot read {}: {e}", hba.display()))?;
+        server.give(
+            &hba,
+            &format!(
+                "hostssl all all 127.0.0.1/32 trust\nhostnossl all all 127.0.0.1/32 reject\n{rules}"
+            ),
+            0o600,
+        )?;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map_err(|e| format!("cannot find a free port: {e}"))?
+            .port();
+        server.tls_port = Some(port);
+        server.started()
+    }
+
+    /// The TCP port of a server started with [`PgServer::try_start_tls`].
+    pub fn tls_port(&self) -> Option<u16> {
+        self.tls_port
+    }
+
+    /// Writes `text` to `path` with `mode`, owned by the server's user.
+    fn give(&self, path: &Path, text: &str, mode: u32) -> Result<(), String> {
+        use std::os::unix::fs::PermissionsExt;
+        let failed = |e: std::io::Error| format!("cannot write {}: {e}", path.display());
+        std::fs::write(path, text).map_err(failed)?;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).map_err(failed)?;
+        if let Some(user) = self.run_as {
+            let out = Command::new("chown")
+                .arg(format!("{user}:"))
+                .arg(path)
+                .output()
+                .map_err(|e| format!("cannot run chown: {e}"))?;
+            if !out.status.success() {
+                return Err(format!(
+                    "cannot give {} to {user}: {}",
+                    path.display(),
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn started(mut self) -> Result<PgServer, String> {
+        self.start_again()?;
+        Ok(self)
+    }
+
+    /// `initdb` into a new temporary directory.
+    fn init() -> Result<PgServer, String> {
         let bin = find_bin()?;
         // In /tmp (world-traversable) rather than a target directory that
         // the `postgres` user may not be able to enter.
@@ -102,11 +171,12 @@ impl PgServer {
                 ));
             }
         }
-        let mut server = PgServer {
+        let server = PgServer {
             dir,
             bin,
             run_as,
             running: false,
+            tls_port: None,
         };
         let data = server.data_dir();
         server.run(
@@ -123,7 +193,6 @@ impl PgServer {
                 "-N",
             ],
         )?;
-        server.start_again()?;
         Ok(server)
     }
 
@@ -142,10 +211,21 @@ impl PgServer {
 
     /// The connection URL of database `db` (`postgresql://postgres@/db?host=…`).
     pub fn url_for(&self, db: &str) -> String {
+        let port = self
+            .tls_port
+            .map_or(String::new(), |port| format!("&port={port}"));
         format!(
-            "postgresql://{USER}@/{db}?host={}",
+            "postgresql://{USER}@/{db}?host={}{port}",
             self.socket_dir().display()
         )
+    }
+
+    /// The URL of database `db` over TCP to 127.0.0.1, for a server started
+    /// with [`PgServer::try_start_tls`], with `params` (e.g.
+    /// `sslmode=verify-full&sslrootcert=…`) appended.
+    pub fn tcp_url_for(&self, db: &str, params: &str) -> String {
+        let port = self.tls_port.expect("a server listening on TCP");
+        format!("postgresql://{USER}@127.0.0.1:{port}/{db}?{params}")
     }
 
     /// The connection URL of the `postgres` database.
@@ -186,8 +266,15 @@ impl PgServer {
     pub fn start_again(&mut self) -> Result<(), String> {
         let data = self.data_dir();
         let log = self.log_path();
+        let tcp = match self.tls_port {
+            Some(port) => format!(
+                "-c listen_addresses=127.0.0.1 -p {port} -c ssl=on \
+                 -c ssl_cert_file=server.crt -c ssl_key_file=server.key"
+            ),
+            None => "-c listen_addresses=''".to_owned(),
+        };
         let options = format!(
-            "-k {} -c listen_addresses='' -c max_connections=200 -c unix_socket_permissions=0777",
+            "-k {} {tcp} -c max_connections=200 -c unix_socket_permissions=0777",
             self.socket_dir().display()
         );
         self.run(

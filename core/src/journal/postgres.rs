@@ -10,9 +10,12 @@
 //! lease increments `lease_epoch`, and every later write of the lease
 //! holder is `UPDATE … WHERE order_id = $1 AND lease_owner = $2 AND
 //! lease_epoch = $3`, so a stale owner changes nothing. Times come from the
-//! database clock. See docs/postgres-journal.md.
+//! database clock. TLS is asked for with libpq's `sslmode` and
+//! `sslrootcert` URL parameters, and always verifies the server (see
+//! [`tls`]). See docs/postgres-journal.md.
 
 mod schema;
+mod tls;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -56,6 +59,11 @@ pub struct PostgresJournalOptions {
     /// [`Client`](crate::Client) always connects with a key and seals the
     /// journal; see docs/journal-integrity.md.
     pub journal_key: Option<JournalKey>,
+    /// Create the journal's tables in a database that has none (the
+    /// default). With `false`, such a database is refused with
+    /// `journal_error` and left untouched: what a tool that only reads or
+    /// repairs an existing journal (the `payidem` command) wants.
+    pub create: bool,
 }
 
 impl Default for PostgresJournalOptions {
@@ -65,6 +73,7 @@ impl Default for PostgresJournalOptions {
             statement_timeout: Duration::from_secs(10),
             max_idle: 16,
             journal_key: None,
+            create: true,
         }
     }
 }
@@ -221,6 +230,8 @@ impl OutboxInsert {
 /// [`Journal::release`] by a call that does not hold the lease is a no-op.
 pub struct PostgresJournal {
     config: Config,
+    /// The TLS connector, when the URL asked for TLS.
+    tls: Option<tls::MakeRustls>,
     target: String,
     options: PostgresJournalOptions,
     pool: Mutex<Vec<Conn>>,
@@ -238,6 +249,7 @@ impl fmt::Debug for PostgresJournal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PostgresJournal")
             .field("target", &self.target)
+            .field("tls", &self.tls.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -290,6 +302,19 @@ type RowLease = (Option<String>, i64, String, i32);
 
 type Body<'a, T> = &'a mut dyn FnMut(&mut postgres::Client) -> std::result::Result<T, Fail>;
 type Verify<'a, T> = &'a dyn Fn(&mut postgres::Client) -> std::result::Result<Option<T>, Fail>;
+
+/// `e` and its causes (`error performing TLS handshake: invalid peer
+/// certificate: UnknownIssuer`); the driver's own text names none.
+fn with_causes(e: &postgres::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
+}
 
 /// Whether `e` means the connection (or the server) is gone: the outcome
 /// of a COMMIT it interrupted is unknown.
@@ -436,11 +461,19 @@ impl PostgresJournal {
     /// its schema version. Messages name the user, host and database,
     /// never the password.
     pub fn connect(url: &str, options: PostgresJournalOptions) -> Result<PostgresJournal> {
-        let mut config: Config = url.parse().map_err(|e: postgres::Error| {
-            // The parser's message names the bad parameter, never its value.
+        let invalid = |why: &dyn fmt::Display| {
             Error::new(
                 ErrorCode::Journal,
-                format!("journal: invalid PostgreSQL connection URL: {e}"),
+                format!("journal: invalid PostgreSQL connection URL: {why}"),
+            )
+        };
+        let (url, tls) = tls::split_url(url).map_err(|why| invalid(&why))?;
+        // The parser's message names the bad parameter, never its value.
+        let mut config: Config = url.parse().map_err(|e: postgres::Error| invalid(&e))?;
+        let tls = tls::connector(&tls.with_driver_mode(&config)).map_err(|why| {
+            Error::new(
+                ErrorCode::Journal,
+                format!("journal {}: TLS: {why}", describe(&config)),
             )
         })?;
         if config.get_user().is_none() {
@@ -455,6 +488,7 @@ impl PostgresJournal {
         let mut journal = PostgresJournal {
             target: describe(&config),
             config,
+            tls,
             options,
             pool: Mutex::new(Vec::new()),
             leases: Mutex::new(HashMap::new()),
@@ -464,7 +498,9 @@ impl PostgresJournal {
             key,
             sealed: AtomicBool::new(false),
         };
-        let mut conn = journal.new_conn().map_err(|e| journal.db("connect", &e))?;
+        let mut conn = journal
+            .new_conn()
+            .map_err(|e| journal.no_conn("connect", &e))?;
         journal.migrated_from = schema::prepare(&mut conn.client, &journal)?;
         let sealed =
             schema::sealed(&mut conn.client).map_err(|e| journal.db("read the seal", &e))?;
@@ -595,12 +631,28 @@ impl PostgresJournal {
     fn db(&self, action: &str, e: &postgres::Error) -> Error {
         let detail = match e.as_db_error() {
             Some(db) => format!("{} {}: {}", db.severity(), db.code().code(), db.message()),
-            None if connection_lost(e) => format!("the connection was lost ({e})"),
-            None => e.to_string(),
+            None if connection_lost(e) => format!("the connection was lost ({})", with_causes(e)),
+            None => with_causes(e),
         };
         Error::new(
             ErrorCode::Journal,
             format!("journal {}: cannot {action}: {detail}", self.target),
+        )
+    }
+
+    /// A new connection could not be opened (unreachable server, TLS
+    /// handshake, login refused).
+    fn no_conn(&self, action: &str, e: &postgres::Error) -> Error {
+        if e.as_db_error().is_some() {
+            return self.db(action, e);
+        }
+        Error::new(
+            ErrorCode::Journal,
+            format!(
+                "journal {}: cannot {action}: no connection to the server: {}",
+                self.target,
+                with_causes(e)
+            ),
         )
     }
 
@@ -612,7 +664,10 @@ impl PostgresJournal {
     }
 
     fn new_conn(&self) -> std::result::Result<Conn, postgres::Error> {
-        let mut client = self.config.connect(NoTls)?;
+        let mut client = match &self.tls {
+            Some(tls) => self.config.connect(tls.clone())?,
+            None => self.config.connect(NoTls)?,
+        };
         let ms = self.options.statement_timeout.as_millis().max(1);
         client.batch_execute(&format!(
             "SET statement_timeout = {ms}; SET idle_in_transaction_session_timeout = {}",
@@ -633,7 +688,7 @@ impl PostgresJournal {
                 return Ok(conn);
             }
         }
-        self.new_conn().map_err(|e| self.db(action, &e))
+        self.new_conn().map_err(|e| self.no_conn(action, &e))
     }
 
     fn put_back(&self, conn: Conn) {

@@ -183,6 +183,11 @@ pub(super) fn prepare(client: &mut postgres::Client, j: &PostgresJournal) -> Res
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
         .map_err(|e| j.db("lock for migration", &e))?;
     let from = version(&mut tx).map_err(fail)?;
+    if from == 0 && !j.options.create {
+        return Err(j.refused(
+            "the database holds no payidem journal (no payidem_schema table); left untouched",
+        ));
+    }
     if from > POSTGRES_SCHEMA_VERSION {
         return Err(j.refused(format!(
             "written by a newer payidem (schema version {from}; this build knows up to \

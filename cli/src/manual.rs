@@ -150,8 +150,19 @@ fn escape_line(line: &str) -> String {
     }
 }
 
+/// Escapes backslashes and dashes, and writes every character beyond
+/// ASCII as groff's `\[uXXXX]` (groff reads its input as Latin-1).
 fn escape(text: &str) -> String {
-    text.replace('\\', "\\e").replace('-', "\\-")
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\e"),
+            '-' => out.push_str("\\-"),
+            c if c.is_ascii() => out.push(c),
+            c => out.push_str(&format!("\\[u{:04X}]", u32::from(c))),
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -189,6 +200,15 @@ mod tests {
                 "--{flag} is not documented"
             );
         }
+        assert!(
+            page.is_ascii(),
+            "groff warns on characters beyond ASCII: {:?}",
+            page.chars().find(|c| !c.is_ascii())
+        );
+        assert!(
+            page.contains("postgres://\\[u2026]"),
+            "an ellipsis is escaped"
+        );
         let (_, detail) = page.split_once(".SH \"COMMANDS IN DETAIL\"").unwrap();
         for line in detail.lines().filter(|l| !l.is_empty()) {
             let request = line.starts_with('.') || line.starts_with('\'');

@@ -4,6 +4,8 @@
 //! `resume` against the mock on loopback, and `reconcile` work on the rows
 //! clients wrote.
 
+use std::process::Output;
+
 use payidem::journal::{Journal, JournalKey, Lease, PostgresJournal, PostgresJournalOptions};
 use payidem::operation::OperationState;
 use payidem_e2e::{pg, start_mock};
@@ -13,23 +15,17 @@ use serde_json::Value;
 mod common;
 use common::{now, payidem, payment, stderr, stdout};
 
-/// The database name in a URL of the shared test server.
-fn db_name(url: &str) -> &str {
-    let (_, rest) = url.split_once("@/").unwrap();
-    rest.split_once('?').unwrap().0
+/// Asserts that a run of the command exited 0.
+fn succeeded(out: &Output) {
+    assert_eq!(out.status.code(), Some(0), "{}{}", stdout(out), stderr(out));
 }
 
+/// `payidem --json ARGS`, which must succeed, parsed.
 fn json(args: &[&str]) -> Value {
     let mut all = vec!["--json"];
     all.extend_from_slice(args);
     let out = payidem(&all);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{args:?}: {}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    succeeded(&out);
     serde_json::from_slice(&out.stdout).expect("JSON on stdout")
 }
 
@@ -46,7 +42,7 @@ fn a_database_without_a_journal_is_refused_and_left_without_one() {
         );
     }
     let tables: i64 = pg::shared()
-        .connect(db_name(&url))
+        .connect(pg::db_of(&url))
         .query_one(
             "SELECT count(*) FROM pg_tables WHERE tablename LIKE 'payidem%'",
             &[],
@@ -92,7 +88,7 @@ fn list_check_resume_and_reconcile_work_on_a_postgres_journal() {
     assert_eq!(ops.len(), 2, "{listed}");
     assert!(ops.iter().all(|o| o["state"] == "unknown"), "{listed}");
     let journal_name = listed["journal"].as_str().unwrap();
-    assert!(journal_name.contains(db_name(&url)), "{journal_name}");
+    assert!(journal_name.contains(pg::db_of(&url)), "{journal_name}");
 
     let stats = json(&["journal", "stats", "--journal", &url]);
     assert_eq!(stats["unknown"], 2, "{stats}");
@@ -120,13 +116,7 @@ fn list_check_resume_and_reconcile_work_on_a_postgres_journal() {
         "--secret-file",
         s,
     ]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    succeeded(&out);
     let shown = json(&["journal", "show", "pg-ord-1", "--journal", &url]);
     assert_eq!(shown["state"], "succeeded", "{shown}");
     let stats = mock.stats();
@@ -152,13 +142,7 @@ fn list_check_resume_and_reconcile_work_on_a_postgres_journal() {
         "--journal",
         &url,
     ]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    succeeded(&out);
     let listed = json(&["journal", "list", "--journal", &url, "--state", "unknown"]);
     assert_eq!(
         listed["operations"].as_array().unwrap().len(),

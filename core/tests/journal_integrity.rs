@@ -17,20 +17,10 @@ use payidem::journal::{
 use payidem::operation::{FrozenOperation, OperationState};
 use payidem::{Client, ClientConfig, Error, ErrorCode, JournalChoice};
 
-const SECRET: &[u8] = b"integrity-test-secret-0123456789";
+mod fixtures;
+use fixtures::op;
 
-fn op(order_id: &str) -> FrozenOperation {
-    let body = format!("{{\"order_id\":\"{order_id}\",\"amount\":5}}").into_bytes();
-    FrozenOperation {
-        order_id: order_id.into(),
-        idempotency_key: format!("create-{order_id}"),
-        method: "POST".into(),
-        path: "/v1/payments".into(),
-        body_sha256: payidem::protocol::body_sha256_hex(&body),
-        body,
-        status_path: Some(format!("/v1/payments?order_id={order_id}")),
-    }
-}
+const SECRET: &[u8] = b"integrity-test-secret-0123456789";
 
 fn lease(owner: &str) -> Lease {
     Lease {

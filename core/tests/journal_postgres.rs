@@ -5,37 +5,19 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use payidem::journal::{
     Journal, JournalKey, Lease, Opened, PgPoint, PostgresJournal, PostgresJournalOptions,
     POSTGRES_SCHEMA_VERSION,
 };
-use payidem::operation::{FrozenOperation, OperationState};
+use payidem::operation::OperationState;
 use payidem::ErrorCode;
 
 #[path = "../../e2e/src/pg.rs"]
 mod pg;
 
-fn now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-}
-
-fn op(order_id: &str) -> FrozenOperation {
-    let body = format!("{{\"order_id\":\"{order_id}\",\"amount\":5}}").into_bytes();
-    FrozenOperation {
-        order_id: order_id.into(),
-        idempotency_key: format!("create-{order_id}"),
-        method: "POST".into(),
-        path: "/v1/payments".into(),
-        body_sha256: payidem::protocol::body_sha256_hex(&body),
-        body,
-        status_path: Some(format!("/v1/payments?order_id={order_id}")),
-    }
-}
+mod fixtures;
+use fixtures::{now, op};
 
 fn lease(owner: &str, secs: u64) -> Lease {
     Lease {
@@ -466,13 +448,8 @@ fn without_create_a_database_with_no_journal_is_refused_untouched() {
         err.to_string().contains("holds no payidem journal"),
         "{err}"
     );
-    let db = url
-        .split_once("@/")
-        .and_then(|(_, rest)| rest.split_once('?'))
-        .map(|(db, _)| db.to_owned())
-        .unwrap();
     let tables: i64 = pg::shared()
-        .connect(&db)
+        .connect(pg::db_of(&url))
         .query_one(
             "SELECT count(*) FROM pg_tables WHERE tablename LIKE 'payidem%'",
             &[],

@@ -4,35 +4,17 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use payidem::journal::{Journal, Lease, Opened, PostgresJournal, PostgresJournalOptions};
-use payidem::operation::{FrozenOperation, OperationState};
+use payidem::operation::OperationState;
 use payidem::ErrorCode;
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
 
 #[path = "../../e2e/src/pg.rs"]
 mod pg;
 
-fn now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-}
-
-fn op(order_id: &str) -> FrozenOperation {
-    let body = format!("{{\"order_id\":\"{order_id}\",\"amount\":5}}").into_bytes();
-    FrozenOperation {
-        order_id: order_id.into(),
-        idempotency_key: format!("create-{order_id}"),
-        method: "POST".into(),
-        path: "/v1/payments".into(),
-        body_sha256: payidem::protocol::body_sha256_hex(&body),
-        body,
-        status_path: None,
-    }
-}
+mod fixtures;
+use fixtures::{now, op};
 
 /// A CA; its certificate, its key.
 fn ca(name: &str) -> (rcgen::Certificate, KeyPair) {

@@ -366,6 +366,13 @@ pub fn shared() -> &'static PgServer {
     })
 }
 
+/// The database a URL of [`PgServer::url_for`] names.
+pub fn db_of(url: &str) -> &str {
+    url.split_once("@/")
+        .and_then(|(_, rest)| rest.split_once('?'))
+        .map_or(url, |(db, _)| db)
+}
+
 /// The URL of a new, empty database on the [`shared`] server.
 pub fn fresh_db() -> String {
     use std::sync::atomic::{AtomicU64, Ordering};

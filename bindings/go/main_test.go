@@ -41,16 +41,23 @@ func TestMain(m *testing.M) {
 }
 
 func runTests(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "payidem-go-state-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "temp XDG_STATE_HOME:", err)
-		return 2
-	}
-	defer os.RemoveAll(dir)
-	testStateHome = dir
-	if err := os.Setenv("XDG_STATE_HOME", dir); err != nil {
-		fmt.Fprintln(os.Stderr, "set XDG_STATE_HOME:", err)
-		return 2
+	if os.Getenv("PAYIDEM_RT_CHILD") == "1" {
+		// The child of a kill test is SIGKILLed before any deferred call
+		// runs: it uses its parent's state directory, inherited through
+		// XDG_STATE_HOME, and makes none of its own to leave behind.
+		testStateHome = os.Getenv("XDG_STATE_HOME")
+	} else {
+		dir, err := os.MkdirTemp("", "payidem-go-state-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "temp XDG_STATE_HOME:", err)
+			return 2
+		}
+		defer os.RemoveAll(dir)
+		testStateHome = dir
+		if err := os.Setenv("XDG_STATE_HOME", dir); err != nil {
+			fmt.Fprintln(os.Stderr, "set XDG_STATE_HOME:", err)
+			return 2
+		}
 	}
 	bin, err := findOrBuildMock()
 	if err != nil {

@@ -28,8 +28,7 @@ fn ca(name: &str) -> (rcgen::Certificate, KeyPair) {
 /// The server (its certificate names 127.0.0.1 only, signed by the test
 /// CA), the test CA's PEM file and another CA's.
 struct Setup {
-    server: pg::PgServer,
-    _dir: tempfile::TempDir,
+    server: &'static pg::PgServer,
     ca: PathBuf,
     other_ca: PathBuf,
 }
@@ -46,9 +45,10 @@ fn setup() -> &'static Setup {
             .unwrap();
         let server = pg::PgServer::try_start_tls(&server_cert.pem(), &server_key.serialize_pem())
             .unwrap_or_else(|why| panic!("cannot start PostgreSQL with TLS: {why}"));
-        let dir = tempfile::tempdir().unwrap();
+        let server = pg::keep_until_exit(server);
+        // In the server's directory, removed with it when the process exits.
         let write = |name: &str, pem: String| {
-            let path = dir.path().join(name);
+            let path = server.socket_dir().join(name);
             std::fs::write(&path, pem).unwrap();
             path
         };
@@ -56,7 +56,6 @@ fn setup() -> &'static Setup {
         let other_ca = write("other-ca.pem", other_cert.pem());
         Setup {
             server,
-            _dir: dir,
             ca,
             other_ca,
         }

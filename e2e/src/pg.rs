@@ -342,10 +342,14 @@ impl Drop for PgServer {
     }
 }
 
-static SHARED: std::sync::OnceLock<PgServer> = std::sync::OnceLock::new();
+/// Servers kept for the rest of the process by [`keep_until_exit`].
+static KEPT: std::sync::Mutex<Vec<&'static PgServer>> = std::sync::Mutex::new(Vec::new());
 
-extern "C" fn stop_shared() {
-    if let Some(server) = SHARED.get() {
+extern "C" fn stop_kept() {
+    let kept = KEPT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    for server in kept.iter() {
         let data = server.data_dir();
         if let Ok(data) = path_str(&data) {
             let _ = server.run("pg_ctl", &["-D", data, "-m", "immediate", "-w", "stop"]);
@@ -354,16 +358,28 @@ extern "C" fn stop_shared() {
     }
 }
 
+/// Keeps `server` running until the process exits, then stops it and
+/// removes its directory (`atexit`): for a server held in a static, which
+/// is never dropped.
+pub fn keep_until_exit(server: PgServer) -> &'static PgServer {
+    static REGISTER: std::sync::Once = std::sync::Once::new();
+    // SAFETY: registers a plain `extern "C" fn()` to run at exit.
+    REGISTER.call_once(|| unsafe {
+        libc::atexit(stop_kept);
+    });
+    let server: &'static PgServer = Box::leak(Box::new(server));
+    KEPT.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push(server);
+    server
+}
+
 /// One server for the whole test process, started on first use and
-/// stopped when the process exits (`atexit`); each test takes its own
-/// database with [`fresh_db`].
+/// stopped when the process exits ([`keep_until_exit`]); each test takes
+/// its own database with [`fresh_db`].
 pub fn shared() -> &'static PgServer {
-    SHARED.get_or_init(|| {
-        let server = PgServer::start();
-        // SAFETY: registers a plain `extern "C" fn()` to run at exit.
-        unsafe { libc::atexit(stop_shared) };
-        server
-    })
+    static SHARED: std::sync::OnceLock<&'static PgServer> = std::sync::OnceLock::new();
+    SHARED.get_or_init(|| keep_until_exit(PgServer::start()))
 }
 
 /// The database a URL of [`PgServer::url_for`] names.

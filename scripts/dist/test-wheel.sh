@@ -353,13 +353,16 @@ print(payidem.__file__, payidem.__version__)
         fail "$at payidem-mock started on port 0" "$(cat "$dir/mock-start.log")"
         return
     fi
+    # The examples' temporary files (a throwaway journal) stay in this
+    # interpreter's directory, removed with the run.
+    mkdir -p "$dir/tmp"
     for example in "$work"/examples/*.py; do
         [ -e "$example" ] || break
         label="$(basename "$example" .py)"
         label="${label#*-}"
         check "$at README example '$label' against the mock" \
             env PAYIDEM_BASE_URL="$base_url" PAYIDEM_KEY_ID="$mock_key_id" PAYIDEM_SECRET="$mock_secret" \
-            timeout 300 "$vpy" -I "$example"
+            TMPDIR="$dir/tmp" timeout 300 "$vpy" -I "$example"
     done
 
     check "$at the default journal the examples used: \$XDG_STATE_HOME/payidem/journal.sqlite3, 0600 in a 0700 directory" \

@@ -41,15 +41,7 @@ fn a_database_without_a_journal_is_refused_and_left_without_one() {
             stderr(&out)
         );
     }
-    let tables: i64 = pg::shared()
-        .connect(pg::db_of(&url))
-        .query_one(
-            "SELECT count(*) FROM pg_tables WHERE tablename LIKE 'payidem%'",
-            &[],
-        )
-        .unwrap()
-        .get(0);
-    assert_eq!(tables, 0);
+    assert_eq!(pg::journal_tables(&url), 0);
 }
 
 #[test]

@@ -448,15 +448,7 @@ fn without_create_a_database_with_no_journal_is_refused_untouched() {
         err.to_string().contains("holds no payidem journal"),
         "{err}"
     );
-    let tables: i64 = pg::shared()
-        .connect(pg::db_of(&url))
-        .query_one(
-            "SELECT count(*) FROM pg_tables WHERE tablename LIKE 'payidem%'",
-            &[],
-        )
-        .unwrap()
-        .get(0);
-    assert_eq!(tables, 0, "nothing was created");
+    assert_eq!(pg::journal_tables(&url), 0, "nothing was created");
     // Once a client made it, the same options open it.
     drop(open(&url));
     let j = PostgresJournal::connect(&url, options()).unwrap();

@@ -389,6 +389,19 @@ pub fn db_of(url: &str) -> &str {
         .map_or(url, |(db, _)| db)
 }
 
+/// How many tables of the journal (`payidem…`) the database of `url`, on
+/// the [`shared`] server, holds.
+pub fn journal_tables(url: &str) -> i64 {
+    shared()
+        .connect(db_of(url))
+        .query_one(
+            "SELECT count(*) FROM pg_tables WHERE tablename LIKE 'payidem%'",
+            &[],
+        )
+        .unwrap_or_else(|e| panic!("cannot count the journal's tables: {e}"))
+        .get(0)
+}
+
 /// The URL of a new, empty database on the [`shared`] server.
 pub fn fresh_db() -> String {
     use std::sync::atomic::{AtomicU64, Ordering};

@@ -198,13 +198,14 @@ mod tests {
     use super::*;
 
     fn op(order_id: &str) -> FrozenOperation {
+        let body = crate::payment_body(order_id, 1250);
         FrozenOperation {
             order_id: order_id.into(),
             idempotency_key: format!("key-{order_id}"),
             method: "POST".into(),
             path: "/v1/payments".into(),
-            body: format!("{{\"order_id\":\"{order_id}\"}}").into_bytes(),
-            body_sha256: payidem::protocol::body_sha256_hex(b"{}"),
+            body_sha256: payidem::protocol::body_sha256_hex(&body),
+            body,
             status_path: None,
         }
     }

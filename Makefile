@@ -34,6 +34,7 @@ test: test-rust test-c test-python test-go test-dist
 ## fleet chaos test, C ABI crate); the replay-store tests start their own redis-server (see
 ## redis-deps), the PostgreSQL journal tests their own PostgreSQL (see pg-deps)
 test-rust: redis-deps pg-deps
+	@echo '## phase: test-rust'
 	$(CARGO) test --workspace
 
 ## test-fleet: the fleet chaos test alone (also part of test-rust): worker processes without
@@ -64,11 +65,13 @@ redis-deps:
 
 ## test-python: builds and installs the Python package in a venv, runs pytest, mypy and stubtest
 test-python: redis-deps pg-deps
+	@echo '## phase: test-python'
 	bindings/python/run-tests.sh
 
 ## test-go: builds the static library and the mock, then go vet, go test -race,
 ## the GOGC=1 cgocheck run, the dynamic-link run and a short benchmark
 test-go: redis-deps pg-deps
+	@echo '## phase: test-go'
 	bindings/go/run-tests.sh
 
 ## lint: formatting and clippy, warnings are errors
@@ -138,6 +141,7 @@ c-artifacts:
 	@ln -sf libpayidem.so.$(ABI_VERSION) $(C_LIB)/libpayidem.so
 
 test-c: c-deps redis-deps pg-deps
+	@echo '## phase: test-c'
 	@echo "== Rust side: header drift, version macros, code mapping, panic boundary"
 	$(CARGO) test -p payidem-capi
 	@$(MAKE) --no-print-directory c-artifacts
@@ -209,7 +213,9 @@ dist-go:
 	scripts/dist/go-lib.sh
 
 ## test-dist: the artifacts of `make dist`, installed and used outside the repository
-test-dist: dist
+test-dist:
+	@echo '## phase: test-dist'
+	@$(MAKE) --no-print-directory dist
 	scripts/dist/test-c.sh dist/payidem-mock
 	scripts/dist/test-wheel.sh "$$(ls dist/payidem-*manylinux*.whl | head -n 1)" dist/payidem-mock
 	scripts/dist/test-go-module.sh dist/payidem-mock
@@ -219,8 +225,13 @@ bench-c:
 
 ## deny: licenses, bans (duplicates) and sources of every dependency (deny.toml);
 ## advisories are not checked here: their database is on GitHub (see deny.toml)
+## cargo metadata (under cargo-deny) needs every crate of the lock file, for every platform,
+## while a Linux build downloads only the Linux ones: fetch them all first, so that the check
+## never depends on what an earlier run left in the cargo cache.
+CARGO_DENY_VERSION := 0.20.2
 deny:
-	@$(CARGO) deny --version >/dev/null 2>&1 || $(CARGO) install cargo-deny --locked
+	@$(CARGO) deny --version >/dev/null 2>&1 || $(CARGO) install cargo-deny --locked --version $(CARGO_DENY_VERSION)
+	$(CARGO) fetch --locked
 	$(CARGO) deny --offline check bans licenses sources
 
 ## fuzz: every fuzz target (Rust, Go, Python) for FUZZ_SECONDS each, one at a time

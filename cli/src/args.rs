@@ -109,6 +109,12 @@ pub enum JournalCommand {
         /// Who checked (default: $USER, else the user id).
         #[arg(long, value_name = "NAME")]
         by: Option<String>,
+        /// A file holding the API secret (else $PAYIDEM_SECRET): a sealed
+        /// journal's operations change only with the journal key.
+        #[arg(long, value_name = "PATH")]
+        secret_file: Option<PathBuf>,
+        #[command(flatten)]
+        key: JournalKeyArg,
     },
     /// Delete settled operations last changed longer ago than AGE.
     Purge {
@@ -117,6 +123,21 @@ pub enum JournalCommand {
         /// e.g. 7d; operations that are not settled are never deleted.
         #[arg(long, value_name = "AGE", value_parser = parse_age)]
         settled_older_than: u64,
+        /// A file holding the API secret (else $PAYIDEM_SECRET): purging a
+        /// sealed journal moves its purge horizon, under the journal key.
+        #[arg(long, value_name = "PATH")]
+        secret_file: Option<PathBuf>,
+        #[command(flatten)]
+        key: JournalKeyArg,
+    },
+    /// Print the journal key derived from an API secret, in hex: what to
+    /// give clients as their journal key (or `--journal-key-file`) to keep
+    /// reading a journal after the secret was rotated. A secret itself:
+    /// never log it.
+    Key {
+        /// A file holding the API secret (else $PAYIDEM_SECRET).
+        #[arg(long, value_name = "PATH")]
+        secret_file: Option<PathBuf>,
     },
     /// Counts by state, key-expired operations and the oldest unknown
     /// operation's age (text, --json, or --prometheus for node_exporter's

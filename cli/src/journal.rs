@@ -55,9 +55,20 @@ impl KeyFrom {
 }
 
 /// Opens the journal `--journal` / `$PAYIDEM_JOURNAL` names, or the
-/// library's default one, without a journal key (rows are not verified).
+/// library's default one, read-only and without a journal key (rows are
+/// read as stored).
 fn open(arg: &JournalArg) -> Result<Opened, Failure> {
-    open_keyed(arg, None)
+    open_keyed(arg, None, true)
+}
+
+/// The key of `--journal-key-file`, else the one derived from
+/// `--secret-file` / `$PAYIDEM_SECRET`, else none.
+fn key_of(
+    secret_file: Option<PathBuf>,
+    key: &JournalKeyArg,
+) -> Result<Option<(JournalKey, KeyFrom)>, Failure> {
+    let secret = optional_secret(secret_file)?;
+    journal_key(key, secret.as_deref().map(Vec::as_slice))
 }
 
 /// The secret of `--secret-file`, else `$PAYIDEM_SECRET`, if either is given.
@@ -102,10 +113,15 @@ fn journal_key(
         })
 }
 
-/// [`open`] with `key` when there is one: every row read is then checked
-/// against its integrity MAC (and the rows of a journal never opened with a
-/// key are sealed first, as a client's first open does).
-fn open_keyed(arg: &JournalArg, key: Option<(JournalKey, KeyFrom)>) -> Result<Opened, Failure> {
+/// Opens the journal with `key` when there is one: its seal is checked and
+/// every row read against its integrity MACs. `read_only` opens a SQLite
+/// file read-only (nothing created, migrated or written; a write-protected
+/// file or directory works).
+fn open_keyed(
+    arg: &JournalArg,
+    key: Option<(JournalKey, KeyFrom)>,
+    read_only: bool,
+) -> Result<Opened, Failure> {
     let path = match JournalChoice::from_setting(arg.journal.as_deref()) {
         JournalChoice::Sqlite(path) => path,
         JournalChoice::Postgres(url) => {
@@ -140,6 +156,7 @@ fn open_keyed(arg: &JournalArg, key: Option<(JournalKey, KeyFrom)>) -> Result<Op
     }
     let options = SqliteJournalOptions {
         journal_key: key.as_ref().map(|(k, _)| k.clone()),
+        read_only,
         ..SqliteJournalOptions::default()
     };
     let journal = SqliteJournal::open(&path, options)?;
@@ -177,17 +194,35 @@ pub fn run(command: JournalCommand, json: bool) -> Done {
             outcome,
             reference,
             by,
+            secret_file,
+            key,
         } => {
             let by = match by {
                 Some(by) => by,
                 None => operator(),
             };
-            reconcile(&open(&journal)?, &order_id, outcome, &reference, &by, json)
+            let opened = open_keyed(&journal, key_of(secret_file, &key)?, false)?;
+            reconcile(&opened, &order_id, outcome, &reference, &by, json)
         }
         JournalCommand::Purge {
             journal,
             settled_older_than,
-        } => purge(&open(&journal)?, settled_older_than, json),
+            secret_file,
+            key,
+        } => {
+            let opened = open_keyed(&journal, key_of(secret_file, &key)?, false)?;
+            purge(&opened, settled_older_than, json)
+        }
+        JournalCommand::Key { secret_file } => {
+            let Some(secret) = optional_secret(secret_file)? else {
+                return Err(Failure::new(
+                    Exit::Usage,
+                    format!("give the API secret: --secret-file PATH or ${ENV_SECRET}"),
+                ));
+            };
+            out(&JournalKey::derived_hex(&secret));
+            Ok(Exit::Ok)
+        }
         JournalCommand::Export { journal } => export(&open(&journal)?),
         JournalCommand::Stats {
             journal,
@@ -200,11 +235,10 @@ pub fn run(command: JournalCommand, json: bool) -> Done {
             journal,
             secret_file,
             key,
-        } => {
-            let secret = optional_secret(secret_file)?;
-            let key = journal_key(&key, secret.as_deref().map(Vec::as_slice))?;
-            check(&open_keyed(&journal, key)?, json)
-        }
+        } => check(
+            &open_keyed(&journal, key_of(secret_file, &key)?, true)?,
+            json,
+        ),
     }
 }
 
@@ -454,7 +488,7 @@ fn resume(args: ResumeArgs, json: bool) -> Done {
         Some(secret::secret(&args.platform.key)?)
     };
     let key = journal_key(&args.key, secret.as_deref().map(Vec::as_slice))?;
-    let j = open_keyed(&args.journal, key)?;
+    let j = open_keyed(&args.journal, key, false)?;
     let now = unix_now();
     let targets: Vec<OperationRecord> = match &args.order_id {
         Some(order_id) => vec![get(&j, order_id)?],

@@ -46,7 +46,6 @@ fn journal(dir: &Path) -> PathBuf {
         },
     )
     .unwrap();
-    j.seal().unwrap();
     for id in ["ord-good", "ord-tampered"] {
         let lease = Lease {
             owner: "gone-host/1/x/0".into(),

@@ -56,7 +56,6 @@ fn list_check_resume_and_reconcile_work_on_a_postgres_journal() {
             },
         )
         .unwrap();
-        j.seal().unwrap();
         // Two payments whose first attempt's outcome was never learnt, as a
         // client that died leaves them.
         for id in ["pg-ord-1", "pg-ord-2"] {

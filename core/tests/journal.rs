@@ -828,14 +828,29 @@ fn sqlite() -> (tempfile::TempDir, SqliteJournal) {
     let dir = tempfile::tempdir().unwrap();
     let journal = SqliteJournal::open(
         dir.path().join("journal.db"),
-        SqliteJournalOptions::default(),
+        SqliteJournalOptions {
+            journal_key: Some(contract_key()),
+            ..SqliteJournalOptions::default()
+        },
     )
     .unwrap();
     (dir, journal)
 }
 
+/// The contract holds with every row under its MACs (sealed journals).
+fn contract_key() -> payidem::journal::JournalKey {
+    payidem::journal::JournalKey::new(b"contract-suite-key-0123456789").unwrap()
+}
+
 fn postgres() -> PostgresJournal {
-    PostgresJournal::connect(&pg::fresh_db(), PostgresJournalOptions::default()).unwrap()
+    PostgresJournal::connect(
+        &pg::fresh_db(),
+        PostgresJournalOptions {
+            journal_key: Some(contract_key()),
+            ..PostgresJournalOptions::default()
+        },
+    )
+    .unwrap()
 }
 
 macro_rules! for_every_journal {

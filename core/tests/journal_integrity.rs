@@ -43,7 +43,6 @@ fn keyed(path: &Path) -> SqliteJournal {
         },
     )
     .unwrap();
-    j.seal().unwrap();
     j
 }
 
@@ -203,7 +202,9 @@ fn another_journal_key_refuses_every_row() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("journal.sqlite3");
     put_unknown(&path, "o");
-    let other = SqliteJournal::open(
+    // A handle with another key is refused when it opens the journal,
+    // before it reads or writes anything.
+    let e = SqliteJournal::open(
         &path,
         SqliteJournalOptions {
             journal_key: Some(JournalKey::derive_from_secret(
@@ -212,9 +213,12 @@ fn another_journal_key_refuses_every_row() {
             ..SqliteJournalOptions::default()
         },
     )
-    .unwrap();
-    other.seal().unwrap();
-    assert_refused(other.get("o"), "o");
+    .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Journal);
+    assert!(
+        e.message().contains("sealed under another journal key"),
+        "{e}"
+    );
     // The old derived key, set explicitly, reads it.
     let old = JournalKey::derived_hex(SECRET);
     let bytes: Vec<u8> = (0..32)
@@ -254,54 +258,58 @@ fn make_version_2(path: &Path) {
     raw(
         path,
         "DROP TABLE clock_offsets;
+         DROP TABLE seal;
          ALTER TABLE operations DROP COLUMN row_mac;
-         DELETE FROM meta WHERE key = 'rows_sealed';
+         ALTER TABLE operations DROP COLUMN platform;
+         ALTER TABLE operations DROP COLUMN key_id;
+         ALTER TABLE operations DROP COLUMN state_mac;
          CREATE INDEX operations_by_state_updated ON operations (state, updated_at);
          UPDATE meta SET value = 2 WHERE key = 'schema_version';",
     );
 }
 
 #[test]
-fn a_version_2_journal_migrates_and_its_legacy_rows_are_sealed_once_and_keep_working() {
-    assert_eq!(SCHEMA_VERSION, 3);
+fn a_version_2_journal_migrates_without_a_key_and_is_refused_with_one() {
+    assert_eq!(SCHEMA_VERSION, 4);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("journal.sqlite3");
     make_version_2(&path);
-    // Keyed but not yet sealed (a tool with the secret): legacy rows read.
-    let reader = SqliteJournal::open(
+    // A keyed handle cannot authenticate MAC-less rows: refused, unchanged.
+    let e = SqliteJournal::open(
         &path,
         SqliteJournalOptions {
             journal_key: Some(key()),
             ..SqliteJournalOptions::default()
         },
     )
-    .unwrap();
-    assert_eq!(reader.check().unwrap().migrated_from, Some(2));
-    assert!(reader.get("legacy-unknown").unwrap().is_some());
-    // The first sealing handle writes their MACs, once.
-    let j = keyed(&path);
-    assert_eq!(j.seal().unwrap(), 0, "sealed only once");
+    .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Journal);
+    assert!(e.message().contains("\"legacy-unknown\""), "{e}");
+    assert!(e.message().contains("left untouched"), "{e}");
+    // Without a key it migrates, unsealed, and keeps working as before.
+    let j = unkeyed(&path);
     let report = j.check().unwrap();
-    assert!(report.is_sound(), "{report:?}");
+    assert_eq!(report.migrated_from, Some(2));
+    assert!(
+        report.problems.iter().any(|p| p.contains("not sealed")),
+        "{report:?}"
+    );
     assert!(matches!(
         j.claim("legacy-unknown", &lease("new"), 20).unwrap(),
         Opened::Resumable(r) if r.attempts == 1
     ));
-    assert!(matches!(
-        j.open(&op("legacy-pending"), &lease("new"), 20).unwrap(),
-        Opened::Resumable(_)
-    ));
-    // A row written afterwards by a handle without the key has no MAC:
-    // refused from now on.
-    unkeyed(&path)
-        .open(&op("late-unkeyed"), &lease("x"), 30)
-        .unwrap();
-    assert_refused(j.get("late-unkeyed"), "late-unkeyed");
-    assert_refused(keyed(&path).get("late-unkeyed"), "late-unkeyed");
-    // Removing the seal marker does not unlock it: rows with MACs exist,
-    // so nothing is sealed again and the MAC-less row stays refused.
-    raw(&path, "DELETE FROM meta WHERE key = 'rows_sealed'");
-    assert_refused(keyed(&path).get("late-unkeyed"), "late-unkeyed");
+    drop(j);
+    // Once unsealed with rows, a keyed handle refuses it: a seal is never
+    // written over rows nobody authenticated.
+    let e = SqliteJournal::open(
+        &path,
+        SqliteJournalOptions {
+            journal_key: Some(key()),
+            ..SqliteJournalOptions::default()
+        },
+    )
+    .unwrap_err();
+    assert!(e.message().contains("no seal"), "{e}");
 }
 
 #[test]

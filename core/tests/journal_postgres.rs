@@ -125,19 +125,19 @@ fn a_stale_epoch_of_the_same_owner_changes_nothing() {
 fn lease_times_come_from_the_database_clock() {
     let j = open(&pg::fresh_db());
     // A caller whose clock is 50 years behind: its 30 s lease still lasts
-    // 30 s by the database's clock, and the record's times are the
-    // database's.
+    // 30 s by the database's clock. The record's times are the caller's:
+    // the clock that measures the key's age (and that the row's MAC covers).
     let past = 1_000_000_000;
     let a = Lease {
         owner: "slow-clock".into(),
         expires_at: past + 30,
     };
-    let t0 = now();
     let created = j.open(&op("o-1"), &a, past).unwrap();
     let Opened::Created(record) = created else {
         panic!("created")
     };
-    assert!(record.created_at >= t0 && record.created_at <= now());
+    assert_eq!(record.created_at, past);
+    assert_eq!(j.get("o-1").unwrap().unwrap().created_at, past);
     // A caller whose clock is far ahead cannot take it: the lease has not
     // expired by the database's clock.
     let err = j
@@ -242,13 +242,15 @@ fn a_restarted_server_is_reconnected_to_and_keeps_every_committed_record() {
         .unwrap();
 }
 
-/// A version-1 database (no MACs, no seal, no clock offsets) migrates; the
-/// first keyed journal seals its rows once, and they keep working; a row
-/// without a MAC written afterwards is refused, also by `claim_next`, whose
-/// claim is rolled back.
+/// A version-1 database (no MACs, no seal, no clock offsets) holding an
+/// operation is refused unchanged by a keyed journal (its rows cannot be
+/// authenticated); a journal without the key migrates it, unsealed. A keyed
+/// journal still refuses it then: a seal is never written over rows nobody
+/// authenticated. A row written without the key into a sealed journal is
+/// refused, also by `claim_next`, whose claim is rolled back.
 #[test]
-fn a_version_1_database_migrates_and_its_rows_are_sealed_by_the_first_keyed_journal() {
-    assert_eq!(POSTGRES_SCHEMA_VERSION, 2);
+fn a_version_1_database_is_refused_by_a_keyed_journal_and_never_sealed_over_its_rows() {
+    assert_eq!(POSTGRES_SCHEMA_VERSION, 3);
     let server = pg::shared();
     let url = pg::fresh_db();
     let db = url.split('/').nth(3).unwrap().split('?').next().unwrap();
@@ -258,8 +260,9 @@ fn a_version_1_database_migrates_and_its_rows_are_sealed_by_the_first_keyed_jour
     drop(legacy);
     let mut c = server.connect(db);
     c.batch_execute(
-        "ALTER TABLE payidem_operations DROP COLUMN row_mac;
-         ALTER TABLE payidem_schema DROP COLUMN rows_sealed;
+        "ALTER TABLE payidem_operations DROP COLUMN row_mac, DROP COLUMN platform,
+             DROP COLUMN key_id, DROP COLUMN state_mac;
+         DROP TABLE payidem_seal;
          DROP TABLE payidem_clock_offsets;
          UPDATE payidem_schema SET version = 1;",
     )
@@ -273,26 +276,49 @@ fn a_version_1_database_migrates_and_its_rows_are_sealed_by_the_first_keyed_jour
                 ..PostgresJournalOptions::default()
             },
         )
-        .unwrap()
     };
-    let j = keyed();
-    assert_eq!(j.check().unwrap().migrated_from, Some(1));
-    assert_eq!(j.seal().unwrap(), 1);
-    assert_eq!(keyed().seal().unwrap(), 0, "sealed once");
-    assert!(j.check().unwrap().is_sound());
-    assert!(matches!(
-        j.claim("old", &lease("b", 100), now()).unwrap(),
-        Opened::Resumable(_)
-    ));
-    j.release("old", &lease("b", 100)).unwrap();
-    // Written by a journal without the key after the seal: refused.
-    open(&url)
+    // Migrations 1 → 2 run, then 2 → 3 refuses: everything rolled back.
+    let e = keyed().unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Journal);
+    assert!(e.message().contains("\"old\""), "{e}");
+    let v: i32 = c
+        .query_one("SELECT version FROM payidem_schema", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(v, 1, "left untouched");
+    let unkeyed = open(&url);
+    let report = unkeyed.check().unwrap();
+    assert_eq!(report.migrated_from, Some(1));
+    assert!(
+        report.problems.iter().any(|p| p.contains("not sealed")),
+        "{report:?}"
+    );
+    let e = keyed().unwrap_err();
+    assert!(e.message().contains("no seal"), "{e}");
+
+    // A sealed journal: a row written by a journal without the key is
+    // refused, and so is its claim.
+    let url = pg::fresh_db();
+    let db = url.split('/').nth(3).unwrap().split('?').next().unwrap();
+    let j = PostgresJournal::connect(
+        &url,
+        PostgresJournalOptions {
+            journal_key: Some(key.clone()),
+            ..PostgresJournalOptions::default()
+        },
+    )
+    .unwrap();
+    let e = open(&url)
         .open(&op("late"), &lease("x", 100), now())
-        .unwrap();
-    open(&url).release("late", &lease("x", 100)).unwrap();
+        .unwrap_err();
+    assert!(e.message().contains("sealed"), "{e}");
+    let mut c = server.connect(db);
     c.execute(
-        "UPDATE payidem_operations SET created_at = now() - interval '1 hour' WHERE order_id = 'late'",
-        &[],
+        "INSERT INTO payidem_operations (order_id, idempotency_key, method, path, body, \
+         body_sha256, status_path, state, created_at) \
+         SELECT 'late', 'k-late', 'POST', '/p', '\\x7b7d'::bytea, $1, NULL, 'pending', \
+         now() - interval '1 hour'",
+        &[&payidem::protocol::body_sha256_hex(b"{}")],
     )
     .unwrap();
     let e = j.get("late").unwrap_err();

@@ -368,8 +368,8 @@ pub fn run(args: &WorkerArgs) -> Result<WorkerSummary, String> {
     let hook_sink = sink.clone();
     let mut config = worker_config(&args.url, &args.journal);
     if let Some(crash) = args.crash {
-        // Keyed and sealed like the journal a client opens itself, so that
-        // its rows verify for the workers that follow.
+        // Keyed (and so sealed when new) like the journal a client opens
+        // itself, so that its rows verify for the workers that follow.
         let options = SqliteJournalOptions {
             journal_key: Some(JournalKey::derive_from_secret(DEFAULT_SECRET.as_bytes())),
             ..SqliteJournalOptions::default()
@@ -377,7 +377,6 @@ pub fn run(args: &WorkerArgs) -> Result<WorkerSummary, String> {
         let journal = SqliteJournal::open(&args.journal, options)
             .map_err(|e| e.to_string())?
             .with_sync_hook(crash_hook(crash, sink.clone()));
-        journal.seal().map_err(|e| e.to_string())?;
         config.journal = JournalChoice::Custom(Arc::new(journal));
     }
     let client = Client::new(config, DEFAULT_SECRET.as_bytes())

@@ -6,8 +6,8 @@
 //!   and rows injected with a forged or no MAC: `resume`, `execute`,
 //!   `take_over` and `status` all answer `journal_error` naming the order
 //!   id, and the mock received nothing.
-//! - A schema-2 journal's legacy operation is sealed by the first client
-//!   and resumed with its key.
+//! - A schema-2 journal whose rows carry no MAC is refused unchanged by a
+//!   client (its rows cannot be authenticated), and nothing is sent.
 //! - The clock offset a client learnt is used by the next client on the
 //!   same journal from its first attempt; one older than the maximum age
 //!   is not.
@@ -138,7 +138,6 @@ fn sqlite_rows_altered_in_any_immutable_column_or_injected_are_never_sent() {
                 },
             )
             .unwrap();
-            j.seal().unwrap();
             put_unknown(&j, &frozen);
         }
         rusqlite::Connection::open(&path)
@@ -221,7 +220,6 @@ fn postgres_rows_altered_or_injected_are_never_sent() {
                 },
             )
             .unwrap();
-            j.seal().unwrap();
             put_unknown(&j, &frozen);
         }
         let mut raw = postgres::Client::connect(&url, postgres::NoTls).unwrap();
@@ -261,7 +259,7 @@ fn an_outbox_row_of_a_client_is_taken_over_by_another_with_the_same_key() {
 }
 
 #[test]
-fn a_schema_2_journal_is_sealed_by_the_first_client_and_its_operation_resumes() {
+fn a_schema_2_journal_with_rows_without_macs_is_refused_unchanged_and_nothing_is_sent() {
     let mock = start_mock();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("journal.sqlite3");
@@ -275,22 +273,32 @@ fn a_schema_2_journal_is_sealed_by_the_first_client_and_its_operation_resumes() 
     rusqlite::Connection::open(&path)
         .unwrap()
         .execute_batch(
-            "DROP TABLE clock_offsets;
+            "DROP TABLE clock_offsets; DROP TABLE seal;
              ALTER TABLE operations DROP COLUMN row_mac;
+             ALTER TABLE operations DROP COLUMN platform;
+             ALTER TABLE operations DROP COLUMN key_id;
+             ALTER TABLE operations DROP COLUMN state_mac;
              UPDATE meta SET value = 2 WHERE key = 'schema_version';",
         )
         .unwrap();
-    let c = client(&mock.url(), JournalChoice::Sqlite(path.clone()));
-    let outcome = c.resume("legacy").unwrap();
-    assert_eq!(outcome.response.status, 201);
-    let order = &mock.stats().orders["legacy"];
-    assert_eq!(order.payments_created, 1);
-    assert_eq!(order.idempotency_keys, vec!["create-legacy".to_owned()]);
-    let mac: Option<String> = rusqlite::Connection::open(&path)
+    let e = Client::new(
+        payidem_e2e::fast_config(&mock.url(), JournalChoice::Sqlite(path.clone())),
+        DEFAULT_SECRET.as_bytes(),
+    )
+    .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Journal, "{e}");
+    assert!(e.message().contains("\"legacy\""), "{e}");
+    assert!(e.message().contains("left untouched"), "{e}");
+    assert_eq!(mock.stats().requests.total, 0);
+    let version: i64 = rusqlite::Connection::open(&path)
         .unwrap()
-        .query_row("SELECT row_mac FROM operations", [], |r| r.get(0))
+        .query_row(
+            "SELECT value FROM meta WHERE key = 'schema_version'",
+            [],
+            |r| r.get(0),
+        )
         .unwrap();
-    assert!(mac.is_some_and(|m| m.len() == 64));
+    assert_eq!(version, 2, "refused unchanged");
 }
 
 fn stale_refusals(mock: &MockServer) -> u64 {

@@ -24,8 +24,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::journal::{
-    Journal, JournalKey, Lease, MemoryJournal, Opened, OperationRecord, OutboxInsert, ParamStyle,
-    PostgresJournal, PostgresJournalOptions, SqliteJournal, SqliteJournalOptions,
+    Journal, JournalKey, JournalScope, Lease, MemoryJournal, Opened, OperationRecord, OutboxInsert,
+    ParamStyle, PostgresJournal, PostgresJournalOptions, SqliteJournal, SqliteJournalOptions,
 };
 use crate::metrics::JournalWrite;
 use crate::operation::{
@@ -90,8 +90,9 @@ pub(crate) struct Shared {
     /// The platform's origin (`scheme://host:port`): the journal keeps the
     /// learnt clock offset under it.
     platform: String,
-    /// The key of the journal rows' MACs (outbox inserts carry one).
-    journal_key: JournalKey,
+    /// The client's journal when it is PostgreSQL (outbox inserts carry
+    /// MACs bound to it).
+    postgres: Option<Arc<PostgresJournal>>,
     /// This client instance's random id, part of every lease owner id.
     instance: String,
     calls: AtomicU64,
@@ -242,39 +243,41 @@ impl Client {
             Some(key) => key.clone(),
             None => JournalKey::derive_from_secret(secret),
         };
+        let platform = crate::journal::platform_origin(&transport.url(""));
+        // The journal refuses an order id made for another platform or key id.
+        let scope = JournalScope {
+            platform: platform.clone(),
+            key_id: config.key_id.clone(),
+        };
         let sqlite = SqliteJournalOptions {
             journal_key: Some(journal_key.clone()),
+            scope: Some(scope.clone()),
             ..SqliteJournalOptions::default()
         };
+        let mut postgres = None;
         let journal: Arc<dyn Journal> = match &config.journal {
             config::JournalChoice::Default => {
                 let path = crate::journal::default_journal_path()?;
                 crate::journal::create_private_dirs(&path)?;
-                let journal = SqliteJournal::open(&path, sqlite)?;
-                journal.seal()?;
-                Arc::new(journal)
+                Arc::new(SqliteJournal::open(&path, sqlite)?)
             }
-            config::JournalChoice::Sqlite(path) => {
-                let journal = SqliteJournal::open(path, sqlite)?;
-                journal.seal()?;
-                Arc::new(journal)
-            }
+            config::JournalChoice::Sqlite(path) => Arc::new(SqliteJournal::open(path, sqlite)?),
             config::JournalChoice::Memory => Arc::new(MemoryJournal::new()),
             config::JournalChoice::Postgres(url) => {
-                let journal = PostgresJournal::connect(
+                let journal = Arc::new(PostgresJournal::connect(
                     url,
                     PostgresJournalOptions {
                         journal_key: Some(journal_key.clone()),
+                        scope: Some(scope.clone()),
                         ..PostgresJournalOptions::default()
                     },
-                )?;
-                journal.seal()?;
-                Arc::new(journal)
+                )?);
+                postgres = Some(Arc::clone(&journal));
+                journal
             }
             config::JournalChoice::Custom(journal) => Arc::clone(journal),
         };
         // The offset a previous process learnt, when fresh and believable.
-        let platform = crate::journal::platform_origin(&transport.url(""));
         let stored_offset = transport
             .clock_trusted()
             .then(|| {
@@ -301,7 +304,7 @@ impl Client {
                 budget: Arc::new(RetryBudget::new(config.retry_budget)),
                 clock_offset: AtomicI64::new(stored_offset),
                 platform,
-                journal_key,
+                postgres,
                 instance: format!("{:016x}", u64::from_ne_bytes(instance)),
                 calls: AtomicU64::new(0),
                 hook: RwLock::new(None),
@@ -422,20 +425,25 @@ impl Client {
     /// its own database transaction together with its business rows (the
     /// outbox): committed together or not at all. Any client on that
     /// journal later sends it with [`Client::take_over`], with its key and
-    /// body unchanged. `style` picks the placeholders (`$1` or `%s`). Works
-    /// whatever this client's own journal is; only the tables must exist.
-    /// The row carries its integrity MAC under this client's journal key,
-    /// so the instances taking it over must use the same key.
+    /// body unchanged. `style` picks the placeholders (`$1` or `%s`). The
+    /// row is for this client's PostgreSQL journal: it carries its MACs
+    /// bound to that journal, under this client's journal key, platform and
+    /// key id, so the instances taking it over must use the same ones.
+    /// `invalid_argument` (`journal`) when the client's journal is not
+    /// PostgreSQL.
     pub fn outbox_insert(
         &self,
         spec: &OperationSpec<'_>,
         style: ParamStyle,
     ) -> Result<OutboxInsert> {
-        Ok(PostgresJournal::outbox_insert_keyed(
-            &self.freeze(spec)?,
-            style,
-            Some(&self.shared.journal_key),
-        ))
+        let operation = self.freeze(spec)?;
+        let Some(journal) = &self.shared.postgres else {
+            return Err(Error::invalid(
+                "journal",
+                "outbox inserts are for a client whose journal is PostgreSQL (postgres://…)",
+            ));
+        };
+        journal.outbox_insert_keyed(&operation, style, unix_now())
     }
 
     /// Takes over and drives up to `limit` unsettled operations that no

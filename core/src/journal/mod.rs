@@ -75,7 +75,8 @@ pub use self::postgres::{
 #[doc(hidden)]
 pub use self::postgres::{PgHook, PgPoint};
 pub use clock::{platform_origin, usable_stored_offset};
-pub use integrity::{JournalKey, MAX_JOURNAL_KEY_LEN, MIN_JOURNAL_KEY_LEN};
+pub use integrity::{JournalKey, RowState, MAX_JOURNAL_KEY_LEN, MIN_JOURNAL_KEY_LEN};
+pub(crate) use integrity::{RowAuth, SealRecord, StoredMacs};
 pub(crate) use location::create_private_dirs;
 pub use location::{default_journal_path, MEMORY_JOURNAL};
 pub use memory::MemoryJournal;
@@ -86,6 +87,19 @@ pub use sqlite::{SyncHook, SyncPoint};
 
 use crate::error::Result;
 use crate::operation::{FrozenOperation, OperationState, Progress, Response};
+
+/// The platform and API key id a client's operations are made for. A
+/// journal handle opened with a scope records it in every operation it
+/// creates (under the row's MAC), refuses an order id journaled for another
+/// scope, and lists or takes over only its own scope's operations.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct JournalScope {
+    /// The platform's origin, `scheme://host:port` of the base URL (see
+    /// [`platform_origin`]).
+    pub platform: String,
+    /// The API key id the operations are signed with.
+    pub key_id: String,
+}
 
 /// Everything the journal keeps about one operation.
 #[derive(Clone, Debug, PartialEq, Eq)]

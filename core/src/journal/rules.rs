@@ -1,7 +1,7 @@
 //! The rules every journal applies the same way: what counts as the same
 //! request, when a lease is free, and the errors journals answer with.
 
-use super::Lease;
+use super::{JournalScope, Lease, OperationRecord, RowAuth, StoredMacs};
 use crate::error::{Error, ErrorCode, Result};
 use crate::operation::{FrozenOperation, OperationState, Response};
 
@@ -230,4 +230,73 @@ pub(super) fn lease_blocks(holder: Option<&str>, expires: Option<u64>, now: u64)
 pub(super) fn body_problem(order_id: &str, body: &[u8], body_sha256: &str) -> Option<String> {
     (crate::protocol::body_sha256_hex(body) != body_sha256)
         .then(|| format!("order id {order_id:?}: the body does not match its stored SHA-256"))
+}
+
+/// Whether a row made for `stored` belongs to a handle of scope `handle`:
+/// the same platform and key id, or either one unscoped (a tool that sees
+/// every scope, a row from before rows recorded their platform).
+pub(super) fn scope_matches(stored: Option<&JournalScope>, handle: Option<&JournalScope>) -> bool {
+    match (stored, handle) {
+        (Some(stored), Some(handle)) => stored == handle,
+        _ => true,
+    }
+}
+
+/// `Ok` when `op`'s row (made for `stored`) belongs to the handle's scope;
+/// otherwise `idempotency_conflict` naming both platforms and key ids: an
+/// order id belongs to one platform and one key, and another platform's
+/// answer is never given.
+pub(super) fn same_scope(
+    stored: Option<&JournalScope>,
+    handle: Option<&JournalScope>,
+    op: &FrozenOperation,
+) -> Result<()> {
+    if scope_matches(stored, handle) {
+        return Ok(());
+    }
+    let (stored, handle) = (stored.expect("scoped"), handle.expect("scoped"));
+    Err(Error::new(
+        ErrorCode::IdempotencyConflict,
+        format!(
+            "order id {:?} is journaled for platform {} with key id {:?}, and this client pays \
+             through {} with key id {:?}: an order id belongs to one platform and one key; \
+             refused, nothing is sent (use another order id, or the client it was made with)",
+            op.order_id, stored.platform, stored.key_id, handle.platform, handle.key_id
+        ),
+    )
+    .with_operation(&op.order_id, &op.idempotency_key))
+}
+
+/// The problem of a journal without a seal that holds operations (an
+/// empty one is sealed by the first handle with a key), for
+/// [`Journal::check`](super::Journal::check).
+pub(super) fn seal_problem(sealed: bool, holds_operations: bool) -> Option<String> {
+    (!sealed && holds_operations).then(|| {
+        "the journal is not sealed (created without a journal key, or its seal was removed): \
+         no row can be authenticated, and a client with a key refuses it"
+            .to_owned()
+    })
+}
+
+/// Every problem of one row that read back valid, for
+/// [`Journal::check`](super::Journal::check): its body against its hash, a
+/// missing MAC, and (with the key) its MACs and the purge horizon.
+pub(super) fn row_problems(
+    auth: &RowAuth,
+    scope: Option<&JournalScope>,
+    record: &OperationRecord,
+    macs: StoredMacs<'_>,
+) -> Vec<String> {
+    let op = &record.operation;
+    let mut problems: Vec<String> = body_problem(&op.order_id, &op.body, &op.body_sha256)
+        .into_iter()
+        .collect();
+    if !auth.is_keyed() && (macs.row_mac.is_none() || macs.state_mac.is_none()) {
+        problems.push(format!(
+            "the row of order id {:?} carries no integrity MAC",
+            op.order_id
+        ));
+    }
+    problems.extend(auth.check(scope, record, macs).err());
+    problems
 }

@@ -18,8 +18,7 @@ use std::fmt;
 use std::fs::File;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard};
 use std::time::Duration;
 
 use rusqlite::ffi::ErrorCode as SqliteCode;
@@ -37,8 +36,8 @@ pub use schema::SCHEMA_VERSION;
 
 use super::rules;
 use super::{
-    Journal, JournalCheck, JournalKey, Lease, Opened, OperationRecord, Reconciliation,
-    StoredClockOffset,
+    Journal, JournalCheck, JournalKey, JournalScope, Lease, Opened, OperationRecord,
+    Reconciliation, RowAuth, RowState, StoredClockOffset, StoredMacs,
 };
 use crate::error::{Error, ErrorCode, Result};
 use crate::operation::{FrozenOperation, OperationState, Response};
@@ -49,15 +48,24 @@ pub struct SqliteJournalOptions {
     /// How long a call waits for another connection's lock on the file
     /// before failing with `journal_error`. Default 5 seconds.
     pub busy_timeout: Duration,
-    /// The key of the rows' integrity MACs. With it, every row written
-    /// carries its MAC and every read that can lead to a send or a settled
-    /// answer (open, claim, get, list, reconcile) refuses a row whose MAC
-    /// is wrong, or missing once the journal is sealed
-    /// ([`SqliteJournal::seal`]), with `journal_error` naming its order id
-    /// (see docs/journal-integrity.md). Without it (the default; tools that
-    /// only read) rows are not verified. A [`Client`](crate::Client) always
-    /// opens its journal with a key and seals it.
+    /// The key of the journal's seal and its rows' integrity MACs. With
+    /// it, a new journal is sealed under it, a journal sealed under another
+    /// key (or holding rows but no seal) is refused when opened, every row
+    /// written carries its MACs and every row read is verified, with
+    /// `journal_error` naming its order id (see docs/journal-integrity.md).
+    /// Without it (the default; tools that only read) rows are read as
+    /// stored, and a sealed journal's operations cannot be changed. A
+    /// [`Client`](crate::Client) always opens its journal with a key.
     pub journal_key: Option<JournalKey>,
+    /// The platform and key id of the operations this handle creates; an
+    /// order id journaled for another scope is refused, and listings show
+    /// only this scope's operations. `None` (the default): every scope.
+    pub scope: Option<JournalScope>,
+    /// Opens the file read-only: nothing is created, migrated or written,
+    /// and a write-protected file or directory is accepted (listing,
+    /// showing, exporting and checking a copy or a read-only mount). Every
+    /// write answers `journal_error`. Default `false`.
+    pub read_only: bool,
 }
 
 impl Default for SqliteJournalOptions {
@@ -65,6 +73,8 @@ impl Default for SqliteJournalOptions {
         SqliteJournalOptions {
             busy_timeout: Duration::from_secs(5),
             journal_key: None,
+            scope: None,
+            read_only: false,
         }
     }
 }
@@ -110,11 +120,10 @@ pub struct SqliteJournal {
     hook: Option<SyncHook>,
     /// The schema version this handle migrated the file from, if it did.
     migrated_from: Option<u32>,
-    /// The key of the rows' MACs: rows are verified when set.
-    key: Option<JournalKey>,
-    /// Whether the file was sealed when opened or by this handle: a row
-    /// without a MAC is then refused.
-    sealed: AtomicBool,
+    /// How rows are authenticated (decided when the journal was opened).
+    auth: RwLock<RowAuth>,
+    /// The scope of the operations this handle creates and lists.
+    scope: Option<JournalScope>,
 }
 
 impl fmt::Debug for SqliteJournal {
@@ -174,9 +183,14 @@ macro_rules! columns {
     () => {
         "order_id, idempotency_key, method, path, body, body_sha256, status_path, state, attempts, \
          created_at, updated_at, response_status, response_headers, response_body, response_replayed, \
-         lease_owner, lease_expires, row_mac"
+         lease_owner, lease_expires, row_mac, platform, key_id, state_mac"
     };
 }
+/// The columns of schema 3, in [`RawRow::read_v3`]'s order.
+const COLUMNS_V3: &str =
+    "order_id, idempotency_key, method, path, body, body_sha256, status_path, \
+     state, attempts, created_at, updated_at, response_status, response_headers, response_body, \
+     response_replayed, lease_owner, lease_expires, row_mac";
 const COLUMNS: &str = columns!();
 const SELECT_ONE: &str = concat!(
     "SELECT ",
@@ -204,14 +218,28 @@ struct RawRow {
     lease_owner: Option<String>,
     lease_expires: Option<i64>,
     row_mac: Option<String>,
+    platform: Option<String>,
+    key_id: Option<String>,
+    state_mac: Option<String>,
 }
 
-/// A checked row: the record and its lease.
+/// A checked row: the record, its scope, its lease and its MACs.
 struct Stored {
     record: OperationRecord,
+    scope: Option<JournalScope>,
     lease_owner: Option<String>,
     lease_expires: Option<u64>,
     row_mac: Option<String>,
+    state_mac: Option<String>,
+}
+
+impl Stored {
+    fn macs(&self) -> StoredMacs<'_> {
+        StoredMacs {
+            row_mac: self.row_mac.as_deref(),
+            state_mac: self.state_mac.as_deref(),
+        }
+    }
 }
 
 impl RawRow {
@@ -235,6 +263,36 @@ impl RawRow {
             lease_owner: row.get(15)?,
             lease_expires: row.get(16)?,
             row_mac: row.get(17)?,
+            platform: row.get(18)?,
+            key_id: row.get(19)?,
+            state_mac: row.get(20)?,
+        })
+    }
+
+    /// A row of a schema 3 journal ([`COLUMNS_V3`]).
+    fn read_v3(row: &Row<'_>) -> rusqlite::Result<RawRow> {
+        Ok(RawRow {
+            order_id: row.get(0)?,
+            idempotency_key: row.get(1)?,
+            method: row.get(2)?,
+            path: row.get(3)?,
+            body: row.get(4)?,
+            body_sha256: row.get(5)?,
+            status_path: row.get(6)?,
+            state: row.get(7)?,
+            attempts: row.get(8)?,
+            created_at: row.get(9)?,
+            updated_at: row.get(10)?,
+            response_status: row.get(11)?,
+            response_headers: row.get(12)?,
+            response_body: row.get(13)?,
+            response_replayed: row.get(14)?,
+            lease_owner: row.get(15)?,
+            lease_expires: row.get(16)?,
+            row_mac: row.get(17)?,
+            platform: None,
+            key_id: None,
+            state_mac: None,
         })
     }
 
@@ -289,9 +347,14 @@ impl RawRow {
                 updated_at,
                 response,
             },
+            scope: match (self.platform, self.key_id) {
+                (Some(platform), Some(key_id)) => Some(JournalScope { platform, key_id }),
+                _ => None,
+            },
             lease_owner: self.lease_owner,
             lease_expires,
             row_mac: self.row_mac,
+            state_mac: self.state_mac,
         })
     }
 }
@@ -360,8 +423,8 @@ const CHECKPOINT_PAGES: i64 = 4000;
 /// Where an operation stood before `record_attempt` changed it.
 #[derive(Clone)]
 struct Before {
-    state: String,
-    attempts: i64,
+    state: OperationState,
+    attempts: u32,
 }
 
 impl SqliteJournal {
@@ -378,6 +441,9 @@ impl SqliteJournal {
             path: path.display().to_string(),
             busy_timeout: options.busy_timeout,
         };
+        if options.read_only {
+            return SqliteJournal::open_read_only(path, ctx, options);
+        }
         super::location::check_private_location(path).map_err(|why| ctx.refused(why))?;
         super::location::create_private_file(path);
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
@@ -395,8 +461,12 @@ impl SqliteJournal {
         {
             return Err(ctx.refused("the file is not writable (opened read-only)"));
         }
-        let migrated_from = schema::prepare(&mut db, &ctx)?;
-        let sealed = schema::sealed(&db).map_err(|e| ctx.db("read the seal", e))?;
+        let (migrated_from, auth) = schema::prepare(
+            &mut db,
+            &ctx,
+            options.journal_key.as_ref(),
+            options.scope.as_ref(),
+        )?;
         db.pragma_update(None, "synchronous", "NORMAL")
             .map_err(|e| ctx.db("set the synchronous level", e))?;
         // A checkpoint costs two or three fsyncs of its own (WAL, database
@@ -415,38 +485,65 @@ impl SqliteJournal {
             pending: Mutex::new(batch::Pending::default()),
             hook: None,
             migrated_from,
-            key: options.journal_key,
-            sealed: AtomicBool::new(sealed),
+            auth: RwLock::new(auth),
+            scope: options.scope,
         })
     }
 
-    /// Seals the journal with its key, once for the life of the file: the
-    /// first call on a file never sealed writes the MAC of every row that
-    /// has none (rows from before the schema had MACs, or written by
-    /// handles without the key) and records the seal in the same
-    /// transaction; from then on every keyed handle refuses a row without
-    /// a MAC. Rows whose body does not match its SHA-256 are left unsealed
-    /// (and so refused). A later call does nothing. Returns how many rows
-    /// it sealed. Only call it with the right key (a client does, after
-    /// its secret was accepted): rows sealed under a wrong key are refused
-    /// by every handle with the right one.
-    ///
-    /// `invalid_argument` (`journal_key`) for a handle opened without a key.
-    pub fn seal(&self) -> Result<usize> {
-        let Some(key) = &self.key else {
-            return Err(Error::invalid(
-                "journal_key",
-                "sealing the journal needs the journal key",
-            ));
-        };
-        if self.sealed.load(Ordering::Relaxed) {
-            // Sealed when this handle opened it: a seal is for good.
-            return Ok(0);
+    /// [`SqliteJournal::open`] with [`SqliteJournalOptions::read_only`].
+    /// A file in WAL mode whose `-shm` file is missing and cannot be
+    /// created (a read-only directory) is read as immutable.
+    fn open_read_only(
+        path: &Path,
+        ctx: Context,
+        options: SqliteJournalOptions,
+    ) -> Result<SqliteJournal> {
+        if !path.is_file() {
+            return Err(ctx.refused("no journal file there (read-only: nothing is created)"));
         }
-        let mut conn = self.lock();
-        let count = schema::seal(&mut conn, &self.ctx, key)?;
-        self.sealed.store(true, Ordering::Relaxed);
-        Ok(count)
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let plain = Connection::open_with_flags(path, flags)
+            .and_then(|db| schema::version(&db).map(|v| (db, v)));
+        let (db, version) = match plain {
+            Ok(found) => found,
+            Err(_) => {
+                let uri = format!("file:{}?immutable=1", uri_path(path));
+                Connection::open_with_flags(&uri, flags | OpenFlags::SQLITE_OPEN_URI)
+                    .and_then(|db| schema::version(&db).map(|v| (db, v)))
+                    .map_err(|e| ctx.db("open the file read-only", e))?
+            }
+        };
+        db.busy_timeout(options.busy_timeout)
+            .map_err(|e| ctx.db("set the busy timeout", e))?;
+        if version != SCHEMA_VERSION {
+            return Err(ctx.refused(format!(
+                "schema version {version}, and this build reads {SCHEMA_VERSION}: a read-only \
+                 handle cannot upgrade it (open it once with a client of this version)"
+            )));
+        }
+        let found = schema::seal_record(&db).map_err(|e| ctx.db("read the seal", e))?;
+        let auth = match (options.journal_key.as_ref(), found) {
+            // Nothing to authenticate, and nothing may be written.
+            (Some(_), None) => RowAuth::Keyless { sealed: false },
+            (key, found) => {
+                RowAuth::decide(key, found, true)
+                    .map_err(|why| ctx.refused(why))?
+                    .auth
+            }
+        };
+        let wal =
+            File::open(path).map_err(|e| ctx.refused(format!("cannot open the file: {e}")))?;
+        Ok(SqliteJournal {
+            ctx,
+            conn: Mutex::new(db),
+            group: GroupCommit::new(wal),
+            durable_leases: Mutex::new(HashMap::new()),
+            pending: Mutex::new(batch::Pending::default()),
+            hook: None,
+            migrated_from: None,
+            auth: RwLock::new(auth),
+            scope: options.scope,
+        })
     }
 
     /// The path the journal was opened with.
@@ -615,28 +712,87 @@ impl SqliteJournal {
         }
     }
 
+    /// The row of `order_id`, verified, and refused when it belongs to
+    /// another scope than this handle's.
     fn load(&self, conn: &Connection, order_id: &str, action: &str) -> Result<Option<Stored>> {
         let raw = conn
             .prepare_cached(SELECT_ONE)
             .and_then(|mut stmt| stmt.query_row([order_id], RawRow::read).optional())
             .map_err(|e| self.ctx.db(action, e))?;
-        raw.map(|r| self.verified(r)).transpose()
+        let Some(stored) = raw.map(|r| self.verified(r)).transpose()? else {
+            return Ok(None);
+        };
+        rules::same_scope(
+            stored.scope.as_ref(),
+            self.scope.as_ref(),
+            &stored.record.operation,
+        )?;
+        Ok(Some(stored))
+    }
+
+    /// [`SqliteJournal::load`] of a row that must exist.
+    fn load_existing(&self, conn: &Connection, order_id: &str, action: &str) -> Result<Stored> {
+        self.load(conn, order_id, action)?
+            .ok_or_else(|| rules::unknown_order(order_id))
+    }
+
+    /// How rows are authenticated.
+    fn auth(&self) -> RwLockReadGuard<'_, RowAuth> {
+        self.auth.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// `journal_error` unless this handle may write MAC-covered fields.
+    fn check_writable(&self) -> Result<()> {
+        self.auth()
+            .check_writable()
+            .map_err(|why| self.ctx.refused(why))
     }
 
     /// A row checked to read back valid and, with a journal key, to carry
-    /// the right MAC.
+    /// the right MACs.
     fn verified(&self, raw: RawRow) -> Result<Stored> {
         let stored = raw.check(&self.ctx)?;
-        if let Some(key) = &self.key {
-            if stored.row_mac.is_some() || self.sealed.load(Ordering::Relaxed) {
-                key.verify(
-                    &self.ctx.path,
-                    &stored.record.operation,
-                    stored.row_mac.as_deref(),
-                )?;
-            }
-        }
+        self.auth().verify(
+            &self.ctx.path,
+            stored.scope.as_ref(),
+            &stored.record,
+            stored.macs(),
+        )?;
         Ok(stored)
+    }
+
+    /// Stores `state` as the state of the verified row `stored` (with its
+    /// new state MAC), leaving its lease as it is.
+    fn write_state(
+        &self,
+        tx: &Transaction<'_>,
+        stored: &Stored,
+        state: &RowState<'_>,
+        action: &str,
+    ) -> Result<()> {
+        let state_mac = self.auth().state_mac(stored.row_mac.as_deref(), state)?;
+        let headers = rules::encoded_headers(state.response)?;
+        let response = state.response;
+        tx.prepare_cached(
+            "UPDATE operations SET state = ?2, attempts = ?3, updated_at = ?4, response_status = ?5,
+                 response_headers = ?6, response_body = ?7, response_replayed = ?8, state_mac = ?9
+             WHERE order_id = ?1",
+        )
+        .and_then(|mut stmt| {
+            stmt.execute(params![
+                stored.record.operation.order_id,
+                state.state.as_str(),
+                state.attempts,
+                sql_time(state.updated_at),
+                response.map(|r| r.status),
+                headers,
+                response.map(|r| r.body.as_slice()),
+                response.map(|r| r.replayed),
+                state_mac,
+            ])
+        })
+        .map_err(|e| self.ctx.db(action, e))?;
+        Ok(())
     }
 
     fn take_lease(
@@ -670,32 +826,12 @@ impl SqliteJournal {
         Ok(())
     }
 
-    /// The lease holder, key, state and attempts of `order_id`, or
-    /// `invalid_argument` if it is not journaled.
-    fn holder(
-        &self,
-        tx: &Transaction<'_>,
-        order_id: &str,
-        action: &str,
-    ) -> Result<(Option<String>, String, Before)> {
-        tx.prepare_cached(
-            "SELECT lease_owner, idempotency_key, state, attempts FROM operations WHERE order_id = ?1",
-        )
-        .and_then(|mut stmt| {
-            stmt.query_row([order_id], |row| {
-                Ok((
-                    row.get(0)?,
-                    row.get(1)?,
-                    Before {
-                        state: row.get(2)?,
-                        attempts: row.get(3)?,
-                    },
-                ))
-            })
-            .optional()
-        })
-        .map_err(|e| self.ctx.db(action, e))?
-        .ok_or_else(|| rules::unknown_order(order_id))
+    /// Fails with `invalid_argument` if `order_id` is not journaled.
+    fn exists(&self, tx: &Transaction<'_>, order_id: &str, action: &str) -> Result<()> {
+        tx.prepare_cached("SELECT 1 FROM operations WHERE order_id = ?1")
+            .and_then(|mut stmt| stmt.query_row([order_id], |_| Ok(())).optional())
+            .map_err(|e| self.ctx.db(action, e))?
+            .ok_or_else(|| rules::unknown_order(order_id))
     }
 
     /// After a failed fsync: puts the operation back where it stood before
@@ -717,21 +853,22 @@ impl SqliteJournal {
                 &captured.2,
                 captured.3.as_str(),
             );
-            tx.prepare_cached(
-                "UPDATE operations SET state = ?3, attempts = ?4
-                 WHERE order_id = ?1 AND lease_owner = ?2 AND state = ?5 AND attempts = ?6",
-            )
-            .and_then(|mut stmt| {
-                stmt.execute(params![
-                    order_id,
-                    lease.owner,
-                    before.state,
-                    before.attempts,
-                    OperationState::InFlight.as_str(),
-                    attempts
-                ])
-            })
-            .map_err(|e| j.ctx.db(action, e))
+            let Some(stored) = j.load(tx, order_id, action)? else {
+                return Ok(());
+            };
+            let record = &stored.record;
+            if !rules::lease_held(stored.lease_owner.as_deref(), lease)
+                || record.state != OperationState::InFlight
+                || record.attempts != attempts
+            {
+                return Ok(());
+            }
+            let state = RowState {
+                state: before.state,
+                attempts: before.attempts,
+                ..RowState::of(record)
+            };
+            j.write_state(tx, &stored, &state, action)
         });
     }
 
@@ -747,6 +884,7 @@ impl SqliteJournal {
     ) -> Result<(Opened, u64)> {
         rules::check_now(now)?;
         rules::check_lease(lease)?;
+        self.check_writable()?;
         let action = format!("open order id {:?}", operation.order_id);
         let captured = (operation.clone(), lease.clone(), action.clone());
         self.write(&action, move |j, tx| {
@@ -769,10 +907,21 @@ impl SqliteJournal {
             if let Some(other) = other {
                 return Err(rules::key_taken(operation, &other));
             }
+            let record = OperationRecord {
+                operation: operation.clone(),
+                state,
+                attempts: u32::from(state == OperationState::InFlight),
+                created_at: now,
+                updated_at: now,
+                response: None,
+            };
+            let scope = j.scope.as_ref();
+            let (row_mac, state_mac) = j.auth().macs(scope, &record)?;
             tx.prepare_cached(
                 "INSERT INTO operations (order_id, idempotency_key, method, path, body, body_sha256, status_path,
-                     state, attempts, created_at, updated_at, lease_owner, lease_expires, row_mac)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?13, ?9, ?9, ?10, ?11, ?12)",
+                     state, attempts, created_at, updated_at, lease_owner, lease_expires, row_mac,
+                     platform, key_id, state_mac)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?13, ?9, ?9, ?10, ?11, ?12, ?14, ?15, ?16)",
             )
             .and_then(|mut stmt| {
                 stmt.execute(params![
@@ -787,19 +936,15 @@ impl SqliteJournal {
                     sql_time(now),
                     lease.owner,
                     sql_time(rules::stored_expiry(lease)),
-                    j.key.as_ref().map(|k| k.row_mac(operation)),
-                    u32::from(state == OperationState::InFlight),
+                    row_mac,
+                    record.attempts,
+                    scope.map(|s| &s.platform),
+                    scope.map(|s| &s.key_id),
+                    state_mac,
                 ])
             })
             .map_err(|e| j.ctx.db(action, e))?;
-            Ok(Opened::Created(OperationRecord {
-                operation: operation.clone(),
-                state,
-                attempts: u32::from(state == OperationState::InFlight),
-                created_at: now,
-                updated_at: now,
-                response: None,
-            }))
+            Ok(Opened::Created(record))
         })
     }
 
@@ -810,6 +955,21 @@ impl SqliteJournal {
             leases.remove(order_id);
         }
     }
+}
+
+/// `path` as the path of a `file:` URI: `%`, `?`, `#` and every byte
+/// beyond ASCII or below a space percent-encoded.
+fn uri_path(path: &Path) -> String {
+    let text = path.to_string_lossy();
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_graphic() && !matches!(b, b'%' | b'?' | b'#') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 fn open_wal(db: &Connection, ctx: &Context) -> Result<File> {
@@ -856,7 +1016,7 @@ impl Journal for SqliteJournal {
             }
             Err(why) => {
                 let pending = Before {
-                    state: OperationState::Pending.as_str().to_owned(),
+                    state: OperationState::Pending,
                     attempts: 0,
                 };
                 self.undo_attempt(order_id, lease, 1, &pending);
@@ -888,6 +1048,7 @@ impl Journal for SqliteJournal {
 
     fn record_attempt(&self, order_id: &str, lease: &Lease, attempts: u32, now: u64) -> Result<()> {
         rules::check_now(now)?;
+        self.check_writable()?;
         let action = format!("record an attempt of order id {order_id:?}");
         // Committed with NORMAL like every write. It must be on disk before
         // anything is sent when the operation was pending (its first
@@ -899,26 +1060,32 @@ impl Journal for SqliteJournal {
         let captured = (order_id.to_owned(), lease.clone(), action.clone());
         let written = self.write(&action, move |j, tx| {
             let (order_id, lease, action) = (captured.0.as_str(), &captured.1, captured.2.as_str());
-            let (owner, key, before) = j.holder(tx, order_id, action)?;
-            if !rules::lease_held(owner.as_deref(), lease) {
-                return Err(rules::lease_lost(order_id, &key));
-            }
-            let durable_needed = before.state == OperationState::Pending.as_str()
-                || j.leases().get(order_id) != Some(&lease.owner);
-            tx.prepare_cached(
-                "UPDATE operations SET state = ?2, attempts = ?3, updated_at = ?4, lease_expires = ?5
-                 WHERE order_id = ?1",
-            )
-            .and_then(|mut stmt| {
-                stmt.execute(params![
+            let stored = j.load_existing(tx, order_id, action)?;
+            if !rules::lease_held(stored.lease_owner.as_deref(), lease) {
+                return Err(rules::lease_lost(
                     order_id,
-                    OperationState::InFlight.as_str(),
-                    attempts,
-                    sql_time(now),
-                    sql_time(rules::stored_expiry(lease))
-                ])
-            })
-            .map_err(|e| j.ctx.db(action, e))?;
+                    &stored.record.operation.idempotency_key,
+                ));
+            }
+            let record = &stored.record;
+            let before = Before {
+                state: record.state,
+                attempts: record.attempts,
+            };
+            let durable_needed = before.state == OperationState::Pending
+                || j.leases().get(order_id) != Some(&lease.owner);
+            let state = RowState {
+                state: OperationState::InFlight,
+                attempts,
+                updated_at: now,
+                response: record.response.as_ref(),
+            };
+            j.write_state(tx, &stored, &state, action)?;
+            tx.prepare_cached("UPDATE operations SET lease_expires = ?2 WHERE order_id = ?1")
+                .and_then(|mut stmt| {
+                    stmt.execute(params![order_id, sql_time(rules::stored_expiry(lease))])
+                })
+                .map_err(|e| j.ctx.db(action, e))?;
             Ok((before, durable_needed))
         });
         drop(arriving);
@@ -953,8 +1120,8 @@ impl Journal for SqliteJournal {
     ) -> Result<()> {
         rules::check_now(now)?;
         rules::check_finish_state(state)?;
+        self.check_writable()?;
         let action = format!("finish order id {order_id:?}");
-        let headers = rules::encoded_headers(response)?;
         let captured = (
             order_id.to_owned(),
             lease.clone(),
@@ -963,26 +1130,21 @@ impl Journal for SqliteJournal {
         );
         self.write(&action, move |j, tx| {
             let (order_id, lease, response, action) = (captured.0.as_str(), &captured.1, captured.2.as_ref(), captured.3.as_str());
-            let (owner, key, _) = j.holder(tx, order_id, action)?;
-            if !rules::lease_held(owner.as_deref(), lease) {
-                return Err(rules::lease_lost(order_id, &key));
+            let stored = j.load_existing(tx, order_id, action)?;
+            if !rules::lease_held(stored.lease_owner.as_deref(), lease) {
+                return Err(rules::lease_lost(order_id, &stored.record.operation.idempotency_key));
             }
+            let row = RowState {
+                state,
+                attempts: stored.record.attempts,
+                updated_at: now,
+                response,
+            };
+            j.write_state(tx, &stored, &row, action)?;
             tx.prepare_cached(
-                "UPDATE operations SET state = ?2, updated_at = ?3, response_status = ?4, response_headers = ?5,
-                     response_body = ?6, response_replayed = ?7, lease_owner = NULL, lease_expires = NULL
-                 WHERE order_id = ?1",
+                "UPDATE operations SET lease_owner = NULL, lease_expires = NULL WHERE order_id = ?1",
             )
-            .and_then(|mut stmt| {
-                stmt.execute(params![
-                    order_id,
-                    state.as_str(),
-                    sql_time(now),
-                    response.map(|r| r.status),
-                    headers,
-                    response.map(|r| r.body.as_slice()),
-                    response.map(|r| r.replayed),
-                ])
-            })
+            .and_then(|mut stmt| stmt.execute([order_id]))
             .map_err(|e| j.ctx.db(action, e))?;
             Ok(())
         })?;
@@ -995,7 +1157,7 @@ impl Journal for SqliteJournal {
         let captured = (order_id.to_owned(), lease.clone(), action.clone());
         self.write(&action, move |j, tx| {
             let (order_id, lease, action) = (captured.0.as_str(), &captured.1, captured.2.as_str());
-            j.holder(tx, order_id, action)?;
+            j.exists(tx, order_id, action)?;
             tx.prepare_cached(
                 "UPDATE operations SET lease_owner = NULL, lease_expires = NULL
                  WHERE order_id = ?1 AND lease_owner = ?2",
@@ -1030,9 +1192,14 @@ impl Journal for SqliteJournal {
             .query_map(rusqlite::params_from_iter(names), RawRow::read)
             .and_then(|rows| rows.collect::<rusqlite::Result<Vec<RawRow>>>())
             .map_err(|e| self.ctx.db(action, e))?;
-        raws.into_iter()
-            .map(|r| self.verified(r).map(|s| s.record))
-            .collect()
+        let mut records = Vec::with_capacity(raws.len());
+        for raw in raws {
+            let stored = self.verified(raw)?;
+            if rules::scope_matches(stored.scope.as_ref(), self.scope.as_ref()) {
+                records.push(stored.record);
+            }
+        }
+        Ok(records)
     }
 
     fn purge_settled(&self, before: u64) -> Result<usize> {
@@ -1052,10 +1219,26 @@ impl Journal for SqliteJournal {
             "DELETE FROM operations WHERE state IN ({}) AND updated_at {cmp} ?1",
             settled.join(", ")
         );
+        self.check_writable()?;
+        let horizon = self.auth().purge_horizon(bound);
+        let written = horizon.clone();
         let (purged, _) = self.write(action, move |j, tx| {
+            if let Some((horizon, mac)) = &written {
+                tx.execute(
+                    "UPDATE seal SET purged_before = ?1, purge_mac = ?2 WHERE id = 1",
+                    params![sql_time(*horizon), mac],
+                )
+                .map_err(|e| j.ctx.db(action, e))?;
+            }
             tx.execute(&sql, [sql_time(bound)])
                 .map_err(|e| j.ctx.db(action, e))
         })?;
+        if let Some((horizon, _)) = horizon {
+            self.auth
+                .write()
+                .unwrap_or_else(PoisonError::into_inner)
+                .set_purged_before(horizon);
+        }
         Ok(purged)
     }
 
@@ -1069,6 +1252,7 @@ impl Journal for SqliteJournal {
     ) -> Result<Reconciliation> {
         rules::check_now(now)?;
         rules::check_reconciliation(state, by, reference)?;
+        self.check_writable()?;
         let action = format!("reconcile order id {order_id:?}");
         // A person's decision is made durable like a first attempt: it is
         // the only record that the operation was settled by hand.
@@ -1092,11 +1276,17 @@ impl Journal for SqliteJournal {
             if rules::lease_blocks(stored.lease_owner.as_deref(), stored.lease_expires, now) {
                 return Err(rules::busy(order_id, key));
             }
+            let row = RowState {
+                state,
+                attempts: stored.record.attempts,
+                updated_at: now,
+                response: stored.record.response.as_ref(),
+            };
+            j.write_state(tx, &stored, &row, action)?;
             tx.prepare_cached(
-                "UPDATE operations SET state = ?2, updated_at = ?3, lease_owner = NULL, lease_expires = NULL
-                 WHERE order_id = ?1",
+                "UPDATE operations SET lease_owner = NULL, lease_expires = NULL WHERE order_id = ?1",
             )
-            .and_then(|mut stmt| stmt.execute(params![order_id, state.as_str(), sql_time(now)]))
+            .and_then(|mut stmt| stmt.execute([order_id]))
             .map_err(|e| j.ctx.db(action, e))?;
             tx.prepare_cached(
                 "INSERT INTO reconciliations (order_id, idempotency_key, previous_state, state,
@@ -1182,17 +1372,17 @@ impl Journal for SqliteJournal {
             })
             .map_err(|e| self.ctx.db(action, e))?;
         let operations = raws.len();
+        let seal = schema::seal_record(&conn).map_err(|e| self.ctx.db(action, e))?;
+        let auth = self.auth().clone();
+        problems.extend(rules::seal_problem(seal.is_some(), operations > 0));
         for raw in raws {
             match raw.check(&self.ctx) {
-                Ok(stored) => {
-                    let op = &stored.record.operation;
-                    problems.extend(rules::body_problem(&op.order_id, &op.body, &op.body_sha256));
-                    if let Some(key) = &self.key {
-                        if stored.row_mac.is_some() || self.sealed.load(Ordering::Relaxed) {
-                            problems.extend(key.check_row(op, stored.row_mac.as_deref()).err());
-                        }
-                    }
-                }
+                Ok(stored) => problems.extend(rules::row_problems(
+                    &auth,
+                    stored.scope.as_ref(),
+                    &stored.record,
+                    stored.macs(),
+                )),
                 Err(e) => problems.push(e.message().to_owned()),
             }
         }
@@ -1220,7 +1410,7 @@ impl Journal for SqliteJournal {
             operations,
             reconciliations,
             problems,
-            macs_verified: self.key.is_some(),
+            macs_verified: auth.is_keyed(),
         })
     }
 

@@ -67,7 +67,8 @@ impl Operation {
     /// A call for `operation`, which the journal knows as `progress`, at
     /// local time `now_unix`. An operation that may already have reached
     /// the platform asks its status first when it can; one whose key is
-    /// older than the retention is only ever queried, never sent again.
+    /// older than the retention, in any state, is only ever queried, never
+    /// sent (again).
     pub fn start(
         operation: &FrozenOperation,
         progress: Progress,
@@ -91,8 +92,10 @@ impl Operation {
         } else {
             Landed::No
         };
+        // Whatever its state says: a pending row may come from a journal
+        // rolled back, or restored from a backup, after it was sent.
         let key_age = now_unix.saturating_sub(progress.created_at);
-        let key_expired = landed != Landed::No && key_age > setup.limits.key_retention_secs;
+        let key_expired = key_age > setup.limits.key_retention_secs;
         let mut machine = Operation {
             order_id: operation.order_id.clone(),
             idempotency_key: operation.idempotency_key.clone(),

@@ -403,10 +403,22 @@ fn expired_key_is_never_posted_again() {
     let e = s.into_result("ord-1", "create-ord-1", 1).unwrap_err();
     assert_eq!(e.code(), crate::ErrorCode::KeyExpired);
 
-    // A pending operation never reached the platform: its age is harmless.
+    // Nor is a pending one: its row may come from a journal rolled back,
+    // or restored from a backup, after it was sent.
     let mut op = begin(OperationState::Pending, None, old, CallLimits::default());
-    let (_, s, _) = drive(&mut op, vec![response(201, &[], "{}")]);
-    assert!(matches!(s, End::Succeeded(_)));
+    let (sent, s, _) = drive(&mut op, vec![]);
+    assert!(sent.is_empty());
+    assert!(matches!(s, End::KeyExpired { .. }));
+    let mut op = begin(
+        OperationState::Pending,
+        Some("/s"),
+        old,
+        CallLimits::default(),
+    );
+    let (sent, s, _) = drive(&mut op, vec![response(404, &[], "")]);
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].kind, AttemptKind::StatusQuery);
+    assert!(matches!(s, End::KeyExpired { .. }));
 }
 
 #[test]

@@ -119,7 +119,6 @@ fn open(args: &Args) -> payidem::Result<(Arc<PostgresJournal>, Client)> {
         ..PostgresJournalOptions::default()
     };
     let mut journal = PostgresJournal::connect(&args.journal, options)?;
-    journal.seal()?;
     if let (Some(nth), Some(marker)) = (args.kill_commit, &args.marker) {
         journal = journal.with_hook(commit_killer(&args.journal, nth, marker.clone()));
     }

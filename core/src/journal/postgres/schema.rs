@@ -7,13 +7,12 @@
 //! `payidem_operations` table but no version is refused as well (it is not
 //! ours to change).
 
-use super::{Fail, PostgresJournal};
+use super::{read_row, Fail, PostgresJournal, COLUMNS_V2};
 use crate::error::Result;
-use crate::journal::JournalKey;
-use crate::operation::FrozenOperation;
+use crate::journal::{JournalKey, RowAuth, SealRecord};
 
 /// The schema version this build writes and reads.
-pub const POSTGRES_SCHEMA_VERSION: u32 = 2;
+pub const POSTGRES_SCHEMA_VERSION: u32 = 3;
 
 /// The advisory lock key of migrations ("payidem" in ASCII).
 const MIGRATION_LOCK: i64 = 0x0070_6179_6964_656d;
@@ -72,6 +71,20 @@ const MIGRATIONS: [&str; POSTGRES_SCHEMA_VERSION as usize] = [
         offset_secs bigint NOT NULL,
         measured_at bigint NOT NULL
     );",
+    // 2 → 3: the seal (the journal's id and the MAC that ties it to its
+    // key, with the purge horizon), and each operation's platform, key id
+    // and state MAC. Rows of schema 2 are re-authenticated by `upgrade_rows`
+    // in the same transaction (with the key) or the migration is refused.
+    "ALTER TABLE payidem_schema DROP COLUMN rows_sealed;
+    CREATE TABLE payidem_seal (
+        id integer PRIMARY KEY CHECK (id = 1),
+        journal_id text NOT NULL,
+        seal text NOT NULL,
+        purged_before bigint NOT NULL,
+        purge_mac text NOT NULL
+    );
+    ALTER TABLE payidem_operations ADD COLUMN platform text,
+        ADD COLUMN key_id text, ADD COLUMN state_mac text;",
 ];
 
 /// The version the database carries: 0 when it has no `payidem_schema`.
@@ -100,79 +113,18 @@ pub(super) fn version(client: &mut impl postgres::GenericClient) -> std::result:
     Ok(u32::try_from(v).unwrap_or(0))
 }
 
-/// Whether the database was sealed (see [`seal`]).
-pub(super) fn sealed(
-    client: &mut impl postgres::GenericClient,
-) -> std::result::Result<bool, postgres::Error> {
-    Ok(client
-        .query_one(
-            "SELECT max(rows_sealed) IS NOT NULL FROM payidem_schema",
-            &[],
-        )?
-        .get(0))
-}
-
-/// [`PostgresJournal::seal`](super::PostgresJournal::seal), under the
-/// migration lock: the first call (`rows_sealed` still NULL) writes the MAC of every row
-/// that has none and whose body matches its SHA-256 (rows written before
-/// the schema had MACs, or by journals without the key before any keyed
-/// one connected) and records how many in `rows_sealed`. If some row
-/// already carries a MAC although `rows_sealed` is NULL, the marker was
-/// removed: nothing is sealed and rows without a MAC stay refused.
-pub(super) fn seal(
-    client: &mut postgres::Client,
-    key: &JournalKey,
-) -> std::result::Result<i64, postgres::Error> {
-    let mut tx = client.transaction()?;
-    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])?;
-    let sealed: Option<i64> = tx
-        .query_one("SELECT max(rows_sealed) FROM payidem_schema", &[])?
-        .get(0);
-    if sealed.is_some() {
-        return Ok(0);
-    }
-    let any_mac: bool = tx
-        .query_one(
-            "SELECT EXISTS (SELECT 1 FROM payidem_operations WHERE row_mac IS NOT NULL)",
-            &[],
-        )?
-        .get(0);
-    let mut count: i64 = 0;
-    if !any_mac {
-        let rows = tx.query(
-            "SELECT order_id, idempotency_key, method, path, body, body_sha256, status_path \
-             FROM payidem_operations WHERE row_mac IS NULL FOR UPDATE",
-            &[],
-        )?;
-        for row in rows {
-            let op = FrozenOperation {
-                order_id: row.get(0),
-                idempotency_key: row.get(1),
-                method: row.get(2),
-                path: row.get(3),
-                body: row.get(4),
-                body_sha256: row.get(5),
-                status_path: row.get(6),
-            };
-            if crate::protocol::body_sha256_hex(&op.body) != op.body_sha256 {
-                continue;
-            }
-            tx.execute(
-                "UPDATE payidem_operations SET row_mac = $2 WHERE order_id = $1",
-                &[&op.order_id, &key.row_mac(&op)],
-            )?;
-            count += 1;
-        }
-    }
-    tx.execute("UPDATE payidem_schema SET rows_sealed = $1", &[&count])?;
-    tx.commit()?;
-    Ok(count)
-}
-
 /// Brings the database to [`POSTGRES_SCHEMA_VERSION`] under the advisory
 /// lock, or refuses it unchanged. Returns the version it migrated from, if
 /// it migrated an existing journal.
-pub(super) fn prepare(client: &mut postgres::Client, j: &PostgresJournal) -> Result<Option<u32>> {
+///
+/// Then decides how the handle authenticates rows ([`RowAuth::decide`]) in
+/// the same transaction: a new journal opened with a key is sealed; a
+/// schema 2 journal is upgraded only with the key, every row of it
+/// carrying a valid schema 2 MAC, and refused unchanged otherwise.
+pub(super) fn prepare(
+    client: &mut postgres::Client,
+    j: &PostgresJournal,
+) -> Result<(Option<u32>, RowAuth)> {
     let fail = |f: Fail| match f {
         Fail::Journal(e) => j.refused(e.message().trim_start_matches("journal: ")),
         Fail::Pg(e) => j.db("prepare the schema", &e),
@@ -195,14 +147,153 @@ pub(super) fn prepare(client: &mut postgres::Client, j: &PostgresJournal) -> Res
         )));
     }
     for v in from..POSTGRES_SCHEMA_VERSION {
+        if v == 2 {
+            check_upgradable(&mut tx, j).map_err(fail)?;
+        }
         tx.batch_execute(MIGRATIONS[v as usize])
             .map_err(|e| j.db(&format!("migrate schema {v} to {}", v + 1), &e))?;
+        if v == 2 {
+            if let Some(key) = &j.options.journal_key {
+                upgrade_rows(&mut tx, j, key).map_err(fail)?;
+            }
+        }
         tx.execute(
             "UPDATE payidem_schema SET version = $1",
             &[&i32::try_from(v + 1).unwrap_or(i32::MAX)],
         )
         .map_err(|e| j.db("record the schema version", &e))?;
     }
+    let found = seal_record(&mut tx).map_err(|e| j.db("read the seal", &e))?;
+    let rows: bool = tx
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM payidem_operations) \
+             OR EXISTS (SELECT 1 FROM payidem_reconciliations)",
+            &[],
+        )
+        .map_err(|e| j.db("read the seal", &e))?
+        .get(0);
+    let decided = RowAuth::decide(j.options.journal_key.as_ref(), found, rows)
+        .map_err(|why| j.refused(why))?;
+    if let Some(seal) = &decided.create {
+        write_seal(&mut tx, seal).map_err(|e| j.db("write the seal", &e))?;
+    }
     tx.commit().map_err(|e| j.db("commit the migration", &e))?;
-    Ok((from > 0 && from < POSTGRES_SCHEMA_VERSION).then_some(from))
+    Ok((
+        (from > 0 && from < POSTGRES_SCHEMA_VERSION).then_some(from),
+        decided.auth,
+    ))
+}
+
+/// The seal record, if the journal has one.
+pub(super) fn seal_record(
+    client: &mut impl postgres::GenericClient,
+) -> std::result::Result<Option<SealRecord>, postgres::Error> {
+    Ok(client
+        .query_opt(
+            "SELECT journal_id, seal, purged_before, purge_mac FROM payidem_seal WHERE id = 1",
+            &[],
+        )?
+        .map(|row| SealRecord {
+            journal_id: row.get(0),
+            seal: row.get(1),
+            purged_before: u64::try_from(row.get::<_, i64>(2)).unwrap_or(u64::MAX),
+            purge_mac: row.get(3),
+        }))
+}
+
+fn write_seal(
+    client: &mut impl postgres::GenericClient,
+    seal: &SealRecord,
+) -> std::result::Result<(), postgres::Error> {
+    client.execute(
+        "INSERT INTO payidem_seal (id, journal_id, seal, purged_before, purge_mac) \
+         VALUES (1, $1, $2, 0, $3)",
+        &[&seal.journal_id, &seal.seal, &seal.purge_mac],
+    )?;
+    Ok(())
+}
+
+/// Refuses to upgrade a schema 2 journal whose rows carry MACs without the
+/// key, and, with the key, one whose rows do not all carry a valid schema
+/// 2 MAC.
+fn check_upgradable(
+    tx: &mut postgres::Transaction<'_>,
+    j: &PostgresJournal,
+) -> std::result::Result<(), Fail> {
+    let rows = tx.query(
+        &format!("SELECT {COLUMNS_V2} FROM payidem_operations FOR UPDATE"),
+        &[],
+    )?;
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let Some(key) = &j.options.journal_key else {
+        if rows
+            .iter()
+            .any(|r| r.get::<_, Option<String>>(18).is_some())
+        {
+            return Err(j
+                .refused(
+                    "schema 2 journals are upgraded by a handle with the journal key (it \
+                     authenticates every row anew): connect once with a client, or give the \
+                     API secret or the journal key; left untouched",
+                )
+                .into());
+        }
+        return Ok(());
+    };
+    let mut bad = Vec::new();
+    for row in &rows {
+        let stored = read_row(j.target(), row, false)?;
+        let mac: Option<String> = row.get(18);
+        if !key.legacy_row_mac_matches(&stored.record.operation, mac.as_deref()) {
+            bad.push(format!("{:?}", stored.record.operation.order_id));
+        }
+    }
+    if bad.is_empty() {
+        return Ok(());
+    }
+    Err(j
+        .refused(format!(
+            "cannot upgrade to schema {POSTGRES_SCHEMA_VERSION}: the rows of order ids {} carry \
+             no valid integrity MAC (injected or altered, or written under another key), so \
+             they cannot be authenticated anew; left untouched. Check them with the previous \
+             payidem version (`payidem journal check`) and reconcile or remove them",
+            bad.join(", ")
+        ))
+        .into())
+}
+
+/// Seals an upgraded schema 2 journal and writes both MACs of every row,
+/// made for the handle's scope.
+fn upgrade_rows(
+    tx: &mut postgres::Transaction<'_>,
+    j: &PostgresJournal,
+    key: &JournalKey,
+) -> std::result::Result<(), Fail> {
+    let seal = SealRecord::new(key);
+    write_seal(tx, &seal)?;
+    let auth = RowAuth::Keyed {
+        key: key.clone(),
+        journal_id: seal.journal_id,
+        purged_before: 0,
+    };
+    let scope = j.options.scope.as_ref();
+    let rows = tx.query(&format!("SELECT {COLUMNS_V2} FROM payidem_operations"), &[])?;
+    for row in &rows {
+        let stored = read_row(j.target(), row, false)?;
+        let (row_mac, state_mac) = auth.macs(scope, &stored.record)?;
+        tx.execute(
+            "UPDATE payidem_operations SET platform = $2, key_id = $3, row_mac = $4, \
+             state_mac = $5 WHERE order_id = $1",
+            &[
+                &stored.record.operation.order_id,
+                &scope.map(|s| &s.platform),
+                &scope.map(|s| &s.key_id),
+                &row_mac,
+                &state_mac,
+            ],
+        )?;
+    }
+    Ok(())
 }

@@ -9,13 +9,12 @@
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
 
-use super::Context;
+use super::{Context, RawRow};
 use crate::error::Result;
-use crate::journal::JournalKey;
-use crate::operation::FrozenOperation;
+use crate::journal::{JournalKey, JournalScope, RowAuth, SealRecord};
 
 /// The schema version this build writes and reads.
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// `MIGRATIONS[v]` takes a file from version `v` to `v + 1`; each step runs
 /// inside the transaction that records the new version.
@@ -71,12 +70,22 @@ const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [
         measured_at INTEGER NOT NULL
     );
     DROP INDEX IF EXISTS operations_by_state_updated;",
+    // 3 → 4: the seal (the journal's id and the MAC that ties it to its
+    // key, with the purge horizon), and each operation's platform, key id
+    // and state MAC. Rows of schema 3 are re-authenticated by `upgrade_rows`
+    // in the same transaction (with the key) or the migration is refused.
+    "CREATE TABLE seal (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        journal_id TEXT NOT NULL,
+        seal TEXT NOT NULL,
+        purged_before INTEGER NOT NULL,
+        purge_mac TEXT NOT NULL
+    );
+    ALTER TABLE operations ADD COLUMN platform TEXT;
+    ALTER TABLE operations ADD COLUMN key_id TEXT;
+    ALTER TABLE operations ADD COLUMN state_mac TEXT;
+    DELETE FROM meta WHERE key = 'rows_sealed';",
 ];
-
-/// The `meta` key recording that a handle with the journal key sealed the
-/// rows that had no MAC (its value: how many it sealed). From then on a
-/// row without a MAC is refused.
-const SEALED: &str = "rows_sealed";
 
 /// What a file holds.
 enum Found {
@@ -129,7 +138,18 @@ fn refusal(found: &Found) -> Option<String> {
 /// Brings the file at `conn` to [`SCHEMA_VERSION`] in WAL mode, or refuses it
 /// unchanged. Returns the version it migrated from, if it migrated a journal
 /// (a new, empty file is not counted).
-pub(super) fn prepare(conn: &mut Connection, ctx: &Context) -> Result<Option<u32>> {
+///
+/// Then decides how the handle authenticates rows ([`RowAuth::decide`]),
+/// in the same transaction: a new journal opened with `key` is sealed; a
+/// schema 3 journal is upgraded only with `key`, every row of it carrying
+/// a valid schema 3 MAC (re-authenticated for `scope`), and refused
+/// unchanged otherwise.
+pub(super) fn prepare(
+    conn: &mut Connection,
+    ctx: &Context,
+    key: Option<&JournalKey>,
+    scope: Option<&JournalScope>,
+) -> Result<(Option<u32>, RowAuth)> {
     // Read-only look first: a newer or foreign file is refused before the
     // journal-mode switch below writes to its header.
     let found = inspect(conn).map_err(|e| ctx.db("read the schema", e))?;
@@ -156,8 +176,16 @@ pub(super) fn prepare(conn: &mut Connection, ctx: &Context) -> Result<Option<u32
         _ => 0,
     };
     for version in from..SCHEMA_VERSION {
+        if version == 3 {
+            check_upgradable(&tx, ctx, key)?;
+        }
         tx.execute_batch(MIGRATIONS[version as usize])
             .map_err(|e| ctx.db(&format!("migrate schema {version} to {}", version + 1), e))?;
+        if version == 3 {
+            if let Some(key) = key {
+                upgrade_rows(&tx, ctx, key, scope)?;
+            }
+        }
         tx.execute(
             "INSERT INTO meta (key, value) VALUES ('schema_version', ?1)
              ON CONFLICT (key) DO UPDATE SET value = excluded.value",
@@ -165,92 +193,161 @@ pub(super) fn prepare(conn: &mut Connection, ctx: &Context) -> Result<Option<u32
         )
         .map_err(|e| ctx.db("record the schema version", e))?;
     }
+    let auth = decide(&tx, ctx, key)?;
     tx.commit().map_err(|e| ctx.db("commit the migration", e))?;
-    Ok(match found {
+    let migrated = match found {
         Found::Journal(v) if v < SCHEMA_VERSION => Some(v),
         _ => None,
-    })
+    };
+    Ok((migrated, auth))
 }
 
-/// Whether the file was sealed (see [`seal`]).
-pub(super) fn sealed(conn: &Connection) -> rusqlite::Result<bool> {
+/// The seal record, if the journal has one.
+pub(super) fn seal_record(conn: &Connection) -> rusqlite::Result<Option<SealRecord>> {
     conn.query_row(
-        "SELECT EXISTS (SELECT 1 FROM meta WHERE key = ?1)",
-        [SEALED],
+        "SELECT journal_id, seal, purged_before, purge_mac FROM seal WHERE id = 1",
+        [],
+        |row| {
+            Ok(SealRecord {
+                journal_id: row.get(0)?,
+                seal: row.get(1)?,
+                purged_before: u64::try_from(row.get::<_, i64>(2)?).unwrap_or(u64::MAX),
+                purge_mac: row.get(3)?,
+            })
+        },
+    )
+    .optional()
+}
+
+/// Whether the journal holds any operation or reconciliation.
+fn holds_rows(conn: &Connection) -> rusqlite::Result<bool> {
+    conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM operations) OR EXISTS (SELECT 1 FROM reconciliations)",
+        [],
         |row| row.get(0),
     )
 }
 
-/// [`SqliteJournal::seal`](super::SqliteJournal::seal): the first call
-/// (no `rows_sealed` in `meta`) writes the MAC of every row that
-/// has none (rows written before the schema had MACs, or by handles
-/// without the key before any keyed handle opened the file) and records
-/// `rows_sealed`, in one transaction. Rows whose body does not match its
-/// SHA-256 are left unsealed (and so refused). If some row already
-/// carries a MAC although `rows_sealed` is missing, the marker was
-/// removed: nothing is sealed, the marker is recorded again, and rows
-/// without a MAC stay refused. Returns how many rows it sealed.
-pub(super) fn seal(conn: &mut Connection, ctx: &Context, key: &JournalKey) -> Result<usize> {
-    let tx = conn
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(|e| ctx.db("lock to seal the rows", e))?;
-    let sealed: Option<i64> = tx
-        .query_row("SELECT value FROM meta WHERE key = ?1", [SEALED], |row| {
-            row.get(0)
-        })
-        .optional()
-        .map_err(|e| ctx.db("read the seal", e))?;
-    if sealed.is_some() {
-        return Ok(0);
-    }
-    let any_mac: bool = tx
-        .query_row(
-            "SELECT EXISTS (SELECT 1 FROM operations WHERE row_mac IS NOT NULL)",
-            [],
-            |row| row.get(0),
+/// [`RowAuth::decide`] on the journal at `conn` (at [`SCHEMA_VERSION`]),
+/// writing the seal of a new keyed journal.
+pub(super) fn decide(
+    conn: &Connection,
+    ctx: &Context,
+    key: Option<&JournalKey>,
+) -> Result<RowAuth> {
+    let found = seal_record(conn).map_err(|e| ctx.db("read the seal", e))?;
+    let rows = holds_rows(conn).map_err(|e| ctx.db("read the seal", e))?;
+    let decided = RowAuth::decide(key, found, rows).map_err(|why| ctx.refused(why))?;
+    if let Some(seal) = decided.create {
+        conn.execute(
+            "INSERT INTO seal (id, journal_id, seal, purged_before, purge_mac) VALUES (1, ?1, ?2, ?3, ?4)",
+            rusqlite::params![seal.journal_id, seal.seal, 0i64, seal.purge_mac],
         )
-        .map_err(|e| ctx.db("read the seal", e))?;
-    let mut count = 0usize;
-    if !any_mac {
-        let rows = tx
-            .prepare(
-                "SELECT order_id, idempotency_key, method, path, body, body_sha256, status_path
-                 FROM operations WHERE row_mac IS NULL",
+        .map_err(|e| ctx.db("write the seal", e))?;
+    }
+    Ok(decided.auth)
+}
+
+/// Refuses to upgrade a schema 3 journal whose rows carry MACs without the
+/// key (their MACs could not be written anew), and, with the key, one whose
+/// rows do not all carry a valid schema 3 MAC.
+fn check_upgradable(tx: &Connection, ctx: &Context, key: Option<&JournalKey>) -> Result<()> {
+    let rows = holds_rows(tx).map_err(|e| ctx.db("read the rows to upgrade", e))?;
+    if !rows {
+        return Ok(());
+    }
+    let Some(key) = key else {
+        let any_mac: bool = tx
+            .query_row(
+                "SELECT EXISTS (SELECT 1 FROM operations WHERE row_mac IS NOT NULL)",
+                [],
+                |row| row.get(0),
             )
-            .and_then(|mut stmt| {
-                stmt.query_map([], |row| {
-                    Ok(FrozenOperation {
-                        order_id: row.get(0)?,
-                        idempotency_key: row.get(1)?,
-                        method: row.get(2)?,
-                        path: row.get(3)?,
-                        body: row.get(4)?,
-                        body_sha256: row.get(5)?,
-                        status_path: row.get(6)?,
-                    })
-                })?
-                .collect::<rusqlite::Result<Vec<FrozenOperation>>>()
-            })
-            .map_err(|e| ctx.db("read the rows to seal", e))?;
-        for op in rows {
-            if crate::protocol::body_sha256_hex(&op.body) != op.body_sha256 {
-                continue;
-            }
-            tx.execute(
-                "UPDATE operations SET row_mac = ?2 WHERE order_id = ?1",
-                rusqlite::params![op.order_id, key.row_mac(&op)],
-            )
-            .map_err(|e| ctx.db("seal the rows", e))?;
-            count += 1;
+            .map_err(|e| ctx.db("read the rows to upgrade", e))?;
+        if any_mac {
+            return Err(ctx.refused(
+                "schema 3 journals are upgraded by a handle with the journal key (it \
+                 authenticates every row anew): open it once with a client, or give the API \
+                 secret or the journal key; left untouched",
+            ));
+        }
+        return Ok(());
+    };
+    let mut stmt = tx
+        .prepare(&format!("SELECT {} FROM operations", super::COLUMNS_V3))
+        .map_err(|e| ctx.db("read the rows to upgrade", e))?;
+    let raws = stmt
+        .query_map([], RawRow::read_v3)
+        .and_then(|rows| rows.collect::<rusqlite::Result<Vec<RawRow>>>())
+        .map_err(|e| ctx.db("read the rows to upgrade", e))?;
+    let mut bad = Vec::new();
+    for raw in raws {
+        let mac = raw.row_mac.clone();
+        match raw.check(ctx) {
+            Ok(stored) if key.legacy_row_mac_matches(&stored.record.operation, mac.as_deref()) => {}
+            Ok(stored) => bad.push(format!("{:?}", stored.record.operation.order_id)),
+            Err(e) => return Err(e),
         }
     }
+    if bad.is_empty() {
+        return Ok(());
+    }
+    Err(ctx.refused(format!(
+        "cannot upgrade to schema {SCHEMA_VERSION}: the rows of order ids {} carry no valid \
+         integrity MAC (injected or altered, or written under another key), so they cannot be \
+         authenticated anew; left untouched. Check them with the previous payidem version \
+         (`payidem journal check`) and reconcile or remove them",
+        bad.join(", ")
+    )))
+}
+
+/// Writes both schema 4 MACs of every row of an upgraded schema 3 journal
+/// (each checked by [`check_upgradable`]), made for `scope`.
+fn upgrade_rows(
+    tx: &Connection,
+    ctx: &Context,
+    key: &JournalKey,
+    scope: Option<&JournalScope>,
+) -> Result<()> {
+    let found = seal_record(tx).map_err(|e| ctx.db("read the seal", e))?;
+    if found.is_some() {
+        return Ok(());
+    }
+    let seal = SealRecord::new(key);
     tx.execute(
-        "INSERT INTO meta (key, value) VALUES (?1, ?2)",
-        rusqlite::params![SEALED, i64::try_from(count).unwrap_or(i64::MAX)],
+        "INSERT INTO seal (id, journal_id, seal, purged_before, purge_mac) VALUES (1, ?1, ?2, 0, ?3)",
+        rusqlite::params![seal.journal_id, seal.seal, seal.purge_mac],
     )
-    .map_err(|e| ctx.db("record the seal", e))?;
-    tx.commit().map_err(|e| ctx.db("commit the seal", e))?;
-    Ok(count)
+    .map_err(|e| ctx.db("write the seal", e))?;
+    let auth = RowAuth::Keyed {
+        key: key.clone(),
+        journal_id: seal.journal_id,
+        purged_before: 0,
+    };
+    let mut stmt = tx
+        .prepare(&format!("SELECT {} FROM operations", super::COLUMNS_V3))
+        .map_err(|e| ctx.db("read the rows to upgrade", e))?;
+    let raws = stmt
+        .query_map([], RawRow::read_v3)
+        .and_then(|rows| rows.collect::<rusqlite::Result<Vec<RawRow>>>())
+        .map_err(|e| ctx.db("read the rows to upgrade", e))?;
+    for raw in raws {
+        let stored = raw.check(ctx)?;
+        let (row_mac, state_mac) = auth.macs(scope, &stored.record)?;
+        tx.execute(
+            "UPDATE operations SET platform = ?2, key_id = ?3, row_mac = ?4, state_mac = ?5
+             WHERE order_id = ?1",
+            rusqlite::params![
+                stored.record.operation.order_id,
+                scope.map(|s| &s.platform),
+                scope.map(|s| &s.key_id),
+                row_mac,
+                state_mac
+            ],
+        )
+        .map_err(|e| ctx.db("upgrade the rows", e))?;
+    }
+    Ok(())
 }
 
 /// The schema version the file at `conn` carries (0 when it has none).

@@ -235,10 +235,24 @@ pub fn run(command: JournalCommand, json: bool) -> Done {
             journal,
             secret_file,
             key,
-        } => check(
-            &open_keyed(&journal, key_of(secret_file, &key)?, true)?,
-            json,
-        ),
+        } => {
+            let key = key_of(secret_file, &key)?;
+            let keyed = key.is_some();
+            match open_keyed(&journal, key, true) {
+                Ok(opened) => check(&opened, json),
+                // The key did not open the journal (another key, no seal,
+                // a seal record altered): that is what the check found.
+                Err(refused) if keyed && refused.code == Some("journal_error") => {
+                    if json {
+                        out_json(&json!({"ok": false, "problems": [refused.message]}));
+                    } else {
+                        out(&format!("problem: {}\nNOT OK\n", refused.message));
+                    }
+                    Ok(Exit::Unsound)
+                }
+                Err(other) => Err(other),
+            }
+        }
     }
 }
 

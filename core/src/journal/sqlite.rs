@@ -491,8 +491,9 @@ impl SqliteJournal {
     }
 
     /// [`SqliteJournal::open`] with [`SqliteJournalOptions::read_only`].
-    /// A file in WAL mode whose `-shm` file is missing and cannot be
-    /// created (a read-only directory) is read as immutable.
+    /// A file without a `-wal` file beside it (closed by its last writer, a
+    /// copy, a read-only mount), or whose `-shm` file cannot be created, is
+    /// read as immutable: nothing is created beside it.
     fn open_read_only(
         path: &Path,
         ctx: Context,
@@ -502,8 +503,16 @@ impl SqliteJournal {
             return Err(ctx.refused("no journal file there (read-only: nothing is created)"));
         }
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let plain = Connection::open_with_flags(path, flags)
-            .and_then(|db| schema::version(&db).map(|v| (db, v)));
+        // Without a WAL file nobody has the journal open for writing (the
+        // last connection removes it): read it as immutable, which creates
+        // no -wal or -shm file. Otherwise read it through the live WAL.
+        let wal_exists = Path::new(&format!("{}-wal", path.display())).exists();
+        let plain = if wal_exists {
+            Connection::open_with_flags(path, flags)
+                .and_then(|db| schema::version(&db).map(|v| (db, v)))
+        } else {
+            Err(rusqlite::Error::InvalidQuery)
+        };
         let (db, version) = match plain {
             Ok(found) => found,
             Err(_) => {

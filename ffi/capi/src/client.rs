@@ -2,7 +2,7 @@
 
 use std::ffi::{c_char, c_int, c_void, CString};
 use std::ptr;
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use payidem::client::AttemptEvent;
@@ -11,7 +11,9 @@ use payidem::operation::{AttemptKind, NextAction};
 use payidem::{CallOptions, Client, OperationSpec};
 
 use crate::boundary::{guard, guard_value};
+use crate::callback::CallbackCell;
 use crate::error::{payidem_error, FfiError};
+use crate::events::JsonCallback;
 use crate::options;
 use crate::outcome::{payidem_order_list, payidem_outcome};
 use crate::result::payidem_result;
@@ -25,7 +27,20 @@ use crate::text::{bytes, c_string, handle, opt_str, out, req_str};
 /// same operation at once; the second gets `PAYIDEM_OPERATION_BUSY`.
 pub struct payidem_client {
     pub(crate) inner: Client,
-    callback: Arc<RwLock<Option<EventCallback>>>,
+    /// The attempt callback; the client's hook reads it.
+    pub(crate) callback: Arc<CallbackCell<EventCallback>>,
+    /// The JSON event callback; the client's listener reads it.
+    pub(crate) json_callback: Arc<CallbackCell<JsonCallback>>,
+}
+
+impl Drop for payidem_client {
+    /// Closes both callbacks before the client goes: a call that outlives
+    /// the client (`payidem_call`) then calls neither, and a callback
+    /// running on another thread has returned before the free returns.
+    fn drop(&mut self) {
+        self.callback.close();
+        self.json_callback.close();
+    }
 }
 
 /// The kind of an attempt.
@@ -132,12 +147,14 @@ pub struct payidem_attempt_event {
 /// library aborts the process ("Rust cannot catch foreign exceptions");
 /// it cannot be caught by the caller of `payidem_client_execute`. A
 /// `longjmp` skips the library's frames and is undefined behaviour; in
-/// practice the client's callback lock stays held for good
-/// (`payidem_client_set_event_callback` on that client then blocks
-/// forever, and so may every later attempt of it), the operation's journal
-/// lease is kept until it expires (retry deadline + request timeout + 30 s,
-/// about 120 s by default; meanwhile its order id answers
-/// `PAYIDEM_OPERATION_BUSY`), and the call's memory leaks.
+/// practice the library still counts that callback as running, so
+/// `payidem_client_set_event_callback` and `payidem_client_free` on that
+/// client (from a thread that is not inside a callback) then wait forever
+/// (other threads' attempts and calls go on: no lock is held while the
+/// callback runs), the operation's journal lease is kept until it expires
+/// (retry deadline + request timeout + 30 s, about 120 s by default;
+/// meanwhile its order id answers `PAYIDEM_OPERATION_BUSY`), and the
+/// call's memory leaks.
 pub type payidem_event_callback =
     Option<unsafe extern "C" fn(userdata: *mut c_void, event: *const payidem_attempt_event)>;
 
@@ -155,7 +172,7 @@ pub type payidem_event_callback =
 pub type payidem_cancel_callback = Option<unsafe extern "C" fn(userdata: *mut c_void) -> c_int>;
 
 #[derive(Clone, Copy)]
-struct EventCallback {
+pub(crate) struct EventCallback {
     function: unsafe extern "C" fn(*mut c_void, *const payidem_attempt_event),
     userdata: *mut c_void,
 }
@@ -165,9 +182,12 @@ struct EventCallback {
 unsafe impl Send for EventCallback {}
 unsafe impl Sync for EventCallback {}
 
-fn deliver(callback: &RwLock<Option<EventCallback>>, event: &AttemptEvent) {
-    let guard = callback.read().unwrap_or_else(PoisonError::into_inner);
-    let Some(cb) = *guard else { return };
+fn deliver(callback: &CallbackCell<EventCallback>, event: &AttemptEvent) {
+    // No lock is held from here on: the cell counts the delivery instead.
+    let Some(delivery) = callback.enter() else {
+        return;
+    };
+    let cb = delivery.callback();
     let order_id = c_string(event.order_id.as_str());
     let key = c_string(event.idempotency_key.as_str());
     let error_code = event.error_code.as_deref().map(c_string);
@@ -199,8 +219,11 @@ fn deliver(callback: &RwLock<Option<EventCallback>>, event: &AttemptEvent) {
         error_code: error_code.as_ref().map_or(ptr::null(), |c| c.as_ptr()),
         transport_error: transport_error.as_ref().map_or(ptr::null(), |c| c.as_ptr()),
     };
-    // SAFETY: the caller registered a valid callback for this userdata.
+    // SAFETY: the caller registered a valid callback for this userdata,
+    // and the registration is not replaced nor the client freed before
+    // `delivery` is dropped (both wait for it).
     unsafe { (cb.function)(cb.userdata, &c_event) };
+    drop(delivery);
 }
 
 /// Creates a client from `options_json`, a JSON object, and the key's
@@ -279,14 +302,22 @@ pub unsafe extern "C" fn payidem_client_new(
         let secret = bytes(secret, secret_len, "secret")?;
         let slot = out(client_out, "client_out")?;
         let config = options::parse(json)?;
-        let callback: Arc<RwLock<Option<EventCallback>>> = Arc::new(RwLock::new(None));
-        let hook_target = Arc::clone(&callback);
+        let callback = Arc::new(CallbackCell::new());
+        let json_callback = Arc::new(CallbackCell::new());
+        let (hook_target, listener_target) = (Arc::clone(&callback), Arc::clone(&json_callback));
         let inner = Client::new(config, secret)
             .map_err(|e| FfiError::from(e).rename_field(options::option_of_field))?
             .with_event_hook(Arc::new(move |event: &AttemptEvent| {
                 deliver(&hook_target, event)
+            }))
+            .with_event_listener(Arc::new(move |event: &payidem::client::Event| {
+                crate::events::deliver(&listener_target, event)
             }));
-        slot.write(Box::into_raw(Box::new(payidem_client { inner, callback })));
+        slot.write(Box::into_raw(Box::new(payidem_client {
+            inner,
+            callback,
+            json_callback,
+        })));
         Ok(())
     })
 }
@@ -295,22 +326,28 @@ pub unsafe extern "C" fn payidem_client_new(
 /// every attempt's event, with `userdata` as its first argument. It runs on
 /// whichever thread made the attempt, so it and `userdata` must be safe to
 /// use from every thread calling the client. Once this function returns, no
-/// call of the previous callback is running or will start. The callback
-/// runs under a lock that this function takes exclusively, so it must not
-/// call `payidem_client_set_event_callback`, nor start a call that makes
-/// attempts on the same client (`payidem_client_execute`,
-/// `payidem_client_resume` and their `_with_deadline` forms): either can
-/// deadlock. It may call any other function. That lock (one per client,
-/// guarding only the callback) is the only one the library holds while
-/// calling out: no journal, retry-budget or connection lock is held during
-/// the event callback or the cancel hook. The callback must return
-/// normally (see `payidem_event_callback`).
+/// call of the previous callback is running or will start, except when this
+/// function is called from inside a payidem callback (on any client): it
+/// then returns without waiting, since that callback itself may be one of
+/// the calls it would wait for.
 ///
-/// Ownership: `userdata` stays the caller's; it must outlive its
-/// registration.
+/// The library holds no lock while it calls the callback (nor the JSON
+/// event callback, nor the cancel hook): the callback may call any function
+/// on the same client, this one and `payidem_client_execute` included, and
+/// a slow callback delays only the thread it runs on (and a
+/// `payidem_client_set_event_callback` or `payidem_client_free` waiting for
+/// it). After `payidem_client_free` the callback is never called again,
+/// not even by a `payidem_call` that outlives the client. The callback
+/// must return normally (see `payidem_event_callback`).
+///
+/// Ownership: `userdata` stays the caller's; it must stay valid until the
+/// callback is replaced or removed, or the client freed (each of which
+/// waits for running calls of it, as above).
 /// NULL: `client` must not be NULL (nothing happens); `callback` and
 /// `userdata` may be NULL.
-/// Threads: safe at any time; it waits for a running callback to return.
+/// Threads: safe at any time; it waits for running calls of the previous
+/// callback to return (unless called from inside a callback), never for
+/// calls of the new one.
 /// Errors: none.
 #[no_mangle]
 pub unsafe extern "C" fn payidem_client_set_event_callback(
@@ -320,11 +357,7 @@ pub unsafe extern "C" fn payidem_client_set_event_callback(
 ) {
     guard_value((), || {
         if let Some(client) = client.as_ref() {
-            *client
-                .callback
-                .write()
-                .unwrap_or_else(PoisonError::into_inner) =
-                callback.map(|function| EventCallback { function, userdata });
+            (client.callback).set(callback.map(|function| EventCallback { function, userdata }));
         }
     })
 }
@@ -659,14 +692,20 @@ pub unsafe extern "C" fn payidem_client_list_unknown(
     })
 }
 
-/// Frees a client, closing its journal and wiping its secret.
+/// Frees a client, closing its journal and wiping its secret. Its event
+/// callback and JSON event callback are removed first: once this returns,
+/// neither is running (unless this is called from inside a payidem
+/// callback, when it does not wait) nor ever called again, also by a
+/// `payidem_call` of this client that is still unfinished, so their
+/// userdata may be freed.
 ///
 /// Ownership: takes `client`.
 /// NULL: `client` may be NULL (nothing happens).
 /// Anything else must be a live handle of this type from this library:
 /// freeing it twice, using it after this call, or passing a handle of
 /// another type is undefined behaviour, and is not detected.
-/// Threads: no call on `client` may be running or start.
+/// Threads: no call on `client` may be running or start (a `payidem_call`
+/// it began may go on, on any thread).
 /// Errors: none.
 #[no_mangle]
 pub unsafe extern "C" fn payidem_client_free(client: *mut payidem_client) {

@@ -1,14 +1,13 @@
 //! The log-level policy and the client's call-level events (call ends,
 //! journal failures) as JSON.
 
-use std::collections::HashMap;
 use std::ffi::{c_char, c_void};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 
 use payidem::client::{attempt_level, Event, LogLevel};
 use payidem::operation::NextAction;
 
 use crate::boundary::guard_value;
+use crate::callback::CallbackCell;
 use crate::client::{payidem_attempt_event, payidem_client, payidem_next_action};
 use crate::text::c_string;
 
@@ -95,7 +94,7 @@ pub type payidem_event_json_callback =
     Option<unsafe extern "C" fn(userdata: *mut c_void, event_json: *const c_char)>;
 
 #[derive(Clone, Copy)]
-struct JsonCallback {
+pub(crate) struct JsonCallback {
     function: unsafe extern "C" fn(*mut c_void, *const c_char),
     userdata: *mut c_void,
 }
@@ -105,15 +104,6 @@ struct JsonCallback {
 unsafe impl Send for JsonCallback {}
 unsafe impl Sync for JsonCallback {}
 
-type Slot = Arc<RwLock<Option<JsonCallback>>>;
-
-/// The slot each client's current listener reads, by client address, so
-/// that replacing a listener waits for the previous one's running calls.
-fn slots() -> &'static Mutex<HashMap<usize, Slot>> {
-    static SLOTS: OnceLock<Mutex<HashMap<usize, Slot>>> = OnceLock::new();
-    SLOTS.get_or_init(Default::default)
-}
-
 /// Sets (or, with `callback` NULL, removes) the function that receives
 /// every event of the client as JSON: each attempt (the same attempts
 /// `payidem_client_set_event_callback` receives), each call's end (order
@@ -121,15 +111,20 @@ fn slots() -> &'static Mutex<HashMap<usize, Slot>> {
 /// secret) and each failed journal write. It runs on whichever thread
 /// caused the event, so it and `userdata` must be safe to use from every
 /// thread calling the client. Once this function returns, no call of the
-/// previous callback is running or will start. The callback must not call
-/// this function nor start a call on the same client (either can
-/// deadlock); it may call any other function.
+/// previous callback is running or will start, except when this function
+/// is called from inside a payidem callback (it then returns without
+/// waiting). No lock is held while the callback runs: it may call any
+/// function on the same client, this one included. After
+/// `payidem_client_free` it is never called again, not even by a
+/// `payidem_call` that outlives the client.
 ///
-/// Ownership: `userdata` stays the caller's; it must outlive its
-/// registration.
+/// Ownership: `userdata` stays the caller's; it must stay valid until the
+/// callback is replaced or removed, or the client freed (each of which
+/// waits for running calls of it).
 /// NULL: `client` must not be NULL (nothing happens); `callback` and
 /// `userdata` may be NULL.
-/// Threads: safe at any time; it waits for a running callback to return.
+/// Threads: safe at any time; it waits for running calls of the previous
+/// callback to return (unless called from inside a callback).
 /// Errors: none.
 #[no_mangle]
 pub unsafe extern "C" fn payidem_client_set_event_json_callback(
@@ -138,29 +133,23 @@ pub unsafe extern "C" fn payidem_client_set_event_json_callback(
     userdata: *mut c_void,
 ) {
     guard_value((), || {
-        let Some(client) = client.as_ref() else {
-            return;
-        };
-        let mut slots = slots().lock().unwrap_or_else(PoisonError::into_inner);
-        // A slot left by a freed client at the same address is reused
-        // harmlessly: the listener is installed on this client every time.
-        let slot = Arc::clone(
-            slots
-                .entry(client as *const payidem_client as usize)
-                .or_default(),
-        );
-        drop(slots);
-        let target = Arc::clone(&slot);
-        (client.inner).set_event_listener(Some(Arc::new(move |e: &Event| deliver(&target, e))));
-        *slot.write().unwrap_or_else(PoisonError::into_inner) =
-            callback.map(|function| JsonCallback { function, userdata });
+        if let Some(client) = client.as_ref() {
+            (client.json_callback)
+                .set(callback.map(|function| JsonCallback { function, userdata }));
+        }
     })
 }
 
-fn deliver(slot: &RwLock<Option<JsonCallback>>, event: &Event) {
-    let guard = slot.read().unwrap_or_else(PoisonError::into_inner);
-    let Some(cb) = *guard else { return };
+/// Hands `event` to the client's JSON callback, if one is registered (the
+/// client's event listener, installed by `payidem_client_new`).
+pub(crate) fn deliver(cell: &CallbackCell<JsonCallback>, event: &Event) {
+    // No lock is held from here on: the cell counts the delivery instead.
+    let Some(delivery) = cell.enter() else { return };
+    let cb = delivery.callback();
     let json = c_string(event.to_json());
-    // SAFETY: the caller registered a valid callback for this userdata.
+    // SAFETY: the caller registered a valid callback for this userdata,
+    // and the registration is not replaced nor the client freed before
+    // `delivery` is dropped (both wait for it).
     unsafe { (cb.function)(cb.userdata, json.as_ptr()) };
+    drop(delivery);
 }

@@ -17,6 +17,9 @@
 
 mod boundary;
 pub mod call;
+mod callback;
+#[cfg(test)]
+mod callback_tests;
 pub mod client;
 pub mod error;
 pub mod events;

@@ -5,7 +5,10 @@
  * mock's oracle (/_mock/stats, /metrics) counted; the JSON
  * event callback delivers call ends; the log level of every attempt given
  * by payidem_attempt_event_level equals the level the core wrote in the
- * same attempt's JSON event; a verifier counts its verdicts.
+ * same attempt's JSON event; a verifier counts its verdicts; a call that
+ * outlives its client (driven here over a socket) fires none of the freed
+ * client's callbacks, whose userdata is freed, and a new client inherits
+ * none of them.
  *
  * Needs PAYIDEM_MOCK (default target/release/payidem-mock) and cJSON.
  */
@@ -146,6 +149,203 @@ static char *metrics_of(payidem_client *client, payidem_metrics_format format) {
     buf = malloc(len + 1);
     EXPECT_OK(payidem_client_metrics(client, (uint32_t)format, buf, len + 1, &len, &err), err);
     return buf;
+}
+
+/* Sends the SEND step `step` to the mock on 127.0.0.1:`port` and reports
+ * what came back to `call` (a response, or nothing sent / no response).
+ * Returns 0 when a response came. */
+static int send_step(int port, const payidem_step *step, payidem_call *call) {
+    struct sockaddr_in addr;
+    size_t cap = 1 << 16, len = 0, i, body_len = 0, head_len;
+    size_t count = payidem_step_header_count(step);
+    const uint8_t *body = payidem_step_body(step, &body_len);
+    const char *name, *value, *answer_body = "";
+    char *head, *raw;
+    int status = 0, fd, rc = -1;
+    ssize_t n;
+    payidem_error *err = NULL;
+    head = malloc(8192);
+    raw = malloc(cap + 1);
+    fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (head == NULL || raw == NULL || fd < 0) goto out;
+    memset(&addr, 0, sizeof addr);
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons((uint16_t)port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
+        EXPECT_OK(payidem_call_report(call, PAYIDEM_ATTEMPT_NOT_SENT, 0, NULL, 0, NULL, 0,
+                                      "connect failed", &err),
+                  err);
+        goto out;
+    }
+    head_len = (size_t)snprintf(head, 8192, "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n",
+                                payidem_step_method(step), payidem_step_path(step), port);
+    for (i = 0; i < count && head_len < 7000; i++) {
+        if (payidem_step_header_at(step, i, &name, &value)) {
+            head_len += (size_t)snprintf(head + head_len, 8192 - head_len, "%s: %s\r\n", name, value);
+        }
+    }
+    head_len += (size_t)snprintf(head + head_len, 8192 - head_len,
+                                 "Content-Length: %zu\r\nConnection: close\r\n\r\n", body_len);
+    if (write(fd, head, head_len) != (ssize_t)head_len ||
+        (body_len > 0 && write(fd, body, body_len) != (ssize_t)body_len)) {
+        EXPECT_OK(payidem_call_report(call, PAYIDEM_ATTEMPT_SENT_NO_RESPONSE, 0, NULL, 0, NULL, 0,
+                                      "write failed", &err),
+                  err);
+        goto out;
+    }
+    while (len < cap && (n = read(fd, raw + len, cap - len)) > 0) len += (size_t)n;
+    raw[len] = 0;
+    if (sscanf(raw, "HTTP/1.1 %d", &status) != 1 || strstr(raw, "\r\n\r\n") == NULL) {
+        EXPECT_OK(payidem_call_report(call, PAYIDEM_ATTEMPT_SENT_NO_RESPONSE, 0, NULL, 0, NULL, 0,
+                                      "no answer", &err),
+                  err);
+        goto out;
+    }
+    answer_body = strstr(raw, "\r\n\r\n") + 4;
+    EXPECT_OK(payidem_call_report(call, PAYIDEM_ATTEMPT_RESPONSE, (uint16_t)status, NULL, 0,
+                                  (const uint8_t *)answer_body, strlen(answer_body), NULL, &err),
+              err);
+    rc = 0;
+out:
+    if (fd >= 0) close(fd);
+    free(head);
+    free(raw);
+    return rc;
+}
+
+/* Set once the client below is freed; a callback that runs afterwards
+ * counts itself here before touching its (freed) userdata. */
+static int probe_client_freed;
+static int probe_calls_after_free;
+
+struct probe {
+    int attempts;
+    int json;
+};
+
+static void probe_attempt(void *userdata, const payidem_attempt_event *ev) {
+    (void)ev;
+    if (probe_client_freed) {
+        probe_calls_after_free++;
+        return;
+    }
+    ((struct probe *)userdata)->attempts++;
+}
+
+static void probe_json(void *userdata, const char *json) {
+    (void)json;
+    if (probe_client_freed) {
+        probe_calls_after_free++;
+        return;
+    }
+    ((struct probe *)userdata)->json++;
+}
+
+/* Drives `call` to its END with the mock; returns the END's name. */
+static const char *drive_call(int port, payidem_call *call, char *end_name, size_t cap) {
+    payidem_error *err = NULL;
+    int rounds;
+    end_name[0] = 0;
+    for (rounds = 0; rounds < 50; rounds++) {
+        payidem_step *step = NULL;
+        uint32_t kind;
+        EXPECT_OK(payidem_call_step(call, &step, &err), err);
+        if (step == NULL) break;
+        kind = payidem_step_kind(step);
+        if (kind == PAYIDEM_STEP_SEND) {
+            send_step(port, step, call);
+        } else if (kind == PAYIDEM_STEP_WAIT) {
+            sleep_ms((long)payidem_step_wait_ms(step));
+        } else {
+            const char *name = payidem_step_end_name(step);
+            snprintf(end_name, cap, "%s", name ? name : "(none)");
+            payidem_step_free(step);
+            break;
+        }
+        payidem_step_free(step);
+    }
+    return end_name;
+}
+
+static void test_a_freed_clients_callbacks_never_fire(void) {
+    struct mock mock;
+    struct probe *probe = malloc(sizeof *probe);
+    struct probe second = {0, 0};
+    payidem_client *client, *next;
+    payidem_call *call = NULL;
+    payidem_outcome *outcome = NULL;
+    payidem_error *err = NULL;
+    const char *body0 = "{\"order_id\":\"c-freed-0\",\"amount\":1,\"currency\":\"EUR\"}";
+    const char *body = "{\"order_id\":\"c-freed-1\",\"amount\":700,\"currency\":\"EUR\"}";
+    const char *body2 = "{\"order_id\":\"c-freed-2\",\"amount\":2,\"currency\":\"EUR\"}";
+    const char *body3 = "{\"order_id\":\"c-freed-3\",\"amount\":3,\"currency\":\"EUR\"}";
+    char end[64];
+    CHECK(probe != NULL);
+    CHECK(mock_start(&mock, NULL) == 0);
+    client = new_client(mock.base_url, "");
+    CHECK(client != NULL);
+    if (client == NULL || probe == NULL) {
+        free(probe);
+        mock_stop(&mock);
+        return;
+    }
+    probe->attempts = probe->json = 0;
+    payidem_client_set_event_callback(client, probe_attempt, probe);
+    payidem_client_set_event_json_callback(client, probe_json, probe);
+    /* Both fire while the client lives: one attempt, one call end. */
+    EXPECT_OK(payidem_client_execute(client, "c-freed-0", "POST", "/v1/payments",
+                                     (const uint8_t *)body0, strlen(body0), NULL, NULL, &outcome,
+                                     &err),
+              err);
+    payidem_outcome_free(outcome);
+    outcome = NULL;
+    CHECK(probe->attempts == 1);
+    CHECK(probe->json == 2);
+
+    /* A call begun by the client outlives it and its userdata. */
+    EXPECT_OK(payidem_client_begin(client, "c-freed-1", "POST", "/v1/payments",
+                                   (const uint8_t *)body, strlen(body), NULL, NULL, 0, &call, &err),
+              err);
+    payidem_client_free(client);
+    probe_client_freed = 1;
+    free(probe);
+    CHECK(call != NULL);
+    if (call != NULL) {
+        CHECK_STR(drive_call(mock.port, call, end, sizeof end), "succeeded");
+        payidem_call_free(call);
+    }
+    CHECK(probe_calls_after_free == 0);
+
+    /* A new client (often at the freed one's address) inherits nothing:
+     * only its own callbacks fire. */
+    next = new_client(mock.base_url, "");
+    CHECK(next != NULL);
+    if (next != NULL) {
+        EXPECT_OK(payidem_client_execute(next, "c-freed-2", "POST", "/v1/payments",
+                                         (const uint8_t *)body2, strlen(body2), NULL, NULL,
+                                         &outcome, &err),
+                  err);
+        payidem_outcome_free(outcome);
+        outcome = NULL;
+        CHECK(probe_calls_after_free == 0);
+        probe_client_freed = 0;
+        payidem_client_set_event_callback(next, probe_attempt, &second);
+        payidem_client_set_event_json_callback(next, probe_json, &second);
+        call = NULL;
+        EXPECT_OK(payidem_client_begin(next, "c-freed-3", "POST", "/v1/payments",
+                                       (const uint8_t *)body3, strlen(body3), NULL, NULL, 0, &call,
+                                       &err),
+                  err);
+        if (call != NULL) {
+            CHECK_STR(drive_call(mock.port, call, end, sizeof end), "succeeded");
+            payidem_call_free(call);
+        }
+        CHECK(second.attempts == 1);
+        CHECK(second.json == 2);
+        payidem_client_free(next);
+    }
+    mock_stop(&mock);
 }
 
 static void test_client_metrics_count_what_the_events_saw(void) {
@@ -301,5 +501,6 @@ static void test_verifier_metrics_count_verdicts(void) {
 int main(void) {
     RUN(test_client_metrics_count_what_the_events_saw);
     RUN(test_verifier_metrics_count_verdicts);
+    RUN(test_a_freed_clients_callbacks_never_fire);
     return harness_finish();
 }

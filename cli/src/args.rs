@@ -166,6 +166,11 @@ pub enum JournalCommand {
         secret_file: Option<PathBuf>,
         #[command(flatten)]
         key: JournalKeyArg,
+        /// An export taken earlier (`payidem journal export`): operations
+        /// gone or back to an earlier state since then are problems (a
+        /// journal restored from an older copy).
+        #[arg(long, value_name = "EXPORT")]
+        against: Option<PathBuf>,
     },
 }
 

@@ -235,11 +235,16 @@ pub fn run(command: JournalCommand, json: bool) -> Done {
             journal,
             secret_file,
             key,
+            against,
         } => {
+            let export = match &against {
+                Some(path) => Some(read_export(path)?),
+                None => None,
+            };
             let key = key_of(secret_file, &key)?;
             let keyed = key.is_some();
             match open_keyed(&journal, key, true) {
-                Ok(opened) => check(&opened, json),
+                Ok(opened) => check(&opened, export.as_ref(), json),
                 // The key did not open the journal (another key, no seal,
                 // a seal record altered): that is what the check found.
                 Err(refused) if keyed && refused.code == Some("journal_error") => {
@@ -425,8 +430,37 @@ fn export(j: &Opened) -> Done {
     Ok(Exit::Ok)
 }
 
-fn check(j: &Opened, json: bool) -> Done {
-    let report = j.journal.check()?;
+/// The export of `--against`, parsed; errors name the file.
+fn read_export(path: &std::path::Path) -> Result<Value, Failure> {
+    let text = std::fs::read(path).map_err(|e| {
+        Failure::new(
+            Exit::Usage,
+            format!("cannot read the export {}: {e}", path.display()),
+        )
+    })?;
+    serde_json::from_slice(&text).map_err(|e| {
+        Failure::new(
+            Exit::Usage,
+            format!("the export {} is not JSON: {e}", path.display()),
+        )
+    })
+}
+
+fn check(j: &Opened, export: Option<&Value>, json: bool) -> Done {
+    let mut report = j.journal.check()?;
+    if let Some(export) = export {
+        match j.journal.list(&OperationState::ALL) {
+            Ok(records) => report.problems.extend(
+                crate::rollback::problems(&records, export)
+                    .map_err(|why| Failure::new(Exit::Usage, format!("--against: {why}")))?,
+            ),
+            // A row failing its MAC is a problem found already.
+            Err(e) => report.problems.push(format!(
+                "--against: the operations cannot be listed: {}",
+                e.message()
+            )),
+        }
+    }
     let sound = report.is_sound();
     let now = unix_now();
     let offsets = j.journal.clock_offsets()?;

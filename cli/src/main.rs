@@ -6,6 +6,7 @@ mod args;
 mod journal;
 mod manual;
 mod render;
+mod rollback;
 mod secret;
 mod sign;
 mod stats;

@@ -597,3 +597,118 @@ fn check_names_ok(journal: &str, dir: &Path) {
         stderr(&out)
     );
 }
+
+/// A journal restored from an older copy is consistent (every MAC holds),
+/// but `check --against` an export taken since names what went back.
+#[test]
+fn check_against_an_earlier_export_finds_a_restored_older_copy() {
+    use payidem::journal::{Journal, Lease};
+    use payidem::operation::OperationState;
+    let mock = start_mock();
+    let store = Store::sqlite();
+    journal_with_history(&mock, &store);
+    let Store::Sqlite(dir) = &store else {
+        unreachable!()
+    };
+    let path = dir.path().join("journal.sqlite3");
+    let keyed = || {
+        SqliteJournal::open(
+            &path,
+            SqliteJournalOptions {
+                journal_key: Some(JournalKey::derive_from_secret(DEFAULT_SECRET.as_bytes())),
+                ..SqliteJournalOptions::default()
+            },
+        )
+        .unwrap()
+    };
+    let lease = Lease {
+        owner: "seeder".into(),
+        expires_at: common::now() + 60,
+    };
+    let frozen = client(&mock, &store)
+        .unwrap()
+        .freeze(&paid("o-unk").spec())
+        .unwrap();
+    {
+        let j = keyed();
+        j.open(&frozen, &lease, common::now()).unwrap();
+        j.record_attempt("o-unk", &lease, 1, common::now()).unwrap();
+        j.finish(
+            "o-unk",
+            &lease,
+            OperationState::Unknown,
+            None,
+            common::now(),
+        )
+        .unwrap();
+    }
+    let older = dir.path().join("older.sqlite3");
+    std::fs::copy(&path, &older).unwrap();
+    let export = |name: &str| {
+        let out = payidem_env(
+            &["journal", "export", "--journal", path.to_str().unwrap()],
+            &[],
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+        let file = dir.path().join(name);
+        std::fs::write(&file, &out.stdout).unwrap();
+        file
+    };
+    let check_against = |file: &Path| {
+        let secret = dir.path().join("secret");
+        std::fs::write(&secret, DEFAULT_SECRET).unwrap();
+        payidem_env(
+            &[
+                "journal",
+                "check",
+                "--journal",
+                path.to_str().unwrap(),
+                "--secret-file",
+                secret.to_str().unwrap(),
+                "--against",
+                file.to_str().unwrap(),
+            ],
+            &[],
+        )
+    };
+    // Settled since the copy: restoring the copy takes it back to unknown.
+    {
+        let j = keyed();
+        j.claim("o-unk", &lease, common::now() + 1).unwrap();
+        j.finish(
+            "o-unk",
+            &lease,
+            OperationState::Succeeded,
+            None,
+            common::now() + 1,
+        )
+        .unwrap();
+    }
+    let settled = export("settled.json");
+    let out = check_against(&settled);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    std::fs::copy(&older, &path).unwrap();
+    let out = check_against(&settled);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(7), "{text}{}", stderr(&out));
+    assert!(text.contains("\"o-unk\" went back"), "{text}");
+    // Unknown in an export and gone now: deleted or rolled back further.
+    let unknown = export("unknown.json");
+    let c = rusqlite::Connection::open(&path).unwrap();
+    c.execute("DELETE FROM operations WHERE order_id = 'o-unk'", [])
+        .unwrap();
+    drop(c);
+    let out = check_against(&unknown);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(7), "{text}");
+    assert!(
+        text.contains("\"o-unk\" was unknown in the export and is gone"),
+        "{text}"
+    );
+}

@@ -9,7 +9,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
-use hmac::{Hmac, Mac};
+use hmac::{Hmac, KeyInit, Mac};
 use payidem::protocol::{
     IncomingRequest, NonceSource, OsNonceSource, SignedAttempt, Signer, Verifier, VerifierConfig,
 };

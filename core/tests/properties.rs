@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use hmac::{Hmac, Mac};
+use hmac::{Hmac, KeyInit, Mac};
 use payidem::policy::{
     decide, parse_retry_after, Action, AttemptResult, Failure, Landed, RetryPolicy,
 };

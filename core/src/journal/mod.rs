@@ -129,6 +129,21 @@ impl OperationRecord {
     }
 }
 
+/// One row of [`Journal::list_every`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Listed {
+    /// A row that read back valid.
+    Valid(OperationRecord),
+    /// A row that did not: an unknown state, a value out of range, a MAC
+    /// that fails.
+    Invalid {
+        /// The row's order id, as stored.
+        order_id: String,
+        /// Why it is invalid (the refusal's text).
+        problem: String,
+    },
+}
+
 /// The result of [`Journal::open`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Opened {
@@ -352,6 +367,19 @@ pub trait Journal: Send + Sync {
 
     /// Every operation in one of `states`, oldest first.
     fn list(&self, states: &[OperationState]) -> Result<Vec<OperationRecord>>;
+
+    /// Every stored operation, oldest first, each either read back valid
+    /// (and, with a key, verified) or named with why it is not — never
+    /// dropped, so that an audit listing or export shows a row an edit
+    /// broke. `Err` only when the store cannot be read. The default lists
+    /// every state (a store that cannot hold an invalid row).
+    fn list_every(&self) -> Result<Vec<Listed>> {
+        Ok(self
+            .list(&OperationState::ALL)?
+            .into_iter()
+            .map(Listed::Valid)
+            .collect())
+    }
 
     /// Deletes settled operations last changed before `before` (Unix
     /// seconds); never deletes an unsettled one. Returns how many went.

@@ -36,7 +36,7 @@ pub use schema::SCHEMA_VERSION;
 
 use super::rules;
 use super::{
-    Journal, JournalCheck, JournalKey, JournalScope, Lease, Opened, OperationRecord,
+    Journal, JournalCheck, JournalKey, JournalScope, Lease, Listed, Opened, OperationRecord,
     Reconciliation, RowAuth, RowState, StoredClockOffset, StoredMacs,
 };
 use crate::error::{Error, ErrorCode, Result};
@@ -1209,6 +1209,32 @@ impl Journal for SqliteJournal {
             }
         }
         Ok(records)
+    }
+
+    fn list_every(&self) -> Result<Vec<Listed>> {
+        let action = "list operations";
+        let sql = format!("SELECT {COLUMNS} FROM operations ORDER BY created_at, rowid");
+        let conn = self.lock();
+        let mut stmt = conn.prepare(&sql).map_err(|e| self.ctx.db(action, e))?;
+        let raws = stmt
+            .query_map([], RawRow::read)
+            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<RawRow>>>())
+            .map_err(|e| self.ctx.db(action, e))?;
+        let mut listed = Vec::with_capacity(raws.len());
+        for raw in raws {
+            let order_id = raw.order_id.clone();
+            match self.verified(raw) {
+                Ok(stored) if rules::scope_matches(stored.scope.as_ref(), self.scope.as_ref()) => {
+                    listed.push(Listed::Valid(stored.record));
+                }
+                Ok(_) => {}
+                Err(e) => listed.push(Listed::Invalid {
+                    order_id,
+                    problem: e.message().to_owned(),
+                }),
+            }
+        }
+        Ok(listed)
     }
 
     fn purge_settled(&self, before: u64) -> Result<usize> {

@@ -255,7 +255,10 @@ impl Client {
                 Arc::new(journal)
             }
             config::JournalChoice::Sqlite(path) => {
-                let journal = SqliteJournal::open(path, sqlite)?;
+                // A mistyped PostgreSQL URL lands here: its errors name it
+                // redacted.
+                let journal = SqliteJournal::open(path, sqlite)
+                    .map_err(|e| e.with_location_redacted(&path.to_string_lossy()))?;
                 journal.seal()?;
                 Arc::new(journal)
             }

@@ -12,7 +12,8 @@
 ///   (user and password) becomes `***`, a query `?***` (a PostgreSQL or
 ///   Redis query may hold `password=`), a fragment `#***`; the rest is the
 ///   parser's serialisation (e.g. `postgres://***@db:5432/pay?***`). A
-///   `scheme://…` the parser refuses becomes `scheme://***`.
+///   `scheme://…` the parser refuses, or whose host holds a percent escape
+///   (a socket directory), becomes `scheme://***`.
 /// * `scheme:…@…` without `//` (a URL with a slash missing): `scheme:***`.
 /// * Text with `=` and no `://` (libpq's `key=value` form): the value of
 ///   every keyword containing `password` (e.g. `password`, `sslpassword`)
@@ -48,11 +49,14 @@ fn scheme_of(location: &str) -> Option<&str> {
 }
 
 /// A `scheme://…` URL redacted through the `url` crate; `None` when it is no
-/// URL with an authority, or its host is no single host (a libpq multi-host
-/// list, `h1:5432,h2:5433`, is refused by the parser too).
+/// URL with an authority, its host is no single host (a libpq multi-host
+/// list, `h1:5432,h2:5433`, is refused by the parser too) or holds a
+/// percent escape.
 fn redact_parsed(location: &str) -> Option<String> {
     let mut url = url::Url::parse(location).ok()?;
-    if !url.has_authority() {
+    // A host with a percent escape (a unix socket directory,
+    // `%2Frun%2Fpostgresql`) is not shown: parsers disagree on it.
+    if !url.has_authority() || url.host_str().is_some_and(|h| h.contains('%')) {
         return None;
     }
     if !url.username().is_empty() || url.password().is_some() {
@@ -171,6 +175,10 @@ mod tests {
             "postgres://***"
         );
         assert_eq!(redact_url("postgres:/u:hunter2@db/pay"), "postgres:***");
+        assert_eq!(
+            redact_url("postgres://u:hunter2@%2Frun%2Fpostgresql/db"),
+            "postgres://***"
+        );
     }
 
     #[test]

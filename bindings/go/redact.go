@@ -83,10 +83,11 @@ func redactParsed(location string) (string, bool) {
 		}
 	}
 	if port != "" {
-		if n, err := strconv.Atoi(port); err != nil || n > 65535 {
+		n, err := strconv.Atoi(port)
+		if err != nil || n > 65535 {
 			return "", false
 		}
-		port = strconv.Itoa(mustAtoi(port))
+		port = strconv.Itoa(n) // as the library prints it: 0080 is 80
 	}
 	path := u.EscapedPath()
 	if def, special := defaultPorts[u.Scheme]; special {
@@ -126,11 +127,6 @@ func redactParsed(location string) (string, bool) {
 		b.WriteString("#***")
 	}
 	return b.String(), true
-}
-
-func mustAtoi(s string) int {
-	n, _ := strconv.Atoi(s)
-	return n
 }
 
 // redactKeyValues is libpq's key=value form with the value of every

@@ -16,9 +16,12 @@ import (
 //     password) becomes ***, a query ?*** (a PostgreSQL or Redis query may
 //     hold password=), a fragment #***. A scheme://… the parser refuses,
 //     whose host is a list (h1:5432,h2:5433), has a port above 65535 or
-//     holds a percent escape or a non-ASCII byte, becomes scheme://***.
-//     Like the library's parser, http, https, ws, wss and ftp URLs get a
-//     lower-case host, no default port and at least the path "/".
+//     holds a percent escape or a non-ASCII byte, or that has a user but
+//     no host, becomes scheme://*** (an internationalised http(s) host,
+//     which the library's parser writes in punycode, is hidden too).
+//     Like the library's parser, dot segments of the path are removed, and
+//     http, https, ws, wss and ftp URLs get a lower-case host, no default
+//     port and at least the path "/".
 //   - scheme:…@… without // (a URL with a slash missing): scheme:***.
 //   - Text with = and no :// (libpq's key=value form): the value of every
 //     keyword containing "password" becomes ***, quoted or not; the rest
@@ -32,10 +35,10 @@ func RedactURL(location string) string {
 			if shown, ok := redactParsed(location); ok {
 				return shown
 			}
-			return scheme + "://***"
+			return strings.ToLower(scheme) + "://***"
 		}
 		if strings.Contains(rest, "@") {
-			return scheme + ":***"
+			return strings.ToLower(scheme) + ":***"
 		}
 	}
 	if strings.Contains(location, "=") {
@@ -73,6 +76,9 @@ func redactParsed(location string) (string, bool) {
 		return "", false
 	}
 	host, port := u.Hostname(), u.Port()
+	if host == "" && u.Host != "" {
+		return "", false // a port or ":" without a host
+	}
 	bracketed := strings.HasPrefix(u.Host, "[")
 	if !bracketed && strings.Contains(host, ":") {
 		return "", false // a host list: h1:5432,h2
@@ -89,7 +95,8 @@ func redactParsed(location string) (string, bool) {
 		}
 		port = strconv.Itoa(n) // as the library prints it: 0080 is 80
 	}
-	path := u.EscapedPath()
+	// Dot segments removed (RFC 3986 5.2.4), as the library's parser does.
+	path := u.ResolveReference(&url.URL{}).EscapedPath()
 	if def, special := defaultPorts[u.Scheme]; special {
 		if host == "" {
 			return "", false
@@ -102,13 +109,18 @@ func redactParsed(location string) (string, bool) {
 			path = "/"
 		}
 	}
-	var b strings.Builder
-	b.WriteString(u.Scheme + "://")
+	userinfo := false
 	if u.User != nil {
 		_, hasPassword := u.User.Password()
-		if u.User.Username() != "" || hasPassword {
-			b.WriteString("***@")
-		}
+		userinfo = u.User.Username() != "" || hasPassword
+	}
+	if u.User != nil && host == "" {
+		return "", false // user information (even empty) without a host
+	}
+	var b strings.Builder
+	b.WriteString(u.Scheme + "://")
+	if userinfo {
+		b.WriteString("***@")
 	}
 	if bracketed {
 		b.WriteString("[" + host + "]")

@@ -25,10 +25,11 @@ pub fn redact_url(location: &str) -> String {
     if let Some(scheme) = scheme_of(location) {
         let rest = &location[scheme.len() + 1..];
         if rest.starts_with("//") {
-            return redact_parsed(location).unwrap_or_else(|| format!("{scheme}://***"));
+            return redact_parsed(location)
+                .unwrap_or_else(|| format!("{}://***", scheme.to_ascii_lowercase()));
         }
         if rest.contains('@') {
-            return format!("{scheme}:***");
+            return format!("{}:***", scheme.to_ascii_lowercase());
         }
     }
     if location.contains('=') {

@@ -134,7 +134,7 @@ func NewClient(cfg Config) (*Client, error) {
 	}
 	rc := C.payidem_client_new(args.ptr(off), secretPtr, C.size_t(len(secret)), &ptr, &cerr)
 	if rc != C.PAYIDEM_OK {
-		return nil, renameOptionField(newError(rc, cerr, nil))
+		return nil, renameOptionField(redactLocations(newError(rc, cerr, nil), cfg.JournalPath, cfg.Proxy, cfg.BaseURL))
 	}
 	c := &Client{ptr: ptr, base: cfg.BaseURL}
 	if cfg.OnAttempt != nil {

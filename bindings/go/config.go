@@ -125,27 +125,24 @@ type Config struct {
 	OnAttempt func(AttemptEvent)
 }
 
-// String shows the configuration with its secret redacted, so that a
-// logged or printed Config (%v, %+v, %s, slog) never reveals the secret.
+// String shows the configuration with its secret and journal key
+// redacted, and BaseURL, JournalPath and Proxy through RedactURL (a
+// PostgreSQL journal URL or a proxy URL may carry a password), so that a
+// logged or printed Config (%v, %+v, %s, slog) never reveals a secret.
 func (c Config) String() string {
 	budget := "nil"
 	if c.RetryBudget != nil {
 		budget = fmt.Sprintf("%+v", *c.RetryBudget)
 	}
-	proxy := ""
-	if c.Proxy != "" {
-		// A proxy URL may carry credentials.
-		proxy = "<set>"
-	}
 	return fmt.Sprintf("payidem.Config{BaseURL:%q KeyID:%q Secret:<redacted> JournalKey:<redacted> JournalPath:%q "+
 		"ConnectTimeout:%v RequestTimeout:%v MaxAttempts:%d BackoffBase:%v BackoffCap:%v "+
 		"Deadline:%v KeyRetention:%v SettledRetention:%v RetryBudget:%s OnAttempt:%t "+
-		"AllowInsecureHTTP:%t Proxy:%s ProxyFromEnv:%t CABundle:%q ClientCert:%q ClientKey:%q "+
+		"AllowInsecureHTTP:%t Proxy:%q ProxyFromEnv:%t CABundle:%q ClientCert:%q ClientKey:%q "+
 		"MaxClockOffset:%v}",
-		c.BaseURL, c.KeyID, c.JournalPath, c.ConnectTimeout, c.RequestTimeout, c.MaxAttempts,
-		c.BackoffBase, c.BackoffCap, c.Deadline, c.KeyRetention, c.SettledRetention, budget,
-		c.OnAttempt != nil, c.AllowInsecureHTTP, proxy, c.ProxyFromEnv, c.CABundle,
-		c.ClientCert, c.ClientKey, c.MaxClockOffset)
+		RedactURL(c.BaseURL), c.KeyID, RedactURL(c.JournalPath), c.ConnectTimeout, c.RequestTimeout,
+		c.MaxAttempts, c.BackoffBase, c.BackoffCap, c.Deadline, c.KeyRetention, c.SettledRetention,
+		budget, c.OnAttempt != nil, c.AllowInsecureHTTP, RedactURL(c.Proxy), c.ProxyFromEnv,
+		c.CABundle, c.ClientCert, c.ClientKey, c.MaxClockOffset)
 }
 
 // GoString is String, for %#v.

@@ -30,6 +30,29 @@ pub struct Cli {
     pub command: Command,
 }
 
+impl Cli {
+    /// Every location this command line names that may carry a password
+    /// (the journal, from `--journal` or `$PAYIDEM_JOURNAL`, and the base
+    /// URL), as given: error messages show them redacted.
+    pub fn locations(&self) -> Vec<String> {
+        let Command::Journal(command) = &self.command else {
+            return Vec::new();
+        };
+        let (journal, base_url) = match command {
+            JournalCommand::List { journal, .. }
+            | JournalCommand::Show { journal, .. }
+            | JournalCommand::Reconcile { journal, .. }
+            | JournalCommand::Purge { journal, .. }
+            | JournalCommand::Stats { journal, .. }
+            | JournalCommand::Export { journal }
+            | JournalCommand::Check { journal, .. } => (journal, None),
+            JournalCommand::Resume(args) => (&args.journal, args.platform.base_url.as_ref()),
+            JournalCommand::Key { .. } => return Vec::new(),
+        };
+        journal.journal.iter().chain(base_url).cloned().collect()
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Inspect and repair the journal of operations.
@@ -65,7 +88,7 @@ pub struct JournalArg {
     /// database without a journal is refused, never set up). Default: the
     /// library's default journal, $XDG_STATE_HOME/payidem/journal.sqlite3 or
     /// $HOME/.local/state/payidem/journal.sqlite3.
-    #[arg(long, env = ENV_JOURNAL, value_name = "PATH|URL")]
+    #[arg(long, env = ENV_JOURNAL, hide_env_values = true, value_name = "PATH|URL")]
     pub journal: Option<String>,
 }
 
@@ -213,7 +236,7 @@ pub struct ResumeArgs {
 #[derive(Debug, Args)]
 pub struct PlatformArgs {
     /// The platform's base URL, e.g. https://api.example.com.
-    #[arg(long, env = ENV_BASE_URL, value_name = "URL")]
+    #[arg(long, env = ENV_BASE_URL, hide_env_values = true, value_name = "URL")]
     pub base_url: Option<String>,
     #[command(flatten)]
     pub key: KeyArgs,
@@ -223,7 +246,7 @@ pub struct PlatformArgs {
 #[derive(Debug, Args)]
 pub struct KeyArgs {
     /// The key id sent in X-Api-Key.
-    #[arg(long, env = ENV_KEY_ID, value_name = "KEY_ID")]
+    #[arg(long, env = ENV_KEY_ID, hide_env_values = true, value_name = "KEY_ID")]
     pub key_id: Option<String>,
     /// A file holding the API secret (one trailing newline is ignored).
     /// Without it the secret comes from $PAYIDEM_SECRET; it is never taken

@@ -375,12 +375,13 @@ fn reconcile(
         out_json(&json!({"reconciled": render::reconciliation_json(&done)}));
     } else {
         out(&format!(
-            "order id {order_id:?}: {} -> {} by {} at {} ({})\n",
+            "order id {}: {} -> {} by {} at {} ({})\n",
+            render::field(&format!("{order_id:?}")),
             done.previous_state.as_str(),
             done.state.as_str(),
-            done.by,
+            render::field(&done.by),
             render::utc(done.at),
-            done.reference
+            render::field(&done.reference)
         ));
     }
     Ok(Exit::Ok)
@@ -488,7 +489,7 @@ fn check(j: &Opened, export: Option<&Value>, json: bool) -> Done {
         let version = |v: Option<u32>| v.map_or("-".to_owned(), |v| v.to_string());
         let mut text = format!(
             "journal {} ({}): schema version {} (this build: {}){}\n{} operation(s), {} reconciliation(s)\n",
-            j.name,
+            render::field(&j.name),
             report.backend,
             version(report.schema_version),
             version(report.library_schema_version),
@@ -513,13 +514,13 @@ fn check(j: &Opened, export: Option<&Value>, json: bool) -> Done {
         for o in &offsets {
             text.push_str(&format!(
                 "clock offset for {}: {:+} s, measured {} ago\n",
-                o.platform,
+                render::field(&o.platform),
                 o.offset_secs,
                 render::span(now.saturating_sub(o.measured_at))
             ));
         }
         for p in &report.problems {
-            text.push_str(&format!("problem: {p}\n"));
+            text.push_str(&format!("problem: {}\n", render::field(p)));
         }
         text.push_str(if sound { "ok\n" } else { "NOT OK\n" });
         out(&text);
@@ -566,10 +567,10 @@ fn resume(args: ResumeArgs, json: bool) -> Done {
                 };
                 text.push_str(&format!(
                     "{} ({}, {} old, key {}): {what}\n",
-                    r.operation.order_id,
+                    render::field(&r.operation.order_id),
                     r.state.as_str(),
                     render::span(render::age(r, now)),
-                    r.operation.idempotency_key
+                    render::field(&r.operation.idempotency_key)
                 ));
             }
             out(&text);
@@ -646,6 +647,7 @@ fn resume(args: ResumeArgs, json: bool) -> Done {
     } else {
         let mut text = String::new();
         for (order_id, result, state) in &results {
+            let order_id = render::field(order_id);
             let state = state.map_or("gone", OperationState::as_str);
             match result {
                 Ok(o) => text.push_str(&format!(
@@ -661,7 +663,7 @@ fn resume(args: ResumeArgs, json: bool) -> Done {
                 Err(e) => text.push_str(&format!(
                     "{order_id}: {}: {}; state {state}\n",
                     e.code().as_str(),
-                    e.message()
+                    render::field(e.message())
                 )),
             }
         }

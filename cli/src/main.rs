@@ -94,11 +94,31 @@ pub fn out(text: &str) {
     let _ = stdout.flush();
 }
 
-/// Writes `value` as pretty JSON and a newline to stdout.
+/// Writes `value` as pretty JSON and a newline to stdout, every character
+/// a terminal acts on escaped (see [`json_text`]).
 pub fn out_json(value: &serde_json::Value) {
-    let mut text = serde_json::to_string_pretty(value).unwrap_or_else(|_| "null".into());
+    let mut text =
+        json_text(&serde_json::to_string_pretty(value).unwrap_or_else(|_| "null".into()));
     text.push('\n');
     out(&text);
+}
+
+/// Serialised JSON with every character
+/// [`render::unsafe_for_terminal`] written as a `\uXXXX` escape: serde
+/// escapes C0 controls but writes DEL, C1 controls, U+2028/2029 and bidi
+/// controls as they are. They only occur inside strings, where the escape
+/// is the same value: a JSON reader sees no difference, a terminal sees no
+/// control character.
+pub fn json_text(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    for c in json.chars() {
+        if render::unsafe_for_terminal(c) && !matches!(c, '\n' | '\t' | '\r' | ' ') {
+            out.push_str(&format!("\\u{:04x}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 fn run(cli: Cli) -> Done {
@@ -128,23 +148,41 @@ fn run(cli: Cli) -> Done {
     }
 }
 
+/// `message` with every location of `locations` that occurs in it
+/// replaced by its [`payidem::redact_url`] form: a message that quotes the
+/// journal setting (e.g. a mistyped PostgreSQL URL taken for a file that
+/// does not exist) never shows its password.
+fn redact_locations(message: &str, locations: &[String]) -> String {
+    let mut message = message.to_owned();
+    for location in locations.iter().filter(|l| !l.is_empty()) {
+        let redacted = payidem::redact_url(location);
+        if redacted != *location {
+            message = message.replace(location.as_str(), &redacted);
+        }
+    }
+    message
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let json = cli.json;
+    let locations = cli.locations();
     let exit = match run(cli) {
         Ok(exit) => exit,
-        Err(failure) => {
+        Err(mut failure) => {
+            failure.message = redact_locations(&failure.message, &locations);
             if json {
                 let value = serde_json::json!({"error": {
                     "exit": failure.exit as u8,
                     "code": failure.code,
                     "message": failure.message,
                 }});
-                eprintln!("{value}");
+                eprintln!("{}", json_text(&value.to_string()));
             } else {
+                let message = render::field(&failure.message);
                 match failure.code {
-                    Some(code) => eprintln!("payidem: {code}: {}", failure.message),
-                    None => eprintln!("payidem: {}", failure.message),
+                    Some(code) => eprintln!("payidem: {code}: {message}"),
+                    None => eprintln!("payidem: {message}"),
                 }
             }
             failure.exit

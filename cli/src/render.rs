@@ -122,12 +122,12 @@ pub fn list_line(record: &OperationRecord, now: u64) -> String {
     format!(
         "{:<10} {:<24} {:>8} {:>3}  {} {}  key={}{expired}\n",
         record.state.as_str(),
-        op.order_id,
+        field(&op.order_id),
         span(age(record, now)),
         record.attempts,
-        op.method,
-        op.path,
-        op.idempotency_key,
+        field(&op.method),
+        field(&op.path),
+        field(&op.idempotency_key),
     )
 }
 
@@ -140,8 +140,9 @@ pub fn show_text(
 ) -> String {
     let op = &record.operation;
     let mut t = String::new();
+    // Every value, row data or not, is printed through `field`.
     let mut line = |name: &str, value: &str| {
-        t.push_str(&format!("{name:<16}{value}\n"));
+        t.push_str(&format!("{name:<16}{}\n", field(value)));
     };
     line("order id", &op.order_id);
     line("state", record.state.as_str());
@@ -202,19 +203,53 @@ pub fn show_text(
     t
 }
 
+/// Whether a terminal could act on `c` instead of showing it: a control
+/// character (C0, DEL, C1: an escape sequence repaints the operator's
+/// screen), a line or paragraph separator (U+2028, U+2029), or a bidi
+/// control (U+061C, U+200E, U+200F, U+202A–U+202E, U+2066–U+2069: it
+/// reorders what follows, so `ord-1` may read as another id).
+pub fn unsafe_for_terminal(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{2028}'
+                | '\u{2029}'
+                | '\u{061c}'
+                | '\u{200e}'
+                | '\u{200f}'
+                | '\u{202a}'..='\u{202e}'
+                | '\u{2066}'..='\u{2069}'
+        )
+}
+
+/// `text` with every character [`unsafe_for_terminal`] except those in
+/// `keep` written as its escape (`\u{1b}`).
+fn escape_except(text: &str, keep: &[char]) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if unsafe_for_terminal(c) && !keep.contains(&c) {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A field of human output (an order id, a key, a path, a reference, a
+/// message, a journal name) as a terminal shows it, one line: every
+/// character [`unsafe_for_terminal`], newline and tab included, escaped
+/// (`\u{1b}`). Every field `payidem` prints as text goes through it; JSON
+/// output goes through [`crate::out_json`] instead.
+pub fn field(text: &str) -> String {
+    escape_except(text, &[])
+}
+
 /// `bytes` as text a terminal shows as it is: invalid UTF-8 replaced,
-/// control characters other than newline and tab escaped (`\u{1b}`).
+/// every character [`unsafe_for_terminal`] other than newline and tab
+/// escaped (`\u{1b}`), as [`field`] does.
 pub fn printable(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes)
-        .chars()
-        .map(|c| {
-            if c.is_control() && c != '\n' && c != '\t' {
-                c.escape_unicode().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
+    escape_except(&String::from_utf8_lossy(bytes), &['\n', '\t'])
 }
 
 #[cfg(test)]
@@ -235,6 +270,33 @@ mod tests {
             printable(b"a\x1b[2Jb\n\tc\xff"),
             "a\\u{1b}[2Jb\n\tc\u{fffd}"
         );
+        assert_eq!(
+            printable("x\u{9b}2J\u{202e}y\u{2028}".as_bytes()),
+            "x\\u{9b}2J\\u{202e}y\\u{2028}"
+        );
+    }
+
+    #[test]
+    fn fields_escape_every_character_a_terminal_acts_on() {
+        let unsafe_chars = [
+            '\0', '\n', '\r', '\t', '\x1b', '\x7f', '\u{80}', '\u{9b}', '\u{9f}', '\u{61c}',
+            '\u{200e}', '\u{200f}', '\u{2028}', '\u{2029}', '\u{202a}', '\u{202e}', '\u{2066}',
+            '\u{2069}',
+        ];
+        for c in unsafe_chars {
+            let shown = field(&format!("a{c}b"));
+            assert_eq!(shown, format!("a{}b", c.escape_unicode()), "{c:?}");
+            assert!(!shown.contains(c), "{c:?}");
+        }
+        // Printable text, accents and other scripts stay as they are.
+        for text in [
+            "ord-1",
+            "café ü 注文",
+            "a\\u{1b}b",
+            "\u{a0}\u{2030}\u{202f}",
+        ] {
+            assert_eq!(field(text), text);
+        }
     }
 
     #[test]

@@ -101,7 +101,7 @@ impl Stats {
     }
 
     fn text(&self, name: &str) -> String {
-        let mut text = format!("journal {name}\n");
+        let mut text = format!("journal {}\n", render::field(name));
         for (s, n) in &self.states {
             text.push_str(&format!("{:<10} {n}\n", s.as_str()));
         }

@@ -232,6 +232,18 @@ impl Error {
         self
     }
 
+    /// The same error with every occurrence of `location` in its message
+    /// replaced by [`redact_url`](crate::redact_url)`(location)`, for an
+    /// error whose message names a location (a file name that may be a
+    /// mistyped URL with a password) verbatim.
+    pub fn with_location_redacted(mut self, location: &str) -> Error {
+        let redacted = crate::redact_url(location);
+        if !location.is_empty() && redacted != location {
+            self.0.message = self.0.message.replace(location, &redacted);
+        }
+        self
+    }
+
     /// Attaches an HTTP status alone.
     pub fn with_status(mut self, status: u16) -> Error {
         self.0.status = Some(status);

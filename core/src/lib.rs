@@ -17,8 +17,10 @@ pub mod metrics;
 pub mod operation;
 pub mod policy;
 pub mod protocol;
+pub mod redact;
 pub mod replay_store;
 
 pub use client::{CallOptions, Client, ClientConfig, JournalChoice};
 pub use error::{Error, ErrorCode, Result};
 pub use operation::{OperationSpec, Outcome};
+pub use redact::redact_url;

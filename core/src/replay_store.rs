@@ -158,9 +158,11 @@ impl RedisStoreConfig {
         Ok(())
     }
 
-    /// The URL without user, password or query, for logs and `Debug`.
+    /// The URL without user, password, query or fragment, for logs and
+    /// `Debug` ([`redact_url`](crate::redact_url), the rule of every
+    /// language).
     pub fn redacted_url(&self) -> String {
-        redact(&self.url)
+        crate::redact_url(&self.url)
     }
 }
 
@@ -176,27 +178,6 @@ impl fmt::Debug for RedisStoreConfig {
             .field("pool_size", &self.pool_size)
             .finish()
     }
-}
-
-/// `url` with its user information replaced by `***` and its query by
-/// `?***`.
-fn redact(url: &str) -> String {
-    let (base, query) = match url.split_once('?') {
-        Some((base, _)) => (base, "?***"),
-        None => (url, ""),
-    };
-    let Some((scheme, rest)) = base.split_once("://") else {
-        return "***".to_owned();
-    };
-    let (authority, path) = match rest.find('/') {
-        Some(i) => rest.split_at(i),
-        None => (rest, ""),
-    };
-    let authority = match authority.rsplit_once('@') {
-        Some((_, host)) => format!("***@{host}"),
-        None => authority.to_owned(),
-    };
-    format!("{scheme}://{authority}{path}{query}")
 }
 
 /// The claim script. KEYS[1] is the epoch key, KEYS[2] the nonce's key;
@@ -477,7 +458,6 @@ mod tests {
         assert!(shown.contains("redis://***@db.internal:6380/3"), "{shown}");
         let c = RedisStoreConfig::new("unix:///run/redis.sock?pass=hunter2");
         assert_eq!(c.redacted_url(), "unix:///run/redis.sock?***");
-        assert_eq!(redact("no scheme"), "***");
     }
 
     #[test]

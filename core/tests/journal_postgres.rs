@@ -445,10 +445,16 @@ fn errors_name_the_target_but_never_the_password() {
 #[test]
 fn a_setting_with_a_postgres_url_selects_the_postgres_journal() {
     use payidem::JournalChoice;
-    for url in ["postgres://u:pw@h/db", "postgresql:///db?host=/run"] {
+    for (url, shown) in [
+        ("postgres://u:pw@h/db", r#"Postgres("postgres://***@h/db")"#),
+        (
+            "postgresql:///db?host=/run",
+            r#"Postgres("postgresql:///db?***")"#,
+        ),
+    ] {
         let choice = JournalChoice::from_setting(Some(url));
         assert!(matches!(&choice, JournalChoice::Postgres(u) if u == url));
-        assert_eq!(format!("{choice:?}"), "Postgres(..)");
+        assert_eq!(format!("{choice:?}"), shown);
     }
     assert!(matches!(
         JournalChoice::from_setting(Some("postgres.sqlite3")),

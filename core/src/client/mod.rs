@@ -261,7 +261,13 @@ impl Client {
                 crate::journal::create_private_dirs(&path)?;
                 Arc::new(SqliteJournal::open(&path, sqlite)?)
             }
-            config::JournalChoice::Sqlite(path) => Arc::new(SqliteJournal::open(path, sqlite)?),
+            config::JournalChoice::Sqlite(path) => {
+                // A mistyped PostgreSQL URL lands here: its errors name it
+                // redacted.
+                let journal = SqliteJournal::open(path, sqlite)
+                    .map_err(|e| e.with_location_redacted(&path.to_string_lossy()))?;
+                Arc::new(journal)
+            }
             config::JournalChoice::Memory => Arc::new(MemoryJournal::new()),
             config::JournalChoice::Postgres(url) => {
                 let journal = Arc::new(PostgresJournal::connect(

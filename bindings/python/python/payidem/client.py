@@ -230,6 +230,8 @@ class Client:
             max_clock_offset=_seconds("max_clock_offset", max_clock_offset),
             journal_key=journal_key,
         )
+        self._proxy_from_env = bool(proxy_from_env)
+        self._proxy = proxy or None
         if on_event is not None:
             _native.set_event_listener(self._native, _listener(on_event))
 
@@ -250,6 +252,24 @@ class Client:
     def key_id(self) -> str:
         """The key id this client signs with."""
         return self._native.key_id
+
+    @property
+    def proxy_from_env(self) -> bool:
+        """Whether this client was made with ``proxy_from_env=True``: only
+        then do the environment's proxy variables apply to it, and to a
+        :class:`payidem.requests.PayidemAdapter` serving it."""
+        return self._proxy_from_env
+
+    def _adapter_proxies(self, given: Optional[Dict[str, str]]) -> Dict[str, str]:
+        """The proxies an HTTP adapter serving this client uses: those its
+        library computed (environment, session, request) when the client
+        was made with ``proxy_from_env=True``; else the client's own
+        ``proxy`` for every scheme; else none (a direct connection)."""
+        if self._proxy_from_env:
+            return dict(given or {})
+        if self._proxy:
+            return {"http": self._proxy, "https": self._proxy}
+        return {}
 
     @property
     def closed(self) -> bool:

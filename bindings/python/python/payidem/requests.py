@@ -56,6 +56,14 @@ cannot be set): a resend of the same signed bytes would be refused with
 to ``requests`` shortens it further. TLS settings are the session's
 (``verify=``, ``cert=``), not the client's. ``stream=True`` is ignored (the
 answer is read in full, in the try). Redirects are never followed.
+
+Proxies: ``requests`` reads ``HTTP_PROXY`` / ``HTTPS_PROXY`` / ``ALL_PROXY``
+from the environment (``Session.trust_env``) for every request; a proxy
+sees the signed request, and could answer in the platform's place. The
+adapter uses the proxies ``requests`` hands it (the environment's, the
+session's and the request's) only when the client was made with
+``proxy_from_env=True``; otherwise it connects directly, or through the
+client's own ``proxy`` when one was given.
 Ctrl-C during a call cancels it (the key is kept) and propagates.
 """
 
@@ -210,7 +218,10 @@ class PayidemAdapter(HTTPAdapter):
         proxies: Optional[Dict[str, str]] = None,
     ) -> Response:
         """Runs ``request`` as an operation and returns its settled
-        response, or raises the payidem error of an unsettled end."""
+        response, or raises the payidem error of an unsettled end.
+        ``proxies`` apply only to a client made with ``proxy_from_env=True``
+        (see the module's documentation)."""
+        proxies = self.client._adapter_proxies(proxies)
         operation = read_operation(
             self.client,
             str(request.method).upper(),

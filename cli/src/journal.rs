@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use payidem::journal::{
-    Journal, JournalKey, OperationRecord, PostgresJournal, PostgresJournalOptions, SqliteJournal,
-    SqliteJournalOptions,
+    Journal, JournalKey, Listed, OperationRecord, PostgresJournal, PostgresJournalOptions,
+    SqliteJournal, SqliteJournalOptions,
 };
 use payidem::operation::OperationState;
 use payidem::{CallOptions, Client, ClientConfig, ErrorCode, JournalChoice};
@@ -263,10 +263,10 @@ pub fn run(command: JournalCommand, json: bool) -> Done {
 
 fn list(j: &Opened, states: &[OperationState], older_than: Option<u64>, json: bool) -> Done {
     let now = unix_now();
-    let records: Vec<OperationRecord> = j
-        .journal
-        .list(states)?
+    let (records, invalid) = every_row(j)?;
+    let records: Vec<OperationRecord> = records
         .into_iter()
+        .filter(|r| states.contains(&r.state))
         .filter(|r| older_than.map_or(true, |min| render::age(r, now) > min))
         .collect();
     if json {
@@ -274,8 +274,9 @@ fn list(j: &Opened, states: &[OperationState], older_than: Option<u64>, json: bo
             "journal": j.name,
             "now": now,
             "operations": records.iter().map(|r| render::record_json(r, now, false)).collect::<Vec<_>>(),
+            "invalid": invalid_json(&invalid),
         }));
-    } else if records.is_empty() {
+    } else if records.is_empty() && invalid.is_empty() {
         out("no operations\n");
     } else {
         let mut text = format!(
@@ -285,9 +286,39 @@ fn list(j: &Opened, states: &[OperationState], older_than: Option<u64>, json: bo
         for r in &records {
             text.push_str(&render::list_line(r, now));
         }
+        // Never hidden, whatever the filter: an edited row must show.
+        for (order_id, problem) in &invalid {
+            text.push_str(&format!(
+                "{:<10} {:<24} {}\n",
+                "INVALID",
+                render::field(order_id),
+                render::field(problem)
+            ));
+        }
         out(&text);
     }
     Ok(Exit::Ok)
+}
+
+/// Every row of the journal: the valid records, and the order id and
+/// problem of each row that does not read back valid.
+fn every_row(j: &Opened) -> Result<(Vec<OperationRecord>, Vec<(String, String)>), Failure> {
+    let mut records = Vec::new();
+    let mut invalid = Vec::new();
+    for listed in j.journal.list_every()? {
+        match listed {
+            Listed::Valid(record) => records.push(record),
+            Listed::Invalid { order_id, problem } => invalid.push((order_id, problem)),
+        }
+    }
+    Ok((records, invalid))
+}
+
+fn invalid_json(invalid: &[(String, String)]) -> Value {
+    invalid
+        .iter()
+        .map(|(order_id, problem)| json!({"order_id": order_id, "problem": problem}))
+        .collect()
 }
 
 /// The record of `order_id`, or exit 3.
@@ -403,7 +434,7 @@ fn purge(j: &Opened, older_than: u64, json: bool) -> Done {
 
 fn export(j: &Opened) -> Done {
     let now = unix_now();
-    let records = j.journal.list(&OperationState::ALL)?;
+    let (records, invalid) = every_row(j)?;
     let reconciliations = j.journal.reconciliations(None)?;
     let operations: Vec<Value> = records
         .iter()
@@ -426,6 +457,7 @@ fn export(j: &Opened) -> Done {
         "journal": j.name,
         "exported_at": now,
         "operations": operations,
+        "invalid_operations": invalid_json(&invalid),
         "reconciliations": reconciliations.iter().map(render::reconciliation_json).collect::<Vec<_>>(),
     }));
     Ok(Exit::Ok)

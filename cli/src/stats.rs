@@ -2,7 +2,7 @@
 //! its oldest unknown operation is: text for people, JSON, or Prometheus
 //! text for node_exporter's textfile collector (docs/metrics.md).
 
-use payidem::journal::Journal;
+use payidem::journal::{Journal, Listed};
 use payidem::metrics::{Metric, MetricKind, Series, SeriesValue, Snapshot};
 use payidem::operation::OperationState;
 use serde_json::{json, Map, Value};
@@ -19,10 +19,23 @@ struct Stats {
     key_expired: usize,
     /// Age in seconds of the oldest unknown or in-flight operation.
     oldest_unknown_age: Option<u64>,
+    /// Rows that do not read back valid (an unknown state, a failing MAC).
+    invalid: usize,
 }
 
 fn read(journal: &dyn Journal, now: u64) -> Result<Stats, payidem::Error> {
-    let records = journal.list(&OperationState::ALL)?;
+    let listed = journal.list_every()?;
+    let invalid = listed
+        .iter()
+        .filter(|l| matches!(l, Listed::Invalid { .. }))
+        .count();
+    let records: Vec<_> = listed
+        .into_iter()
+        .filter_map(|l| match l {
+            Listed::Valid(record) => Some(record),
+            Listed::Invalid { .. } => None,
+        })
+        .collect();
     let states = OperationState::ALL
         .iter()
         .map(|s| (*s, records.iter().filter(|r| r.state == *s).count()))
@@ -32,6 +45,7 @@ fn read(journal: &dyn Journal, now: u64) -> Result<Stats, payidem::Error> {
         states,
         key_expired: unknown().filter(|r| render::key_expired(r, now)).count(),
         oldest_unknown_age: unknown().map(|r| render::age(r, now)).max(),
+        invalid,
     })
 }
 
@@ -57,12 +71,16 @@ impl Stats {
             .states
             .iter()
             .map(|(s, n)| value(vec![("state", s.as_str().to_owned())], *n as f64))
+            .chain([value(
+                vec![("state", "invalid".to_owned())],
+                self.invalid as f64,
+            )])
             .collect();
         Snapshot {
             metrics: vec![
                 gauge(
                     "payidem_journal_operations",
-                    "Operations in the journal, by state.",
+                    "Operations in the journal, by state (\"invalid\": rows that do not read back valid).",
                     by_state,
                 ),
                 gauge(
@@ -97,6 +115,7 @@ impl Stats {
                 .sum::<usize>(),
             "key_expired": self.key_expired,
             "oldest_unknown_age_s": self.oldest_unknown_age,
+            "invalid": self.invalid,
         })
     }
 
@@ -105,6 +124,7 @@ impl Stats {
         for (s, n) in &self.states {
             text.push_str(&format!("{:<10} {n}\n", s.as_str()));
         }
+        text.push_str(&format!("{:<10} {}\n", "invalid", self.invalid));
         text.push_str(&format!("key expired {}\n", self.key_expired));
         match self.oldest_unknown_age {
             Some(age) => text.push_str(&format!("oldest unknown {}\n", render::span(age))),

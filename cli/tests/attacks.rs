@@ -712,3 +712,51 @@ fn check_against_an_earlier_export_finds_a_restored_older_copy() {
         "{text}"
     );
 }
+
+/// A row edited into a state that does not exist is listed as invalid,
+/// exported and counted, never dropped from an audit.
+#[test]
+fn a_row_in_an_unknown_state_is_listed_exported_and_counted() {
+    let mock = start_mock();
+    let store = Store::sqlite();
+    journal_with_history(&mock, &store);
+    store.sql("UPDATE {ops} SET state = 'exploded' WHERE order_id = 'o-ok'");
+    let journal = store.journal();
+    let run = |args: &[&str]| {
+        let mut all = vec!["journal", args[0], "--journal", journal.as_str()];
+        all.extend(&args[1..]);
+        let out = payidem_env(&all, &[]);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        stdout(&out)
+    };
+    let text = run(&["list"]);
+    assert!(text.contains("INVALID") && text.contains("o-ok"), "{text}");
+    assert!(text.contains("unknown state"), "{text}");
+    let text = run(&["list", "--state", "succeeded"]);
+    assert!(
+        text.contains("INVALID") && text.contains("o-ok"),
+        "filtered: {text}"
+    );
+    let export: serde_json::Value = serde_json::from_str(&run(&["export"])).unwrap();
+    assert_eq!(
+        export["invalid_operations"][0]["order_id"], "o-ok",
+        "{export}"
+    );
+    assert_eq!(
+        export["operations"].as_array().unwrap().len(),
+        2,
+        "{export}"
+    );
+    let stats = run(&["stats"]);
+    assert!(
+        stats
+            .lines()
+            .any(|l| l.split_whitespace().eq(["invalid", "1"])),
+        "{stats}"
+    );
+    let prometheus = run(&["stats", "--prometheus"]);
+    assert!(
+        prometheus.contains("payidem_journal_operations{state=\"invalid\"} 1"),
+        "{prometheus}"
+    );
+}

@@ -79,7 +79,7 @@ impl Fixture {
     fn new() -> Fixture {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("journal.sqlite3");
-        let j = SqliteJournal::open(&path, SqliteJournalOptions::default()).unwrap();
+        let j = SqliteJournal::open(&path, keyed()).unwrap();
         let t = now();
         // Unknown for an hour: resumable with its key.
         put(
@@ -141,14 +141,32 @@ impl Fixture {
         self.path.to_str().unwrap()
     }
 
+    /// Runs `args` on the fixture's journal; the commands that change a
+    /// sealed journal (reconcile, purge) get the secret, as an operator
+    /// gives it.
     fn run(&self, args: &[&str]) -> Output {
         let mut all = args.to_vec();
         all.extend(["--journal", self.journal()]);
-        payidem(&all)
+        if matches!(args.get(1), Some(&"reconcile") | Some(&"purge")) {
+            payidem_env(&all, &[("PAYIDEM_SECRET", DEFAULT_SECRET)])
+        } else {
+            payidem(&all)
+        }
     }
 
     fn open(&self) -> SqliteJournal {
-        SqliteJournal::open(&self.path, SqliteJournalOptions::default()).unwrap()
+        SqliteJournal::open(&self.path, keyed()).unwrap()
+    }
+}
+
+/// Options of a journal keyed as the mock's clients key theirs: sealed, and
+/// changed only with that key.
+fn keyed() -> SqliteJournalOptions {
+    SqliteJournalOptions {
+        journal_key: Some(payidem::journal::JournalKey::derive_from_secret(
+            DEFAULT_SECRET.as_bytes(),
+        )),
+        ..SqliteJournalOptions::default()
     }
 }
 

@@ -132,6 +132,8 @@ fn list_check_resume_and_reconcile_work_on_a_postgres_journal() {
         "ticket 4711",
         "--journal",
         &url,
+        "--secret-file",
+        secret.to_str().unwrap(),
     ]);
     succeeded(&out);
     let listed = json(&["journal", "list", "--journal", &url, "--state", "unknown"]);

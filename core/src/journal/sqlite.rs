@@ -507,29 +507,24 @@ impl SqliteJournal {
         // last connection removes it): read it as immutable, which creates
         // no -wal or -shm file. Otherwise read it through the live WAL.
         let wal_exists = Path::new(&format!("{}-wal", path.display())).exists();
+        // The first read opens the WAL index: it fails where the -shm file
+        // cannot be created.
         let plain = if wal_exists {
-            Connection::open_with_flags(path, flags)
-                .and_then(|db| schema::version(&db).map(|v| (db, v)))
+            Connection::open_with_flags(path, flags).and_then(|db| schema::version(&db).map(|_| db))
         } else {
             Err(rusqlite::Error::InvalidQuery)
         };
-        let (db, version) = match plain {
-            Ok(found) => found,
+        let db = match plain {
+            Ok(db) => db,
             Err(_) => {
                 let uri = format!("file:{}?immutable=1", uri_path(path));
                 Connection::open_with_flags(&uri, flags | OpenFlags::SQLITE_OPEN_URI)
-                    .and_then(|db| schema::version(&db).map(|v| (db, v)))
                     .map_err(|e| ctx.db("open the file read-only", e))?
             }
         };
         db.busy_timeout(options.busy_timeout)
             .map_err(|e| ctx.db("set the busy timeout", e))?;
-        if version != SCHEMA_VERSION {
-            return Err(ctx.refused(format!(
-                "schema version {version}, and this build reads {SCHEMA_VERSION}: a read-only \
-                 handle cannot upgrade it (open it once with a client of this version)"
-            )));
-        }
+        schema::check_readable(&db, &ctx)?;
         let found = schema::seal_record(&db).map_err(|e| ctx.db("read the seal", e))?;
         let auth = match (options.journal_key.as_ref(), found) {
             // Nothing to authenticate, and nothing may be written.

@@ -350,6 +350,23 @@ fn upgrade_rows(
     Ok(())
 }
 
+/// Refuses, for a handle that only reads, a file that is not a journal of
+/// [`SCHEMA_VERSION`] (nothing is migrated).
+pub(super) fn check_readable(conn: &Connection, ctx: &Context) -> Result<()> {
+    let found = inspect(conn).map_err(|e| ctx.db("read the schema", e))?;
+    if let Some(why) = refusal(&found) {
+        return Err(ctx.refused(why));
+    }
+    match found {
+        Found::Journal(SCHEMA_VERSION) => Ok(()),
+        Found::Journal(v) => Err(ctx.refused(format!(
+            "schema version {v}, and this build reads {SCHEMA_VERSION}: a read-only handle \
+             cannot upgrade it (open it once with a client of this version)"
+        ))),
+        _ => Err(ctx.refused("an empty file: not a payidem journal")),
+    }
+}
+
 /// The schema version the file at `conn` carries (0 when it has none).
 pub(super) fn version(conn: &Connection) -> rusqlite::Result<u32> {
     Ok(match inspect(conn)? {

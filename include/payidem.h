@@ -1597,9 +1597,11 @@ void payidem_client_set_event_json_callback(const struct payidem_client *client,
  * key and body unchanged. The operation is checked and frozen as
  * `payidem_client_begin` would (same arguments; the base URL's path
  * prefix joins the paths, the key is defaulted); nothing is journaled or
- * sent. Works whatever this client's own journal is; only the tables must
- * exist (a client opened the PostgreSQL journal once). The statement fails
- * with a unique violation when the order id or the key is already there.
+ * sent. The client's own journal must be PostgreSQL: the row carries its
+ * integrity MACs, bound to that journal and this client's journal key,
+ * platform and key id, so the clients taking it over must share them. The
+ * statement fails with a unique violation when the order id or the key is
+ * already there.
  *
  * The JSON is `{"sql": "INSERT …", "params": [...], "param_types":
  * [...]}`: seven parameters, in order order id, idempotency key, method,
@@ -1620,7 +1622,8 @@ void payidem_client_set_event_json_callback(const struct payidem_client *client,
  * Threads: safe from any number of threads on one client.
  * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `client`, `order_id`,
  * `method`, `path`, `body`, `idempotency_key`, `status_path`,
- * `param_style` or `buf`; `PAYIDEM_BUFFER_TOO_SMALL` naming `buf`.
+ * `param_style`, `buf` or `journal` (the client's journal is not
+ * PostgreSQL); `PAYIDEM_BUFFER_TOO_SMALL` naming `buf`.
  */
 payidem_result payidem_client_outbox_insert(const struct payidem_client *client,
                                             const char *order_id,
@@ -1663,6 +1666,30 @@ payidem_result payidem_client_take_over(const struct payidem_client *client,
                                         uint32_t limit,
                                         struct payidem_order_list **taken_out,
                                         struct payidem_error **err_out);
+
+/**
+ * Writes, in lowercase hex and a NUL into `buf`, the journal key a client
+ * derives from the API secret `secret` when it is given no journal key of
+ * its own (64 hex digits). After the API secret is rotated, a journal
+ * sealed under the old one opens only with this key of the old secret,
+ * set as the client option `journal_key_hex`. A secret itself: never log
+ * it. `*len_out` (when given) receives the text's length without the NUL,
+ * also on `PAYIDEM_BUFFER_TOO_SMALL`.
+ *
+ * Ownership: `buf` is caller memory, written only on success; `secret` is
+ * only read.
+ * NULL: `secret` must not be NULL; `len_out` and `err_out` may be NULL;
+ * `buf` may be NULL only with `buf_len` 0.
+ * Threads: safe from any thread.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `secret` (NULL, or not
+ * 16..=1024 bytes) or `buf`; `PAYIDEM_BUFFER_TOO_SMALL` naming `buf`.
+ */
+payidem_result payidem_journal_key_derive(const uint8_t *secret,
+                                          size_t secret_len,
+                                          char *buf,
+                                          size_t buf_len,
+                                          size_t *len_out,
+                                          struct payidem_error **err_out);
 
 /**
  * Writes the client's metrics (shared by every call of the client) into

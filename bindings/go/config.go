@@ -54,10 +54,11 @@ type Config struct {
 	// Secret of the key, 16..=1024 bytes (required). It is copied into the
 	// library and never shown; the caller may wipe its slice afterwards.
 	Secret []byte
-	// JournalKey is the key of the journal rows' integrity MACs, 16..=1024
-	// bytes (see docs/journal-integrity.md). nil: derived from Secret. Set
-	// it to keep reading operations journaled before a rotation of Secret
-	// (or they are refused with ErrJournal). Never shown, like Secret.
+	// JournalKey is the key of the journal's seal and its rows' integrity
+	// MACs, 16..=1024 bytes (see docs/journal-integrity.md). nil: derived
+	// from Secret (DeriveJournalKey). A journal sealed under another key is
+	// refused by NewClient; after a rotation of Secret, set it to
+	// DeriveJournalKey(oldSecret). Never shown, like Secret.
 	JournalKey []byte
 	// JournalPath is the SQLite journal file, created (mode 0600) if
 	// missing; its directory must exist.

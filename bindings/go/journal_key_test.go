@@ -2,6 +2,8 @@ package payidem
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -26,14 +28,14 @@ func TestJournalKeyGuardsTheJournalRows(t *testing.T) {
 	}
 	c.Close()
 
+	// Another key is refused when the client is created: the journal's
+	// seal does not open with it, and nothing is written.
 	other := cfg
 	other.JournalKey = bytes.Repeat([]byte{0x11}, 32)
-	c2 := newTestClient(t, other)
-	if _, err := c2.Execute(bg(), op); !errors.Is(err, ErrJournal) ||
-		!strings.Contains(err.Error(), op.OrderID) {
-		t.Fatalf("another key's client: err = %v, want ErrJournal naming the order", err)
+	if _, err := NewClient(other); !errors.Is(err, ErrJournal) ||
+		!strings.Contains(err.Error(), "another journal key") {
+		t.Fatalf("another key's client: err = %v, want ErrJournal: another journal key", err)
 	}
-	c2.Close()
 
 	c3 := newTestClient(t, cfg)
 	again, err := c3.Execute(bg(), op)
@@ -52,5 +54,46 @@ func TestJournalKeyGuardsTheJournalRows(t *testing.T) {
 	if _, err := NewClient(bad); !errors.Is(err, ErrInvalidArgument) || !errors.As(err, &e) ||
 		e.Field != "JournalKey" {
 		t.Fatalf("err = %v, want invalid_argument naming JournalKey", err)
+	}
+}
+
+// A client of a rotated secret is refused by a journal sealed under the old
+// one, and opens it with the old secret's derived key (DeriveJournalKey,
+// the core's derivation: HMAC-SHA256(secret, "payidem journal key v1")).
+func TestDeriveJournalKeyOpensAJournalAfterARotation(t *testing.T) {
+	m := startMock(t)
+	cfg := fastConfig(m.URL)
+	cfg.JournalPath = filepath.Join(t.TempDir(), "journal.sqlite3")
+	c := newTestClient(t, cfg)
+	op := payment(orderID("rotate"), 40)
+	first, err := c.Execute(bg(), op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	oldKey, err := DeriveJournalKey(cfg.Secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mac := hmac.New(sha256.New, cfg.Secret)
+	mac.Write([]byte("payidem journal key v1"))
+	if !bytes.Equal(oldKey, mac.Sum(nil)) {
+		t.Fatalf("DeriveJournalKey = %x, want HMAC-SHA256(secret, label)", oldKey)
+	}
+	rotated := cfg
+	rotated.Secret = []byte("a-rotated-secret-0123456789")
+	if _, err := NewClient(rotated); !errors.Is(err, ErrJournal) {
+		t.Fatalf("rotated secret: err = %v, want ErrJournal", err)
+	}
+	rotated.JournalKey = oldKey
+	c2 := newTestClient(t, rotated)
+	again, err := c2.Execute(bg(), op)
+	if err != nil || !bytes.Equal(again.Body, first.Body) {
+		t.Fatalf("the old derived key reads the journal: %v %v", again, err)
+	}
+	m.assertOnePaymentEach(t, []string{op.OrderID})
+	var e *Error
+	if _, err := DeriveJournalKey([]byte("short")); !errors.As(err, &e) || e.Field != "secret" {
+		t.Fatalf("short secret: err = %v, want invalid_argument naming secret", err)
 	}
 }

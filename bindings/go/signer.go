@@ -12,6 +12,7 @@ import "C"
 
 import (
 	"bytes"
+	"encoding/hex"
 	"io"
 	"net/http"
 	"runtime"
@@ -320,4 +321,21 @@ func BodySHA256Hex(body []byte) (string, error) {
 		return "", newError(rc, cerr, nil)
 	}
 	return string(out[:len(out)-1]), nil
+}
+
+// DeriveJournalKey is the journal key a client derives from the API secret
+// when Config.JournalKey is nil (32 bytes; a secret itself, never log it). A
+// journal is sealed under its key: after the API secret is rotated, a journal
+// created under the old one opens only with
+// Config.JournalKey = DeriveJournalKey(oldSecret). An *Error with
+// CodeInvalidArgument naming "secret" when it is not 16..=1024 bytes.
+func DeriveJournalKey(secret []byte) ([]byte, error) {
+	var out [65]byte
+	var cerr *C.payidem_error
+	rc := C.payidem_journal_key_derive(bytesPtr(secret), C.size_t(len(secret)),
+		(*C.char)(unsafe.Pointer(&out[0])), C.size_t(len(out)), nil, &cerr)
+	if rc != C.PAYIDEM_OK {
+		return nil, newError(rc, cerr, nil)
+	}
+	return hex.DecodeString(string(out[:64]))
 }

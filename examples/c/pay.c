@@ -1,10 +1,14 @@
 /*
- * One payment through libpayidem: create a client with the durable default
- * journal ($XDG_STATE_HOME/payidem/journal.sqlite3, or under
- * $HOME/.local/state), run the operation to a settled outcome, print it.
+ * One payment through libpayidem: create a client with a journal of this
+ * example's own (JOURNAL, default ./payidem-example.sqlite3: test payments
+ * never go into the durable default journal that real payments use), run
+ * the operation to a settled outcome, print it.
  *
  *   cc pay.c $(pkg-config --cflags --libs payidem) -o pay
- *   ./pay http://127.0.0.1:PORT            # e.g. against payidem-mock
+ *   ./pay http://127.0.0.1:PORT [JOURNAL]  # e.g. against payidem-mock
+ *
+ * A real integration leaves "journal_path" out of its options (the durable
+ * default journal) or names where its state lives.
  *
  * Uses the mock's public test key; a real integration reads its key id and
  * secret from its own configuration.
@@ -22,7 +26,8 @@ static void on_event(void *userdata, const payidem_attempt_event *ev) {
 int main(int argc, char **argv) {
     static const char secret[] = "sk_test_payidem_mock_secret_0001";
     const char *body = "{\"order_id\":\"example-1\",\"amount\":1000,\"currency\":\"EUR\"}";
-    char options[512];
+    char options[1024];
+    const char *journal;
     payidem_client *client = NULL;
     payidem_outcome *outcome = NULL;
     payidem_error *err = NULL;
@@ -30,8 +35,14 @@ int main(int argc, char **argv) {
     size_t response_len = 0;
     payidem_result rc;
 
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s BASE_URL\n", argv[0]);
+    if (argc != 2 && argc != 3) {
+        fprintf(stderr, "usage: %s BASE_URL [JOURNAL]\n", argv[0]);
+        return 2;
+    }
+    journal = argc == 3 ? argv[2] : "payidem-example.sqlite3";
+    if (strlen(argv[1]) + strlen(journal) > 400 || strpbrk(argv[1], "\"\\") != NULL ||
+        strpbrk(journal, "\"\\") != NULL) {
+        fprintf(stderr, "the base URL or journal path is too long or holds a quote\n");
         return 2;
     }
     if (strcmp(payidem_version(), PAYIDEM_VERSION) != 0) {
@@ -39,9 +50,9 @@ int main(int argc, char **argv) {
         return 1;
     }
     snprintf(options, sizeof options,
-             "{\"base_url\":\"%s\",\"key_id\":\"key_test_1\","
+             "{\"base_url\":\"%s\",\"key_id\":\"key_test_1\",\"journal_path\":\"%s\","
              "\"retry\":{\"max_attempts\":4,\"deadline_ms\":10000}}",
-             argv[1]);
+             argv[1], journal);
     rc = payidem_client_new(options, (const uint8_t *)secret, strlen(secret), &client, &err);
     if (rc != PAYIDEM_OK) {
         fprintf(stderr, "client: %s\n", payidem_error_message(err));

@@ -592,6 +592,28 @@ static void test_buffers_too_small_report_the_size(void) {
     payidem_signer_free(signer);
 }
 
+/* The journal key of a secret, as a client derives it: HMAC-SHA256(secret,
+ * "payidem journal key v1") in hex (the value computed independently, with
+ * Python's hmac module); a secret too short is named, never echoed. */
+static void test_journal_key_derive(void) {
+    const char *secret = "0123456789abcdef-secret";
+    char hex[65];
+    size_t len = 0;
+    payidem_error *err = NULL;
+    EXPECT_OK(payidem_journal_key_derive((const uint8_t *)secret, strlen(secret), hex, sizeof hex,
+                                         &len, &err),
+              err);
+    CHECK(len == 64);
+    CHECK_STR(hex, "b30fd426801b76e1a3e763e72dfe8e9beb092a610f820796e7d925a3e6481e70");
+    EXPECT_ERR(payidem_journal_key_derive((const uint8_t *)secret, strlen(secret), hex, 64, &len,
+                                          &err),
+               err, PAYIDEM_BUFFER_TOO_SMALL, "buf");
+    EXPECT_ERR(payidem_journal_key_derive((const uint8_t *)"short", 5, hex, sizeof hex, &len, &err),
+               err, PAYIDEM_INVALID_ARGUMENT, "secret");
+    EXPECT_ERR(payidem_journal_key_derive(NULL, 16, hex, sizeof hex, &len, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "secret");
+}
+
 /* Issue #14: verify_into returns what it verified; an empty Idempotency-Key
  * header is an error; remove_key; the verifier-wide nonce limit. */
 static void sign_headers(payidem_signer *signer, const char *method, const char *key,
@@ -2317,6 +2339,7 @@ int main(void) {
     RUN(test_vectors_decide);
     RUN(test_sign_into_verifies_and_matches_the_handle_api);
     RUN(test_buffers_too_small_report_the_size);
+    RUN(test_journal_key_derive);
     RUN(test_verifier_reaches_every_verification_code);
     RUN(test_verify_into_remove_key_and_total_limit);
     RUN(test_null_and_bad_lengths_are_named);

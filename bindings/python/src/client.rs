@@ -219,6 +219,18 @@ pub(crate) fn default_journal_path(py: Python<'_>) -> PyResult<std::ffi::OsStrin
     raise(py, payidem::journal::default_journal_path()).map(PathBuf::into_os_string)
 }
 
+/// The journal key a client derives from the API secret `secret` when it
+/// is given none of its own, in hex. `InvalidArgument` naming `secret`
+/// when it is not 16..=1024 bytes.
+#[pyfunction]
+pub(crate) fn derive_journal_key_hex(py: Python<'_>, secret: &[u8]) -> PyResult<String> {
+    raise(
+        py,
+        payidem::journal::JournalKey::derived_hex_checked(secret),
+    )
+    .map(|hex| hex.to_string())
+}
+
 /// The core's default settings of a client (`ClientConfig::new`), by the
 /// Python keyword that sets each: durations in seconds, counts as ints,
 /// flags as bools. `payidem.Client` takes its keyword defaults from here, so

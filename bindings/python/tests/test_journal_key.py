@@ -26,12 +26,12 @@ def test_rows_are_read_only_with_their_journal_key(mock: Mock, make_client: Make
     done = first.execute(order, "POST", "/v1/payments", payment(order))
     first.close()
 
-    other = make_client(journal=journal, journal_key=b"\x11" * 32)
+    # Another key is refused when the client is created: the journal's
+    # seal does not open with it, and nothing is written.
     with pytest.raises(payidem.JournalError) as info:
-        other.execute(order, "POST", "/v1/payments", payment(order))
-    assert order in str(info.value)
+        make_client(journal=journal, journal_key=b"\x11" * 32)
+    assert "another journal key" in str(info.value)
     assert "5a5a" not in str(info.value)
-    other.close()
 
     same = make_client(journal=journal, journal_key=KEY)
     again = same.execute(order, "POST", "/v1/payments", payment(order))
@@ -74,3 +74,31 @@ def test_a_bad_journal_key_is_named(make_client: MakeClient, bad: bytes) -> None
 def test_a_journal_key_must_be_bytes(make_client: MakeClient) -> None:
     with pytest.raises(TypeError):
         make_client(journal_key="not bytes")
+
+
+def test_a_rotated_secret_reads_its_journal_with_the_old_derived_key(
+    mock: Mock, make_client: MakeClient, tmp_path: Path
+) -> None:
+    """A client with another secret (mistyped, or rotated) is refused at
+    creation; the old secret's derived key, given as ``journal_key``, opens
+    the journal again and answers from it."""
+    from conftest import MOCK_SECRET
+
+    journal = tmp_path / "journal.sqlite3"
+    order = new_order("jk-rotate")
+    first = make_client(journal=journal)
+    done = first.execute(order, "POST", "/v1/payments", payment(order))
+    first.close()
+    rotated = b"a-rotated-secret-0123456789"
+    with pytest.raises(payidem.JournalError) as info:
+        make_client(journal=journal, secret=rotated)
+    assert "payidem journal key" in str(info.value)
+    old_key = payidem.derive_journal_key(MOCK_SECRET)
+    assert len(old_key) == 32
+    with pytest.raises(payidem.InvalidArgument) as bad:
+        payidem.derive_journal_key(b"short")
+    assert bad.value.field == "secret"
+    again = make_client(journal=journal, secret=rotated, journal_key=old_key)
+    replay = again.execute(order, "POST", "/v1/payments", payment(order))
+    assert replay.body == done.body
+    assert mock.payments_created(order) == 1

@@ -92,6 +92,15 @@ impl JournalKey {
         JournalKey(Zeroizing::new(mac.finalize().into_bytes().to_vec()))
     }
 
+    /// [`JournalKey::derived_hex`] of an API secret checked as a client
+    /// checks it (16..=1024 bytes): what every binding offers, so that a
+    /// journal sealed under an old secret can be opened after rotation.
+    /// `invalid_argument` naming `secret` otherwise (never its bytes).
+    pub fn derived_hex_checked(secret: &[u8]) -> Result<Zeroizing<String>> {
+        crate::protocol::fields::check_secret(secret)?;
+        Ok(JournalKey::derived_hex(secret))
+    }
+
     /// The key derived from `secret`, in lowercase hex: what to set as the
     /// journal key (after hex-decoding) to keep reading rows written before
     /// the API secret was rotated. A secret of its own: never log it.

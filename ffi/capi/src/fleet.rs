@@ -70,9 +70,11 @@ fn outbox_json(sql: &str, params: &[OutboxValue]) -> String {
 /// key and body unchanged. The operation is checked and frozen as
 /// `payidem_client_begin` would (same arguments; the base URL's path
 /// prefix joins the paths, the key is defaulted); nothing is journaled or
-/// sent. Works whatever this client's own journal is; only the tables must
-/// exist (a client opened the PostgreSQL journal once). The statement fails
-/// with a unique violation when the order id or the key is already there.
+/// sent. The client's own journal must be PostgreSQL: the row carries its
+/// integrity MACs, bound to that journal and this client's journal key,
+/// platform and key id, so the clients taking it over must share them. The
+/// statement fails with a unique violation when the order id or the key is
+/// already there.
 ///
 /// The JSON is `{"sql": "INSERT …", "params": [...], "param_types":
 /// [...]}`: seven parameters, in order order id, idempotency key, method,
@@ -93,7 +95,8 @@ fn outbox_json(sql: &str, params: &[OutboxValue]) -> String {
 /// Threads: safe from any number of threads on one client.
 /// Errors: `PAYIDEM_INVALID_ARGUMENT` naming `client`, `order_id`,
 /// `method`, `path`, `body`, `idempotency_key`, `status_path`,
-/// `param_style` or `buf`; `PAYIDEM_BUFFER_TOO_SMALL` naming `buf`.
+/// `param_style`, `buf` or `journal` (the client's journal is not
+/// PostgreSQL); `PAYIDEM_BUFFER_TOO_SMALL` naming `buf`.
 #[no_mangle]
 pub unsafe extern "C" fn payidem_client_outbox_insert(
     client: *const payidem_client,

@@ -25,6 +25,7 @@ pub mod error;
 pub mod events;
 pub mod fleet;
 pub mod headers;
+pub mod journal_key;
 pub mod metrics;
 pub mod operation;
 pub mod outcome;

@@ -50,7 +50,15 @@ from ._types import (
     StepKind,
 )
 from ._control import operation_headers
-from .client import CLIENT_DEFAULTS, MEMORY, Body, Client, default_journal_path, freeze_body
+from .client import (
+    CLIENT_DEFAULTS,
+    MEMORY,
+    Body,
+    Client,
+    default_journal_path,
+    derive_journal_key,
+    freeze_body,
+)
 from .decisions import decide, decide_status_query
 from .errors import (
     Cancelled,
@@ -163,6 +171,7 @@ __all__ = [
     "decide",
     "decide_status_query",
     "default_journal_path",
+    "derive_journal_key",
     "freeze_body",
     "log_attempts",
     "Event",

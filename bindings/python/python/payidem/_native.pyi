@@ -39,6 +39,7 @@ __all__ = [
     "decide",
     "decide_status_query",
     "default_journal_path",
+    "derive_journal_key_hex",
     "error_codes",
     "relative_path",
     "set_event_listener",
@@ -282,6 +283,9 @@ def call_end_log_level(end: str, attempts: int) -> str:
 def set_event_listener(client: Client, callback: Optional[Callable[[str], object]]) -> None:
     """Sets (or removes) the callable receiving each event of the client as
     the core's event JSON."""
+
+def derive_journal_key_hex(secret: bytes) -> str:
+    """The journal key a client derives from ``secret``, in hex."""
 
 def default_journal_path() -> str:
     """The durable default journal of this user, from ``XDG_STATE_HOME`` or

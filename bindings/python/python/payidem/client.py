@@ -13,7 +13,15 @@ from .errors import Error, InvalidArgument
 from .events import Event, _listener
 from .metrics import MetricsSnapshot, metrics, prometheus_text
 
-__all__ = ["Client", "Body", "CLIENT_DEFAULTS", "MEMORY", "default_journal_path", "freeze_body"]
+__all__ = [
+    "Client",
+    "Body",
+    "CLIENT_DEFAULTS",
+    "MEMORY",
+    "default_journal_path",
+    "derive_journal_key",
+    "freeze_body",
+]
 
 CLIENT_DEFAULTS: ClientDefaults = ClientDefaults(**_native.client_defaults())
 """The Rust core's default settings of a client: the keyword defaults of
@@ -45,6 +53,20 @@ def default_journal_path() -> str:
     is an absolute path (a service without a home must name its journal).
     """
     return _native.default_journal_path()
+
+
+def derive_journal_key(secret: bytes) -> bytes:
+    """The journal key a client derives from the API secret ``secret`` when
+    it is given no ``journal_key=`` of its own (32 bytes; a secret itself,
+    never log it).
+
+    A journal is sealed under its key: after the API secret is rotated, a
+    journal created under the old one opens only with
+    ``journal_key=derive_journal_key(old_secret)``. Raises
+    :class:`InvalidArgument` naming ``secret`` when it is not 16 to 1024
+    bytes.
+    """
+    return bytes.fromhex(_native.derive_journal_key_hex(secret))
 
 
 def freeze_body(body: Body) -> bytes:

@@ -9,7 +9,7 @@
 //! is never answered for another platform or key id; the read-only commands
 //! work on a read-only journal file.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use payidem::journal::{JournalKey, SqliteJournal, SqliteJournalOptions};
 use payidem::{Client, ClientConfig, ErrorCode, JournalChoice};
@@ -168,8 +168,10 @@ fn journal_with_history(mock: &MockServer, store: &Store) {
 
 /// `payidem journal check --secret-file` exits 7 naming `name`.
 #[track_caller]
-fn check_names(store: &Store, dir: &Path, name: &str, what: &str) {
-    let secret = dir.join("secret");
+fn check_names(store: &Store, name: &str, what: &str) {
+    // A directory of its own: tests running at once never share the file.
+    let dir = tempfile::tempdir().unwrap();
+    let secret = dir.path().join("secret");
     std::fs::write(&secret, DEFAULT_SECRET).unwrap();
     let out = payidem_env(
         &[
@@ -215,140 +217,95 @@ fn refused_everywhere(mock: &MockServer, store: &Store, spec: &OwnedSpec, what: 
         ),
     }
     assert_eq!(mock.stats().requests.total, before, "{what}: nothing sent");
-    check_names(store, &dir_of(store), &named, what);
+    check_names(store, &named, what);
 }
 
-/// A private directory for the secret file.
-fn dir_of(store: &Store) -> PathBuf {
-    match store {
-        Store::Sqlite(dir) => dir.path().to_owned(),
-        Store::Postgres(_) => {
-            let dir = std::env::temp_dir().join(format!("payidem-attack-{}", std::process::id()));
-            std::fs::create_dir_all(&dir).unwrap();
-            dir
-        }
-    }
-}
-
-/// An edit of one row, and the order it targets.
-struct Edit {
-    what: &'static str,
-    order: fn() -> OwnedSpec,
-    sql: fn(&Store) -> String,
-}
-
-fn row_edits() -> Vec<Edit> {
-    vec![
-        Edit {
-            what: "settled -> pending",
-            order: || paid("o-ok"),
-            sql: |_| "UPDATE {ops} SET state = 'pending' WHERE order_id = 'o-ok'".into(),
-        },
-        Edit {
-            what: "settled -> unknown",
-            order: || paid("o-ok"),
-            sql: |_| "UPDATE {ops} SET state = 'unknown' WHERE order_id = 'o-ok'".into(),
-        },
-        Edit {
-            what: "settled -> in_flight",
-            order: || paid("o-ok"),
-            sql: |_| "UPDATE {ops} SET state = 'in_flight' WHERE order_id = 'o-ok'".into(),
-        },
-        Edit {
-            what: "rejected -> succeeded",
-            order: || declined("o-dec"),
-            sql: |_| {
-                "UPDATE {ops} SET state = 'succeeded', response_status = 201 \
-                 WHERE order_id = 'o-dec'"
-                    .into()
-            },
-        },
-        Edit {
-            what: "succeeded -> rejected",
-            order: || paid("o-ok"),
-            sql: |_| {
-                "UPDATE {ops} SET state = 'rejected', response_status = 402 \
-                 WHERE order_id = 'o-ok'"
-                    .into()
-            },
-        },
-        Edit {
-            what: "forged stored response",
-            order: || paid("o-ok"),
-            sql: |s| {
-                match s {
-                Store::Sqlite(_) => "UPDATE {ops} SET response_body = CAST('{\"payment_id\":\"pay_forged\"}' AS BLOB) WHERE order_id = 'o-ok'".into(),
-                Store::Postgres(_) => "UPDATE {ops} SET response_body = convert_to('{\"payment_id\":\"pay_forged\"}', 'UTF8') WHERE order_id = 'o-ok'".into(),
-            }
-            },
-        },
-        Edit {
-            what: "created_at changed",
-            order: || paid("o-ok"),
-            sql: |s| {
-                format!(
-                    "UPDATE {{ops}} SET {} WHERE order_id = 'o-ok'",
-                    s.older("created_at", 3600)
-                )
-            },
-        },
-        Edit {
-            what: "key changed",
-            order: || paid("o-ok"),
-            sql: |_| {
-                "UPDATE {ops} SET idempotency_key = 'create-o-other' WHERE order_id = 'o-ok'".into()
-            },
-        },
-        Edit {
-            what: "path changed",
-            order: || paid("o-ok"),
-            sql: |_| {
-                "UPDATE {ops} SET path = '/v1/payments/pay_x/refunds' WHERE order_id = 'o-ok'"
-                    .into()
-            },
-        },
-        Edit {
-            what: "body changed with its hash",
-            order: || paid("o-ok"),
-            sql: |_| {
-                "UPDATE {ops} SET body = (SELECT body FROM {ops} WHERE order_id = 'o-two'), \
-                 body_sha256 = (SELECT body_sha256 FROM {ops} WHERE order_id = 'o-two') \
-                 WHERE order_id = 'o-ok'"
-                    .into()
-            },
-        },
-        Edit {
-            what: "bodies swapped between two orders",
-            order: || paid("o-ok"),
-            sql: |_| {
-                "UPDATE {ops} SET body = (SELECT body FROM {ops} o2 WHERE o2.order_id = \
-                 CASE WHEN {ops}.order_id = 'o-ok' THEN 'o-two' ELSE 'o-ok' END), \
-                 body_sha256 = (SELECT body_sha256 FROM {ops} o2 WHERE o2.order_id = \
-                 CASE WHEN {ops}.order_id = 'o-ok' THEN 'o-two' ELSE 'o-ok' END) \
-                 WHERE order_id IN ('o-ok', 'o-two')"
-                    .into()
-            },
-        },
-        Edit {
-            what: "MACs of one row moved onto another",
-            order: || paid("o-ok"),
-            sql: |_| {
-                "UPDATE {ops} SET row_mac = (SELECT row_mac FROM {ops} WHERE order_id = 'o-two'), \
-                 state_mac = (SELECT state_mac FROM {ops} WHERE order_id = 'o-two') \
-                 WHERE order_id = 'o-ok'"
-                    .into()
-            },
-        },
-    ]
+/// An edit of one row: what it is, the order it targets (`o-ok` paid, or
+/// `o-dec` declined), and its SQL (`{ops}` names the table; `{older}`
+/// stands for `created_at` moved an hour back, `{forged}` for a forged
+/// response body, each in the store's own types).
+fn row_edits() -> Vec<(&'static str, &'static str, String)> {
+    let mut edits: Vec<(&'static str, &'static str, String)> = ["pending", "unknown", "in_flight"]
+        .into_iter()
+        .map(|state| {
+            (
+                "settled -> unsettled",
+                "o-ok",
+                format!("UPDATE {{ops}} SET state = '{state}' WHERE order_id = 'o-ok'"),
+            )
+        })
+        .collect();
+    let one = |what: &'static str, order: &'static str, set: &str| {
+        (
+            what,
+            order,
+            format!("UPDATE {{ops}} SET {set} WHERE order_id = '{order}'"),
+        )
+    };
+    edits.extend([
+        one(
+            "rejected -> succeeded",
+            "o-dec",
+            "state = 'succeeded', response_status = 201",
+        ),
+        one(
+            "succeeded -> rejected",
+            "o-ok",
+            "state = 'rejected', response_status = 402",
+        ),
+        one("forged stored response", "o-ok", "response_body = {forged}"),
+        one("created_at changed", "o-ok", "{older}"),
+        one("key changed", "o-ok", "idempotency_key = 'create-o-other'"),
+        one(
+            "path changed",
+            "o-ok",
+            "path = '/v1/payments/pay_x/refunds'",
+        ),
+        one(
+            "body changed with its hash",
+            "o-ok",
+            "body = (SELECT body FROM {ops} WHERE order_id = 'o-two'), \
+             body_sha256 = (SELECT body_sha256 FROM {ops} WHERE order_id = 'o-two')",
+        ),
+        one(
+            "MACs of one row moved onto another",
+            "o-ok",
+            "row_mac = (SELECT row_mac FROM {ops} WHERE order_id = 'o-two'), \
+             state_mac = (SELECT state_mac FROM {ops} WHERE order_id = 'o-two')",
+        ),
+    ]);
+    edits.push((
+        "bodies swapped between two orders",
+        "o-ok",
+        "UPDATE {ops} SET body = (SELECT body FROM {ops} o2 WHERE o2.order_id = \
+         CASE WHEN {ops}.order_id = 'o-ok' THEN 'o-two' ELSE 'o-ok' END), \
+         body_sha256 = (SELECT body_sha256 FROM {ops} o2 WHERE o2.order_id = \
+         CASE WHEN {ops}.order_id = 'o-ok' THEN 'o-two' ELSE 'o-ok' END) \
+         WHERE order_id IN ('o-ok', 'o-two')"
+            .to_owned(),
+    ));
+    edits
 }
 
 fn every_row_edit_is_refused_and_nothing_is_sent(new_store: fn() -> Store) {
-    for edit in row_edits() {
+    for (what, order, sql) in row_edits() {
         let mock = start_mock();
         let store = new_store();
         journal_with_history(&mock, &store);
-        store.sql(&(edit.sql)(&store));
-        refused_everywhere(&mock, &store, &(edit.order)(), edit.what);
+        let forged = match store {
+            Store::Sqlite(_) => "CAST('{\"payment_id\":\"pay_forged\"}' AS BLOB)",
+            Store::Postgres(_) => "convert_to('{\"payment_id\":\"pay_forged\"}', 'UTF8')",
+        };
+        let sql = sql
+            .replace("{forged}", forged)
+            .replace("{older}", &store.older("created_at", 3600));
+        store.sql(&sql);
+        let spec = if order == "o-dec" {
+            declined(order)
+        } else {
+            paid(order)
+        };
+        refused_everywhere(&mock, &store, &spec, what);
     }
 }
 
@@ -406,7 +363,7 @@ fn seal_edits_refuse_the_client(new_store: fn() -> Store) {
         } else {
             "seal"
         };
-        check_names(&store, &dir_of(&store), name, what);
+        check_names(&store, name, what);
     }
 }
 

@@ -35,15 +35,17 @@ fn key() -> JournalKey {
 
 /// A handle with the client's key, sealed as a client's is.
 fn keyed(path: &Path) -> SqliteJournal {
-    let j = SqliteJournal::open(
+    keyed_open(path).unwrap()
+}
+
+fn keyed_open(path: &Path) -> Result<SqliteJournal, Error> {
+    SqliteJournal::open(
         path,
         SqliteJournalOptions {
             journal_key: Some(key()),
             ..SqliteJournalOptions::default()
         },
     )
-    .unwrap();
-    j
 }
 
 fn unkeyed(path: &Path) -> SqliteJournal {
@@ -275,14 +277,7 @@ fn a_version_2_journal_migrates_without_a_key_and_is_refused_with_one() {
     let path = dir.path().join("journal.sqlite3");
     make_version_2(&path);
     // A keyed handle cannot authenticate MAC-less rows: refused, unchanged.
-    let e = SqliteJournal::open(
-        &path,
-        SqliteJournalOptions {
-            journal_key: Some(key()),
-            ..SqliteJournalOptions::default()
-        },
-    )
-    .unwrap_err();
+    let e = keyed_open(&path).unwrap_err();
     assert_eq!(e.code(), ErrorCode::Journal);
     assert!(e.message().contains("\"legacy-unknown\""), "{e}");
     assert!(e.message().contains("left untouched"), "{e}");
@@ -301,14 +296,7 @@ fn a_version_2_journal_migrates_without_a_key_and_is_refused_with_one() {
     drop(j);
     // Once unsealed with rows, a keyed handle refuses it: a seal is never
     // written over rows nobody authenticated.
-    let e = SqliteJournal::open(
-        &path,
-        SqliteJournalOptions {
-            journal_key: Some(key()),
-            ..SqliteJournalOptions::default()
-        },
-    )
-    .unwrap_err();
+    let e = keyed_open(&path).unwrap_err();
     assert!(e.message().contains("no seal"), "{e}");
 }
 

@@ -101,6 +101,21 @@ pub struct JournalScope {
     pub key_id: String,
 }
 
+impl JournalScope {
+    /// The scope stored in a row's `platform` and `key_id` columns: none
+    /// unless both are there (a row made by a handle without a scope, or
+    /// from before rows recorded it).
+    pub(crate) fn of_columns(
+        platform: Option<String>,
+        key_id: Option<String>,
+    ) -> Option<JournalScope> {
+        Some(JournalScope {
+            platform: platform?,
+            key_id: key_id?,
+        })
+    }
+}
+
 /// Everything the journal keeps about one operation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OperationRecord {

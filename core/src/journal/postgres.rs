@@ -448,10 +448,7 @@ pub(super) fn read_row(target: &str, row: &Row, current: bool) -> Result<Stored>
             response,
         },
         scope: if current {
-            match (row.get(19), row.get(20)) {
-                (Some(platform), Some(key_id)) => Some(JournalScope { platform, key_id }),
-                _ => None,
-            }
+            JournalScope::of_columns(row.get(19), row.get(20))
         } else {
             None
         },

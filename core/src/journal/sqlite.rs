@@ -243,34 +243,24 @@ impl Stored {
 }
 
 impl RawRow {
+    /// A row of [`COLUMNS`].
     fn read(row: &Row<'_>) -> rusqlite::Result<RawRow> {
-        Ok(RawRow {
-            order_id: row.get(0)?,
-            idempotency_key: row.get(1)?,
-            method: row.get(2)?,
-            path: row.get(3)?,
-            body: row.get(4)?,
-            body_sha256: row.get(5)?,
-            status_path: row.get(6)?,
-            state: row.get(7)?,
-            attempts: row.get(8)?,
-            created_at: row.get(9)?,
-            updated_at: row.get(10)?,
-            response_status: row.get(11)?,
-            response_headers: row.get(12)?,
-            response_body: row.get(13)?,
-            response_replayed: row.get(14)?,
-            lease_owner: row.get(15)?,
-            lease_expires: row.get(16)?,
-            row_mac: row.get(17)?,
-            platform: row.get(18)?,
-            key_id: row.get(19)?,
-            state_mac: row.get(20)?,
-        })
+        RawRow::read_columns(row, true)
     }
 
     /// A row of a schema 3 journal ([`COLUMNS_V3`]).
     fn read_v3(row: &Row<'_>) -> rusqlite::Result<RawRow> {
+        RawRow::read_columns(row, false)
+    }
+
+    fn read_columns(row: &Row<'_>, current: bool) -> rusqlite::Result<RawRow> {
+        let since_v4 = |i: usize| -> rusqlite::Result<Option<String>> {
+            if current {
+                row.get(i)
+            } else {
+                Ok(None)
+            }
+        };
         Ok(RawRow {
             order_id: row.get(0)?,
             idempotency_key: row.get(1)?,
@@ -290,9 +280,9 @@ impl RawRow {
             lease_owner: row.get(15)?,
             lease_expires: row.get(16)?,
             row_mac: row.get(17)?,
-            platform: None,
-            key_id: None,
-            state_mac: None,
+            platform: since_v4(18)?,
+            key_id: since_v4(19)?,
+            state_mac: since_v4(20)?,
         })
     }
 
@@ -347,10 +337,7 @@ impl RawRow {
                 updated_at,
                 response,
             },
-            scope: match (self.platform, self.key_id) {
-                (Some(platform), Some(key_id)) => Some(JournalScope { platform, key_id }),
-                _ => None,
-            },
+            scope: JournalScope::of_columns(self.platform, self.key_id),
             lease_owner: self.lease_owner,
             lease_expires,
             row_mac: self.row_mac,

@@ -386,39 +386,21 @@ fn resumed_in_flight_operation_asks_first() {
 #[test]
 fn expired_key_is_never_posted_again() {
     let old = NOW - PLATFORM_KEY_RETENTION_SECS - 1;
-    let mut op = begin(OperationState::Unknown, None, old, CallLimits::default());
-    let (sent, s, _) = drive(&mut op, vec![]);
-    assert!(sent.is_empty());
-    assert!(matches!(s, End::KeyExpired { .. }));
+    // Pending too: its row may come from a journal rolled back, or
+    // restored from a backup, after it was sent.
+    for state in [OperationState::Unknown, OperationState::Pending] {
+        let mut op = begin(state, None, old, CallLimits::default());
+        let (sent, s, _) = drive(&mut op, vec![]);
+        assert!(sent.is_empty(), "{state:?}");
+        assert!(matches!(s, End::KeyExpired { .. }), "{state:?}");
 
-    let mut op = begin(
-        OperationState::Unknown,
-        Some("/s"),
-        old,
-        CallLimits::default(),
-    );
-    let (sent, s, _) = drive(&mut op, vec![response(404, &[], "")]);
-    assert_eq!(sent.len(), 1);
-    assert_eq!(sent[0].kind, AttemptKind::StatusQuery);
-    let e = s.into_result("ord-1", "create-ord-1", 1).unwrap_err();
-    assert_eq!(e.code(), crate::ErrorCode::KeyExpired);
-
-    // Nor is a pending one: its row may come from a journal rolled back,
-    // or restored from a backup, after it was sent.
-    let mut op = begin(OperationState::Pending, None, old, CallLimits::default());
-    let (sent, s, _) = drive(&mut op, vec![]);
-    assert!(sent.is_empty());
-    assert!(matches!(s, End::KeyExpired { .. }));
-    let mut op = begin(
-        OperationState::Pending,
-        Some("/s"),
-        old,
-        CallLimits::default(),
-    );
-    let (sent, s, _) = drive(&mut op, vec![response(404, &[], "")]);
-    assert_eq!(sent.len(), 1);
-    assert_eq!(sent[0].kind, AttemptKind::StatusQuery);
-    assert!(matches!(s, End::KeyExpired { .. }));
+        let mut op = begin(state, Some("/s"), old, CallLimits::default());
+        let (sent, s, _) = drive(&mut op, vec![response(404, &[], "")]);
+        assert_eq!(sent.len(), 1, "{state:?}");
+        assert_eq!(sent[0].kind, AttemptKind::StatusQuery);
+        let e = s.into_result("ord-1", "create-ord-1", 1).unwrap_err();
+        assert_eq!(e.code(), crate::ErrorCode::KeyExpired);
+    }
 }
 
 #[test]

@@ -273,13 +273,7 @@ fn check_upgradable(tx: &Connection, ctx: &Context, key: Option<&JournalKey>) ->
         }
         return Ok(());
     };
-    let mut stmt = tx
-        .prepare(&format!("SELECT {} FROM operations", super::COLUMNS_V3))
-        .map_err(|e| ctx.db("read the rows to upgrade", e))?;
-    let raws = stmt
-        .query_map([], RawRow::read_v3)
-        .and_then(|rows| rows.collect::<rusqlite::Result<Vec<RawRow>>>())
-        .map_err(|e| ctx.db("read the rows to upgrade", e))?;
+    let raws = rows_v3(tx, ctx)?;
     let mut bad = Vec::new();
     for raw in raws {
         let mac = raw.row_mac.clone();
@@ -299,6 +293,16 @@ fn check_upgradable(tx: &Connection, ctx: &Context, key: Option<&JournalKey>) ->
          (`payidem journal check`) and reconcile or remove them",
         bad.join(", ")
     )))
+}
+
+/// Every operation row of a schema 3 journal, as stored.
+fn rows_v3(tx: &Connection, ctx: &Context) -> Result<Vec<RawRow>> {
+    tx.prepare(&format!("SELECT {} FROM operations", super::COLUMNS_V3))
+        .and_then(|mut stmt| {
+            stmt.query_map([], RawRow::read_v3)?
+                .collect::<rusqlite::Result<Vec<RawRow>>>()
+        })
+        .map_err(|e| ctx.db("read the rows to upgrade", e))
 }
 
 /// Writes both schema 4 MACs of every row of an upgraded schema 3 journal
@@ -324,13 +328,7 @@ fn upgrade_rows(
         journal_id: seal.journal_id,
         purged_before: 0,
     };
-    let mut stmt = tx
-        .prepare(&format!("SELECT {} FROM operations", super::COLUMNS_V3))
-        .map_err(|e| ctx.db("read the rows to upgrade", e))?;
-    let raws = stmt
-        .query_map([], RawRow::read_v3)
-        .and_then(|rows| rows.collect::<rusqlite::Result<Vec<RawRow>>>())
-        .map_err(|e| ctx.db("read the rows to upgrade", e))?;
+    let raws = rows_v3(tx, ctx)?;
     for raw in raws {
         let stored = raw.check(ctx)?;
         let (row_mac, state_mac) = auth.macs(scope, &stored.record)?;

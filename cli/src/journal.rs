@@ -267,7 +267,7 @@ fn list(j: &Opened, states: &[OperationState], older_than: Option<u64>, json: bo
     let records: Vec<OperationRecord> = records
         .into_iter()
         .filter(|r| states.contains(&r.state))
-        .filter(|r| older_than.map_or(true, |min| render::age(r, now) > min))
+        .filter(|r| older_than.is_none_or(|min| render::age(r, now) > min))
         .collect();
     if json {
         out_json(&json!({
@@ -300,9 +300,12 @@ fn list(j: &Opened, states: &[OperationState], older_than: Option<u64>, json: bo
     Ok(Exit::Ok)
 }
 
-/// Every row of the journal: the valid records, and the order id and
-/// problem of each row that does not read back valid.
-fn every_row(j: &Opened) -> Result<(Vec<OperationRecord>, Vec<(String, String)>), Failure> {
+/// The order id and problem of a row that does not read back valid.
+type InvalidRow = (String, String);
+
+/// Every row of the journal: the valid records, and each row that does
+/// not read back valid.
+fn every_row(j: &Opened) -> Result<(Vec<OperationRecord>, Vec<InvalidRow>), Failure> {
     let mut records = Vec::new();
     let mut invalid = Vec::new();
     for listed in j.journal.list_every()? {
@@ -314,7 +317,7 @@ fn every_row(j: &Opened) -> Result<(Vec<OperationRecord>, Vec<(String, String)>)
     Ok((records, invalid))
 }
 
-fn invalid_json(invalid: &[(String, String)]) -> Value {
+fn invalid_json(invalid: &[InvalidRow]) -> Value {
     invalid
         .iter()
         .map(|(order_id, problem)| json!({"order_id": order_id, "problem": problem}))

@@ -531,7 +531,7 @@ proptest! {
             prop_assert!(end.is_some_and(|end| end < policy.deadline));
         } else {
             let end = elapsed.checked_add(wait);
-            prop_assert!(end.map_or(true, |end| end >= policy.deadline));
+            prop_assert!(end.is_none_or(|end| end >= policy.deadline));
         }
     }
 

@@ -53,7 +53,7 @@ impl Plan {
             order_id,
             amount,
             declined: false,
-            refund: (index % 3 == 0).then_some(amount / 2),
+            refund: index.is_multiple_of(3).then_some(amount / 2),
         }
     }
 

@@ -91,7 +91,6 @@ fn the_application_role_reads_the_journal_and_cannot_write_it() {
         ),
         payidem_mock::DEFAULT_SECRET.as_bytes(),
     )
-    .err()
-    .expect("the application's role is no journal writer");
+    .expect_err("the application's role is no journal writer");
     assert_eq!(e.code(), ErrorCode::Journal, "{e}");
 }

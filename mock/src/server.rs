@@ -752,7 +752,7 @@ impl Io {
                 revents: 0,
             };
             fds.push(pollfd(self.wake.as_raw_fd(), libc::POLLIN));
-            let accepting = self.accept_paused_until.map_or(true, |t| t <= now);
+            let accepting = self.accept_paused_until.is_none_or(|t| t <= now);
             if accepting {
                 self.accept_paused_until = None;
             }

@@ -71,7 +71,7 @@ impl<In: Transport> Connector<In> for WriteTracker {
         let tracked = details
             .uri
             .authority()
-            .map_or(true, |a| a.as_str().eq_ignore_ascii_case(&self.authority));
+            .is_none_or(|a| a.as_str().eq_ignore_ascii_case(&self.authority));
         Ok(chained.map(|inner| Tracked { inner, tracked }))
     }
 }

@@ -62,7 +62,7 @@ impl JournalKey {
     /// repeated in the error.
     pub fn from_hex(text: &str) -> Result<JournalKey> {
         let text = text.as_bytes();
-        if text.len() % 2 != 0 || !text.iter().all(u8::is_ascii_hexdigit) {
+        if !text.len().is_multiple_of(2) || !text.iter().all(u8::is_ascii_hexdigit) {
             return Err(Error::invalid(
                 "journal_key",
                 "must be hex digits, two per byte",

@@ -617,7 +617,7 @@ impl PostgresJournal {
             .load(client, order_id, true)?
             .ok_or_else(|| rules::unknown_order(order_id))?;
         let held = stored.lease_owner.as_deref() == Some(lease.owner.as_str())
-            && epoch.map_or(true, |e| e == stored.lease_epoch);
+            && epoch.is_none_or(|e| e == stored.lease_epoch);
         if !held {
             return Err(
                 rules::lease_lost(order_id, &stored.record.operation.idempotency_key).into(),
@@ -1291,7 +1291,7 @@ impl Journal for PostgresJournal {
                 None => Err(rules::unknown_order(order_id).into()),
                 Some((owner, row_epoch, state, n))
                     if owner.as_deref() == Some(lease.owner.as_str())
-                        && epoch.map_or(true, |e| e == row_epoch) =>
+                        && epoch.is_none_or(|e| e == row_epoch) =>
                 {
                     Ok(
                         (state == OperationState::InFlight.as_str() && n == attempts_sql)
@@ -1346,7 +1346,7 @@ impl Journal for PostgresJournal {
             &|client| match Self::row_lease(client, order_id)? {
                 None => Err(rules::unknown_order(order_id).into()),
                 Some((owner, row_epoch, row_state, _)) => {
-                    let ours = epoch.map_or(true, |e| e == row_epoch);
+                    let ours = epoch.is_none_or(|e| e == row_epoch);
                     if owner.as_deref() == Some(lease.owner.as_str()) && ours {
                         Ok(None)
                     } else if owner.is_none() && ours && row_state == state.as_str() {

@@ -74,7 +74,7 @@ mod tests {
 
     #[test]
     fn success_clears_the_error_slot() {
-        let mut err: *mut payidem_error = 0x1 as *mut payidem_error;
+        let mut err: *mut payidem_error = std::ptr::dangling_mut::<payidem_error>();
         assert_eq!(guard(&mut err, || Ok(())), payidem_result::PAYIDEM_OK);
         assert!(err.is_null());
         assert_eq!(

@@ -773,12 +773,14 @@ typedef struct payidem_attempt_event {
  * library aborts the process ("Rust cannot catch foreign exceptions");
  * it cannot be caught by the caller of `payidem_client_execute`. A
  * `longjmp` skips the library's frames and is undefined behaviour; in
- * practice the client's callback lock stays held for good
- * (`payidem_client_set_event_callback` on that client then blocks
- * forever, and so may every later attempt of it), the operation's journal
- * lease is kept until it expires (retry deadline + request timeout + 30 s,
- * about 120 s by default; meanwhile its order id answers
- * `PAYIDEM_OPERATION_BUSY`), and the call's memory leaks.
+ * practice the library still counts that callback as running, so
+ * `payidem_client_set_event_callback` and `payidem_client_free` on that
+ * client (from a thread that is not inside a callback) then wait forever
+ * (other threads' attempts and calls go on: no lock is held while the
+ * callback runs), the operation's journal lease is kept until it expires
+ * (retry deadline + request timeout + 30 s, about 120 s by default;
+ * meanwhile its order id answers `PAYIDEM_OPERATION_BUSY`), and the
+ * call's memory leaks.
  */
 typedef void (*payidem_event_callback)(void *userdata, const struct payidem_attempt_event *event);
 
@@ -1164,22 +1166,28 @@ payidem_result payidem_client_new(const char *options_json,
  * every attempt's event, with `userdata` as its first argument. It runs on
  * whichever thread made the attempt, so it and `userdata` must be safe to
  * use from every thread calling the client. Once this function returns, no
- * call of the previous callback is running or will start. The callback
- * runs under a lock that this function takes exclusively, so it must not
- * call `payidem_client_set_event_callback`, nor start a call that makes
- * attempts on the same client (`payidem_client_execute`,
- * `payidem_client_resume` and their `_with_deadline` forms): either can
- * deadlock. It may call any other function. That lock (one per client,
- * guarding only the callback) is the only one the library holds while
- * calling out: no journal, retry-budget or connection lock is held during
- * the event callback or the cancel hook. The callback must return
- * normally (see `payidem_event_callback`).
+ * call of the previous callback is running or will start, except when this
+ * function is called from inside a payidem callback (on any client): it
+ * then returns without waiting, since that callback itself may be one of
+ * the calls it would wait for.
  *
- * Ownership: `userdata` stays the caller's; it must outlive its
- * registration.
+ * The library holds no lock while it calls the callback (nor the JSON
+ * event callback, nor the cancel hook): the callback may call any function
+ * on the same client, this one and `payidem_client_execute` included, and
+ * a slow callback delays only the thread it runs on (and a
+ * `payidem_client_set_event_callback` or `payidem_client_free` waiting for
+ * it). After `payidem_client_free` the callback is never called again,
+ * not even by a `payidem_call` that outlives the client. The callback
+ * must return normally (see `payidem_event_callback`).
+ *
+ * Ownership: `userdata` stays the caller's; it must stay valid until the
+ * callback is replaced or removed, or the client freed (each of which
+ * waits for running calls of it, as above).
  * NULL: `client` must not be NULL (nothing happens); `callback` and
  * `userdata` may be NULL.
- * Threads: safe at any time; it waits for a running callback to return.
+ * Threads: safe at any time; it waits for running calls of the previous
+ * callback to return (unless called from inside a callback), never for
+ * calls of the new one.
  * Errors: none.
  */
 void payidem_client_set_event_callback(const struct payidem_client *client,
@@ -1325,14 +1333,20 @@ payidem_result payidem_client_list_unknown(const struct payidem_client *client,
                                            struct payidem_error **err_out);
 
 /**
- * Frees a client, closing its journal and wiping its secret.
+ * Frees a client, closing its journal and wiping its secret. Its event
+ * callback and JSON event callback are removed first: once this returns,
+ * neither is running (unless this is called from inside a payidem
+ * callback, when it does not wait) nor ever called again, also by a
+ * `payidem_call` of this client that is still unfinished, so their
+ * userdata may be freed.
  *
  * Ownership: takes `client`.
  * NULL: `client` may be NULL (nothing happens).
  * Anything else must be a live handle of this type from this library:
  * freeing it twice, using it after this call, or passing a handle of
  * another type is undefined behaviour, and is not detected.
- * Threads: no call on `client` may be running or start.
+ * Threads: no call on `client` may be running or start (a `payidem_call`
+ * it began may go on, on any thread).
  * Errors: none.
  */
 void payidem_client_free(struct payidem_client *client);
@@ -1554,15 +1568,20 @@ const char *payidem_log_level_name(uint32_t level);
  * secret) and each failed journal write. It runs on whichever thread
  * caused the event, so it and `userdata` must be safe to use from every
  * thread calling the client. Once this function returns, no call of the
- * previous callback is running or will start. The callback must not call
- * this function nor start a call on the same client (either can
- * deadlock); it may call any other function.
+ * previous callback is running or will start, except when this function
+ * is called from inside a payidem callback (it then returns without
+ * waiting). No lock is held while the callback runs: it may call any
+ * function on the same client, this one included. After
+ * `payidem_client_free` it is never called again, not even by a
+ * `payidem_call` that outlives the client.
  *
- * Ownership: `userdata` stays the caller's; it must outlive its
- * registration.
+ * Ownership: `userdata` stays the caller's; it must stay valid until the
+ * callback is replaced or removed, or the client freed (each of which
+ * waits for running calls of it).
  * NULL: `client` must not be NULL (nothing happens); `callback` and
  * `userdata` may be NULL.
- * Threads: safe at any time; it waits for a running callback to return.
+ * Threads: safe at any time; it waits for running calls of the previous
+ * callback to return (unless called from inside a callback).
  * Errors: none.
  */
 void payidem_client_set_event_json_callback(const struct payidem_client *client,
@@ -1578,9 +1597,11 @@ void payidem_client_set_event_json_callback(const struct payidem_client *client,
  * key and body unchanged. The operation is checked and frozen as
  * `payidem_client_begin` would (same arguments; the base URL's path
  * prefix joins the paths, the key is defaulted); nothing is journaled or
- * sent. Works whatever this client's own journal is; only the tables must
- * exist (a client opened the PostgreSQL journal once). The statement fails
- * with a unique violation when the order id or the key is already there.
+ * sent. The client's own journal must be PostgreSQL: the row carries its
+ * integrity MACs, bound to that journal and this client's journal key,
+ * platform and key id, so the clients taking it over must share them. The
+ * statement fails with a unique violation when the order id or the key is
+ * already there.
  *
  * The JSON is `{"sql": "INSERT …", "params": [...], "param_types":
  * [...]}`: seven parameters, in order order id, idempotency key, method,
@@ -1601,7 +1622,8 @@ void payidem_client_set_event_json_callback(const struct payidem_client *client,
  * Threads: safe from any number of threads on one client.
  * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `client`, `order_id`,
  * `method`, `path`, `body`, `idempotency_key`, `status_path`,
- * `param_style` or `buf`; `PAYIDEM_BUFFER_TOO_SMALL` naming `buf`.
+ * `param_style`, `buf` or `journal` (the client's journal is not
+ * PostgreSQL); `PAYIDEM_BUFFER_TOO_SMALL` naming `buf`.
  */
 payidem_result payidem_client_outbox_insert(const struct payidem_client *client,
                                             const char *order_id,
@@ -1644,6 +1666,30 @@ payidem_result payidem_client_take_over(const struct payidem_client *client,
                                         uint32_t limit,
                                         struct payidem_order_list **taken_out,
                                         struct payidem_error **err_out);
+
+/**
+ * Writes, in lowercase hex and a NUL into `buf`, the journal key a client
+ * derives from the API secret `secret` when it is given no journal key of
+ * its own (64 hex digits). After the API secret is rotated, a journal
+ * sealed under the old one opens only with this key of the old secret,
+ * set as the client option `journal_key_hex`. A secret itself: never log
+ * it. `*len_out` (when given) receives the text's length without the NUL,
+ * also on `PAYIDEM_BUFFER_TOO_SMALL`.
+ *
+ * Ownership: `buf` is caller memory, written only on success; `secret` is
+ * only read.
+ * NULL: `secret` must not be NULL; `len_out` and `err_out` may be NULL;
+ * `buf` may be NULL only with `buf_len` 0.
+ * Threads: safe from any thread.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `secret` (NULL, or not
+ * 16..=1024 bytes) or `buf`; `PAYIDEM_BUFFER_TOO_SMALL` naming `buf`.
+ */
+payidem_result payidem_journal_key_derive(const uint8_t *secret,
+                                          size_t secret_len,
+                                          char *buf,
+                                          size_t buf_len,
+                                          size_t *len_out,
+                                          struct payidem_error **err_out);
 
 /**
  * Writes the client's metrics (shared by every call of the client) into

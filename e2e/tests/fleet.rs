@@ -200,9 +200,10 @@ fn a_fleet_without_local_state_survives_kills_a_database_crash_and_a_lost_commit
         marker: dir.path().join("commit-killed"),
         spawned: 0,
     };
-    // The application's own client: it only builds outbox statements.
+    // The application's own client: it only builds outbox statements, for
+    // the fleet's journal (their MACs are bound to that journal).
     let mut app_config = ClientConfig::new(mock.url(), DEFAULT_KEY_ID);
-    app_config.journal = payidem::JournalChoice::Memory;
+    app_config.journal = payidem::JournalChoice::Postgres(journal_url.clone());
     let app_client = payidem::Client::new(app_config, DEFAULT_SECRET.as_bytes()).unwrap();
     let mut app = None;
 

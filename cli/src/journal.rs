@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use payidem::journal::{
-    Journal, JournalKey, Listed, OperationRecord, PostgresJournal, PostgresJournalOptions,
-    SqliteJournal, SqliteJournalOptions,
+    Journal, JournalKey, JournalScope, Listed, OperationRecord, PostgresJournal,
+    PostgresJournalOptions, SqliteJournal, SqliteJournalOptions,
 };
 use payidem::operation::OperationState;
 use payidem::{CallOptions, Client, ClientConfig, ErrorCode, JournalChoice};
@@ -58,7 +58,7 @@ impl KeyFrom {
 /// library's default one, read-only and without a journal key (rows are
 /// read as stored).
 fn open(arg: &JournalArg) -> Result<Opened, Failure> {
-    open_keyed(arg, None, true)
+    open_keyed(arg, None, true, None)
 }
 
 /// The key of `--journal-key-file`, else the one derived from
@@ -121,12 +121,14 @@ fn open_keyed(
     arg: &JournalArg,
     key: Option<(JournalKey, KeyFrom)>,
     read_only: bool,
+    scope: Option<JournalScope>,
 ) -> Result<Opened, Failure> {
     let path = match JournalChoice::from_setting(arg.journal.as_deref()) {
         JournalChoice::Sqlite(path) => path,
         JournalChoice::Postgres(url) => {
             let options = PostgresJournalOptions {
                 journal_key: key.as_ref().map(|(k, _)| k.clone()),
+                scope,
                 create: false,
                 ..PostgresJournalOptions::default()
             };
@@ -157,6 +159,7 @@ fn open_keyed(
     let options = SqliteJournalOptions {
         journal_key: key.as_ref().map(|(k, _)| k.clone()),
         read_only,
+        scope,
         ..SqliteJournalOptions::default()
     };
     let journal = SqliteJournal::open(&path, options)?;
@@ -201,7 +204,7 @@ pub fn run(command: JournalCommand, json: bool) -> Done {
                 Some(by) => by,
                 None => operator(),
             };
-            let opened = open_keyed(&journal, key_of(secret_file, &key)?, false)?;
+            let opened = open_keyed(&journal, key_of(secret_file, &key)?, false, None)?;
             reconcile(&opened, &order_id, outcome, &reference, &by, json)
         }
         JournalCommand::Purge {
@@ -210,7 +213,7 @@ pub fn run(command: JournalCommand, json: bool) -> Done {
             secret_file,
             key,
         } => {
-            let opened = open_keyed(&journal, key_of(secret_file, &key)?, false)?;
+            let opened = open_keyed(&journal, key_of(secret_file, &key)?, false, None)?;
             purge(&opened, settled_older_than, json)
         }
         JournalCommand::Key { secret_file } => {
@@ -243,7 +246,7 @@ pub fn run(command: JournalCommand, json: bool) -> Done {
             };
             let key = key_of(secret_file, &key)?;
             let keyed = key.is_some();
-            match open_keyed(&journal, key, true) {
+            match open_keyed(&journal, key, true, None) {
                 Ok(opened) => check(&opened, export.as_ref(), json),
                 // The key did not open the journal (another key, no seal,
                 // a seal record altered): that is what the check found.
@@ -563,6 +566,27 @@ fn check(j: &Opened, export: Option<&Value>, json: bool) -> Done {
     Ok(if sound { Exit::Ok } else { Exit::Unsound })
 }
 
+/// The base URL, key id and platform origin `resume` sends to, the origin
+/// as the client computes it (so the journal's scope is the client's).
+fn platform_of(args: &ResumeArgs, secret: &[u8]) -> Result<(String, String, String), Failure> {
+    let base_url = args
+        .platform
+        .base_url
+        .clone()
+        .filter(|u| !u.is_empty())
+        .ok_or_else(|| {
+            Failure::new(
+                Exit::Usage,
+                format!("no platform: pass --base-url or set {ENV_BASE_URL}"),
+            )
+        })?;
+    let key_id = secret::key_id(&args.platform.key)?;
+    let mut probe = ClientConfig::new(base_url.clone(), key_id.clone());
+    probe.journal = JournalChoice::Memory;
+    let origin = payidem::journal::platform_origin(&Client::new(probe, secret)?.url(""));
+    Ok((base_url, key_id, origin))
+}
+
 fn resume(args: ResumeArgs, json: bool) -> Done {
     // With the secret every row is checked against its MAC before anything
     // is listed or sent; a dry run without it reads the rows unchecked.
@@ -572,7 +596,18 @@ fn resume(args: ResumeArgs, json: bool) -> Done {
         Some(secret::secret(&args.platform.key)?)
     };
     let key = journal_key(&args.key, secret.as_deref().map(Vec::as_slice))?;
-    let j = open_keyed(&args.journal, key, false)?;
+    // Sending resumes only the operations made for this platform and key id
+    // (an order id of another platform is refused, never sent here); a dry
+    // run lists every one.
+    let platform = match (&secret, args.dry_run) {
+        (Some(secret), false) => Some(platform_of(&args, secret)?),
+        _ => None,
+    };
+    let scope = platform.as_ref().map(|(_, key_id, platform)| JournalScope {
+        platform: platform.clone(),
+        key_id: key_id.clone(),
+    });
+    let j = open_keyed(&args.journal, key, false, scope)?;
     let now = unix_now();
     let targets: Vec<OperationRecord> = match &args.order_id {
         Some(order_id) => vec![get(&j, order_id)?],
@@ -613,19 +648,7 @@ fn resume(args: ResumeArgs, json: bool) -> Done {
         return Ok(Exit::Ok);
     }
 
-    let base_url = args
-        .platform
-        .base_url
-        .clone()
-        .filter(|u| !u.is_empty())
-        .ok_or_else(|| {
-            Failure::new(
-                Exit::Usage,
-                format!("no platform: pass --base-url or set {ENV_BASE_URL}"),
-            )
-        })?;
-    let key_id = secret::key_id(&args.platform.key)?;
-    let Some(secret) = secret else {
+    let (Some(secret), Some((base_url, key_id, _))) = (secret, platform) else {
         return Err(Failure::new(Exit::Usage, "no secret"));
     };
     let mut config = ClientConfig::new(base_url, key_id);

@@ -717,3 +717,89 @@ fn a_row_in_an_unknown_state_is_listed_exported_and_counted() {
         "{prometheus}"
     );
 }
+
+/// `payidem journal resume` sends only the operations made for the
+/// platform and key id it is given: another platform's unknown operation
+/// is neither listed by `--all` nor sent by name.
+#[test]
+fn resume_never_sends_another_platforms_operation() {
+    use payidem::journal::{Journal, JournalScope, Lease};
+    use payidem::operation::OperationState;
+    let first = start_mock();
+    let second = start_mock();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.sqlite3");
+    let frozen = Client::new(
+        fast_config(&first.url(), JournalChoice::Memory),
+        DEFAULT_SECRET.as_bytes(),
+    )
+    .unwrap()
+    .freeze(&paid("o-first").spec())
+    .unwrap();
+    {
+        let j = SqliteJournal::open(
+            &path,
+            SqliteJournalOptions {
+                journal_key: Some(JournalKey::derive_from_secret(DEFAULT_SECRET.as_bytes())),
+                scope: Some(JournalScope {
+                    platform: payidem::journal::platform_origin(&first.url()),
+                    key_id: DEFAULT_KEY_ID.to_owned(),
+                }),
+                ..SqliteJournalOptions::default()
+            },
+        )
+        .unwrap();
+        let lease = Lease {
+            owner: "gone".into(),
+            expires_at: common::now() - 1,
+        };
+        j.open(&frozen, &lease, common::now()).unwrap();
+        j.record_attempt("o-first", &lease, 1, common::now())
+            .unwrap();
+        j.finish(
+            "o-first",
+            &lease,
+            OperationState::Unknown,
+            None,
+            common::now(),
+        )
+        .unwrap();
+    }
+    let secret = dir.path().join("secret");
+    std::fs::write(&secret, DEFAULT_SECRET).unwrap();
+    let resume = |url: &str, target: &str| {
+        let mut args = vec![
+            "journal",
+            "resume",
+            "--journal",
+            path.to_str().unwrap(),
+            "--base-url",
+            url,
+            "--key-id",
+            DEFAULT_KEY_ID,
+            "--secret-file",
+            secret.to_str().unwrap(),
+        ];
+        args.push(target);
+        payidem_env(&args, &[])
+    };
+    let all = resume(&second.url(), "--all");
+    assert!(all.status.success(), "{}", stderr(&all));
+    assert!(!stdout(&all).contains("o-first"), "{}", stdout(&all));
+    let named = resume(&second.url(), "o-first");
+    assert!(!named.status.success(), "{}", stdout(&named));
+    assert!(
+        stderr(&named).contains("idempotency_conflict"),
+        "{}",
+        stderr(&named)
+    );
+    assert_eq!(
+        second.stats().requests.total,
+        0,
+        "nothing sent to the other platform"
+    );
+    // Its own platform resumes it.
+    let own = resume(&first.url(), "o-first");
+    assert!(own.status.success(), "{}{}", stdout(&own), stderr(&own));
+    assert_eq!(first.stats().orders["o-first"].payments_created, 1);
+}

@@ -320,13 +320,16 @@ fn postgres_every_row_edit_is_refused_and_nothing_is_sent() {
 }
 
 /// Edits of the seal: the client is refused when it opens the journal,
-/// before it writes or sends anything, and check exits 7.
+/// for the reason given, before it writes or sends anything (a seal is
+/// never written again over the rows: the injected refund is never sent);
+/// MACs set to NULL under an intact seal refuse each row. Check exits 7.
 fn seal_edits_refuse_the_client(new_store: fn() -> Store) {
-    let edits: [(&str, &str); 4] = [
-        ("seal deleted", "DELETE FROM {seal}"),
+    let edits: [(&str, &str, Option<&str>); 4] = [
+        ("seal deleted", "DELETE FROM {seal}", Some("no seal")),
         (
             "every MAC set to NULL",
             "UPDATE {ops} SET row_mac = NULL, state_mac = NULL",
+            None,
         ),
         (
             "seal deleted, every MAC NULL, a refund injected",
@@ -335,30 +338,43 @@ fn seal_edits_refuse_the_client(new_store: fn() -> Store) {
              state, attempts, created_at, updated_at) SELECT 'evil-2', 'refund-evil-2', 'POST', \
              '/v1/payments/pay_1/refunds', body, body_sha256, 'pending', 0, created_at, \
              updated_at FROM {ops} WHERE order_id = 'o-ok'",
+            Some("no seal"),
         ),
         (
             "purge horizon moved back",
             "UPDATE {seal} SET purged_before = purged_before + 1",
+            Some("purge horizon"),
         ),
     ];
-    for (what, sql) in edits {
+    for (what, sql, refusal) in edits {
         let mock = start_mock();
         let store = new_store();
         journal_with_history(&mock, &store);
         let before = mock.stats().requests.total;
         store.sql(sql);
-        match client(&mock, &store) {
-            Err(e) => assert_eq!(e.code(), ErrorCode::Journal, "{what}: {e}"),
-            // Rows without MACs under an intact seal: each is refused.
-            Ok(c) => {
-                let e = c.execute(&paid("o-ok").spec()).unwrap_err();
+        match (client(&mock, &store), refusal) {
+            (Err(e), Some(why)) => {
                 assert_eq!(e.code(), ErrorCode::Journal, "{what}: {e}");
-                let e = c.status("o-dec").unwrap_err();
-                assert_eq!(e.code(), ErrorCode::Journal, "{what}: {e}");
+                assert!(e.message().contains(why), "{what}: {e}");
+                // Refused again: the refusal wrote no seal.
+                let again = client(&mock, &store).map(|_| ()).unwrap_err();
+                assert!(again.message().contains(why), "{what}: {again}");
             }
+            (Ok(c), None) => {
+                for (call, e) in [
+                    ("execute", c.execute(&paid("o-ok").spec()).map(|_| ())),
+                    ("status", c.status("o-dec").map(|_| ())),
+                ]
+                .map(|(call, r)| (call, r.expect_err(call)))
+                {
+                    assert_eq!(e.code(), ErrorCode::Journal, "{what}: {call}: {e}");
+                }
+            }
+            (Err(e), None) => panic!("{what}: the client must open: {e}"),
+            (Ok(_), Some(why)) => panic!("{what}: the client must be refused ({why})"),
         }
         assert_eq!(mock.stats().requests.total, before, "{what}: nothing sent");
-        let name = if what.contains("MAC") && !what.contains("seal") {
+        let name = if refusal.is_none() {
             "\"o-ok\""
         } else {
             "seal"

@@ -6,7 +6,8 @@
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use payidem::protocol::{IncomingRequest, Nonce, Signer, Verifier, VerifierConfig};
+use payidem::protocol::{Nonce, Signer};
+use payidem::verifier::{IncomingRequest, Verifier, VerifierConfig};
 use payidem::ErrorCode;
 
 const KEY_ID: &str = "key_fuzz";

@@ -9,7 +9,7 @@ use crate::policy::RetryBudgetConfig;
 use crate::policy::RetryPolicy;
 
 /// Where a client keeps its operations. Its `Debug` shows URLs and file
-/// names through [`redact_url`](crate::redact_url): never a password.
+/// names through [`redact_url`](crate::redact::redact_url): never a password.
 #[derive(Clone)]
 pub enum JournalChoice {
     /// The durable default: a SQLite file at
@@ -56,13 +56,13 @@ impl std::fmt::Debug for JournalChoice {
             // A mistyped PostgreSQL URL is taken for a file name.
             JournalChoice::Sqlite(path) => f
                 .debug_tuple("Sqlite")
-                .field(&crate::redact_url(&path.to_string_lossy()))
+                .field(&crate::redact::redact_url(&path.to_string_lossy()))
                 .finish(),
             JournalChoice::Memory => f.write_str("Memory"),
             // The URL may carry a password.
             JournalChoice::Postgres(url) => f
                 .debug_tuple("Postgres")
-                .field(&crate::redact_url(url))
+                .field(&crate::redact::redact_url(url))
                 .finish(),
             JournalChoice::Custom(_) => f.write_str("Custom(..)"),
         }
@@ -71,7 +71,7 @@ impl std::fmt::Debug for JournalChoice {
 
 /// Everything a client needs except its secret, which is passed separately
 /// so that it never sits in a printable struct. Its `Debug` shows the base
-/// URL, journal and proxy through [`redact_url`](crate::redact_url) and
+/// URL, journal and proxy through [`redact_url`](crate::redact::redact_url) and
 /// never the journal key.
 #[derive(Clone)]
 pub struct ClientConfig {
@@ -150,7 +150,7 @@ pub struct ClientConfig {
 impl std::fmt::Debug for ClientConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ClientConfig")
-            .field("base_url", &crate::redact_url(&self.base_url))
+            .field("base_url", &crate::redact::redact_url(&self.base_url))
             .field("key_id", &self.key_id)
             .field("journal", &self.journal)
             .field("connect_timeout", &self.connect_timeout)
@@ -161,7 +161,10 @@ impl std::fmt::Debug for ClientConfig {
             .field("settled_retention", &self.settled_retention)
             .field("allow_insecure_http", &self.allow_insecure_http)
             // A proxy URL may carry credentials.
-            .field("proxy", &self.proxy.as_deref().map(crate::redact_url))
+            .field(
+                "proxy",
+                &self.proxy.as_deref().map(crate::redact::redact_url),
+            )
             .field("proxy_from_env", &self.proxy_from_env)
             .field("ca_bundle", &self.ca_bundle)
             .field("client_cert", &self.client_cert)

@@ -4,8 +4,9 @@ use std::ffi::{c_char, CStr, CString};
 use std::ptr;
 use std::sync::{PoisonError, RwLock};
 
-use payidem::protocol::{IncomingRequest, Refusal, Verifier, VerifierConfig};
-use payidem::replay_store::ReplayStore;
+use payidem::protocol::Refusal;
+use payidem::verifier::replay_store::ReplayStore;
+use payidem::verifier::{IncomingRequest, Verifier, VerifierConfig};
 use payidem::{Error, ErrorCode};
 
 use crate::boundary::{guard, guard_value};

@@ -25,7 +25,7 @@ const LAYERS: &[&[&str]] = &[
 ];
 
 /// Arrows allowed inside one layer: `(from, to)`.
-const SAME_LAYER: &[(&str, &str)] = &[("error", "redact"), ("error", "hex")];
+const SAME_LAYER: &[(&str, &str)] = &[("error", "redact")];
 
 fn layer_of(module: &str) -> Option<usize> {
     LAYERS.iter().position(|layer| layer.contains(&module))

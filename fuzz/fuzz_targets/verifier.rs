@@ -1,4 +1,4 @@
-//! The verifier (core/src/protocol/verifier.rs) on an IncomingRequest built
+//! The verifier (core/src/verifier/mod.rs) on an IncomingRequest built
 //! from arbitrary bytes, either raw or a correctly signed request with
 //! fuzzed edits: no panic, every refusal carries the protocol's HTTP status,
 //! and an unedited signed request verifies once and then is a replay.

@@ -30,9 +30,10 @@ type operationVectors struct {
 			StatusPath     *string `json:"status_path"`
 		} `json:"operation"`
 		Progress struct {
-			State    string `json:"state"`
-			Attempts int    `json:"attempts"`
-			AgeSecs  int64  `json:"age_secs"`
+			State         string `json:"state"`
+			Attempts      int    `json:"attempts"`
+			AgeSecs       int64  `json:"age_secs"`
+			FirstRecorded bool   `json:"first_recorded"`
 		} `json:"progress"`
 		Setup struct {
 			MaxAttempts        int   `json:"max_attempts"`
@@ -76,18 +77,19 @@ func (r *vectorRunner) elapsed() time.Duration {
 	return time.Duration(r.elapsedMS) * time.Millisecond
 }
 
-func (r *vectorRunner) begin(state string, attempts int) {
+func (r *vectorRunner) begin(state string, attempts int, firstRecorded bool) {
 	r.t.Helper()
 	if r.machine != nil {
 		r.machine.Close()
 	}
 	m, err := NewMachine(MachineStart{
-		Operation: r.op,
-		State:     stateByName(state),
-		Attempts:  attempts,
-		CreatedAt: time.Unix(r.createdAt, 0),
-		Setup:     r.setup,
-		Now:       r.now(),
+		Operation:     r.op,
+		State:         stateByName(state),
+		Attempts:      attempts,
+		CreatedAt:     time.Unix(r.createdAt, 0),
+		FirstRecorded: firstRecorded,
+		Setup:         r.setup,
+		Now:           r.now(),
 	})
 	if err != nil {
 		r.t.Fatalf("NewMachine(state %s): %v", state, err)
@@ -153,7 +155,7 @@ func TestOperationVectors(t *testing.T) {
 				createdAt: c.Now - c.Progress.AgeSecs,
 				start:     c.Now,
 			}
-			r.begin(c.Progress.State, c.Progress.Attempts)
+			r.begin(c.Progress.State, c.Progress.Attempts, c.Progress.FirstRecorded)
 			defer func() { r.machine.Close() }()
 			for i, step := range c.Script {
 				r.runStep(signer, step, fmt.Sprintf("%s step %d", c.Name, i))
@@ -226,7 +228,7 @@ func (r *vectorRunner) runStep(signer *Signer, step map[string]any, at string) {
 		// Wall time goes on; the new call's elapsed clock starts at 0.
 		r.start += r.elapsedMS / 1000
 		r.elapsedMS = 0
-		r.begin(vText(t, restart, "state", at), int(vNum(t, restart, "attempts", at)))
+		r.begin(vText(t, restart, "state", at), int(vNum(t, restart, "attempts", at)), false)
 		return
 	}
 	if reason, ok := step["abandon"].(string); ok {

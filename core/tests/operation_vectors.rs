@@ -119,6 +119,7 @@ impl Runner {
             state,
             attempts,
             created_at: self.created_at,
+            first_recorded: false,
         };
         Operation::start(
             &self.operation,
@@ -159,6 +160,7 @@ fn operation_vectors() {
                     state: OperationState::from_name(text(progress, "state")).unwrap(),
                     attempts: num(progress, "attempts") as u32,
                     created_at,
+                    first_recorded: progress["first_recorded"].as_bool().unwrap_or(false),
                 },
                 setup(&case["setup"]),
                 now,

@@ -82,10 +82,11 @@ static uint64_t now_unix(const struct runner *r) {
     return r->start + r->elapsed_ms / 1000;
 }
 
-/* Starts a machine from the vector's operation and setup, with `state` and
- * `attempts` as the journal's progress. */
+/* Starts a machine from the vector's operation and setup, with `state`,
+ * `attempts` and `first_recorded` as the journal's progress. */
 static payidem_operation *begin(const struct runner *r, const char *state,
-                                double attempts, const char *at) {
+                                double attempts, int first_recorded,
+                                const char *at) {
     cJSON *start = cJSON_CreateObject();
     cJSON *progress = cJSON_CreateObject();
     char *json;
@@ -96,6 +97,7 @@ static payidem_operation *begin(const struct runner *r, const char *state,
     cJSON_AddStringToObject(progress, "state", state);
     cJSON_AddNumberToObject(progress, "attempts", attempts);
     cJSON_AddNumberToObject(progress, "created_at", (double)r->created_at);
+    cJSON_AddBoolToObject(progress, "first_recorded", first_recorded);
     cJSON_AddItemToObject(start, "progress", progress);
     cJSON_AddItemToObject(
         start, "setup",
@@ -254,7 +256,7 @@ static void run_step(struct runner *r, const cJSON *step, const char *at) {
         r->start += r->elapsed_ms / 1000;
         r->elapsed_ms = 0;
         payidem_operation_free(r->op);
-        r->op = begin(r, jstr(restart, "state"), jnum(restart, "attempts"), at);
+        r->op = begin(r, jstr(restart, "state"), jnum(restart, "attempts"), 0, at);
         return;
     }
     if (abandon) {
@@ -338,7 +340,8 @@ static void run_vector(const cJSON *vector, payidem_signer *signer) {
     }
     harness_current_failed = 0;
     snprintf(at, sizeof at, "%s start", name);
-    r.op = begin(&r, jstr(progress, "state"), jnum(progress, "attempts"), at);
+    r.op = begin(&r, jstr(progress, "state"), jnum(progress, "attempts"),
+                 jbool(progress, "first_recorded"), at);
     cJSON_ArrayForEach(step, script) {
         if (r.op == NULL) {
             break;

@@ -57,7 +57,10 @@ class Runner:
         self.created_at: int = case["now"] - case["progress"]["age_secs"]
         self.elapsed_ms = 0
         self.last: Optional[payidem.End] = None
-        self.machine = self.begin(case["progress"]["state"], case["progress"]["attempts"])
+        progress = case["progress"]
+        self.machine = self.begin(
+            progress["state"], progress["attempts"], progress.get("first_recorded", False)
+        )
 
     @property
     def now(self) -> int:
@@ -67,7 +70,9 @@ class Runner:
     def elapsed(self) -> float:
         return self.elapsed_ms / 1000
 
-    def begin(self, state: payidem.OperationState, attempts: int) -> payidem.Operation:
+    def begin(
+        self, state: payidem.OperationState, attempts: int, first_recorded: bool = False
+    ) -> payidem.Operation:
         s, op = self.setup, self.op
         return payidem.Operation(
             op["order_id"],
@@ -80,6 +85,7 @@ class Runner:
             attempts=attempts,
             created_at=self.created_at,
             now=self.now,
+            first_recorded=first_recorded,
             max_attempts=s["max_attempts"],
             backoff_base=s["backoff_base_ms"] / 1000,
             backoff_cap=s["backoff_cap_ms"] / 1000,

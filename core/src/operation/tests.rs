@@ -40,6 +40,7 @@ fn progress(state: OperationState, created_at: u64) -> Progress {
         state,
         attempts: 0,
         created_at,
+        first_recorded: false,
     }
 }
 

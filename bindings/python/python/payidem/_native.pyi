@@ -356,6 +356,7 @@ class Operation:
         attempts: int,
         created_at: int,
         now: int,
+        first_recorded: bool = False,
         max_attempts: Optional[int] = None,
         backoff_base: Optional[float] = None,
         backoff_cap: Optional[float] = None,

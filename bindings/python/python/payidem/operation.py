@@ -325,6 +325,10 @@ class Operation:
     so far and ``created_at`` (Unix seconds the key was made; the key's age
     decides whether it may still be sent). An ``in_flight`` or ``unknown``
     operation asks its status first when it has a ``status_path``.
+    ``first_recorded`` says your journal recorded the first attempt as it
+    opened the operation (``in_flight`` with 1 attempt) and it was not sent:
+    it is sent without a first ``persist`` step, and a call that ends before
+    sending it asks for a ``persist`` of 0 attempts before its end.
 
     Limits left ``None`` are the core's defaults (those of
     :class:`~payidem.Client`): ``max_attempts``, ``backoff_base``,
@@ -352,6 +356,7 @@ class Operation:
         attempts: int = 0,
         created_at: Optional[int] = None,
         now: Optional[int] = None,
+        first_recorded: bool = False,
         max_attempts: Optional[int] = None,
         backoff_base: Optional[float] = None,
         backoff_cap: Optional[float] = None,
@@ -375,6 +380,7 @@ class Operation:
             attempts=attempts,
             created_at=now if created_at is None else created_at,
             now=now,
+            first_recorded=first_recorded,
             max_attempts=max_attempts,
             backoff_base=backoff_base,
             backoff_cap=backoff_cap,

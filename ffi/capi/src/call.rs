@@ -10,7 +10,7 @@ use crate::boundary::{guard, guard_value};
 use crate::client::{deadline_of, payidem_client, read_spec};
 use crate::error::{payidem_error, FfiError};
 use crate::headers::payidem_header;
-use crate::operation::{ceil_ms, payidem_step, read_reply};
+use crate::operation::{call_time, ceil_ms, payidem_step, read_reply};
 use crate::result::payidem_result;
 use crate::signing::write_text;
 use crate::text::{handle, out, req_str};
@@ -145,12 +145,41 @@ pub unsafe extern "C" fn payidem_call_step(
     guard(err_out, || {
         let call = call.as_mut().ok_or_else(|| FfiError::null("call"))?;
         let slot = out(step_out, "step_out")?;
-        let step = match call.inner.step() {
-            CallStep::Send { attempt, timeout } => payidem_step::send(attempt, ceil_ms(timeout)),
-            CallStep::Wait(wait) => payidem_step::wait(wait),
-            CallStep::Done(result) => payidem_step::end(call.inner.end(), result),
-        };
-        slot.write(step.into_raw());
+        let step = call.inner.step();
+        slot.write(step_of(&call.inner, step).into_raw());
+        Ok(())
+    })
+}
+
+fn step_of(call: &Call, step: CallStep) -> payidem_step {
+    match step {
+        CallStep::Send { attempt, timeout } => payidem_step::send(attempt, ceil_ms(timeout)),
+        CallStep::Wait(wait) => payidem_step::wait(wait),
+        CallStep::Done(result) => payidem_step::end(call.end(), result),
+    }
+}
+
+/// `payidem_call_step` at the caller's clocks, for a caller that keeps
+/// them itself (a simulation, the shared operation vectors): `now_unix` is
+/// the wall clock (Unix seconds) the attempts are signed with and the
+/// journal written at, `elapsed_ms` the time since the call began, against
+/// its deadline and waits. Once told, the call keeps to the caller's
+/// clocks (a cancel or free writes at the time last told).
+///
+/// Ownership, NULL, threads and errors: as `payidem_call_step`.
+#[no_mangle]
+pub unsafe extern "C" fn payidem_call_step_at(
+    call: *mut payidem_call,
+    now_unix: u64,
+    elapsed_ms: u64,
+    step_out: *mut *mut payidem_step,
+    err_out: *mut *mut payidem_error,
+) -> payidem_result {
+    guard(err_out, || {
+        let call = call.as_mut().ok_or_else(|| FfiError::null("call"))?;
+        let slot = out(step_out, "step_out")?;
+        let step = call.inner.step_at(call_time(now_unix, elapsed_ms));
+        slot.write(step_of(&call.inner, step).into_raw());
         Ok(())
     })
 }
@@ -197,6 +226,40 @@ pub unsafe extern "C" fn payidem_call_report(
             reason,
         )?;
         call.inner.report(reply);
+        Ok(())
+    })
+}
+
+/// `payidem_call_report` at the caller's clocks (see
+/// `payidem_call_step_at`).
+///
+/// Ownership, NULL, threads and errors: as `payidem_call_report`.
+#[no_mangle]
+pub unsafe extern "C" fn payidem_call_report_at(
+    call: *mut payidem_call,
+    outcome: u32,
+    status: u16,
+    headers: *const payidem_header,
+    header_count: usize,
+    body: *const u8,
+    body_len: usize,
+    reason: *const c_char,
+    now_unix: u64,
+    elapsed_ms: u64,
+    err_out: *mut *mut payidem_error,
+) -> payidem_result {
+    guard(err_out, || {
+        let call = call.as_mut().ok_or_else(|| FfiError::null("call"))?;
+        let reply = read_reply(
+            outcome,
+            status,
+            headers,
+            header_count,
+            body,
+            body_len,
+            reason,
+        )?;
+        call.inner.report_at(reply, call_time(now_unix, elapsed_ms));
         Ok(())
     })
 }

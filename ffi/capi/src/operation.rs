@@ -940,7 +940,7 @@ pub(crate) fn parse_start(json: &str) -> Result<Operation, FfiError> {
         .map_err(|e| FfiError::from(e).rename_field(start_field))
 }
 
-fn call_time(now_unix: u64, elapsed_ms: u64) -> CallTime {
+pub(crate) fn call_time(now_unix: u64, elapsed_ms: u64) -> CallTime {
     CallTime {
         unix: now_unix,
         elapsed: Duration::from_millis(elapsed_ms),

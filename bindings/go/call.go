@@ -183,6 +183,28 @@ func (call *Call) Step() (Step, error) {
 	return takeStep(step, nil), nil
 }
 
+// StepAt is Step at the caller's clocks, for a caller that keeps them
+// itself (a simulation, the shared operation vectors): now is the wall
+// clock the attempts are signed with and the journal written at, elapsed
+// the time since the call began, against its deadline and waits. Once
+// told, the call keeps to the caller's clocks (a Cancel or Close writes at
+// the time last told).
+func (call *Call) StepAt(now time.Time, elapsed time.Duration) (Step, error) {
+	call.mu.Lock()
+	defer call.mu.Unlock()
+	if call.ptr == nil {
+		return Step{}, ErrClosed
+	}
+	var step *C.payidem_step
+	var cerr *C.payidem_error
+	rc := C.payidem_call_step_at(call.ptr, unixOf(now), msOf(elapsed), &step, &cerr)
+	runtime.KeepAlive(call)
+	if rc != C.PAYIDEM_OK {
+		return Step{}, newError(rc, cerr, nil)
+	}
+	return takeStep(step, nil), nil
+}
+
 // Report tells the call what the attempt of the last StepSend produced; it
 // runs the client's OnAttempt hook. A report with no attempt in flight is
 // ignored.
@@ -195,6 +217,21 @@ func (call *Call) Report(r Reply) error {
 	err := withReply(r, func(a replyArgs, cerr **C.payidem_error) C.payidem_result {
 		return C.payidem_call_report(call.ptr, a.outcome, a.status, a.headers.ptr,
 			C.size_t(a.headers.count), a.body, a.bodyLen, a.reason, cerr)
+	})
+	runtime.KeepAlive(call)
+	return err
+}
+
+// ReportAt is Report at the caller's clocks (see StepAt).
+func (call *Call) ReportAt(r Reply, now time.Time, elapsed time.Duration) error {
+	call.mu.Lock()
+	defer call.mu.Unlock()
+	if call.ptr == nil {
+		return ErrClosed
+	}
+	err := withReply(r, func(a replyArgs, cerr **C.payidem_error) C.payidem_result {
+		return C.payidem_call_report_at(call.ptr, a.outcome, a.status, a.headers.ptr,
+			C.size_t(a.headers.count), a.body, a.bodyLen, a.reason, unixOf(now), msOf(elapsed), cerr)
 	})
 	runtime.KeepAlive(call)
 	return err

@@ -266,49 +266,9 @@ func (r *vectorRunner) runStep(signer *Signer, step map[string]any, at string) {
 			t.Fatalf("%s: Persisted: %v", at, err)
 		}
 	case expect == "send" && got.Kind == StepSend:
-		a := got.Send
-		if a.Kind.String() != vText(t, step, "kind", at) || a.Number != int(vNum(t, step, "number", at)) {
-			t.Errorf("%s: send %s #%d, want %v", at, a.Kind, a.Number, step)
-		}
-		if a.Timeout != 0 {
-			t.Errorf("%s: a machine's attempt has timeout %v, want 0", at, a.Timeout)
-		}
-		if a.Kind == AttemptOperation {
-			key := r.op.IdempotencyKey
-			if key == "" {
-				key = "create-" + r.op.OrderID
-			}
-			if a.Method != r.op.Method || a.Path != r.op.Path || string(a.Body) != string(r.op.Body) ||
-				a.Header.Get(HeaderIdempotencyKey) != key {
-				t.Errorf("%s: operation attempt %s %s key %q body %q, want the operation's", at,
-					a.Method, a.Path, a.Header.Get(HeaderIdempotencyKey), a.Body)
-			}
-		} else {
-			if a.Method != http.MethodGet || a.Path != r.op.StatusPath || len(a.Body) != 0 {
-				t.Errorf("%s: status query %s %s body %q, want GET %s", at, a.Method, a.Path, a.Body, r.op.StatusPath)
-			}
-		}
-		if ts, ok := step["timestamp"].(float64); ok {
-			if got := a.Header.Get(HeaderTimestamp); got != strconv.FormatInt(int64(ts), 10) {
-				t.Errorf("%s: X-Timestamp %s, want %d", at, got, int64(ts))
-			}
-		}
-		if a.Header.Get(HeaderNonce) == "" || a.Header.Get(HeaderSignature) == "" {
-			t.Errorf("%s: attempt is not signed: %v", at, a.Header)
-		}
+		checkSend(t, got.Send, r.op, step, false, at)
 	case expect == "wait" && got.Kind == StepWait:
-		ms := int64(got.Wait / time.Millisecond)
-		if exact, ok := step["ms"].(float64); ok {
-			if ms != int64(exact) {
-				t.Errorf("%s: wait %d ms, want %d", at, ms, int64(exact))
-			}
-		} else {
-			max := vNum(t, step, "max_ms", at)
-			if ms <= 0 || ms > max {
-				t.Errorf("%s: waited %d ms, max %d", at, ms, max)
-			}
-		}
-		r.elapsedMS += ms
+		r.elapsedMS += checkWait(t, got.Wait, step, at)
 	case expect == "end" && got.Kind == StepEnd:
 		checkEnd(t, got.End, step, r.op.OrderID, at)
 		r.last = got.End
@@ -317,6 +277,61 @@ func (r *vectorRunner) runStep(signer *Signer, step map[string]any, at string) {
 	default:
 		t.Fatalf("%s: expected %s, got %s step %+v", at, expect, got.Kind, got)
 	}
+}
+
+// checkSend checks an attempt against a "send" step: kind, number, the
+// operation's own request and key (or the status query), its signature and
+// timestamp; fromCall says it came from a client's call (with a timeout)
+// rather than the machine (none).
+func checkSend(t *testing.T, a *Attempt, op Operation, step map[string]any, fromCall bool, at string) {
+	t.Helper()
+	if a.Kind.String() != vText(t, step, "kind", at) || a.Number != int(vNum(t, step, "number", at)) {
+		t.Errorf("%s: send %s #%d, want %v", at, a.Kind, a.Number, step)
+	}
+	if (a.Timeout != 0) != fromCall {
+		t.Errorf("%s: attempt timeout %v (from a call: %v)", at, a.Timeout, fromCall)
+	}
+	if a.Kind == AttemptOperation {
+		key := op.IdempotencyKey
+		if key == "" {
+			key = "create-" + op.OrderID
+		}
+		if a.Method != op.Method || a.Path != op.Path || string(a.Body) != string(op.Body) ||
+			a.Header.Get(HeaderIdempotencyKey) != key {
+			t.Errorf("%s: operation attempt %s %s key %q body %q, want the operation's", at,
+				a.Method, a.Path, a.Header.Get(HeaderIdempotencyKey), a.Body)
+		}
+	} else {
+		if a.Method != http.MethodGet || a.Path != op.StatusPath || len(a.Body) != 0 {
+			t.Errorf("%s: status query %s %s body %q, want GET %s", at, a.Method, a.Path, a.Body, op.StatusPath)
+		}
+	}
+	if ts, ok := step["timestamp"].(float64); ok {
+		if got := a.Header.Get(HeaderTimestamp); got != strconv.FormatInt(int64(ts), 10) {
+			t.Errorf("%s: X-Timestamp %s, want %d", at, got, int64(ts))
+		}
+	}
+	if a.Header.Get(HeaderNonce) == "" || a.Header.Get(HeaderSignature) == "" {
+		t.Errorf("%s: attempt is not signed: %v", at, a.Header)
+	}
+}
+
+// checkWait checks a wait against a "wait" step; it returns the
+// milliseconds waited.
+func checkWait(t *testing.T, wait time.Duration, step map[string]any, at string) int64 {
+	t.Helper()
+	ms := int64(wait / time.Millisecond)
+	if exact, ok := step["ms"].(float64); ok {
+		if ms != int64(exact) {
+			t.Errorf("%s: wait %d ms, want %d", at, ms, int64(exact))
+		}
+	} else {
+		max := vNum(t, step, "max_ms", at)
+		if ms <= 0 || ms > max {
+			t.Errorf("%s: waited %d ms, max %d", at, ms, max)
+		}
+	}
+	return ms
 }
 
 // checkEnd checks an end's name, finality, landing, journal state, the

@@ -321,7 +321,7 @@ impl NativeOperation {
     }
 }
 
-fn call_time(py: Python<'_>, now_unix: i128, elapsed_secs: f64) -> PyResult<CallTime> {
+pub(crate) fn call_time(py: Python<'_>, now_unix: i128, elapsed_secs: f64) -> PyResult<CallTime> {
     Ok(CallTime {
         unix: whole(py, "now", now_unix, u64::MAX)?,
         elapsed: elapsed(py, elapsed_secs)?,

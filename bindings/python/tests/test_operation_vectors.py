@@ -119,31 +119,9 @@ class Runner:
             assert got.first == step["first"], at
             self.machine.persisted()
         elif expect == "send" and isinstance(got, payidem.SendStep):
-            a = got.attempt
-            assert a.kind == step["kind"], at
-            assert a.number == step["number"], at
-            if a.kind == "operation":
-                assert a.method == self.op["method"], at
-                assert a.path == self.op["path"], at
-                assert a.body == self.op["body"].encode(), at
-                key = self.op["idempotency_key"] or f"create-{self.op['order_id']}"
-                assert a.header("Idempotency-Key") == key, at
-            else:
-                assert a.method == "GET", at
-                assert a.path == self.op["status_path"], at
-                assert a.body == b"", at
-            if step.get("timestamp") is not None:
-                assert a.header("X-Timestamp") == str(step["timestamp"]), at
+            check_send(got.attempt, self.op, step, at)
         elif expect == "wait" and isinstance(got, payidem.WaitStep):
-            # Whole nanoseconds (exact for any wait shorter than months),
-            # rounded up to whole milliseconds.
-            ns = round(got.seconds * 1e9)
-            ms = -(-ns // 1_000_000)
-            if step.get("ms") is not None:
-                assert ms == step["ms"], at
-            else:
-                assert 0 < ms <= step["max_ms"], f"{at}: waited {ms} ms, max {step['max_ms']}"
-            self.elapsed_ms += ms
+            self.elapsed_ms += check_wait(got.seconds, step, at)
         elif expect == "end" and isinstance(got, payidem.EndStep):
             check_end(got.end, step, at)
             self.last = got.end
@@ -151,6 +129,39 @@ class Runner:
             check_end(self.last, step, at)
         else:
             pytest.fail(f"{at}: expected {expect}, got {got!r}")
+
+
+def check_send(a: payidem.Attempt, op: Dict[str, Any], step: Dict[str, Any], at: str) -> None:
+    """Checks an attempt against a ``send`` step: kind, number, the
+    operation's own request and key (or the status query), timestamp."""
+    assert a.kind == step["kind"], at
+    assert a.number == step["number"], at
+    if a.kind == "operation":
+        assert a.method == op["method"], at
+        assert a.path == op["path"], at
+        assert a.body == op["body"].encode(), at
+        key = op["idempotency_key"] or f"create-{op['order_id']}"
+        assert a.header("Idempotency-Key") == key, at
+    else:
+        assert a.method == "GET", at
+        assert a.path == op["status_path"], at
+        assert a.body == b"", at
+    if step.get("timestamp") is not None:
+        assert a.header("X-Timestamp") == str(step["timestamp"]), at
+
+
+def check_wait(seconds: float, step: Dict[str, Any], at: str) -> int:
+    """Checks a wait against a ``wait`` step; returns the milliseconds
+    waited."""
+    # Whole nanoseconds (exact for any wait shorter than months), rounded up
+    # to whole milliseconds.
+    ns = round(seconds * 1e9)
+    ms = -(-ns // 1_000_000)
+    if step.get("ms") is not None:
+        assert ms == step["ms"], at
+    else:
+        assert 0 < ms <= step["max_ms"], f"{at}: waited {ms} ms, max {step['max_ms']}"
+    return ms
 
 
 def check_end(end: payidem.End, step: Dict[str, Any], at: str) -> None:

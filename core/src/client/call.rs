@@ -161,6 +161,13 @@ impl Call {
 
     /// The call's clocks: the caller's (last told) once it keeps them,
     /// else the system's.
+    /// Attempts over every call of the operation so far (status queries
+    /// included), as the machine counts them; 0 for a call that ended
+    /// without one.
+    pub fn attempts(&self) -> u32 {
+        self.op.as_ref().map_or(0, Operation::attempts)
+    }
+
     fn now(&self) -> CallTime {
         self.told.unwrap_or_else(|| CallTime {
             unix: unix_now(),

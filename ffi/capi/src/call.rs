@@ -166,7 +166,12 @@ fn step_of(call: &Call, step: CallStep) -> payidem_step {
 /// its deadline and waits. Once told, the call keeps to the caller's
 /// clocks (a cancel or free writes at the time last told).
 ///
-/// Ownership, NULL, threads and errors: as `payidem_call_step`.
+/// Ownership: on success `*step_out` receives a new step the caller frees
+/// with `payidem_step_free`.
+/// NULL: `call` and `step_out` must not be NULL; `err_out` may be NULL.
+/// Threads: one thread at a time on `call`.
+/// Errors: `PAYIDEM_INVALID_ARGUMENT` naming `call` or `step_out`. How
+/// the operation ended is the END step's result, not this function's.
 #[no_mangle]
 pub unsafe extern "C" fn payidem_call_step_at(
     call: *mut payidem_call,
@@ -231,9 +236,17 @@ pub unsafe extern "C" fn payidem_call_report(
 }
 
 /// `payidem_call_report` at the caller's clocks (see
-/// `payidem_call_step_at`).
+/// `payidem_call_step_at`): `now_unix` Unix seconds, `elapsed_ms` since the
+/// call began.
 ///
-/// Ownership, NULL, threads and errors: as `payidem_call_report`.
+/// Ownership: every input is only read (copied).
+/// NULL: `call` must not be NULL; `headers` may be NULL when
+/// `header_count` is 0 (no header's `name` or `value` may be NULL); `body`
+/// may be NULL when `body_len` is 0; `reason` and `err_out` may be NULL.
+/// Threads: one thread at a time on `call`.
+/// Errors: `PAYIDEM_INVALID_ARGUMENT` naming `call`, `outcome`,
+/// `headers[i].name`, `headers[i].value`, `body` or `reason`; nothing is
+/// reported then (report again).
 #[no_mangle]
 pub unsafe extern "C" fn payidem_call_report_at(
     call: *mut payidem_call,

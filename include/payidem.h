@@ -1015,12 +1015,10 @@ payidem_result payidem_call_step(struct payidem_call *call,
  * its deadline and waits. Once told, the call keeps to the caller's
  * clocks (a cancel or free writes at the time last told).
  *
- * Ownership: on success `*step_out` receives a new step the caller frees
- * with `payidem_step_free`.
- * NULL: `call` and `step_out` must not be NULL; `err_out` may be NULL.
- * Threads: one thread at a time on `call`.
- * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `call` or `step_out`. How
- * the operation ended is the END step's result, not this function's.
+ * Ownership: as `payidem_call_step`.
+ * NULL: as `payidem_call_step`.
+ * Threads: as `payidem_call_step`.
+ * Errors: as `payidem_call_step`.
  */
 payidem_result payidem_call_step_at(struct payidem_call *call,
                                     uint64_t now_unix,
@@ -1063,14 +1061,10 @@ payidem_result payidem_call_report(struct payidem_call *call,
  * `payidem_call_step_at`): `now_unix` Unix seconds, `elapsed_ms` since the
  * call began.
  *
- * Ownership: every input is only read (copied).
- * NULL: `call` must not be NULL; `headers` may be NULL when
- * `header_count` is 0 (no header's `name` or `value` may be NULL); `body`
- * may be NULL when `body_len` is 0; `reason` and `err_out` may be NULL.
- * Threads: one thread at a time on `call`.
- * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `call`, `outcome`,
- * `headers[i].name`, `headers[i].value`, `body` or `reason`; nothing is
- * reported then (report again).
+ * Ownership: as `payidem_call_report`.
+ * NULL: as `payidem_call_report`.
+ * Threads: as `payidem_call_report`.
+ * Errors: as `payidem_call_report`.
  */
 payidem_result payidem_call_report_at(struct payidem_call *call,
                                       uint32_t outcome,

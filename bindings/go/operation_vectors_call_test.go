@@ -22,19 +22,15 @@ import (
 
 // callRunner is the state of one vector's run through a call.
 type callRunner struct {
-	t         *testing.T
-	client    *Client
-	call      *Call
-	op        Operation
-	start     int64
-	elapsedMS int64
+	t      *testing.T
+	client *Client
+	call   *Call
+	op     Operation
+	vectorClock
 	recorded  int // attempts a "persist" step says the journal holds; -1 none
 	lastNext  string
 	cancelled *End
 }
-
-func (r *callRunner) now() time.Time         { return time.Unix(r.start+r.elapsedMS/1000, 0) }
-func (r *callRunner) elapsed() time.Duration { return time.Duration(r.elapsedMS) * time.Millisecond }
 
 // checkJournal checks that the journal holds the operation in state (""
 // for any) with attempts.
@@ -181,7 +177,7 @@ func TestOperationVectorsThroughCall(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer client.Close()
-				r := &callRunner{t: t, client: client, start: c.Now, recorded: -1}
+				r := &callRunner{t: t, client: client, vectorClock: vectorClock{start: c.Now}, recorded: -1}
 				if err := client.SetEventHook(func(e Event) {
 					if e.Type == "attempt" {
 						r.lastNext = e.Next

@@ -62,19 +62,24 @@ type vectorRunner struct {
 	op        Operation
 	setup     MachineSetup
 	createdAt int64
+	vectorClock
+	machine *Machine
+	last    *End
+}
+
+// vectorClock is a vector's clocks.
+type vectorClock struct {
 	start     int64 // wall clock at the call's start, Unix seconds
 	elapsedMS int64
-	machine   *Machine
-	last      *End
 }
 
 // now is the runner's wall clock: start + elapsed rounded down to seconds.
-func (r *vectorRunner) now() time.Time {
-	return time.Unix(r.start+r.elapsedMS/1000, 0)
+func (c *vectorClock) now() time.Time {
+	return time.Unix(c.start+c.elapsedMS/1000, 0)
 }
 
-func (r *vectorRunner) elapsed() time.Duration {
-	return time.Duration(r.elapsedMS) * time.Millisecond
+func (c *vectorClock) elapsed() time.Duration {
+	return time.Duration(c.elapsedMS) * time.Millisecond
 }
 
 func (r *vectorRunner) begin(state string, attempts int, firstRecorded bool) {
@@ -149,11 +154,11 @@ func TestOperationVectors(t *testing.T) {
 				}
 			}
 			r := &vectorRunner{
-				t:         t,
-				op:        op,
-				setup:     setup,
-				createdAt: c.Now - c.Progress.AgeSecs,
-				start:     c.Now,
+				t:           t,
+				op:          op,
+				setup:       setup,
+				createdAt:   c.Now - c.Progress.AgeSecs,
+				vectorClock: vectorClock{start: c.Now},
 			}
 			r.begin(c.Progress.State, c.Progress.Attempts, c.Progress.FirstRecorded)
 			defer func() { r.machine.Close() }()

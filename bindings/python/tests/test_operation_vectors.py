@@ -48,19 +48,13 @@ def _reply(v: Dict[str, Any]) -> payidem.Reply:
     return payidem.Reply.response(v["status"], v["headers"], v["body"].encode())
 
 
-class Runner:
+class Clock:
+    """A vector's clocks: wall clock = start + elapsed rounded down to
+    seconds; elapsed grows only by waits."""
+
     def __init__(self, case: Dict[str, Any]) -> None:
-        self.name: str = case["name"]
-        self.op = case["operation"]
-        self.setup = case["setup"]
         self.start: int = case["now"]
-        self.created_at: int = case["now"] - case["progress"]["age_secs"]
         self.elapsed_ms = 0
-        self.last: Optional[payidem.End] = None
-        progress = case["progress"]
-        self.machine = self.begin(
-            progress["state"], progress["attempts"], progress.get("first_recorded", False)
-        )
 
     @property
     def now(self) -> int:
@@ -69,6 +63,20 @@ class Runner:
     @property
     def elapsed(self) -> float:
         return self.elapsed_ms / 1000
+
+
+class Runner(Clock):
+    def __init__(self, case: Dict[str, Any]) -> None:
+        super().__init__(case)
+        self.name: str = case["name"]
+        self.op = case["operation"]
+        self.setup = case["setup"]
+        self.created_at: int = case["now"] - case["progress"]["age_secs"]
+        self.last: Optional[payidem.End] = None
+        progress = case["progress"]
+        self.machine = self.begin(
+            progress["state"], progress["attempts"], progress.get("first_recorded", False)
+        )
 
     def begin(
         self, state: payidem.OperationState, attempts: int, first_recorded: bool = False

@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Optional
 import pytest
 
 import payidem
-from test_operation_vectors import V, _reply, check_end, check_send, check_wait
+from test_operation_vectors import V, Clock, _reply, check_end, check_send, check_wait
 
 # The vectors' clocks are in the past: a settled row's time must stay after
 # the journal's purge horizon (a hundred years).
@@ -61,11 +61,10 @@ def _client(setup: Dict[str, Any], journal: str, events: List[payidem.AttemptEve
     )
 
 
-class CallRunner:
+class CallRunner(Clock):
     def __init__(self, case: Dict[str, Any], journal: str) -> None:
+        super().__init__(case)
         self.op = case["operation"]
-        self.start: int = case["now"]
-        self.elapsed_ms = 0
         self.events: List[payidem.AttemptEvent] = []
         self.client = _client(case["setup"], journal, self.events)
         self.recorded: Optional[int] = None
@@ -80,14 +79,6 @@ class CallRunner:
             status_path=op["status_path"],
             idempotency_key=op["idempotency_key"],
         )
-
-    @property
-    def now(self) -> int:
-        return self.start + self.elapsed_ms // 1000
-
-    @property
-    def elapsed(self) -> float:
-        return self.elapsed_ms / 1000
 
     def check_journal(self, state: Optional[str], attempts: int, at: str) -> None:
         status = self.client.status(self.op["order_id"])

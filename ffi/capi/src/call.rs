@@ -5,6 +5,7 @@
 use std::ffi::c_char;
 
 use payidem::client::{Call, CallStep};
+use payidem::operation::CallTime;
 
 use crate::boundary::{guard, guard_value};
 use crate::client::{deadline_of, payidem_client, read_spec};
@@ -142,21 +143,7 @@ pub unsafe extern "C" fn payidem_call_step(
     step_out: *mut *mut payidem_step,
     err_out: *mut *mut payidem_error,
 ) -> payidem_result {
-    guard(err_out, || {
-        let call = call.as_mut().ok_or_else(|| FfiError::null("call"))?;
-        let slot = out(step_out, "step_out")?;
-        let step = call.inner.step();
-        slot.write(step_of(&call.inner, step).into_raw());
-        Ok(())
-    })
-}
-
-fn step_of(call: &Call, step: CallStep) -> payidem_step {
-    match step {
-        CallStep::Send { attempt, timeout } => payidem_step::send(attempt, ceil_ms(timeout)),
-        CallStep::Wait(wait) => payidem_step::wait(wait),
-        CallStep::Done(result) => payidem_step::end(call.end(), result),
-    }
+    next_step(call, None, step_out, err_out)
 }
 
 /// `payidem_call_step` at the caller's clocks, for a caller that keeps
@@ -166,12 +153,10 @@ fn step_of(call: &Call, step: CallStep) -> payidem_step {
 /// its deadline and waits. Once told, the call keeps to the caller's
 /// clocks (a cancel or free writes at the time last told).
 ///
-/// Ownership: on success `*step_out` receives a new step the caller frees
-/// with `payidem_step_free`.
-/// NULL: `call` and `step_out` must not be NULL; `err_out` may be NULL.
-/// Threads: one thread at a time on `call`.
-/// Errors: `PAYIDEM_INVALID_ARGUMENT` naming `call` or `step_out`. How
-/// the operation ended is the END step's result, not this function's.
+/// Ownership: as `payidem_call_step`.
+/// NULL: as `payidem_call_step`.
+/// Threads: as `payidem_call_step`.
+/// Errors: as `payidem_call_step`.
 #[no_mangle]
 pub unsafe extern "C" fn payidem_call_step_at(
     call: *mut payidem_call,
@@ -180,11 +165,30 @@ pub unsafe extern "C" fn payidem_call_step_at(
     step_out: *mut *mut payidem_step,
     err_out: *mut *mut payidem_error,
 ) -> payidem_result {
+    let at = call_time(now_unix, elapsed_ms);
+    next_step(call, Some(at), step_out, err_out)
+}
+
+/// The call's next step, at the caller's clocks when given.
+unsafe fn next_step(
+    call: *mut payidem_call,
+    at: Option<CallTime>,
+    step_out: *mut *mut payidem_step,
+    err_out: *mut *mut payidem_error,
+) -> payidem_result {
     guard(err_out, || {
-        let call = call.as_mut().ok_or_else(|| FfiError::null("call"))?;
+        let call = &mut call.as_mut().ok_or_else(|| FfiError::null("call"))?.inner;
         let slot = out(step_out, "step_out")?;
-        let step = call.inner.step_at(call_time(now_unix, elapsed_ms));
-        slot.write(step_of(&call.inner, step).into_raw());
+        let step = match at {
+            Some(at) => call.step_at(at),
+            None => call.step(),
+        };
+        let step = match step {
+            CallStep::Send { attempt, timeout } => payidem_step::send(attempt, ceil_ms(timeout)),
+            CallStep::Wait(wait) => payidem_step::wait(wait),
+            CallStep::Done(result) => payidem_step::end(call.end(), result),
+        };
+        slot.write(step.into_raw());
         Ok(())
     })
 }
@@ -219,34 +223,26 @@ pub unsafe extern "C" fn payidem_call_report(
     reason: *const c_char,
     err_out: *mut *mut payidem_error,
 ) -> payidem_result {
-    guard(err_out, || {
-        let call = call.as_mut().ok_or_else(|| FfiError::null("call"))?;
-        let reply = read_reply(
-            outcome,
-            status,
-            headers,
-            header_count,
-            body,
-            body_len,
-            reason,
-        )?;
-        call.inner.report(reply);
-        Ok(())
-    })
+    let reply = (
+        outcome,
+        status,
+        headers,
+        header_count,
+        body,
+        body_len,
+        reason,
+    );
+    report(call, reply, None, err_out)
 }
 
 /// `payidem_call_report` at the caller's clocks (see
 /// `payidem_call_step_at`): `now_unix` Unix seconds, `elapsed_ms` since the
 /// call began.
 ///
-/// Ownership: every input is only read (copied).
-/// NULL: `call` must not be NULL; `headers` may be NULL when
-/// `header_count` is 0 (no header's `name` or `value` may be NULL); `body`
-/// may be NULL when `body_len` is 0; `reason` and `err_out` may be NULL.
-/// Threads: one thread at a time on `call`.
-/// Errors: `PAYIDEM_INVALID_ARGUMENT` naming `call`, `outcome`,
-/// `headers[i].name`, `headers[i].value`, `body` or `reason`; nothing is
-/// reported then (report again).
+/// Ownership: as `payidem_call_report`.
+/// NULL: as `payidem_call_report`.
+/// Threads: as `payidem_call_report`.
+/// Errors: as `payidem_call_report`.
 #[no_mangle]
 pub unsafe extern "C" fn payidem_call_report_at(
     call: *mut payidem_call,
@@ -261,8 +257,40 @@ pub unsafe extern "C" fn payidem_call_report_at(
     elapsed_ms: u64,
     err_out: *mut *mut payidem_error,
 ) -> payidem_result {
+    let reply = (
+        outcome,
+        status,
+        headers,
+        header_count,
+        body,
+        body_len,
+        reason,
+    );
+    report(call, reply, Some(call_time(now_unix, elapsed_ms)), err_out)
+}
+
+/// A reply as the C caller gives it: outcome, status, headers and their
+/// count, body and its length, reason.
+type RawReply = (
+    u32,
+    u16,
+    *const payidem_header,
+    usize,
+    *const u8,
+    usize,
+    *const c_char,
+);
+
+/// Reports `reply` to the call, at the caller's clocks when given.
+unsafe fn report(
+    call: *mut payidem_call,
+    reply: RawReply,
+    at: Option<CallTime>,
+    err_out: *mut *mut payidem_error,
+) -> payidem_result {
     guard(err_out, || {
-        let call = call.as_mut().ok_or_else(|| FfiError::null("call"))?;
+        let call = &mut call.as_mut().ok_or_else(|| FfiError::null("call"))?.inner;
+        let (outcome, status, headers, header_count, body, body_len, reason) = reply;
         let reply = read_reply(
             outcome,
             status,
@@ -272,7 +300,10 @@ pub unsafe extern "C" fn payidem_call_report_at(
             body_len,
             reason,
         )?;
-        call.inner.report_at(reply, call_time(now_unix, elapsed_ms));
+        match at {
+            Some(at) => call.report_at(reply, at),
+            None => call.report(reply),
+        }
         Ok(())
     })
 }

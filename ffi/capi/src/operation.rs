@@ -865,16 +865,9 @@ pub(crate) fn parse_start(json: &str) -> Result<Operation, FfiError> {
         state,
         attempts: u32_of(progress, "attempts", "progress.")?.unwrap_or(0),
         created_at: uint(progress, "created_at", "progress.", u64::MAX)?.unwrap_or(now),
-        first_recorded: match progress.get("first_recorded") {
-            None => false,
-            Some(Value::Bool(b)) => *b,
-            Some(_) => {
-                return Err(FfiError::invalid(
-                    "progress.first_recorded",
-                    "must be true or false",
-                ))
-            }
-        },
+        first_recorded: progress.get("first_recorded").map_or(Ok(false), |v| {
+            (v.as_bool()).ok_or_else(|| FfiError::invalid("progress.first_recorded", "is a bool"))
+        })?,
     };
 
     let setup = match root.get("setup") {

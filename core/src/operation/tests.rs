@@ -581,6 +581,20 @@ fn retry_after_dates_count_from_the_platform_clock() {
 
 #[test]
 fn a_recorded_first_attempt_is_in_flight_with_one_attempt() {
+    let start = |state, attempts| {
+        let progress = Progress {
+            state,
+            attempts,
+            created_at: NOW,
+            first_recorded: true,
+        };
+        Operation::start(
+            &operation(None),
+            progress,
+            setup(CallLimits::default()),
+            NOW,
+        )
+    };
     for (state, attempts) in [
         (OperationState::Pending, 0),
         (OperationState::Pending, 1),
@@ -588,35 +602,11 @@ fn a_recorded_first_attempt_is_in_flight_with_one_attempt() {
         (OperationState::InFlight, 2),
         (OperationState::Unknown, 1),
     ] {
-        let progress = Progress {
-            state,
-            attempts,
-            created_at: NOW,
-            first_recorded: true,
-        };
-        let started = Operation::start(
-            &operation(None),
-            progress,
-            setup(CallLimits::default()),
-            NOW,
-        );
-        let e = started.expect_err("an impossible recorded first attempt");
+        let e = start(state, attempts).expect_err("an impossible recorded first attempt");
         assert_eq!(e.code(), crate::ErrorCode::InvalidArgument, "{state:?}");
         assert_eq!(e.field(), Some("progress"), "{state:?} {attempts}");
     }
-    let recorded = Progress {
-        state: OperationState::InFlight,
-        attempts: 1,
-        created_at: NOW,
-        first_recorded: true,
-    };
-    let op = Operation::start(
-        &operation(None),
-        recorded,
-        setup(CallLimits::default()),
-        NOW,
-    );
-    let op = op.unwrap();
+    let op = start(OperationState::InFlight, 1).unwrap();
     assert_eq!(op.attempts(), 0, "nothing sent yet");
     assert_eq!(
         op.landed(),

@@ -1008,6 +1008,25 @@ payidem_result payidem_call_step(struct payidem_call *call,
                                  struct payidem_error **err_out);
 
 /**
+ * `payidem_call_step` at the caller's clocks, for a caller that keeps
+ * them itself (a simulation, the shared operation vectors): `now_unix` is
+ * the wall clock (Unix seconds) the attempts are signed with and the
+ * journal written at, `elapsed_ms` the time since the call began, against
+ * its deadline and waits. Once told, the call keeps to the caller's
+ * clocks (a cancel or free writes at the time last told).
+ *
+ * Ownership: as `payidem_call_step`.
+ * NULL: as `payidem_call_step`.
+ * Threads: as `payidem_call_step`.
+ * Errors: as `payidem_call_step`.
+ */
+payidem_result payidem_call_step_at(struct payidem_call *call,
+                                    uint64_t now_unix,
+                                    uint64_t elapsed_ms,
+                                    struct payidem_step **step_out,
+                                    struct payidem_error **err_out);
+
+/**
  * Reports what the attempt of the last SEND step produced, as for
  * `payidem_operation_handle`: `outcome` is a `payidem_attempt_outcome`;
  * for `PAYIDEM_ATTEMPT_RESPONSE` the `status`, response `headers` and
@@ -1036,6 +1055,28 @@ payidem_result payidem_call_report(struct payidem_call *call,
                                    size_t body_len,
                                    const char *reason,
                                    struct payidem_error **err_out);
+
+/**
+ * `payidem_call_report` at the caller's clocks (see
+ * `payidem_call_step_at`): `now_unix` Unix seconds, `elapsed_ms` since the
+ * call began.
+ *
+ * Ownership: as `payidem_call_report`.
+ * NULL: as `payidem_call_report`.
+ * Threads: as `payidem_call_report`.
+ * Errors: as `payidem_call_report`.
+ */
+payidem_result payidem_call_report_at(struct payidem_call *call,
+                                      uint32_t outcome,
+                                      uint16_t status,
+                                      const struct payidem_header *headers,
+                                      size_t header_count,
+                                      const uint8_t *body,
+                                      size_t body_len,
+                                      const char *reason,
+                                      uint64_t now_unix,
+                                      uint64_t elapsed_ms,
+                                      struct payidem_error **err_out);
 
 /**
  * Ends the call at the caller's request (a cancel, a deadline, a signal)
@@ -2018,7 +2059,11 @@ void payidem_step_free(struct payidem_step *step);
  *   `"in_flight"`, `"unknown"`, `"succeeded"`, `"rejected"`, `"conflict"`;
  *   default pending), `attempts` (default 0), `created_at` (Unix seconds
  *   the operation was first prepared; the key's age counts from it;
- *   default `now`).
+ *   default `now`), `first_recorded` (bool, default false: your journal
+ *   recorded the first attempt, in flight with 1 attempt, as it opened
+ *   the operation, and it was not sent; the first `PERSIST` step is then
+ *   skipped, and a call that ends before sending it asks for a `PERSIST`
+ *   of 0 attempts before its end).
  * - `setup`: `max_attempts`, `backoff_base_ms`, `backoff_cap_ms`,
  *   `deadline_ms`, `key_retention_secs` (at most 172800),
  *   `max_clock_offset_secs`, `clock_offset` (seconds, may be negative),

@@ -168,6 +168,26 @@ func (c *Client) URL(path string) (string, error) {
 // journal itself). After StepEnd every Step gives the same end. A journal
 // failure ends the call with ErrJournal in End.Err.
 func (call *Call) Step() (Step, error) {
+	return call.step(nil)
+}
+
+// StepAt is Step at the caller's clocks, for a caller that keeps them
+// itself (a simulation, the shared operation vectors): now is the wall
+// clock the attempts are signed with and the journal written at, elapsed
+// the time since the call began, against its deadline and waits. Once
+// told, the call keeps to the caller's clocks (a Cancel or Close writes at
+// the time last told).
+func (call *Call) StepAt(now time.Time, elapsed time.Duration) (Step, error) {
+	return call.step(&callClock{now, elapsed})
+}
+
+// callClock is the caller's clocks at a step or a report.
+type callClock struct {
+	now     time.Time
+	elapsed time.Duration
+}
+
+func (call *Call) step(at *callClock) (Step, error) {
 	call.mu.Lock()
 	defer call.mu.Unlock()
 	if call.ptr == nil {
@@ -175,7 +195,12 @@ func (call *Call) Step() (Step, error) {
 	}
 	var step *C.payidem_step
 	var cerr *C.payidem_error
-	rc := C.payidem_call_step(call.ptr, &step, &cerr)
+	var rc C.payidem_result
+	if at == nil {
+		rc = C.payidem_call_step(call.ptr, &step, &cerr)
+	} else {
+		rc = C.payidem_call_step_at(call.ptr, unixOf(at.now), msOf(at.elapsed), &step, &cerr)
+	}
 	runtime.KeepAlive(call)
 	if rc != C.PAYIDEM_OK {
 		return Step{}, newError(rc, cerr, nil)
@@ -187,14 +212,27 @@ func (call *Call) Step() (Step, error) {
 // runs the client's OnAttempt hook. A report with no attempt in flight is
 // ignored.
 func (call *Call) Report(r Reply) error {
+	return call.report(r, nil)
+}
+
+// ReportAt is Report at the caller's clocks (see StepAt).
+func (call *Call) ReportAt(r Reply, now time.Time, elapsed time.Duration) error {
+	return call.report(r, &callClock{now, elapsed})
+}
+
+func (call *Call) report(r Reply, at *callClock) error {
 	call.mu.Lock()
 	defer call.mu.Unlock()
 	if call.ptr == nil {
 		return ErrClosed
 	}
 	err := withReply(r, func(a replyArgs, cerr **C.payidem_error) C.payidem_result {
-		return C.payidem_call_report(call.ptr, a.outcome, a.status, a.headers.ptr,
-			C.size_t(a.headers.count), a.body, a.bodyLen, a.reason, cerr)
+		if at == nil {
+			return C.payidem_call_report(call.ptr, a.outcome, a.status, a.headers.ptr,
+				C.size_t(a.headers.count), a.body, a.bodyLen, a.reason, cerr)
+		}
+		return C.payidem_call_report_at(call.ptr, a.outcome, a.status, a.headers.ptr,
+			C.size_t(a.headers.count), a.body, a.bodyLen, a.reason, unixOf(at.now), msOf(at.elapsed), cerr)
 	})
 	runtime.KeepAlive(call)
 	return err

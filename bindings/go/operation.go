@@ -182,7 +182,12 @@ type MachineStart struct {
 	// CreatedAt is when the operation was first prepared (the key's age
 	// counts from it); zero means Now.
 	CreatedAt time.Time
-	Setup     MachineSetup
+	// FirstRecorded says the journal recorded the first attempt as it
+	// opened the operation (State StateInFlight, Attempts 1) and it was not
+	// sent: it is sent without a first persist step, and a call that ends
+	// before sending it asks for a persist of 0 attempts before its end.
+	FirstRecorded bool
+	Setup         MachineSetup
 	// Now is the local wall clock; zero means time.Now().
 	Now time.Time
 }
@@ -212,9 +217,10 @@ type startJSON struct {
 		StatusPath     string  `json:"status_path,omitempty"`
 	} `json:"operation"`
 	Progress struct {
-		State     string `json:"state"`
-		Attempts  int    `json:"attempts"`
-		CreatedAt int64  `json:"created_at"`
+		State         string `json:"state"`
+		Attempts      int    `json:"attempts"`
+		CreatedAt     int64  `json:"created_at"`
+		FirstRecorded bool   `json:"first_recorded"`
 	} `json:"progress"`
 	Setup struct {
 		MaxAttempts        int            `json:"max_attempts,omitempty"`
@@ -291,6 +297,7 @@ func (s MachineStart) json() ([]byte, error) {
 		return nil, invalid("attempts", "must not be negative")
 	}
 	d.Progress.State, d.Progress.Attempts, d.Progress.CreatedAt = state.String(), s.Attempts, created.Unix()
+	d.Progress.FirstRecorded = s.FirstRecorded
 	d.Now = now.Unix()
 	if d.Now < 0 || d.Progress.CreatedAt < 0 {
 		return nil, invalid("now", "must not be before 1970")

@@ -30,9 +30,10 @@ type operationVectors struct {
 			StatusPath     *string `json:"status_path"`
 		} `json:"operation"`
 		Progress struct {
-			State    string `json:"state"`
-			Attempts int    `json:"attempts"`
-			AgeSecs  int64  `json:"age_secs"`
+			State         string `json:"state"`
+			Attempts      int    `json:"attempts"`
+			AgeSecs       int64  `json:"age_secs"`
+			FirstRecorded bool   `json:"first_recorded"`
 		} `json:"progress"`
 		Setup struct {
 			MaxAttempts        int   `json:"max_attempts"`
@@ -61,33 +62,39 @@ type vectorRunner struct {
 	op        Operation
 	setup     MachineSetup
 	createdAt int64
+	vectorClock
+	machine *Machine
+	last    *End
+}
+
+// vectorClock is a vector's clocks.
+type vectorClock struct {
 	start     int64 // wall clock at the call's start, Unix seconds
 	elapsedMS int64
-	machine   *Machine
-	last      *End
 }
 
 // now is the runner's wall clock: start + elapsed rounded down to seconds.
-func (r *vectorRunner) now() time.Time {
-	return time.Unix(r.start+r.elapsedMS/1000, 0)
+func (c *vectorClock) now() time.Time {
+	return time.Unix(c.start+c.elapsedMS/1000, 0)
 }
 
-func (r *vectorRunner) elapsed() time.Duration {
-	return time.Duration(r.elapsedMS) * time.Millisecond
+func (c *vectorClock) elapsed() time.Duration {
+	return time.Duration(c.elapsedMS) * time.Millisecond
 }
 
-func (r *vectorRunner) begin(state string, attempts int) {
+func (r *vectorRunner) begin(state string, attempts int, firstRecorded bool) {
 	r.t.Helper()
 	if r.machine != nil {
 		r.machine.Close()
 	}
 	m, err := NewMachine(MachineStart{
-		Operation: r.op,
-		State:     stateByName(state),
-		Attempts:  attempts,
-		CreatedAt: time.Unix(r.createdAt, 0),
-		Setup:     r.setup,
-		Now:       r.now(),
+		Operation:     r.op,
+		State:         stateByName(state),
+		Attempts:      attempts,
+		CreatedAt:     time.Unix(r.createdAt, 0),
+		FirstRecorded: firstRecorded,
+		Setup:         r.setup,
+		Now:           r.now(),
 	})
 	if err != nil {
 		r.t.Fatalf("NewMachine(state %s): %v", state, err)
@@ -147,13 +154,13 @@ func TestOperationVectors(t *testing.T) {
 				}
 			}
 			r := &vectorRunner{
-				t:         t,
-				op:        op,
-				setup:     setup,
-				createdAt: c.Now - c.Progress.AgeSecs,
-				start:     c.Now,
+				t:           t,
+				op:          op,
+				setup:       setup,
+				createdAt:   c.Now - c.Progress.AgeSecs,
+				vectorClock: vectorClock{start: c.Now},
 			}
-			r.begin(c.Progress.State, c.Progress.Attempts)
+			r.begin(c.Progress.State, c.Progress.Attempts, c.Progress.FirstRecorded)
 			defer func() { r.machine.Close() }()
 			for i, step := range c.Script {
 				r.runStep(signer, step, fmt.Sprintf("%s step %d", c.Name, i))
@@ -226,7 +233,7 @@ func (r *vectorRunner) runStep(signer *Signer, step map[string]any, at string) {
 		// Wall time goes on; the new call's elapsed clock starts at 0.
 		r.start += r.elapsedMS / 1000
 		r.elapsedMS = 0
-		r.begin(vText(t, restart, "state", at), int(vNum(t, restart, "attempts", at)))
+		r.begin(vText(t, restart, "state", at), int(vNum(t, restart, "attempts", at)), false)
 		return
 	}
 	if reason, ok := step["abandon"].(string); ok {
@@ -264,49 +271,9 @@ func (r *vectorRunner) runStep(signer *Signer, step map[string]any, at string) {
 			t.Fatalf("%s: Persisted: %v", at, err)
 		}
 	case expect == "send" && got.Kind == StepSend:
-		a := got.Send
-		if a.Kind.String() != vText(t, step, "kind", at) || a.Number != int(vNum(t, step, "number", at)) {
-			t.Errorf("%s: send %s #%d, want %v", at, a.Kind, a.Number, step)
-		}
-		if a.Timeout != 0 {
-			t.Errorf("%s: a machine's attempt has timeout %v, want 0", at, a.Timeout)
-		}
-		if a.Kind == AttemptOperation {
-			key := r.op.IdempotencyKey
-			if key == "" {
-				key = "create-" + r.op.OrderID
-			}
-			if a.Method != r.op.Method || a.Path != r.op.Path || string(a.Body) != string(r.op.Body) ||
-				a.Header.Get(HeaderIdempotencyKey) != key {
-				t.Errorf("%s: operation attempt %s %s key %q body %q, want the operation's", at,
-					a.Method, a.Path, a.Header.Get(HeaderIdempotencyKey), a.Body)
-			}
-		} else {
-			if a.Method != http.MethodGet || a.Path != r.op.StatusPath || len(a.Body) != 0 {
-				t.Errorf("%s: status query %s %s body %q, want GET %s", at, a.Method, a.Path, a.Body, r.op.StatusPath)
-			}
-		}
-		if ts, ok := step["timestamp"].(float64); ok {
-			if got := a.Header.Get(HeaderTimestamp); got != strconv.FormatInt(int64(ts), 10) {
-				t.Errorf("%s: X-Timestamp %s, want %d", at, got, int64(ts))
-			}
-		}
-		if a.Header.Get(HeaderNonce) == "" || a.Header.Get(HeaderSignature) == "" {
-			t.Errorf("%s: attempt is not signed: %v", at, a.Header)
-		}
+		checkSend(t, got.Send, r.op, step, false, at)
 	case expect == "wait" && got.Kind == StepWait:
-		ms := int64(got.Wait / time.Millisecond)
-		if exact, ok := step["ms"].(float64); ok {
-			if ms != int64(exact) {
-				t.Errorf("%s: wait %d ms, want %d", at, ms, int64(exact))
-			}
-		} else {
-			max := vNum(t, step, "max_ms", at)
-			if ms <= 0 || ms > max {
-				t.Errorf("%s: waited %d ms, max %d", at, ms, max)
-			}
-		}
-		r.elapsedMS += ms
+		r.elapsedMS += checkWait(t, got.Wait, step, at)
 	case expect == "end" && got.Kind == StepEnd:
 		checkEnd(t, got.End, step, r.op.OrderID, at)
 		r.last = got.End
@@ -315,6 +282,61 @@ func (r *vectorRunner) runStep(signer *Signer, step map[string]any, at string) {
 	default:
 		t.Fatalf("%s: expected %s, got %s step %+v", at, expect, got.Kind, got)
 	}
+}
+
+// checkSend checks an attempt against a "send" step: kind, number, the
+// operation's own request and key (or the status query), its signature and
+// timestamp; fromCall says it came from a client's call (with a timeout)
+// rather than the machine (none).
+func checkSend(t *testing.T, a *Attempt, op Operation, step map[string]any, fromCall bool, at string) {
+	t.Helper()
+	if a.Kind.String() != vText(t, step, "kind", at) || a.Number != int(vNum(t, step, "number", at)) {
+		t.Errorf("%s: send %s #%d, want %v", at, a.Kind, a.Number, step)
+	}
+	if (a.Timeout != 0) != fromCall {
+		t.Errorf("%s: attempt timeout %v (from a call: %v)", at, a.Timeout, fromCall)
+	}
+	if a.Kind == AttemptOperation {
+		key := op.IdempotencyKey
+		if key == "" {
+			key = "create-" + op.OrderID
+		}
+		if a.Method != op.Method || a.Path != op.Path || string(a.Body) != string(op.Body) ||
+			a.Header.Get(HeaderIdempotencyKey) != key {
+			t.Errorf("%s: operation attempt %s %s key %q body %q, want the operation's", at,
+				a.Method, a.Path, a.Header.Get(HeaderIdempotencyKey), a.Body)
+		}
+	} else {
+		if a.Method != http.MethodGet || a.Path != op.StatusPath || len(a.Body) != 0 {
+			t.Errorf("%s: status query %s %s body %q, want GET %s", at, a.Method, a.Path, a.Body, op.StatusPath)
+		}
+	}
+	if ts, ok := step["timestamp"].(float64); ok {
+		if got := a.Header.Get(HeaderTimestamp); got != strconv.FormatInt(int64(ts), 10) {
+			t.Errorf("%s: X-Timestamp %s, want %d", at, got, int64(ts))
+		}
+	}
+	if a.Header.Get(HeaderNonce) == "" || a.Header.Get(HeaderSignature) == "" {
+		t.Errorf("%s: attempt is not signed: %v", at, a.Header)
+	}
+}
+
+// checkWait checks a wait against a "wait" step; it returns the
+// milliseconds waited.
+func checkWait(t *testing.T, wait time.Duration, step map[string]any, at string) int64 {
+	t.Helper()
+	ms := int64(wait / time.Millisecond)
+	if exact, ok := step["ms"].(float64); ok {
+		if ms != int64(exact) {
+			t.Errorf("%s: wait %d ms, want %d", at, ms, int64(exact))
+		}
+	} else {
+		max := vNum(t, step, "max_ms", at)
+		if ms <= 0 || ms > max {
+			t.Errorf("%s: waited %d ms, max %d", at, ms, max)
+		}
+	}
+	return ms
 }
 
 // checkEnd checks an end's name, finality, landing, journal state, the

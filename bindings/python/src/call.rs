@@ -20,7 +20,7 @@ use payidem::OperationSpec;
 use crate::client::{outcome_tuple, NativeClient};
 use crate::convert::{field, optional_field, seconds};
 use crate::errors::{invalid, raise, to_pyerr};
-use crate::operation::{attempt_tuple, reply};
+use crate::operation::{attempt_tuple, call_time, end_tuple, reply};
 
 /// The names of a call's steps (`payidem.operation.CallStepKind`), in
 /// order; [`call_step_kind`] names each step with them.
@@ -55,6 +55,20 @@ impl NativeCall {
 
     fn call(&self) -> MutexGuard<'_, Call> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The caller's clocks, when it gives them: `now` and `elapsed` together,
+/// or neither (the system's clocks).
+fn told_time(
+    py: Python<'_>,
+    now: Option<i128>,
+    elapsed: Option<f64>,
+) -> PyResult<Option<payidem::operation::CallTime>> {
+    match (now, elapsed) {
+        (None, None) => Ok(None),
+        (Some(now), Some(elapsed)) => call_time(py, now, elapsed).map(Some),
+        _ => Err(invalid(py, "now", "now and elapsed are given together")),
     }
 }
 
@@ -137,11 +151,34 @@ impl NativeCall {
         py.detach(|| self.call().is_done())
     }
 
+    /// How the machine ended the call, once it has (an end tuple, as
+    /// `Operation.abandon` gives), else `None`.
+    #[getter]
+    fn end<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        let call = self.call();
+        let (order_id, key) = (call.order_id(), call.idempotency_key());
+        call.end()
+            .map(|end| end_tuple(py, end, order_id, key, call.attempts()))
+            .transpose()
+    }
+
     /// The next step: `("send", attempt_tuple, timeout_seconds, url)`,
     /// `("wait", seconds)` or `("done", result)` where `result` is an
-    /// outcome tuple or the typed exception of the end (not raised).
-    fn step<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        let step = py.detach(|| self.call().step());
+    /// outcome tuple or the typed exception of the end (not raised). With
+    /// `now` (Unix seconds) and `elapsed` (seconds since the call began),
+    /// at the caller's clocks, which the call then keeps to.
+    #[pyo3(signature = (*, now=None, elapsed=None))]
+    fn step<'py>(
+        &self,
+        py: Python<'py>,
+        now: Option<i128>,
+        elapsed: Option<f64>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let told = told_time(py, now, elapsed)?;
+        let step = py.detach(|| match told {
+            Some(at) => self.call().step_at(at),
+            None => self.call().step(),
+        });
         let kind = call_step_kind(&step);
         match step {
             CallStep::Send { attempt, timeout } => {
@@ -160,8 +197,10 @@ impl NativeCall {
     }
 
     /// Reports what the attempt of the last `send` step produced (see
-    /// `payidem.Reply`); ignored when no attempt is in flight.
-    #[pyo3(signature = (kind, status=None, headers=None, body=None, reason=None))]
+    /// `payidem.Reply`); ignored when no attempt is in flight. `now` and
+    /// `elapsed` as for `step`.
+    #[pyo3(signature = (kind, status=None, headers=None, body=None, reason=None, *, now=None, elapsed=None))]
+    #[allow(clippy::too_many_arguments)]
     fn report(
         &self,
         py: Python<'_>,
@@ -170,9 +209,15 @@ impl NativeCall {
         headers: Option<&Bound<'_, PyAny>>,
         body: Option<&[u8]>,
         reason: Option<String>,
+        now: Option<i128>,
+        elapsed: Option<f64>,
     ) -> PyResult<()> {
         let reply = reply(py, kind, status, headers, body, reason)?;
-        py.detach(|| self.call().report(reply));
+        let told = told_time(py, now, elapsed)?;
+        py.detach(|| match told {
+            Some(at) => self.call().report_at(reply, at),
+            None => self.call().report(reply),
+        });
         Ok(())
     }
 

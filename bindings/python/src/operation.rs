@@ -321,7 +321,7 @@ impl NativeOperation {
     }
 }
 
-fn call_time(py: Python<'_>, now_unix: i128, elapsed_secs: f64) -> PyResult<CallTime> {
+pub(crate) fn call_time(py: Python<'_>, now_unix: i128, elapsed_secs: f64) -> PyResult<CallTime> {
     Ok(CallTime {
         unix: whole(py, "now", now_unix, u64::MAX)?,
         elapsed: elapsed(py, elapsed_secs)?,
@@ -335,7 +335,7 @@ impl NativeOperation {
     /// `created_at`, at local time `now`. Limits left `None` keep the
     /// core's defaults.
     #[new]
-    #[pyo3(signature = (order_id, method, path, body, *, idempotency_key, status_path, state, attempts, created_at, now, max_attempts=None, backoff_base=None, backoff_cap=None, deadline=None, key_retention=None, max_clock_offset=None, clock_offset=0, clock_trusted=true, retry_budget=None))]
+    #[pyo3(signature = (order_id, method, path, body, *, idempotency_key, status_path, state, attempts, created_at, now, first_recorded=false, max_attempts=None, backoff_base=None, backoff_cap=None, deadline=None, key_retention=None, max_clock_offset=None, clock_offset=0, clock_trusted=true, retry_budget=None))]
     fn new(
         py: Python<'_>,
         #[pyo3(from_py_with = field::order_id)] order_id: String,
@@ -348,6 +348,7 @@ impl NativeOperation {
         attempts: i128,
         created_at: i128,
         now: i128,
+        first_recorded: bool,
         max_attempts: Option<i128>,
         backoff_base: Option<f64>,
         backoff_cap: Option<f64>,
@@ -408,6 +409,7 @@ impl NativeOperation {
             state,
             attempts: whole(py, "attempts", attempts, u64::from(u32::MAX))? as u32,
             created_at: whole(py, "created_at", created_at, u64::MAX)?,
+            first_recorded,
         };
         let now = whole(py, "now", now, u64::MAX)?;
         let machine = raise(py, Operation::start(&frozen, progress, setup, now))?;

@@ -48,16 +48,13 @@ def _reply(v: Dict[str, Any]) -> payidem.Reply:
     return payidem.Reply.response(v["status"], v["headers"], v["body"].encode())
 
 
-class Runner:
+class Clock:
+    """A vector's clocks: wall clock = start + elapsed rounded down to
+    seconds; elapsed grows only by waits."""
+
     def __init__(self, case: Dict[str, Any]) -> None:
-        self.name: str = case["name"]
-        self.op = case["operation"]
-        self.setup = case["setup"]
         self.start: int = case["now"]
-        self.created_at: int = case["now"] - case["progress"]["age_secs"]
         self.elapsed_ms = 0
-        self.last: Optional[payidem.End] = None
-        self.machine = self.begin(case["progress"]["state"], case["progress"]["attempts"])
 
     @property
     def now(self) -> int:
@@ -67,7 +64,23 @@ class Runner:
     def elapsed(self) -> float:
         return self.elapsed_ms / 1000
 
-    def begin(self, state: payidem.OperationState, attempts: int) -> payidem.Operation:
+
+class Runner(Clock):
+    def __init__(self, case: Dict[str, Any]) -> None:
+        super().__init__(case)
+        self.name: str = case["name"]
+        self.op = case["operation"]
+        self.setup = case["setup"]
+        self.created_at: int = case["now"] - case["progress"]["age_secs"]
+        self.last: Optional[payidem.End] = None
+        progress = case["progress"]
+        self.machine = self.begin(
+            progress["state"], progress["attempts"], progress.get("first_recorded", False)
+        )
+
+    def begin(
+        self, state: payidem.OperationState, attempts: int, first_recorded: bool = False
+    ) -> payidem.Operation:
         s, op = self.setup, self.op
         return payidem.Operation(
             op["order_id"],
@@ -80,6 +93,7 @@ class Runner:
             attempts=attempts,
             created_at=self.created_at,
             now=self.now,
+            first_recorded=first_recorded,
             max_attempts=s["max_attempts"],
             backoff_base=s["backoff_base_ms"] / 1000,
             backoff_cap=s["backoff_cap_ms"] / 1000,
@@ -113,31 +127,9 @@ class Runner:
             assert got.first == step["first"], at
             self.machine.persisted()
         elif expect == "send" and isinstance(got, payidem.SendStep):
-            a = got.attempt
-            assert a.kind == step["kind"], at
-            assert a.number == step["number"], at
-            if a.kind == "operation":
-                assert a.method == self.op["method"], at
-                assert a.path == self.op["path"], at
-                assert a.body == self.op["body"].encode(), at
-                key = self.op["idempotency_key"] or f"create-{self.op['order_id']}"
-                assert a.header("Idempotency-Key") == key, at
-            else:
-                assert a.method == "GET", at
-                assert a.path == self.op["status_path"], at
-                assert a.body == b"", at
-            if step.get("timestamp") is not None:
-                assert a.header("X-Timestamp") == str(step["timestamp"]), at
+            check_send(got.attempt, self.op, step, at)
         elif expect == "wait" and isinstance(got, payidem.WaitStep):
-            # Whole nanoseconds (exact for any wait shorter than months),
-            # rounded up to whole milliseconds.
-            ns = round(got.seconds * 1e9)
-            ms = -(-ns // 1_000_000)
-            if step.get("ms") is not None:
-                assert ms == step["ms"], at
-            else:
-                assert 0 < ms <= step["max_ms"], f"{at}: waited {ms} ms, max {step['max_ms']}"
-            self.elapsed_ms += ms
+            self.elapsed_ms += check_wait(got.seconds, step, at)
         elif expect == "end" and isinstance(got, payidem.EndStep):
             check_end(got.end, step, at)
             self.last = got.end
@@ -145,6 +137,39 @@ class Runner:
             check_end(self.last, step, at)
         else:
             pytest.fail(f"{at}: expected {expect}, got {got!r}")
+
+
+def check_send(a: payidem.Attempt, op: Dict[str, Any], step: Dict[str, Any], at: str) -> None:
+    """Checks an attempt against a ``send`` step: kind, number, the
+    operation's own request and key (or the status query), timestamp."""
+    assert a.kind == step["kind"], at
+    assert a.number == step["number"], at
+    if a.kind == "operation":
+        assert a.method == op["method"], at
+        assert a.path == op["path"], at
+        assert a.body == op["body"].encode(), at
+        key = op["idempotency_key"] or f"create-{op['order_id']}"
+        assert a.header("Idempotency-Key") == key, at
+    else:
+        assert a.method == "GET", at
+        assert a.path == op["status_path"], at
+        assert a.body == b"", at
+    if step.get("timestamp") is not None:
+        assert a.header("X-Timestamp") == str(step["timestamp"]), at
+
+
+def check_wait(seconds: float, step: Dict[str, Any], at: str) -> int:
+    """Checks a wait against a ``wait`` step; returns the milliseconds
+    waited."""
+    # Whole nanoseconds (exact for any wait shorter than months), rounded up
+    # to whole milliseconds.
+    ns = round(seconds * 1e9)
+    ms = -(-ns // 1_000_000)
+    if step.get("ms") is not None:
+        assert ms == step["ms"], at
+    else:
+        assert 0 < ms <= step["max_ms"], f"{at}: waited {ms} ms, max {step['max_ms']}"
+    return ms
 
 
 def check_end(end: payidem.End, step: Dict[str, Any], at: str) -> None:

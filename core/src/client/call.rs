@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, ErrorCode, Result};
 use crate::journal::Lease;
 use crate::operation::{
-    Attempt, AttemptKind, CallTime, End, NextAction, Operation, OsEntropy, Outcome, Reply, Step,
+    Attempt, AttemptKind, CallTime, End, NextAction, Operation, OsEntropy, Outcome, Persist, Reply,
+    Step,
 };
 
 use super::events::AttemptEvent;
@@ -50,9 +51,12 @@ enum Phase {
 /// ([`crate::operation::Operation`]) bound to the client's journal, lease,
 /// signer, retry budget, shared clock offset and event hook.
 ///
-/// The call writes the journal itself: every attempt of the operation's own
-/// request is recorded (durably for the first) before [`Call::step`] hands
-/// it out, and the end is stored before [`CallStep::Done`]. A call dropped
+/// The call writes the journal itself, exactly the records the machine asks
+/// for and nothing else: every attempt of the operation's own request is
+/// recorded (durably for the first) before [`Call::step`] hands it out, a
+/// first attempt recorded as the operation was opened but never sent is
+/// taken back, and the end is stored before [`CallStep::Done`]. A journal
+/// write that fails ends the call with the journal's error. A call dropped
 /// before its end is abandoned: an attempt that may have left makes the
 /// operation unknown (resumable with its key), and the lease is released.
 pub struct Call {
@@ -66,9 +70,9 @@ pub struct Call {
     over: bool,
     phase: Phase,
     end: Option<End>,
-    /// The journal already holds the first attempt's record (made durable
-    /// when the operation was opened): its Persist step needs no write.
-    first_recorded: bool,
+    /// The caller's clocks at its last [`Call::step_at`] or
+    /// [`Call::report_at`]; `None` while the call reads the system's.
+    told: Option<CallTime>,
 }
 
 impl std::fmt::Debug for Call {
@@ -87,10 +91,9 @@ impl Call {
         op: Operation,
         lease: Lease,
         deadline: Duration,
-        first_recorded: bool,
     ) -> Call {
         Call {
-            first_recorded,
+            told: None,
             order_id: op.order_id().to_owned(),
             key: op.idempotency_key().to_owned(),
             shared,
@@ -125,7 +128,7 @@ impl Call {
             over: true,
             phase: Phase::Done(result),
             end,
-            first_recorded: false,
+            told: None,
         }
     }
 
@@ -156,70 +159,57 @@ impl Call {
         self.end.as_ref()
     }
 
+    /// The call's clocks: the caller's (last told) once it keeps them,
+    /// else the system's.
+    /// Attempts over every call of the operation so far (status queries
+    /// included), as the machine counts them; 0 for a call that ended
+    /// without one.
+    pub fn attempts(&self) -> u32 {
+        self.op.as_ref().map_or(0, Operation::attempts)
+    }
+
     fn now(&self) -> CallTime {
-        CallTime {
+        self.told.unwrap_or_else(|| CallTime {
             unix: unix_now(),
             elapsed: self.started.elapsed(),
-        }
+        })
     }
 
     /// The next step. Asking again before reporting a [`CallStep::Send`]
     /// ends the call: that attempt's outcome is unknown.
     pub fn step(&mut self) -> CallStep {
+        self.next_step(self.now())
+    }
+
+    /// [`Call::step`] at `now`, for a caller that keeps the call's clocks
+    /// itself (a simulation, the shared operation vectors): `now.unix` is
+    /// the wall clock the attempts are signed with and the journal written
+    /// at, `now.elapsed` the time since the call began, against its
+    /// deadline and waits. Once told, the call keeps to the caller's clocks
+    /// (a cancel or drop writes at the time last told).
+    pub fn step_at(&mut self, now: CallTime) -> CallStep {
+        self.told = Some(now);
+        self.next_step(now)
+    }
+
+    fn next_step(&mut self, now: CallTime) -> CallStep {
         loop {
             match &self.phase {
                 Phase::Done(result) => return CallStep::Done(result.clone()),
                 Phase::Sent { .. } => {
                     self.phase = Phase::Running;
-                    let end = self
-                        .machine()
-                        .abandon("asked for the next step before reporting the attempt's result");
-                    return self.finish(end, None);
+                    let reason = "asked for the next step before reporting the attempt's result";
+                    return self.conclude(reason, None);
                 }
                 Phase::Running => {}
             }
-            let now = self.now();
-            let signer = &self.shared.signer;
-            let op = self.op.as_mut().expect("a running call has a machine");
-            match op.poll(signer, now, &OsEntropy) {
+            match self.poll(now) {
                 Step::End(end) => return self.finish(end, None),
                 Step::Wait(wait) => return CallStep::Wait(wait),
-                Step::Persist(persist)
-                    if self.first_recorded && persist.first && persist.attempt == 1 =>
-                {
-                    self.first_recorded = false;
-                    op.persisted();
-                }
                 Step::Persist(persist) => {
-                    self.first_recorded = false;
-                    self.lease.expires_at = now.unix.saturating_add(self.shared.lease_ttl_secs());
-                    let write = if persist.first {
-                        JournalWrite::RecordAttemptDurable
-                    } else {
-                        JournalWrite::RecordAttempt
-                    };
-                    let (shared, lease) = (&self.shared, &self.lease);
-                    if let Err(e) = shared.observer.journal(write, &self.order_id, || {
-                        let order_id = &self.order_id;
-                        shared
-                            .journal
-                            .record_attempt(order_id, lease, persist.attempt, now.unix)
-                    }) {
-                        if self
-                            .shared
-                            .journal
-                            .release(&self.order_id, &self.lease)
-                            .is_err()
-                        {
-                            self.shared.keep_orphan_lease(&self.order_id, &self.lease);
-                        }
-                        let e = e.with_operation(&self.order_id, &self.key);
-                        self.over = true;
-                        self.phase = Phase::Done(Err(e.clone()));
-                        self.observe_end(&Err(e.clone()));
-                        return CallStep::Done(Err(e));
+                    if let Err(done) = self.persist(persist) {
+                        return done;
                     }
-                    op.persisted();
                 }
                 Step::Send(attempt) => {
                     let remaining = self.deadline.saturating_sub(now.elapsed);
@@ -239,9 +229,73 @@ impl Call {
         }
     }
 
+    /// Makes the record the machine asked for and confirms it. A journal
+    /// that fails ends the call with its error (the lease released, or kept
+    /// for this client's next call of the operation): the operation stays
+    /// as the journal last held it, which never says less than was sent.
+    fn persist(&mut self, persist: Persist) -> std::result::Result<(), CallStep> {
+        let now = self.now().unix;
+        self.lease.expires_at = now.saturating_add(self.shared.lease_ttl_secs());
+        let write = if persist.first {
+            JournalWrite::RecordAttemptDurable
+        } else {
+            JournalWrite::RecordAttempt
+        };
+        let (shared, lease, order_id) = (&self.shared, &self.lease, &self.order_id);
+        let recorded = shared.observer.journal(write, order_id, || {
+            (shared.journal).record_attempt(order_id, lease, persist.attempt, now)
+        });
+        if let Err(e) = recorded {
+            if self
+                .shared
+                .journal
+                .release(&self.order_id, &self.lease)
+                .is_err()
+            {
+                self.shared.keep_orphan_lease(&self.order_id, &self.lease);
+            }
+            let e = e.with_operation(&self.order_id, &self.key);
+            self.over = true;
+            self.phase = Phase::Done(Err(e.clone()));
+            self.observe_end(&Err(e.clone()));
+            return Err(CallStep::Done(Err(e)));
+        }
+        self.machine().persisted();
+        Ok(())
+    }
+
+    /// Ends the call now (`reason`): the machine abandons it, the call makes
+    /// the records it then asks for and stores its end (see
+    /// [`Call::finish`]).
+    fn conclude(&mut self, reason: &str, cancelled: Option<()>) -> CallStep {
+        let abandoned = self.machine().abandon(reason);
+        loop {
+            match self.poll(self.now()) {
+                Step::Persist(persist) => {
+                    if let Err(done) = self.persist(persist) {
+                        return done;
+                    }
+                }
+                Step::End(end) => return self.finish(end, cancelled),
+                // An abandoned machine asks for records and its end only.
+                Step::Send(_) | Step::Wait(_) => return self.finish(abandoned, cancelled),
+            }
+        }
+    }
+
     /// Reports what the attempt last handed out by [`Call::step`] produced.
     /// A report without an attempt in flight is ignored.
     pub fn report(&mut self, reply: Reply) {
+        self.report_reply(reply, self.now());
+    }
+
+    /// [`Call::report`] at `now` (see [`Call::step_at`]).
+    pub fn report_at(&mut self, reply: Reply, now: CallTime) {
+        self.told = Some(now);
+        self.report_reply(reply, now);
+    }
+
+    fn report_reply(&mut self, reply: Reply, now: CallTime) {
         let Phase::Sent { number, kind, at } = self.phase else {
             return;
         };
@@ -251,7 +305,6 @@ impl Call {
             Reply::Response(r) => (None, r.replayed),
             Reply::NotSent(why) | Reply::SentNoResponse(why) => (Some(why.clone()), false),
         };
-        let now = self.now();
         let op = self.op.as_mut().expect("a running call has a machine");
         let reaction = op.handle(reply, now, &OsEntropy);
         if reaction.next == NextAction::AdjustClock {
@@ -281,17 +334,10 @@ impl Call {
         if let Phase::Done(result) = &self.phase {
             return result.clone();
         }
-        if self.over {
-            // The last answer ended the call; deliver it.
-            let end = self.machine().abandon("cancelled by the caller");
-            return match self.finish(end, None) {
-                CallStep::Done(result) => result,
-                _ => unreachable_done(),
-            };
-        }
+        // When the last answer ended the call, its end is delivered.
+        let cancelled = (!self.over).then_some(());
         self.phase = Phase::Running;
-        let end = self.machine().abandon("cancelled by the caller");
-        match self.finish(end, Some(())) {
+        match self.conclude("cancelled by the caller", cancelled) {
             CallStep::Done(result) => result,
             _ => unreachable_done(),
         }
@@ -299,6 +345,12 @@ impl Call {
 
     fn machine(&mut self) -> &mut Operation {
         self.op.as_mut().expect("a running call has a machine")
+    }
+
+    /// The machine's next step at `now`.
+    fn poll(&mut self, now: CallTime) -> Step {
+        let op = self.op.as_mut().expect("a running call has a machine");
+        op.poll(&self.shared.signer, now, &OsEntropy)
     }
 
     /// Stores `end` in the journal, releases the lease and turns it into
@@ -309,12 +361,7 @@ impl Call {
         let attempts = self.op.as_ref().map_or(0, Operation::attempts);
         let state = end.state();
         self.end = Some(end.clone());
-        if std::mem::take(&mut self.first_recorded) {
-            // The open recorded a first attempt the call never sent: the
-            // operation goes back to pending with none counted. Best
-            // effort: a count left at 1 misleads nobody about the key.
-            let _ = (self.shared.journal).record_attempt(&order_id, &self.lease, 0, unix_now());
-        }
+        let now = self.now().unix;
         let stored = self
             .shared
             .observer
@@ -322,7 +369,7 @@ impl Call {
                 let (lease, response) = (&self.lease, end.settled_response());
                 self.shared
                     .journal
-                    .finish(&order_id, lease, state, response, unix_now())
+                    .finish(&order_id, lease, state, response, now)
             });
         self.over = true;
         let result = match stored {
@@ -398,10 +445,7 @@ impl Drop for Call {
         // An abandoned call still leaves the journal right: unknown if an
         // attempt may have left, pending otherwise, and the lease free.
         let _ = catch_unwind(AssertUnwindSafe(|| {
-            let end = self
-                .machine()
-                .abandon("the call was dropped before its end");
-            self.finish(end, Some(()));
+            self.conclude("the call was dropped before its end", Some(()));
         }));
     }
 }

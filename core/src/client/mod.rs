@@ -537,17 +537,11 @@ impl Client {
             }
             Opened::Created(record) | Opened::Resumable(record) => record,
         };
-        // `open_to_send` recorded a new operation's first attempt: the
-        // machine starts from nothing sent, and its first record is done.
-        let first_recorded = created && record.state == OperationState::InFlight;
-        let progress = if first_recorded {
-            Progress {
-                state: OperationState::Pending,
-                attempts: 0,
-                created_at: record.created_at,
-            }
-        } else {
-            record.progress()
+        // `open_to_send` recorded a new operation's first attempt, which
+        // this call sends (or takes back, if it ends first).
+        let progress = Progress {
+            first_recorded: created && record.state == OperationState::InFlight,
+            ..record.progress()
         };
         let mut limits = self.shared.limits;
         if let Some(deadline) = deadline {
@@ -569,16 +563,13 @@ impl Client {
                 machine,
                 lease,
                 limits.policy.deadline,
-                first_recorded,
             )),
             Err(e) => {
-                let journal = &self.shared.journal;
-                if first_recorded {
-                    // Nothing was sent: back to pending.
-                    let pending = OperationState::Pending;
-                    let _ = journal.finish(&op.order_id, &lease, pending, None, unix_now());
-                } else {
-                    let _ = journal.release(&op.order_id, &lease);
+                // No machine, so no record is changed: the journal keeps the
+                // operation as it holds it (a recorded first attempt reads
+                // as one that may have left, resumable with its key).
+                if self.shared.journal.release(&op.order_id, &lease).is_err() {
+                    self.shared.keep_orphan_lease(&op.order_id, &lease);
                 }
                 Err(e.with_operation(&op.order_id, &op.idempotency_key))
             }

@@ -140,6 +140,7 @@ impl OperationRecord {
             state: self.state,
             attempts: self.attempts,
             created_at: self.created_at,
+            first_recorded: false,
         }
     }
 }

@@ -79,4 +79,28 @@ pub struct Progress {
     /// Unix seconds when it was first prepared (the key's age counts from
     /// here).
     pub created_at: u64,
+    /// The journal already holds the record of the operation's first
+    /// attempt, made durable as the operation was opened for this call
+    /// ([`crate::journal::Journal::open_to_send`]), and that attempt has not
+    /// been sent: `state` is then [`OperationState::InFlight`] and
+    /// `attempts` 1, as the journal holds them. The machine sends that
+    /// attempt without asking for its record again, and if the call ends
+    /// before it was sent, asks for the operation to be stored back with no
+    /// attempt counted (a [`super::Step::Persist`] with `attempt` 0) before
+    /// its end, which stores it pending.
+    pub first_recorded: bool,
+}
+
+impl Progress {
+    /// Checks that a recorded first attempt is what the journal says: in
+    /// flight with one attempt.
+    pub fn check(&self) -> Result<()> {
+        if self.first_recorded && (self.state != OperationState::InFlight || self.attempts != 1) {
+            return Err(crate::Error::invalid(
+                "progress",
+                "a recorded, unsent first attempt is in flight with 1 attempt",
+            ));
+        }
+        Ok(())
+    }
 }

@@ -39,7 +39,10 @@ enum Phase {
 /// and `Retry-After`, the clock offset and whether to believe it, attempt,
 /// deadline and retry-budget limits, the key-expiry rule, and the journal
 /// record that must precede every attempt of the operation's own request
-/// ([`Step::Persist`]). It never changes the key, method, path or body.
+/// ([`Step::Persist`]), and the record that takes back an attempt recorded
+/// but never sent (by this call, or as the operation was opened:
+/// [`Progress::first_recorded`]). It never changes the key, method, path
+/// or body.
 #[derive(Debug)]
 pub struct Operation {
     order_id: String,
@@ -52,6 +55,10 @@ pub struct Operation {
     ever_sent: bool,
     key_expired: bool,
     persisted: bool,
+    /// The journal counts an attempt of the operation that has not been
+    /// sent (recorded by this call, or the first recorded as it opened): if
+    /// the call ends before it is, the record is taken back.
+    recorded_unsent: bool,
     attempts_total: u32,
     attempts_call: u32,
     retries: u32,
@@ -68,7 +75,8 @@ impl Operation {
     /// local time `now_unix`. An operation that may already have reached
     /// the platform asks its status first when it can; one whose key is
     /// older than the retention, in any state, is only ever queried, never
-    /// sent (again).
+    /// sent (again). A first attempt the journal already recorded
+    /// ([`Progress::first_recorded`]) is sent without a second record.
     pub fn start(
         operation: &FrozenOperation,
         progress: Progress,
@@ -76,6 +84,7 @@ impl Operation {
         now_unix: u64,
     ) -> Result<Operation> {
         setup.limits.check()?;
+        progress.check()?;
         let request = FrozenRequest::new(
             &operation.method,
             &operation.path,
@@ -87,7 +96,8 @@ impl Operation {
             .as_deref()
             .map(|p| FrozenRequest::new("GET", p, "", b""))
             .transpose()?;
-        let landed = if progress.state.is_unresolved() {
+        let recorded = progress.first_recorded;
+        let landed = if progress.state.is_unresolved() && !recorded {
             Landed::Maybe
         } else {
             Landed::No
@@ -104,10 +114,11 @@ impl Operation {
             query,
             setup,
             landed,
-            ever_sent: progress.state != OperationState::Pending,
+            ever_sent: progress.state != OperationState::Pending && !recorded,
             key_expired,
-            persisted: false,
-            attempts_total: progress.attempts,
+            persisted: recorded,
+            recorded_unsent: recorded,
+            attempts_total: progress.attempts - u32::from(recorded),
             attempts_call: 0,
             retries: 0,
             spent: 0,
@@ -163,6 +174,12 @@ impl Operation {
     pub fn poll(&mut self, signer: &Signer, now: CallTime, entropy: &dyn Entropy) -> Step {
         loop {
             match &self.phase {
+                Phase::Done(_) if self.recorded_unsent => {
+                    return Step::Persist(Persist {
+                        attempt: self.attempts_total,
+                        first: false,
+                    });
+                }
                 Phase::Done(end) => return Step::End(end.clone()),
                 Phase::Awaiting(_) => {
                     self.last_problem =
@@ -192,10 +209,16 @@ impl Operation {
     }
 
     /// Confirms that the record asked for by the last [`Step::Persist`] is
-    /// in the journal (durable when it was the first); the next poll sends.
+    /// in the journal (durable when it was the first); the next poll sends,
+    /// or, after the record that took back an unsent first attempt, ends.
     pub fn persisted(&mut self) {
-        if matches!(self.phase, Phase::Ready(Target::Operation)) {
-            self.persisted = true;
+        match self.phase {
+            Phase::Ready(Target::Operation) => {
+                self.persisted = true;
+                self.recorded_unsent = true;
+            }
+            Phase::Done(_) => self.recorded_unsent = false,
+            _ => {}
         }
     }
 
@@ -219,6 +242,7 @@ impl Operation {
         };
         if kind == AttemptKind::Operation {
             self.persisted = false;
+            self.recorded_unsent = false;
             self.ever_sent = true;
         }
         let signed = signer.sign_frozen(request, timestamp, entropy.nonce());
@@ -399,7 +423,9 @@ impl Operation {
 
     /// Ends the call now (cancelled by the caller) with what is known:
     /// unknown if an attempt may have landed, else not sent or refused. The
-    /// key is kept either way.
+    /// key is kept either way. Poll once more for what the journal must
+    /// store: an attempt recorded but never sent is taken back (a
+    /// [`Step::Persist`] of the attempts made) before [`Step::End`].
     pub fn abandon(&mut self, reason: &str) -> End {
         if let Phase::Done(end) = &self.phase {
             return end.clone();

@@ -86,11 +86,17 @@ pub struct Attempt {
 }
 
 /// The record a driver must make durable-as-required before the next
-/// attempt of the operation's own request can be sent.
+/// attempt of the operation's own request can be sent; or, after the call
+/// ended, the record taking back an attempt that the journal counted (by
+/// an earlier `Persist`, or as [`super::Progress::first_recorded`]) but
+/// the call never sent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Persist {
     /// The number the attempt will carry (attempts so far, plus one): the
-    /// journal records it and marks the operation in flight.
+    /// journal records it and marks the operation in flight. When taking
+    /// back an unsent attempt: the attempts actually made (0 for a first
+    /// attempt), and the [`Step::End`] that follows stores the state
+    /// (pending when nothing was ever sent).
     pub attempt: u32,
     /// No attempt of the operation was ever sent before: this record is the
     /// one that must be durable (fsync'd, committed) before anything leaves.
@@ -103,7 +109,8 @@ pub enum Step {
     /// Record the coming attempt in the journal (see [`Persist`]), then
     /// confirm with [`super::Operation::persisted`]. Until confirmed, the
     /// machine asks for nothing else: no attempt of the operation leaves
-    /// before its record.
+    /// before its record, and no end is given before a recorded but unsent
+    /// first attempt is taken back.
     Persist(Persist),
     /// Send this attempt, then report with [`super::Operation::handle`].
     Send(Attempt),

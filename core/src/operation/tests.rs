@@ -40,6 +40,7 @@ fn progress(state: OperationState, created_at: u64) -> Progress {
         state,
         attempts: 0,
         created_at,
+        first_recorded: false,
     }
 }
 
@@ -576,4 +577,40 @@ fn retry_after_dates_count_from_the_platform_clock() {
     );
     assert!(matches!(end, End::Succeeded(_)));
     assert_eq!(elapsed, Duration::from_secs(1));
+}
+
+#[test]
+fn a_recorded_first_attempt_is_in_flight_with_one_attempt() {
+    let start = |state, attempts| {
+        let progress = Progress {
+            state,
+            attempts,
+            created_at: NOW,
+            first_recorded: true,
+        };
+        Operation::start(
+            &operation(None),
+            progress,
+            setup(CallLimits::default()),
+            NOW,
+        )
+    };
+    for (state, attempts) in [
+        (OperationState::Pending, 0),
+        (OperationState::Pending, 1),
+        (OperationState::InFlight, 0),
+        (OperationState::InFlight, 2),
+        (OperationState::Unknown, 1),
+    ] {
+        let e = start(state, attempts).expect_err("an impossible recorded first attempt");
+        assert_eq!(e.code(), crate::ErrorCode::InvalidArgument, "{state:?}");
+        assert_eq!(e.field(), Some("progress"), "{state:?} {attempts}");
+    }
+    let op = start(OperationState::InFlight, 1).unwrap();
+    assert_eq!(op.attempts(), 0, "nothing sent yet");
+    assert_eq!(
+        op.landed(),
+        Landed::No,
+        "a recorded, unsent attempt cannot have landed"
+    );
 }

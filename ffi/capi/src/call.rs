@@ -5,12 +5,13 @@
 use std::ffi::c_char;
 
 use payidem::client::{Call, CallStep};
+use payidem::operation::CallTime;
 
 use crate::boundary::{guard, guard_value};
 use crate::client::{deadline_of, payidem_client, read_spec};
 use crate::error::{payidem_error, FfiError};
 use crate::headers::payidem_header;
-use crate::operation::{ceil_ms, payidem_step, read_reply};
+use crate::operation::{call_time, ceil_ms, payidem_step, read_reply};
 use crate::result::payidem_result;
 use crate::signing::write_text;
 use crate::text::{handle, out, req_str};
@@ -142,13 +143,50 @@ pub unsafe extern "C" fn payidem_call_step(
     step_out: *mut *mut payidem_step,
     err_out: *mut *mut payidem_error,
 ) -> payidem_result {
+    next_step(call, None, step_out, err_out)
+}
+
+/// `payidem_call_step` at the caller's clocks, for a caller that keeps
+/// them itself (a simulation, the shared operation vectors): `now_unix` is
+/// the wall clock (Unix seconds) the attempts are signed with and the
+/// journal written at, `elapsed_ms` the time since the call began, against
+/// its deadline and waits. Once told, the call keeps to the caller's
+/// clocks (a cancel or free writes at the time last told).
+///
+/// Ownership: as `payidem_call_step`.
+/// NULL: as `payidem_call_step`.
+/// Threads: as `payidem_call_step`.
+/// Errors: as `payidem_call_step`.
+#[no_mangle]
+pub unsafe extern "C" fn payidem_call_step_at(
+    call: *mut payidem_call,
+    now_unix: u64,
+    elapsed_ms: u64,
+    step_out: *mut *mut payidem_step,
+    err_out: *mut *mut payidem_error,
+) -> payidem_result {
+    let at = call_time(now_unix, elapsed_ms);
+    next_step(call, Some(at), step_out, err_out)
+}
+
+/// The call's next step, at the caller's clocks when given.
+unsafe fn next_step(
+    call: *mut payidem_call,
+    at: Option<CallTime>,
+    step_out: *mut *mut payidem_step,
+    err_out: *mut *mut payidem_error,
+) -> payidem_result {
     guard(err_out, || {
-        let call = call.as_mut().ok_or_else(|| FfiError::null("call"))?;
+        let call = &mut call.as_mut().ok_or_else(|| FfiError::null("call"))?.inner;
         let slot = out(step_out, "step_out")?;
-        let step = match call.inner.step() {
+        let step = match at {
+            Some(at) => call.step_at(at),
+            None => call.step(),
+        };
+        let step = match step {
             CallStep::Send { attempt, timeout } => payidem_step::send(attempt, ceil_ms(timeout)),
             CallStep::Wait(wait) => payidem_step::wait(wait),
-            CallStep::Done(result) => payidem_step::end(call.inner.end(), result),
+            CallStep::Done(result) => payidem_step::end(call.end(), result),
         };
         slot.write(step.into_raw());
         Ok(())
@@ -185,8 +223,74 @@ pub unsafe extern "C" fn payidem_call_report(
     reason: *const c_char,
     err_out: *mut *mut payidem_error,
 ) -> payidem_result {
+    let reply = (
+        outcome,
+        status,
+        headers,
+        header_count,
+        body,
+        body_len,
+        reason,
+    );
+    report(call, reply, None, err_out)
+}
+
+/// `payidem_call_report` at the caller's clocks (see
+/// `payidem_call_step_at`): `now_unix` Unix seconds, `elapsed_ms` since the
+/// call began.
+///
+/// Ownership: as `payidem_call_report`.
+/// NULL: as `payidem_call_report`.
+/// Threads: as `payidem_call_report`.
+/// Errors: as `payidem_call_report`.
+#[no_mangle]
+pub unsafe extern "C" fn payidem_call_report_at(
+    call: *mut payidem_call,
+    outcome: u32,
+    status: u16,
+    headers: *const payidem_header,
+    header_count: usize,
+    body: *const u8,
+    body_len: usize,
+    reason: *const c_char,
+    now_unix: u64,
+    elapsed_ms: u64,
+    err_out: *mut *mut payidem_error,
+) -> payidem_result {
+    let reply = (
+        outcome,
+        status,
+        headers,
+        header_count,
+        body,
+        body_len,
+        reason,
+    );
+    report(call, reply, Some(call_time(now_unix, elapsed_ms)), err_out)
+}
+
+/// A reply as the C caller gives it: outcome, status, headers and their
+/// count, body and its length, reason.
+type RawReply = (
+    u32,
+    u16,
+    *const payidem_header,
+    usize,
+    *const u8,
+    usize,
+    *const c_char,
+);
+
+/// Reports `reply` to the call, at the caller's clocks when given.
+unsafe fn report(
+    call: *mut payidem_call,
+    reply: RawReply,
+    at: Option<CallTime>,
+    err_out: *mut *mut payidem_error,
+) -> payidem_result {
     guard(err_out, || {
-        let call = call.as_mut().ok_or_else(|| FfiError::null("call"))?;
+        let call = &mut call.as_mut().ok_or_else(|| FfiError::null("call"))?.inner;
+        let (outcome, status, headers, header_count, body, body_len, reason) = reply;
         let reply = read_reply(
             outcome,
             status,
@@ -196,7 +300,10 @@ pub unsafe extern "C" fn payidem_call_report(
             body_len,
             reason,
         )?;
-        call.inner.report(reply);
+        match at {
+            Some(at) => call.report_at(reply, at),
+            None => call.report(reply),
+        }
         Ok(())
     })
 }

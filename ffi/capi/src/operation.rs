@@ -768,7 +768,7 @@ const OPERATION_KEYS: &[&str] = &[
     "idempotency_key",
     "status_path",
 ];
-const PROGRESS_KEYS: &[&str] = &["state", "attempts", "created_at"];
+const PROGRESS_KEYS: &[&str] = &["state", "attempts", "created_at", "first_recorded"];
 const SETUP_KEYS: &[&str] = &[
     "max_attempts",
     "backoff_base_ms",
@@ -865,6 +865,9 @@ pub(crate) fn parse_start(json: &str) -> Result<Operation, FfiError> {
         state,
         attempts: u32_of(progress, "attempts", "progress.")?.unwrap_or(0),
         created_at: uint(progress, "created_at", "progress.", u64::MAX)?.unwrap_or(now),
+        first_recorded: progress.get("first_recorded").map_or(Ok(false), |v| {
+            (v.as_bool()).ok_or_else(|| FfiError::invalid("progress.first_recorded", "is a bool"))
+        })?,
     };
 
     let setup = match root.get("setup") {
@@ -930,7 +933,7 @@ pub(crate) fn parse_start(json: &str) -> Result<Operation, FfiError> {
         .map_err(|e| FfiError::from(e).rename_field(start_field))
 }
 
-fn call_time(now_unix: u64, elapsed_ms: u64) -> CallTime {
+pub(crate) fn call_time(now_unix: u64, elapsed_ms: u64) -> CallTime {
     CallTime {
         unix: now_unix,
         elapsed: Duration::from_millis(elapsed_ms),
@@ -959,7 +962,11 @@ impl payidem_operation {
 ///   `"in_flight"`, `"unknown"`, `"succeeded"`, `"rejected"`, `"conflict"`;
 ///   default pending), `attempts` (default 0), `created_at` (Unix seconds
 ///   the operation was first prepared; the key's age counts from it;
-///   default `now`).
+///   default `now`), `first_recorded` (bool, default false: your journal
+///   recorded the first attempt, in flight with 1 attempt, as it opened
+///   the operation, and it was not sent; the first `PERSIST` step is then
+///   skipped, and a call that ends before sending it asks for a `PERSIST`
+///   of 0 attempts before its end).
 /// - `setup`: `max_attempts`, `backoff_base_ms`, `backoff_cap_ms`,
 ///   `deadline_ms`, `key_retention_secs` (at most 172800),
 ///   `max_clock_offset_secs`, `clock_offset` (seconds, may be negative),

@@ -356,6 +356,7 @@ class Operation:
         attempts: int,
         created_at: int,
         now: int,
+        first_recorded: bool = False,
         max_attempts: Optional[int] = None,
         backoff_base: Optional[float] = None,
         backoff_cap: Optional[float] = None,
@@ -417,7 +418,11 @@ class Call:
     def idempotency_key(self) -> str: ...
     @property
     def done(self) -> bool: ...
-    def step(self) -> Tuple[object, ...]:
+    @property
+    def end(self) -> Optional[Tuple[object, ...]]: ...
+    def step(
+        self, *, now: Optional[int] = None, elapsed: Optional[float] = None
+    ) -> Tuple[object, ...]:
         """``("send", attempt, timeout, url)``, ``("wait", seconds)`` or
         ``("done", outcome_or_error)``."""
     def report(
@@ -427,6 +432,9 @@ class Call:
         headers: Optional[_Headers] = None,
         body: Optional[bytes] = None,
         reason: Optional[str] = None,
+        *,
+        now: Optional[int] = None,
+        elapsed: Optional[float] = None,
     ) -> None: ...
     def cancel(self) -> _Outcome: ...
 

@@ -325,6 +325,10 @@ class Operation:
     so far and ``created_at`` (Unix seconds the key was made; the key's age
     decides whether it may still be sent). An ``in_flight`` or ``unknown``
     operation asks its status first when it has a ``status_path``.
+    ``first_recorded`` says your journal recorded the first attempt as it
+    opened the operation (``in_flight`` with 1 attempt) and it was not sent:
+    it is sent without a first ``persist`` step, and a call that ends before
+    sending it asks for a ``persist`` of 0 attempts before its end.
 
     Limits left ``None`` are the core's defaults (those of
     :class:`~payidem.Client`): ``max_attempts``, ``backoff_base``,
@@ -352,6 +356,7 @@ class Operation:
         attempts: int = 0,
         created_at: Optional[int] = None,
         now: Optional[int] = None,
+        first_recorded: bool = False,
         max_attempts: Optional[int] = None,
         backoff_base: Optional[float] = None,
         backoff_cap: Optional[float] = None,
@@ -375,6 +380,7 @@ class Operation:
             attempts=attempts,
             created_at=now if created_at is None else created_at,
             now=now,
+            first_recorded=first_recorded,
             max_attempts=max_attempts,
             backoff_base=backoff_base,
             backoff_cap=backoff_cap,
@@ -551,10 +557,23 @@ class Call:
         """Whether the call is over (the next step is a :class:`DoneStep`)."""
         return self._native.done
 
-    def step(self) -> CallStep:
+    @property
+    def end(self) -> Optional[End]:
+        """How the machine ended the call, once it has (for a cancelled
+        call, the end the cancel left); ``None`` while it runs."""
+        t = self._native.end
+        return None if t is None else _end(t)
+
+    def step(self, *, now: Optional[int] = None, elapsed: Optional[float] = None) -> CallStep:
         """The next step. Asking again before reporting a :class:`SendStep`
-        ends the call (that attempt's outcome is unknown)."""
-        t = self._native.step()
+        ends the call (that attempt's outcome is unknown).
+
+        ``now`` (Unix seconds) and ``elapsed`` (seconds since the call
+        began), given together, are the caller's clocks (a simulation, the
+        shared operation vectors): the attempts are signed and the journal
+        written at ``now``, the deadline and waits count ``elapsed``; once
+        given, the call keeps to them. Without them, the system's clocks."""
+        t = self._native.step(now=now, elapsed=elapsed)
         kind = t[0]
         if kind == "send":
             attempt = _attempt(cast(Tuple[str, int, str, str, list, bytes], t[1]), cast(str, t[3]))  # type: ignore[type-arg]
@@ -566,9 +585,12 @@ class Call:
             return DoneStep(None, result)
         return DoneStep(result)
 
-    def report(self, reply: Reply) -> None:
-        """Reports what the attempt of the last :class:`SendStep` produced."""
-        self._native.report(*_native_reply(reply))
+    def report(
+        self, reply: Reply, *, now: Optional[int] = None, elapsed: Optional[float] = None
+    ) -> None:
+        """Reports what the attempt of the last :class:`SendStep` produced
+        (``now`` and ``elapsed`` as for :meth:`step`)."""
+        self._native.report(*_native_reply(reply), now=now, elapsed=elapsed)
 
     def cancel(self) -> Outcome:
         """Ends the call now and returns its result: raises

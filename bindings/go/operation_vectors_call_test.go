@@ -1,0 +1,214 @@
+//go:build cgo
+
+package payidem
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// The operation vectors through a client's journal-bound call
+// (Client.Begin, Call.StepAt, Call.ReportAt) over a memory and a SQLite
+// journal: the steps and reactions the call hands out, each record in the
+// journal before the step that follows, its end, and the journal's state
+// and attempts after it. Every vector that starts with a new operation
+// (opened by the call), with no clock offset learnt before and no restart,
+// runs; see the vector file's "about".
+
+// callRunner is the state of one vector's run through a call.
+type callRunner struct {
+	t      *testing.T
+	client *Client
+	call   *Call
+	op     Operation
+	vectorClock
+	recorded  int // attempts a "persist" step says the journal holds; -1 none
+	lastNext  string
+	cancelled *End
+}
+
+// checkJournal checks that the journal holds the operation in state (""
+// for any) with attempts.
+func (r *callRunner) checkJournal(state string, attempts int, at string) {
+	r.t.Helper()
+	got, err := r.client.Status(context.Background(), r.op.OrderID)
+	if err != nil {
+		r.t.Fatalf("%s: Status: %v", at, err)
+	}
+	if (state != "" && got.State.String() != state) || got.Attempts != attempts {
+		r.t.Errorf("%s: journal holds %s with %d attempts, want %s with %d", at, got.State, got.Attempts, state, attempts)
+	}
+}
+
+func (r *callRunner) runStep(step map[string]any, at string) {
+	t := r.t
+	t.Helper()
+	if _, ok := step["abandon"].(string); ok {
+		end, err := r.call.Cancel(nil)
+		if err != nil {
+			t.Fatalf("%s: Cancel: %v", at, err)
+		}
+		r.cancelled = end
+		return
+	}
+	if reply, ok := step["reply"].(map[string]any); ok {
+		r.lastNext = ""
+		if err := r.call.ReportAt(vectorReply(t, reply, at), r.now(), r.elapsed()); err != nil {
+			t.Fatalf("%s: ReportAt: %v", at, err)
+		}
+		if want := vText(t, step, "next", at); r.lastNext != want {
+			t.Errorf("%s: next %q, want %s", at, r.lastNext, want)
+		}
+		return
+	}
+	expect := vText(t, step, "expect", at)
+	if expect == "persist" {
+		// The call makes the record itself, before its next step.
+		r.recorded = int(vNum(t, step, "attempt", at))
+		return
+	}
+	got := Step{Kind: StepEnd, End: r.cancelled}
+	if r.cancelled == nil {
+		var err error
+		if got, err = r.call.StepAt(r.now(), r.elapsed()); err != nil {
+			t.Fatalf("%s: StepAt: %v", at, err)
+		}
+	}
+	if r.recorded >= 0 {
+		r.checkJournal("", r.recorded, at)
+		r.recorded = -1
+	}
+	switch {
+	case expect == "send" && got.Kind == StepSend:
+		if got.Send.Kind == AttemptOperation {
+			// Never sent before its record.
+			r.checkJournal("in_flight", got.Send.Number, at)
+		}
+		checkSend(t, got.Send, r.op, step, true, at)
+	case expect == "wait" && got.Kind == StepWait:
+		r.elapsedMS += checkWait(t, got.Wait, step, at)
+	case expect == "end" && got.Kind == StepEnd:
+		want := step
+		if r.cancelled != nil {
+			// A cancelled call's result is cancelled, whatever its end.
+			want = map[string]any{}
+			for k, v := range step {
+				want[k] = v
+			}
+			want["error"] = "cancelled"
+		}
+		checkEnd(t, got.End, want, r.op.OrderID, at)
+		r.checkJournal(vText(t, step, "state", at), int(vNum(t, step, "journal_attempts", at)), at)
+	default:
+		t.Fatalf("%s: expected %s, got %s step %+v", at, expect, got.Kind, got)
+	}
+}
+
+func TestOperationVectorsThroughCall(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "core", "tests", "vectors", "operation-v1.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v operationVectors
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Vectors []struct {
+			Progress map[string]any `json:"progress"`
+		} `json:"vectors"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	ran := 0
+	for i, c := range v.Vectors {
+		restarts := false
+		for _, step := range c.Script {
+			if _, ok := step["restart"]; ok {
+				restarts = true
+			}
+		}
+		first, _ := doc.Vectors[i].Progress["first_recorded"].(bool)
+		fresh := c.Progress.AgeSecs == 0 && (first || (c.Progress.State == "pending" && c.Progress.Attempts == 0))
+		if !fresh || restarts || c.Setup.ClockOffset != 0 {
+			continue
+		}
+		ran++
+		for _, journal := range []string{"memory", "SQLite"} {
+			t.Run(fmt.Sprintf("%s/%s", c.Name, journal), func(t *testing.T) {
+				s := c.Setup
+				cfg := Config{
+					BaseURL:           "https://pay.example",
+					KeyID:             "key_test_1",
+					Secret:            []byte("0123456789abcdef0123"),
+					JournalPath:       ":memory:",
+					MaxAttempts:       s.MaxAttempts,
+					BackoffBase:       time.Duration(s.BackoffBaseMS) * time.Millisecond,
+					BackoffCap:        time.Duration(s.BackoffCapMS) * time.Millisecond,
+					Deadline:          time.Duration(s.DeadlineMS) * time.Millisecond,
+					KeyRetention:      time.Duration(s.KeyRetentionSecs) * time.Second,
+					MaxClockOffset:    time.Duration(s.MaxClockOffsetSecs) * time.Second,
+					AllowInsecureHTTP: !s.ClockTrusted,
+					// The vectors' clocks are in the past: a settled row's
+					// time must stay after the journal's purge horizon.
+					SettledRetention: 100 * 365 * 24 * time.Hour,
+				}
+				if !s.ClockTrusted {
+					cfg.BaseURL = "http://pay.example"
+				}
+				if journal == "SQLite" {
+					cfg.JournalPath = filepath.Join(dir, fmt.Sprintf("journal-%d.db", i))
+				}
+				if b := s.RetryBudget; b != nil {
+					cfg.RetryBudget = &RetryBudget{
+						Capacity: b.Capacity, RetryCost: b.RetryCost,
+						TimeoutCost: b.TimeoutCost, SuccessRefund: b.SuccessRefund,
+					}
+				}
+				client, err := NewClient(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer client.Close()
+				r := &callRunner{t: t, client: client, vectorClock: vectorClock{start: c.Now}, recorded: -1}
+				if err := client.SetEventHook(func(e Event) {
+					if e.Type == "attempt" {
+						r.lastNext = e.Next
+					}
+				}); err != nil {
+					t.Fatal(err)
+				}
+				r.op = Operation{
+					OrderID: c.Operation.OrderID,
+					Method:  c.Operation.Method,
+					Path:    c.Operation.Path,
+					Body:    []byte(c.Operation.Body),
+				}
+				if c.Operation.IdempotencyKey != nil {
+					r.op.IdempotencyKey = *c.Operation.IdempotencyKey
+				}
+				if c.Operation.StatusPath != nil {
+					r.op.StatusPath = *c.Operation.StatusPath
+				}
+				if r.call, err = client.Begin(context.Background(), r.op); err != nil {
+					t.Fatal(err)
+				}
+				defer r.call.Close()
+				for k, step := range c.Script {
+					r.runStep(step, fmt.Sprintf("%s (call, %s) step %d", c.Name, journal, k))
+				}
+			})
+		}
+	}
+	t.Logf("%d of %d vectors ran through a client's call (memory and SQLite journals)", ran, len(v.Vectors))
+	if ran < 28 {
+		t.Errorf("only %d vectors ran through a call", ran)
+	}
+}

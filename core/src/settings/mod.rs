@@ -1,0 +1,285 @@
+//! Every setting a binding hands to the core, read from JSON with one rule
+//! per setting, so that C, Go, Python and Rust mean the same by every
+//! value.
+//!
+//! The rules, for every setting:
+//!
+//! - absent, or JSON `null`: the core's default (the one
+//!   [`ClientConfig::new`](crate::ClientConfig::new) and
+//!   [`CallLimits::default`](crate::operation::CallLimits::default) hold);
+//! - a number: a JSON integer (never a fraction, never a string) inside the
+//!   setting's range; what 0 means is said by each setting (either a value
+//!   with a meaning of its own, or out of range); anything else, negative
+//!   and too large included, is `invalid_argument` naming the setting
+//!   (`retry.base_ms`) with "must be an integer from MIN to MAX";
+//! - a flag: `true` or `false`; a text: a JSON string;
+//! - an unknown key is `invalid_argument` naming it: a mistyped setting
+//!   never passes silently.
+//!
+//! Every duration is at most [`MAX_DURATION_SECS`], so that every binding
+//! can hold every accepted value (Go's `time.Duration` ends at 292 years)
+//! and no sum of durations overflows.
+//!
+//! [`client`] holds the client's options object (`payidem_client_new`),
+//! [`start`] the pure machine's start object (`payidem_operation_new`).
+
+pub mod client;
+pub mod start;
+
+use serde_json::{Map, Value};
+
+/// The longest duration any setting takes, in seconds (about 31.7 years).
+pub const MAX_DURATION_SECS: u64 = 1_000_000_000;
+/// [`MAX_DURATION_SECS`] in milliseconds.
+pub const MAX_DURATION_MS: u64 = MAX_DURATION_SECS * 1000;
+
+/// A setting that broke its rule: `invalid_argument` naming the setting by
+/// its JSON path (`retry.base_ms`, `setup.retry_budget.capacity`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SettingError {
+    field: String,
+    message: String,
+}
+
+impl SettingError {
+    /// An error naming `field`; the message is prefixed with it.
+    pub fn new(field: &str, why: impl std::fmt::Display) -> SettingError {
+        SettingError {
+            field: field.to_owned(),
+            message: format!("{field}: {why}"),
+        }
+    }
+
+    /// The setting's JSON path.
+    pub fn field(&self) -> &str {
+        &self.field
+    }
+
+    /// The whole message, starting with the field.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// A core check's error (e.g. [`RetryPolicy::check`]'s
+    /// `backoff_base`) renamed to the setting that sets the field, by
+    /// `rename`; an error of another kind keeps its field and message.
+    ///
+    /// [`RetryPolicy::check`]: crate::policy::RetryPolicy::check
+    pub(crate) fn from_core(e: &crate::Error, rename: &[(&str, &str)]) -> SettingError {
+        let field = e.field().unwrap_or("settings");
+        let setting = rename
+            .iter()
+            .find(|(core, _)| *core == field)
+            .map_or(field, |(_, setting)| setting);
+        let why = e.message().strip_prefix(field).unwrap_or(e.message());
+        SettingError {
+            field: setting.to_owned(),
+            message: format!("{setting}{why}"),
+        }
+    }
+}
+
+impl std::fmt::Display for SettingError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for SettingError {}
+
+impl From<SettingError> for crate::Error {
+    /// `invalid_argument` with the same message; its field is the setting
+    /// when it is one of the core's known settings (an unknown key is
+    /// named in the message only).
+    fn from(e: SettingError) -> crate::Error {
+        match client::FIELDS
+            .iter()
+            .chain(start::FIELDS)
+            .find(|f| **f == e.field)
+        {
+            Some(field) => crate::Error::invalid(field, e.why()),
+            None => crate::Error::new(crate::ErrorCode::InvalidArgument, e.message),
+        }
+    }
+}
+
+impl SettingError {
+    fn why(&self) -> &str {
+        self.message
+            .strip_prefix(&self.field)
+            .and_then(|m| m.strip_prefix(": "))
+            .unwrap_or(&self.message)
+    }
+}
+
+/// The inclusive range of a number setting.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Range {
+    pub(crate) min: i128,
+    pub(crate) max: i128,
+}
+
+/// Durations in milliseconds where 0 has no meaning: `1..=MAX_DURATION_MS`.
+pub(crate) const POSITIVE_MS: Range = Range {
+    min: 1,
+    max: MAX_DURATION_MS as i128,
+};
+/// Durations in milliseconds where 0 means none: `0..=MAX_DURATION_MS`.
+pub(crate) const MS: Range = Range {
+    min: 0,
+    max: MAX_DURATION_MS as i128,
+};
+/// Durations in seconds where 0 means none: `0..=MAX_DURATION_SECS`.
+pub(crate) const SECS: Range = Range {
+    min: 0,
+    max: MAX_DURATION_SECS as i128,
+};
+/// Durations in seconds where 0 has no meaning: `1..=MAX_DURATION_SECS`.
+pub(crate) const POSITIVE_SECS: Range = Range {
+    min: 1,
+    max: MAX_DURATION_SECS as i128,
+};
+/// The platform's key retention: `1..=172800` seconds (48 hours).
+pub(crate) const KEY_RETENTION_SECS: Range = Range {
+    min: 1,
+    max: crate::operation::PLATFORM_KEY_RETENTION_SECS as i128,
+};
+/// Attempts of one call, the first included: `1..=u32::MAX`.
+pub(crate) const ATTEMPTS: Range = Range {
+    min: 1,
+    max: u32::MAX as i128,
+};
+/// Token counts of the retry budget, where 0 is a count: `0..=u32::MAX`.
+pub(crate) const TOKENS: Range = Range {
+    min: 0,
+    max: u32::MAX as i128,
+};
+/// Any `u32` count (attempts already made).
+pub(crate) const COUNT: Range = TOKENS;
+/// Unix seconds: `0..=u64::MAX`.
+pub(crate) const UNIX: Range = Range {
+    min: 0,
+    max: u64::MAX as i128,
+};
+/// A clock offset in seconds, either sign.
+pub(crate) const OFFSET_SECS: Range = Range {
+    min: -(MAX_DURATION_SECS as i128),
+    max: MAX_DURATION_SECS as i128,
+};
+
+/// A present setting: `None` for absent or `null`.
+fn present(value: Option<&Value>) -> Option<&Value> {
+    value.filter(|v| !v.is_null())
+}
+
+/// A number setting inside `range`; `None` when absent.
+pub(crate) fn number(
+    value: Option<&Value>,
+    field: &str,
+    range: Range,
+) -> Result<Option<i128>, SettingError> {
+    let Some(v) = present(value) else {
+        return Ok(None);
+    };
+    let n = v
+        .as_u64()
+        .map(i128::from)
+        .or_else(|| v.as_i64().map(i128::from));
+    match n {
+        Some(n) if (range.min..=range.max).contains(&n) => Ok(Some(n)),
+        _ => Err(SettingError::new(
+            field,
+            format!("must be an integer from {} to {}", range.min, range.max),
+        )),
+    }
+}
+
+/// A `u64` setting inside `range` (whose minimum is not negative).
+pub(crate) fn unsigned(
+    value: Option<&Value>,
+    field: &str,
+    range: Range,
+) -> Result<Option<u64>, SettingError> {
+    Ok(number(value, field, range)?.map(|n| n as u64))
+}
+
+/// A `u32` setting inside `range` (at most `u32::MAX`).
+pub(crate) fn count(
+    value: Option<&Value>,
+    field: &str,
+    range: Range,
+) -> Result<Option<u32>, SettingError> {
+    Ok(number(value, field, range)?.map(|n| n as u32))
+}
+
+/// A flag setting.
+pub(crate) fn flag(value: Option<&Value>, field: &str) -> Result<Option<bool>, SettingError> {
+    match present(value) {
+        None => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(_) => Err(SettingError::new(field, "must be true or false")),
+    }
+}
+
+/// A text setting.
+pub(crate) fn text<'a>(
+    value: Option<&'a Value>,
+    field: &str,
+) -> Result<Option<&'a str>, SettingError> {
+    match present(value) {
+        None => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(_) => Err(SettingError::new(field, "must be a string")),
+    }
+}
+
+/// A text setting that must be given.
+pub(crate) fn required<'a>(value: Option<&'a Value>, field: &str) -> Result<&'a str, SettingError> {
+    text(value, field)?.ok_or_else(|| SettingError::new(field, "is required"))
+}
+
+/// A nested object setting (`retry`, `setup`); `None` when absent.
+pub(crate) fn object<'a>(
+    value: Option<&'a Value>,
+    field: &str,
+) -> Result<Option<&'a Value>, SettingError> {
+    match present(value) {
+        None => Ok(None),
+        Some(v @ Value::Object(_)) => Ok(Some(v)),
+        Some(_) => Err(SettingError::new(field, "must be a JSON object")),
+    }
+}
+
+/// Deserialises `value` (an object) into `T`, whose unknown keys land in
+/// the map `unknown` returns: the first is an error naming it under
+/// `prefix`.
+pub(crate) fn shape<T: serde::de::DeserializeOwned>(
+    value: &Value,
+    name: &str,
+    prefix: &str,
+    unknown: impl Fn(&T) -> &Map<String, Value>,
+) -> Result<T, SettingError> {
+    if !value.is_object() {
+        return Err(SettingError::new(name, "must be a JSON object"));
+    }
+    let t: T = serde_json::from_value(value.clone())
+        .map_err(|e| SettingError::new(name, format!("is not a settings object: {e}")))?;
+    if let Some(key) = unknown(&t).keys().next() {
+        return Err(SettingError::new(
+            &format!("{prefix}{key}"),
+            "is not a known setting",
+        ));
+    }
+    Ok(t)
+}
+
+/// Parses `json` (named `name` in errors) as a JSON value.
+pub(crate) fn parse(json: &str, name: &str) -> Result<Value, SettingError> {
+    serde_json::from_str(json)
+        .map_err(|e| SettingError::new(name, format!("is not valid JSON: {e}")))
+}
+
+/// A duration in whole milliseconds, rounded up.
+pub(crate) fn ms(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX)
+}

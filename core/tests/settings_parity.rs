@@ -4,47 +4,14 @@
 //! error the file states. C, Go and Python run the same file.
 
 use payidem::settings::{client, start, SettingError};
-use serde_json::{Map, Value};
+use serde_json::Value;
+
+#[path = "support/settings_cases.rs"]
+mod settings_cases;
+use settings_cases::document;
 
 fn vectors() -> Value {
     serde_json::from_str(include_str!("vectors/settings-v1.json")).unwrap()
-}
-
-/// `doc` with the setting at `path` set to `value`, or removed for `None`.
-fn put(doc: &mut Value, path: &str, value: Option<&Value>) {
-    let mut keys: Vec<&str> = path.split('.').collect();
-    let last = keys.pop().unwrap();
-    let mut at = doc;
-    for key in keys {
-        let map = at.as_object_mut().unwrap();
-        at = map.entry(key).or_insert_with(|| Value::Object(Map::new()));
-    }
-    let map = at.as_object_mut().unwrap();
-    match value {
-        Some(v) => {
-            map.insert(last.to_owned(), v.clone());
-        }
-        None => {
-            map.remove(last);
-        }
-    }
-}
-
-/// The document a case asks for: `base`, without the setting, with every
-/// `with` setting, then the setting's `value` when given.
-fn document(base: &Value, case: &Value) -> Value {
-    let mut doc = base.clone();
-    let setting = case["setting"].as_str().unwrap();
-    put(&mut doc, setting, None);
-    if let Some(with) = case.get("with").and_then(Value::as_object) {
-        for (path, value) in with {
-            put(&mut doc, path, Some(value));
-        }
-    }
-    if let Some(value) = case.get("value") {
-        put(&mut doc, setting, Some(value));
-    }
-    doc
 }
 
 fn check(case: &Value, got: Result<Value, SettingError>) {

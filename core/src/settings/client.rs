@@ -25,13 +25,12 @@
 //! | `proxy`, `ca_bundle`, `client_cert`, `client_key` | string | | `""`: none |
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use super::{
-    count, flag, ms, object, required, shape, text, unsigned, SettingError, ATTEMPTS,
+    count, flag, millis, ms, object, required, seconds, set, shape, text, SettingError, ATTEMPTS,
     KEY_RETENTION_SECS, MS, POSITIVE_MS, POSITIVE_SECS, SECS, TOKENS,
 };
 use crate::client::{ClientConfig, JournalChoice};
@@ -175,31 +174,39 @@ pub fn client_config(options: &Value) -> Result<ClientConfig, SettingError> {
         })?;
         c.journal_key = Some(key);
     }
-    let millis = |v: &Option<Value>, field: &str, range| {
-        Ok::<_, SettingError>(unsigned(v.as_ref(), field, range)?.map(Duration::from_millis))
-    };
-    let secs = |v: &Option<Value>, field: &str, range| {
-        Ok::<_, SettingError>(unsigned(v.as_ref(), field, range)?.map(Duration::from_secs))
-    };
     set(
         &mut c.connect_timeout,
-        millis(&o.connect_timeout_ms, "connect_timeout_ms", POSITIVE_MS)?,
+        millis(
+            o.connect_timeout_ms.as_ref(),
+            "connect_timeout_ms",
+            POSITIVE_MS,
+        )?,
     );
     set(
         &mut c.request_timeout,
-        millis(&o.request_timeout_ms, "request_timeout_ms", POSITIVE_MS)?,
+        millis(
+            o.request_timeout_ms.as_ref(),
+            "request_timeout_ms",
+            POSITIVE_MS,
+        )?,
     );
     if let Some(retry) = object(o.retry.as_ref(), "retry")? {
         let r: RetryOptions = shape(retry, "retry", "retry.", |r: &RetryOptions| &r.unknown)?;
-        set(&mut c.retry.base, millis(&r.base_ms, "retry.base_ms", MS)?);
-        set(&mut c.retry.cap, millis(&r.cap_ms, "retry.cap_ms", MS)?);
+        set(
+            &mut c.retry.base,
+            millis(r.base_ms.as_ref(), "retry.base_ms", MS)?,
+        );
+        set(
+            &mut c.retry.cap,
+            millis(r.cap_ms.as_ref(), "retry.cap_ms", MS)?,
+        );
         set(
             &mut c.retry.max_attempts,
             count(r.max_attempts.as_ref(), "retry.max_attempts", ATTEMPTS)?,
         );
         set(
             &mut c.retry.deadline,
-            millis(&r.deadline_ms, "retry.deadline_ms", POSITIVE_MS)?,
+            millis(r.deadline_ms.as_ref(), "retry.deadline_ms", POSITIVE_MS)?,
         );
     }
     if let Some(b) = object(o.retry_budget.as_ref(), "retry_budget")? {
@@ -207,17 +214,21 @@ pub fn client_config(options: &Value) -> Result<ClientConfig, SettingError> {
     }
     set(
         &mut c.key_retention,
-        secs(&o.key_retention_s, "key_retention_s", KEY_RETENTION_SECS)?,
+        seconds(
+            o.key_retention_s.as_ref(),
+            "key_retention_s",
+            KEY_RETENTION_SECS,
+        )?,
     );
     set(
         &mut c.settled_retention,
-        secs(&o.settled_retention_s, "settled_retention_s", SECS)?,
+        seconds(o.settled_retention_s.as_ref(), "settled_retention_s", SECS)?,
     );
     set(
         &mut c.max_clock_offset,
-        secs(&o.max_clock_offset_s, "max_clock_offset_s", SECS)?,
+        seconds(o.max_clock_offset_s.as_ref(), "max_clock_offset_s", SECS)?,
     );
-    c.lease_ttl = secs(&o.lease_ttl_s, "lease_ttl_s", POSITIVE_SECS)?;
+    c.lease_ttl = seconds(o.lease_ttl_s.as_ref(), "lease_ttl_s", POSITIVE_SECS)?;
     set(
         &mut c.allow_insecure_http,
         flag(o.allow_insecure_http.as_ref(), "allow_insecure_http")?,
@@ -247,12 +258,6 @@ pub fn client_config(options: &Value) -> Result<ClientConfig, SettingError> {
         .check()
         .map_err(|e| SettingError::from_core(&e, CORE_FIELDS))?;
     Ok(c)
-}
-
-fn set<T>(slot: &mut T, value: Option<T>) {
-    if let Some(v) = value {
-        *slot = v;
-    }
 }
 
 /// Every setting of `c` at its value, in the options object's shape: an

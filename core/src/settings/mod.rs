@@ -26,6 +26,8 @@
 pub mod client;
 pub mod start;
 
+use std::time::Duration;
+
 use serde_json::{Map, Value};
 
 /// The longest duration any setting takes, in seconds (about 31.7 years).
@@ -119,53 +121,60 @@ pub(crate) struct Range {
     pub(crate) max: i128,
 }
 
+const fn range(min: i128, max: u64) -> Range {
+    Range {
+        min,
+        max: max as i128,
+    }
+}
+
 /// Durations in milliseconds where 0 has no meaning: `1..=MAX_DURATION_MS`.
-pub(crate) const POSITIVE_MS: Range = Range {
-    min: 1,
-    max: MAX_DURATION_MS as i128,
-};
+pub(crate) const POSITIVE_MS: Range = range(1, MAX_DURATION_MS);
 /// Durations in milliseconds where 0 means none: `0..=MAX_DURATION_MS`.
-pub(crate) const MS: Range = Range {
-    min: 0,
-    max: MAX_DURATION_MS as i128,
-};
+pub(crate) const MS: Range = range(0, MAX_DURATION_MS);
 /// Durations in seconds where 0 means none: `0..=MAX_DURATION_SECS`.
-pub(crate) const SECS: Range = Range {
-    min: 0,
-    max: MAX_DURATION_SECS as i128,
-};
+pub(crate) const SECS: Range = range(0, MAX_DURATION_SECS);
 /// Durations in seconds where 0 has no meaning: `1..=MAX_DURATION_SECS`.
-pub(crate) const POSITIVE_SECS: Range = Range {
-    min: 1,
-    max: MAX_DURATION_SECS as i128,
-};
+pub(crate) const POSITIVE_SECS: Range = range(1, MAX_DURATION_SECS);
 /// The platform's key retention: `1..=172800` seconds (48 hours).
-pub(crate) const KEY_RETENTION_SECS: Range = Range {
-    min: 1,
-    max: crate::operation::PLATFORM_KEY_RETENTION_SECS as i128,
-};
+pub(crate) const KEY_RETENTION_SECS: Range =
+    range(1, crate::operation::PLATFORM_KEY_RETENTION_SECS);
 /// Attempts of one call, the first included: `1..=u32::MAX`.
-pub(crate) const ATTEMPTS: Range = Range {
-    min: 1,
-    max: u32::MAX as i128,
-};
+pub(crate) const ATTEMPTS: Range = range(1, u32::MAX as u64);
 /// Token counts of the retry budget, where 0 is a count: `0..=u32::MAX`.
-pub(crate) const TOKENS: Range = Range {
-    min: 0,
-    max: u32::MAX as i128,
-};
+pub(crate) const TOKENS: Range = range(0, u32::MAX as u64);
 /// Any `u32` count (attempts already made).
 pub(crate) const COUNT: Range = TOKENS;
 /// Unix seconds: `0..=u64::MAX`.
-pub(crate) const UNIX: Range = Range {
-    min: 0,
-    max: u64::MAX as i128,
-};
+pub(crate) const UNIX: Range = range(0, u64::MAX);
 /// A clock offset in seconds, either sign.
-pub(crate) const OFFSET_SECS: Range = Range {
-    min: -(MAX_DURATION_SECS as i128),
-    max: MAX_DURATION_SECS as i128,
-};
+pub(crate) const OFFSET_SECS: Range = range(-(MAX_DURATION_SECS as i128), MAX_DURATION_SECS);
+
+/// A duration setting in milliseconds inside `range`.
+pub(crate) fn millis(
+    value: Option<&Value>,
+    field: &str,
+    range: Range,
+) -> Result<Option<Duration>, SettingError> {
+    Ok(unsigned(value, field, range)?.map(Duration::from_millis))
+}
+
+/// A duration setting in seconds inside `range`.
+pub(crate) fn seconds(
+    value: Option<&Value>,
+    field: &str,
+    range: Range,
+) -> Result<Option<Duration>, SettingError> {
+    Ok(unsigned(value, field, range)?.map(Duration::from_secs))
+}
+
+/// Stores a present setting's value in `slot`; an absent one keeps the
+/// default there.
+pub(crate) fn set<T>(slot: &mut T, value: Option<T>) {
+    if let Some(v) = value {
+        *slot = v;
+    }
+}
 
 /// A present setting: `None` for absent or `null`.
 fn present(value: Option<&Value>) -> Option<&Value> {
@@ -280,6 +289,6 @@ pub(crate) fn parse(json: &str, name: &str) -> Result<Value, SettingError> {
 }
 
 /// A duration in whole milliseconds, rounded up.
-pub(crate) fn ms(d: std::time::Duration) -> u64 {
+pub(crate) fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX)
 }

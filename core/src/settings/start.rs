@@ -21,15 +21,14 @@
 //! | `now` | 0..=2^64-1 | the epoch | required |
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use base64::Engine;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use super::{
-    count, flag, ms, number, object, required, shape, text, unsigned, SettingError, ATTEMPTS,
-    COUNT, KEY_RETENTION_SECS, MS, OFFSET_SECS, POSITIVE_MS, SECS, UNIX,
+    count, flag, millis, ms, number, object, required, seconds, set, shape, text, unsigned,
+    SettingError, ATTEMPTS, COUNT, KEY_RETENTION_SECS, MS, OFFSET_SECS, POSITIVE_MS, SECS, UNIX,
 };
 use crate::operation::{
     CallLimits, CallSetup, FrozenOperation, OperationSpec, OperationState, Progress,
@@ -243,21 +242,18 @@ pub fn setup(value: &Value) -> Result<CallSetup, SettingError> {
     let s: SetupObject = shape(value, "setup", "setup.", |s: &SetupObject| &s.unknown)?;
     let mut limits = CallLimits::default();
     // The retry settings have the client's `retry` rules under their own names.
-    let retry = |v: &Option<Value>, field: &str, range| {
-        Ok::<_, SettingError>(unsigned(v.as_ref(), field, range)?.map(Duration::from_millis))
-    };
     let p = &mut limits.policy;
     set(
         &mut p.base,
-        retry(&s.backoff_base_ms, "setup.backoff_base_ms", MS)?,
+        millis(s.backoff_base_ms.as_ref(), "setup.backoff_base_ms", MS)?,
     );
     set(
         &mut p.cap,
-        retry(&s.backoff_cap_ms, "setup.backoff_cap_ms", MS)?,
+        millis(s.backoff_cap_ms.as_ref(), "setup.backoff_cap_ms", MS)?,
     );
     set(
         &mut p.deadline,
-        retry(&s.deadline_ms, "setup.deadline_ms", POSITIVE_MS)?,
+        millis(s.deadline_ms.as_ref(), "setup.deadline_ms", POSITIVE_MS)?,
     );
     set(
         &mut p.max_attempts,
@@ -273,12 +269,11 @@ pub fn setup(value: &Value) -> Result<CallSetup, SettingError> {
     );
     set(
         &mut limits.max_clock_offset,
-        unsigned(
+        seconds(
             s.max_clock_offset_secs.as_ref(),
             "setup.max_clock_offset_secs",
             SECS,
-        )?
-        .map(Duration::from_secs),
+        )?,
     );
     limits.check().map_err(|e| rename_core_error(&e))?;
     let clock = number(s.clock_offset.as_ref(), "setup.clock_offset", OFFSET_SECS)?
@@ -299,12 +294,6 @@ pub fn setup(value: &Value) -> Result<CallSetup, SettingError> {
         clock_trusted: flag(s.clock_trusted.as_ref(), "setup.clock_trusted")?.unwrap_or(true),
         budget,
     })
-}
-
-fn set<T>(slot: &mut T, value: Option<T>) {
-    if let Some(v) = value {
-        *slot = v;
-    }
 }
 
 /// Every setting of `start` at its value (the operation by its order id

@@ -9,7 +9,10 @@ use std::ffi::{c_char, CStr, CString};
 use std::ptr;
 
 use payidem_capi::*;
-use serde_json::{Map, Value};
+use serde_json::Value;
+
+#[path = "../../../core/tests/support/settings_cases.rs"]
+mod settings_cases;
 
 const SECRET: &[u8] = b"capi-settings-secret-0123456789";
 
@@ -17,37 +20,8 @@ fn vectors() -> Value {
     serde_json::from_str(include_str!("../../../core/tests/vectors/settings-v1.json")).unwrap()
 }
 
-fn put(doc: &mut Value, path: &str, value: Option<&Value>) {
-    let mut keys: Vec<&str> = path.split('.').collect();
-    let last = keys.pop().unwrap();
-    let mut at = doc;
-    for key in keys {
-        at = at
-            .as_object_mut()
-            .unwrap()
-            .entry(key)
-            .or_insert_with(|| Value::Object(Map::new()));
-    }
-    let map = at.as_object_mut().unwrap();
-    match value {
-        Some(v) => map.insert(last.to_owned(), v.clone()),
-        None => map.remove(last),
-    };
-}
-
 fn document(base: &Value, case: &Value) -> String {
-    let mut doc = base.clone();
-    let setting = case["setting"].as_str().unwrap();
-    put(&mut doc, setting, None);
-    if let Some(with) = case.get("with").and_then(Value::as_object) {
-        for (path, value) in with {
-            put(&mut doc, path, Some(value));
-        }
-    }
-    if let Some(value) = case.get("value") {
-        put(&mut doc, setting, Some(value));
-    }
-    doc.to_string()
+    settings_cases::document(base, case).to_string()
 }
 
 /// `(code name, field)` of `err`, then freed.

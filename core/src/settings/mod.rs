@@ -292,3 +292,104 @@ pub(crate) fn parse(json: &str, name: &str) -> Result<Value, SettingError> {
 pub(crate) fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::client::client_config_from_json;
+    use super::start::start_from_json;
+    use crate::ErrorCode;
+
+    fn field_of(json: &str) -> String {
+        client_config_from_json(json)
+            .unwrap_err()
+            .field()
+            .to_owned()
+    }
+
+    #[test]
+    fn a_fraction_a_string_and_null_follow_one_rule() {
+        let base = r#""base_url":"https://a.example","key_id":"k""#;
+        assert_eq!(
+            field_of(&format!("{{{base},\"connect_timeout_ms\":1.5}}")),
+            "connect_timeout_ms"
+        );
+        assert_eq!(
+            field_of(&format!("{{{base},\"connect_timeout_ms\":1000.0}}")),
+            "connect_timeout_ms"
+        );
+        assert_eq!(
+            field_of(&format!("{{{base},\"retry\":{{\"base_ms\":\"1\"}}}}")),
+            "retry.base_ms"
+        );
+        let c =
+            client_config_from_json(&format!("{{{base},\"connect_timeout_ms\":null}}")).unwrap();
+        assert_eq!(
+            c.connect_timeout,
+            crate::ClientConfig::new("", "").connect_timeout
+        );
+        assert_eq!(field_of(&format!("{{{base},\"retry\":7}}")), "retry");
+        assert_eq!(field_of("[]"), "options_json");
+        assert_eq!(field_of("{"), "options_json");
+    }
+
+    #[test]
+    fn cross_checks_name_the_setting_that_sets_the_field() {
+        let e = client_config_from_json(
+            r#"{"base_url":"u","key_id":"k","retry":{"base_ms":20,"cap_ms":10}}"#,
+        )
+        .unwrap_err();
+        assert_eq!(e.field(), "retry.base_ms");
+        assert!(e.message().starts_with("retry.base_ms: "), "{e}");
+        let e = start_from_json(
+            r#"{"operation":{"order_id":"o","method":"POST","path":"/p"},"now":1,"setup":{"backoff_base_ms":20,"backoff_cap_ms":10}}"#,
+        )
+        .unwrap_err();
+        assert_eq!(e.field(), "setup.backoff_base_ms");
+        let e = start_from_json(
+            r#"{"operation":{"order_id":"bad id","method":"POST","path":"/p"},"now":1}"#,
+        )
+        .unwrap_err();
+        assert_eq!(e.field(), "operation.order_id");
+    }
+
+    #[test]
+    fn as_a_core_error_a_known_setting_keeps_its_field() {
+        let e = crate::Error::from(
+            client_config_from_json(r#"{"base_url":"u","key_id":"k","lease_ttl_s":0}"#)
+                .unwrap_err(),
+        );
+        assert_eq!(
+            (e.code(), e.field()),
+            (ErrorCode::InvalidArgument, Some("lease_ttl_s"))
+        );
+        assert!(
+            e.message()
+                .starts_with("lease_ttl_s: must be an integer from 1 to 1000000000"),
+            "{e}"
+        );
+        let e = crate::Error::from(
+            client_config_from_json(r#"{"base_url":"u","key_id":"k","bogus":1}"#).unwrap_err(),
+        );
+        assert_eq!((e.code(), e.field()), (ErrorCode::InvalidArgument, None));
+        assert!(e.message().contains("bogus"), "{e}");
+    }
+
+    #[test]
+    fn a_bad_journal_key_is_named_and_never_echoed() {
+        for bad in ["xyz0", "abcd", "0123456789abcde"] {
+            let e = client_config_from_json(&format!(
+                r#"{{"base_url":"u","key_id":"k","journal_key_hex":"{bad}"}}"#
+            ))
+            .unwrap_err();
+            assert_eq!(e.field(), "journal_key_hex");
+            assert!(!e.message().contains(bad), "{e}");
+        }
+        let hex = "0123456789abcdef".repeat(4);
+        let c = client_config_from_json(&format!(
+            r#"{{"base_url":"u","key_id":"k","journal_key_hex":"{hex}"}}"#
+        ))
+        .unwrap();
+        assert!(c.journal_key.is_some());
+        assert!(!super::client::settings_json(&c).to_string().contains(&hex));
+    }
+}

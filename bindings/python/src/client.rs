@@ -304,24 +304,27 @@ impl NativeClient {
         let base = PyString::new(py, &base_url).into_any();
         let key = PyString::new(py, &key_id).into_any();
         let proxy = proxy.map(|p| PyString::new(py, &p).into_any());
-        let doc = convert::client_settings(&[
-            ("base_url", Some(&base)),
-            ("key_id", Some(&key)),
-            ("connect_timeout", connect_timeout.as_ref()),
-            ("request_timeout", request_timeout.as_ref()),
-            ("max_attempts", max_attempts.as_ref()),
-            ("backoff_base", backoff_base.as_ref()),
-            ("backoff_cap", backoff_cap.as_ref()),
-            ("deadline", deadline.as_ref()),
-            ("key_retention", key_retention.as_ref()),
-            ("settled_retention", settled_retention.as_ref()),
-            ("retry_budget", retry_budget.as_ref()),
-            ("allow_insecure_http", allow_insecure_http.as_ref()),
-            ("proxy", proxy.as_ref()),
-            ("proxy_from_env", proxy_from_env.as_ref()),
-            ("max_clock_offset", max_clock_offset.as_ref()),
-            ("lease_ttl", lease_ttl.as_ref()),
-        ]);
+        let doc = convert::settings_doc(
+            convert::CLIENT_KEYWORDS,
+            &[
+                ("base_url", Some(&base)),
+                ("key_id", Some(&key)),
+                ("connect_timeout", connect_timeout.as_ref()),
+                ("request_timeout", request_timeout.as_ref()),
+                ("max_attempts", max_attempts.as_ref()),
+                ("backoff_base", backoff_base.as_ref()),
+                ("backoff_cap", backoff_cap.as_ref()),
+                ("deadline", deadline.as_ref()),
+                ("key_retention", key_retention.as_ref()),
+                ("settled_retention", settled_retention.as_ref()),
+                ("retry_budget", retry_budget.as_ref()),
+                ("allow_insecure_http", allow_insecure_http.as_ref()),
+                ("proxy", proxy.as_ref()),
+                ("proxy_from_env", proxy_from_env.as_ref()),
+                ("max_clock_offset", max_clock_offset.as_ref()),
+                ("lease_ttl", lease_ttl.as_ref()),
+            ],
+        );
         let mut config = payidem::settings::client::client_config(&doc)
             .map_err(|e| convert::setting_error(py, e))?;
         // Paths and the key are not JSON text (a path need not be UTF-8).

@@ -358,6 +358,21 @@ pub(crate) const CLIENT_KEYWORDS: &[(&str, &str, Unit)] = &[
     ("client_key", "client_key", Unit::Plain),
 ];
 
+/// `payidem.Operation`'s limit keywords and the start object's settings
+/// (core/src/settings/start.rs) each sets.
+pub(crate) const SETUP_KEYWORDS: &[(&str, &str, Unit)] = &[
+    ("max_attempts", "setup.max_attempts", Unit::Count),
+    ("backoff_base", "setup.backoff_base_ms", Unit::Millis),
+    ("backoff_cap", "setup.backoff_cap_ms", Unit::Millis),
+    ("deadline", "setup.deadline_ms", Unit::Millis),
+    ("key_retention", "setup.key_retention_secs", Unit::Seconds),
+    (
+        "max_clock_offset",
+        "setup.max_clock_offset_secs",
+        Unit::Seconds,
+    ),
+];
+
 /// A Python value as JSON, unconverted: what the core then judges (a
 /// `str` where a number belongs is its wrong type).
 fn json_of(value: &Bound<'_, PyAny>) -> serde_json::Value {
@@ -416,15 +431,18 @@ fn duration_json(value: &Bound<'_, PyAny>, unit: Duration) -> serde_json::Value 
     }
 }
 
-/// The client's settings document (core/src/settings/client.rs) from the
-/// keywords a caller gave (`None` is absent): units converted, nothing
+/// The settings document (core/src/settings) from the keywords a caller
+/// gave (`None` is absent), each set by `table`: units converted, nothing
 /// judged.
-pub(crate) fn client_settings(given: &[(&str, Option<&Bound<'_, PyAny>>)]) -> serde_json::Value {
+pub(crate) fn settings_doc(
+    table: &[(&str, &str, Unit)],
+    given: &[(&str, Option<&Bound<'_, PyAny>>)],
+) -> serde_json::Value {
     let mut doc = serde_json::Value::Object(serde_json::Map::new());
     for (keyword, value) in given {
         let (Some(value), Some((_, setting, unit))) = (
             value.filter(|v| !v.is_none()),
-            CLIENT_KEYWORDS.iter().find(|(k, _, _)| k == keyword),
+            table.iter().find(|(k, _, _)| k == keyword),
         ) else {
             continue;
         };
@@ -456,6 +474,7 @@ pub(crate) fn client_settings(given: &[(&str, Option<&Bound<'_, PyAny>>)]) -> se
 pub(crate) fn setting_error(py: Python<'_>, e: payidem::settings::SettingError) -> PyErr {
     let keyword = CLIENT_KEYWORDS
         .iter()
+        .chain(SETUP_KEYWORDS)
         .find(|(_, setting, _)| *setting == e.field())
         .map(|(keyword, _, _)| *keyword);
     match keyword {
@@ -506,7 +525,7 @@ pub(crate) fn resolve_client_settings(
     }
     let given: Vec<(&str, Option<&Bound<'_, PyAny>>)> =
         values.iter().map(|(k, v)| (*k, Some(v))).collect();
-    let doc = client_settings(&given);
+    let doc = settings_doc(CLIENT_KEYWORDS, &given);
     let mut config =
         payidem::settings::client::client_config(&doc).map_err(|e| setting_error(py, e))?;
     if let Some((_, key)) = values.iter().find(|(k, _)| *k == "journal_key") {
@@ -516,6 +535,63 @@ pub(crate) fn resolve_client_settings(
         }
     }
     Ok(payidem::settings::client::settings_json(&config).to_string())
+}
+
+/// The call setup `payidem.Operation`'s limit keywords (`kwargs`) give,
+/// every value judged by the core (`settings::start::setup`).
+pub(crate) fn setup_of(
+    py: Python<'_>,
+    given: &[(&str, Option<&Bound<'_, PyAny>>)],
+) -> PyResult<payidem::operation::CallSetup> {
+    let doc = settings_doc(SETUP_KEYWORDS, given);
+    let setup = doc
+        .get("setup")
+        .cloned()
+        .unwrap_or_else(|| serde_json::json!({}));
+    payidem::settings::start::setup(&setup).map_err(|e| setting_error(py, e))
+}
+
+/// The setup part of the start object's effective settings for
+/// `payidem.Operation`'s limit keywords, as JSON (for the settings-parity
+/// test).
+#[pyfunction]
+#[pyo3(signature = (**kwargs))]
+pub(crate) fn resolve_setup_settings(
+    py: Python<'_>,
+    kwargs: Option<&Bound<'_, PyDict>>,
+) -> PyResult<String> {
+    let mut values = Vec::new();
+    for (key, value) in kwargs.into_iter().flat_map(|k| k.iter()) {
+        let key = text(&key, "keyword")?;
+        let Some((keyword, _, _)) = SETUP_KEYWORDS.iter().find(|(k, _, _)| *k == key) else {
+            return Err(PyTypeError::new_err(format!(
+                "resolve_setup_settings() got an unexpected keyword argument '{key}'"
+            )));
+        };
+        values.push((*keyword, value));
+    }
+    let given: Vec<_> = values.iter().map(|(k, v)| (*k, Some(v))).collect();
+    let setup = setup_of(py, &given)?;
+    let start = payidem::settings::start::Start {
+        operation: payidem::OperationSpec {
+            order_id: "o",
+            method: "POST",
+            path: "/",
+            body: b"",
+            idempotency_key: None,
+            status_path: None,
+        }
+        .freeze()
+        .map_err(|e| crate::errors::to_pyerr(py, &e))?,
+        progress: payidem::operation::Progress {
+            state: payidem::operation::OperationState::Pending,
+            attempts: 0,
+            created_at: 0,
+        },
+        setup,
+        now: 0,
+    };
+    Ok(payidem::settings::start::settings_json(&start).to_string())
 }
 
 /// The core's settings rules on a JSON document as every language passes

@@ -3,10 +3,11 @@ Python: every client and machine-start setting at absent, 0, negative,
 maximum, maximum + 1 and a wrong type gives the value or the error (code
 and field) the file states, as in Rust, C and Go.
 
-Client cases go through the conversion ``payidem.Client`` uses (its
-keywords, durations in seconds: ``_native.resolve_client_settings``) when a
-keyword sets the setting, else through the JSON every language passes
-(``_native.resolve_settings_json``); start cases through that JSON."""
+Cases go through the conversion ``payidem.Client`` and ``payidem.Operation``
+use (their keywords, durations in seconds:
+``_native.resolve_client_settings``, ``_native.resolve_setup_settings``)
+when a keyword sets every setting of the case, else through the JSON every
+language passes (``_native.resolve_settings_json``)."""
 
 from __future__ import annotations
 
@@ -50,6 +51,17 @@ KEYWORDS: Dict[str, Tuple[str, str]] = {
 }
 SETTING_OF_KEYWORD = {keyword: setting for setting, (keyword, _) in KEYWORDS.items()}
 
+# payidem.Operation's limit keywords.
+SETUP_KEYWORDS: Dict[str, Tuple[str, str]] = {
+    "setup.max_attempts": ("max_attempts", PLAIN),
+    "setup.backoff_base_ms": ("backoff_base", MS),
+    "setup.backoff_cap_ms": ("backoff_cap", MS),
+    "setup.deadline_ms": ("deadline", MS),
+    "setup.key_retention_secs": ("key_retention", S),
+    "setup.max_clock_offset_secs": ("max_clock_offset", S),
+}
+SETUP_OF_KEYWORD = {keyword: setting for setting, (keyword, _) in SETUP_KEYWORDS.items()}
+
 
 def python_value(value: Any, unit: str) -> Any:
     """The vector's JSON value as a Python caller gives it: durations in
@@ -83,21 +95,21 @@ def document(base: Dict[str, Any], case: Dict[str, Any]) -> Dict[str, Any]:
     return doc
 
 
-def keywords_of(case: Dict[str, Any]) -> Optional[Dict[str, Any]]:
-    """The case as ``Client`` keywords, or None when a setting has none."""
-    base = dict(V["client"]["base"])
-    base.pop(case["setting"], None)
-    settings = {k: v for k, v in base.items()}
+def keywords_of(
+    case: Dict[str, Any], base: Dict[str, Any], table: Dict[str, Tuple[str, str]]
+) -> Optional[Dict[str, Any]]:
+    """The case as keywords of ``table``, or None when a setting has none."""
+    settings = {k: v for k, v in base.items() if k != case["setting"]}
     settings.update(case.get("with", {}))
     if "value" in case:
         settings[case["setting"]] = case["value"]
     kwargs = {}
     for setting, value in settings.items():
-        if setting not in KEYWORDS:
+        if setting not in table:
             return None
-        keyword, unit = KEYWORDS[setting]
+        keyword, unit = table[setting]
         kwargs[keyword] = python_value(value, unit)
-    if case["setting"] not in KEYWORDS:
+    if case["setting"] not in table:
         return None
     return kwargs
 
@@ -108,14 +120,14 @@ def at(doc: Any, path: str) -> Any:
     return doc
 
 
-def check(case: Dict[str, Any], resolve: Any, keyword_names: bool) -> None:
+def check(case: Dict[str, Any], resolve: Any, keyword_names: Optional[Dict[str, str]]) -> None:
     expect = case["expect"]
     if "error" in expect:
         with pytest.raises(InvalidArgument) as caught:
             resolve()
         field = caught.value.field
-        if keyword_names:
-            field = SETTING_OF_KEYWORD.get(field or "", field)
+        if keyword_names is not None:
+            field = keyword_names.get(field or "", field)
         assert (caught.value.code, field) == (expect["error"], expect["field"]), case
     else:
         doc = json.loads(resolve())
@@ -132,21 +144,27 @@ def case_id(case: Dict[str, Any]) -> str:
 
 @pytest.mark.parametrize("case", CLIENT_CASES, ids=case_id)
 def test_client_setting(case: Dict[str, Any]) -> None:
-    kwargs = keywords_of(case)
+    kwargs = keywords_of(case, V["client"]["base"], KEYWORDS)
     if kwargs is not None:
-        check(case, lambda: _native.resolve_client_settings(**kwargs), keyword_names=True)
+        check(case, lambda: _native.resolve_client_settings(**kwargs), SETTING_OF_KEYWORD)
     else:
         doc = json.dumps(document(V["client"]["base"], case))
-        check(case, lambda: _native.resolve_settings_json("client", doc), keyword_names=False)
+        check(case, lambda: _native.resolve_settings_json("client", doc), None)
 
 
 @pytest.mark.parametrize("case", START_CASES, ids=case_id)
 def test_start_setting(case: Dict[str, Any]) -> None:
-    doc = json.dumps(document(V["start"]["base"], case))
-    check(case, lambda: _native.resolve_settings_json("start", doc), keyword_names=False)
+    kwargs = keywords_of(case, {}, SETUP_KEYWORDS)
+    if kwargs is not None:
+        check(case, lambda: _native.resolve_setup_settings(**kwargs), SETUP_OF_KEYWORD)
+    else:
+        doc = json.dumps(document(V["start"]["base"], case))
+        check(case, lambda: _native.resolve_settings_json("start", doc), None)
 
 
-def test_most_client_cases_go_through_the_keywords() -> None:
-    typed = [c for c in CLIENT_CASES if keywords_of(c) is not None]
+def test_most_cases_go_through_the_keywords() -> None:
+    typed = [c for c in CLIENT_CASES if keywords_of(c, V["client"]["base"], KEYWORDS) is not None]
+    setup = [c for c in START_CASES if keywords_of(c, {}, SETUP_KEYWORDS) is not None]
     assert len(CLIENT_CASES) > 100 and len(START_CASES) > 80
     assert len(typed) > 0.8 * len(CLIENT_CASES), len(typed)
+    assert len(setup) >= 36, len(setup)

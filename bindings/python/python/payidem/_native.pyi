@@ -44,6 +44,7 @@ __all__ = [
     "relative_path",
     "resolve_client_settings",
     "resolve_settings_json",
+    "resolve_setup_settings",
     "set_event_listener",
     "verifier_metrics",
 ]
@@ -274,6 +275,10 @@ def resolve_client_settings(**kwargs: object) -> str:
 def resolve_settings_json(kind: str, doc: str) -> str:
     """The core's settings rules on a JSON document (``kind`` ``"client"``
     or ``"start"``): every setting's effective value, as JSON."""
+
+def resolve_setup_settings(**kwargs: object) -> str:
+    """The start object's effective settings (JSON) for
+    ``payidem.Operation``'s limit keywords."""
 
 def error_codes() -> List[Tuple[int, str, Optional[int], bool]]:
     """Every error code of the core, in number order: ``(number, name,

@@ -198,9 +198,10 @@ class Client:
     instance sharing the journal) may take it over.
 
     Every setting is judged by the Rust core's one rule for it, the same in
-    every language (core/src/settings): ranges, what 0 means (e.g.
-    ``backoff_base=0`` retries without waiting, ``max_clock_offset=0`` never
-    adjusts the clock, ``connect_timeout=0`` is :class:`InvalidArgument`).
+    every language (core/src/settings): ranges, what 0 means (e.g. a zero
+    ``backoff_base`` retries without waiting, a zero ``max_clock_offset``
+    never adjusts the clock, a zero ``connect_timeout`` is
+    :class:`InvalidArgument`).
     """
 
     def __init__(

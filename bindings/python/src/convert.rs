@@ -499,6 +499,26 @@ fn by_setting(py: Python<'_>, e: payidem::settings::SettingError) -> PyErr {
     err
 }
 
+/// The keywords `kwargs` gives, each one of `table`'s (another is the
+/// `TypeError` Python raises for an unexpected keyword of `function`).
+fn keywords<'py>(
+    kwargs: Option<&Bound<'py, PyDict>>,
+    table: &[(&'static str, &str, Unit)],
+    function: &str,
+) -> PyResult<Vec<(&'static str, Bound<'py, PyAny>)>> {
+    let mut values = Vec::new();
+    for (key, value) in kwargs.into_iter().flat_map(|k| k.iter()) {
+        let key = text(&key, "keyword")?;
+        let Some((keyword, _, _)) = table.iter().find(|(k, _, _)| *k == key) else {
+            return Err(PyTypeError::new_err(format!(
+                "{function}() got an unexpected keyword argument '{key}'"
+            )));
+        };
+        values.push((*keyword, value));
+    }
+    Ok(values)
+}
+
 /// Every setting's effective value (the core's settings document) for the
 /// keywords `kwargs` gives, as `payidem.Client` would be made with them
 /// (`base_url` and `key_id` required), without opening a journal. For the
@@ -509,20 +529,7 @@ pub(crate) fn resolve_client_settings(
     py: Python<'_>,
     kwargs: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<String> {
-    let mut values = Vec::new();
-    if let Some(kwargs) = kwargs {
-        for (key, value) in kwargs.iter() {
-            let key = text(&key, "keyword")?;
-            match CLIENT_KEYWORDS.iter().find(|(k, _, _)| *k == key) {
-                Some((keyword, _, _)) => values.push((*keyword, value)),
-                None => {
-                    return Err(PyTypeError::new_err(format!(
-                        "resolve_client_settings() got an unexpected keyword argument '{key}'"
-                    )))
-                }
-            }
-        }
-    }
+    let values = keywords(kwargs, CLIENT_KEYWORDS, "resolve_client_settings")?;
     let given: Vec<(&str, Option<&Bound<'_, PyAny>>)> =
         values.iter().map(|(k, v)| (*k, Some(v))).collect();
     let doc = settings_doc(CLIENT_KEYWORDS, &given);
@@ -560,16 +567,7 @@ pub(crate) fn resolve_setup_settings(
     py: Python<'_>,
     kwargs: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<String> {
-    let mut values = Vec::new();
-    for (key, value) in kwargs.into_iter().flat_map(|k| k.iter()) {
-        let key = text(&key, "keyword")?;
-        let Some((keyword, _, _)) = SETUP_KEYWORDS.iter().find(|(k, _, _)| *k == key) else {
-            return Err(PyTypeError::new_err(format!(
-                "resolve_setup_settings() got an unexpected keyword argument '{key}'"
-            )));
-        };
-        values.push((*keyword, value));
-    }
+    let values = keywords(kwargs, SETUP_KEYWORDS, "resolve_setup_settings")?;
     let given: Vec<_> = values.iter().map(|(k, v)| (*k, Some(v))).collect();
     let setup = setup_of(py, &given)?;
     let start = payidem::settings::start::Start {

@@ -244,8 +244,8 @@ type machineBudget struct {
 }
 
 // NewMachine starts the machine for one call of an operation. Bad input is
-// an *InvalidArgumentError naming the field (order_id, path, state,
-// max_attempts, ...).
+// an *InvalidArgumentError naming the setting of the start document
+// (operation.order_id, progress.state, setup.max_attempts, now, ...).
 func NewMachine(start MachineStart) (*Machine, error) {
 	doc, err := start.json()
 	if err != nil {

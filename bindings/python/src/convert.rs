@@ -478,14 +478,7 @@ pub(crate) fn setting_error(py: Python<'_>, e: payidem::settings::SettingError) 
         .find(|(_, setting, _)| *setting == e.field())
         .map(|(keyword, _, _)| *keyword);
     match keyword {
-        Some(keyword) => {
-            let why = e
-                .message()
-                .strip_prefix(e.field())
-                .and_then(|m| m.strip_prefix(": "))
-                .unwrap_or(e.message());
-            invalid(py, keyword, why)
-        }
+        Some(keyword) => invalid(py, keyword, e.reason()),
         // An unknown key or a setting no keyword sets.
         None => by_setting(py, e),
     }

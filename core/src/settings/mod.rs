@@ -73,11 +73,12 @@ impl SettingError {
             .iter()
             .find(|(core, _)| *core == field)
             .map_or(field, |(_, setting)| setting);
-        let why = e.message().strip_prefix(field).unwrap_or(e.message());
-        SettingError {
-            field: setting.to_owned(),
-            message: format!("{setting}{why}"),
-        }
+        let why = e
+            .message()
+            .strip_prefix(field)
+            .and_then(|m| m.strip_prefix(": "))
+            .unwrap_or(e.message());
+        SettingError::new(setting, why)
     }
 }
 
@@ -99,14 +100,15 @@ impl From<SettingError> for crate::Error {
             .chain(start::FIELDS)
             .find(|f| **f == e.field)
         {
-            Some(field) => crate::Error::invalid(field, e.why()),
+            Some(field) => crate::Error::invalid(field, e.reason()),
             None => crate::Error::new(crate::ErrorCode::InvalidArgument, e.message),
         }
     }
 }
 
 impl SettingError {
-    fn why(&self) -> &str {
+    /// The message without the field: why the setting was refused.
+    pub fn reason(&self) -> &str {
         self.message
             .strip_prefix(&self.field)
             .and_then(|m| m.strip_prefix(": "))

@@ -15,12 +15,7 @@ use crate::text::{out, req_str};
 
 impl From<SettingError> for FfiError {
     fn from(e: SettingError) -> FfiError {
-        let why = e
-            .message()
-            .strip_prefix(e.field())
-            .and_then(|m| m.strip_prefix(": "))
-            .unwrap_or(e.message());
-        FfiError::invalid(e.field(), why)
+        FfiError::invalid(e.field(), e.reason())
     }
 }
 

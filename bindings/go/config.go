@@ -28,9 +28,16 @@ import (
 // file on persistent storage.
 const JournalMemory = ":memory:"
 
-// Config configures a Client. A zero field takes the library's default;
-// DefaultConfig reads them all from the linked library. They are (a test
-// checks this list against the library):
+// Config configures a Client. A zero field is absent: it takes the
+// library's default, which DefaultConfig reads from the linked library.
+// Every other value is passed to the library as given and checked there
+// alone, by the rule every language shares (core/src/settings: ranges,
+// what an explicit 0 means; a negative duration is ErrInvalidArgument
+// naming its field). Go has no way to say "absent" apart from 0, so a Go
+// Config cannot give an explicit 0 (e.g. BackoffBase 0, retry without
+// waiting: use 1ms; MaxClockOffset 0, never adjust the clock: not
+// available from Go). The defaults are (a test checks this list against
+// the library):
 //
 //   - JournalPath: "" (the durable default journal)
 //   - JournalKey: nil (derived from Secret)
@@ -43,6 +50,7 @@ const JournalMemory = ":memory:"
 //   - KeyRetention: 48h (also the largest allowed)
 //   - SettledRetention: 168h (7 days)
 //   - MaxClockOffset: 600s
+//   - LeaseTTL: 0s (the lease follows Deadline + RequestTimeout + 30s)
 //   - RetryBudget: {Capacity:500 RetryCost:5 TimeoutCost:10 SuccessRefund:1}
 //   - AllowInsecureHTTP, ProxyFromEnv: false
 //   - Proxy, CABundle, ClientCert, ClientKey: "" (none)
@@ -119,6 +127,12 @@ type Config struct {
 	// not trusted: the call fails with ErrRejected (status 401) and the
 	// operation is kept.
 	MaxClockOffset time.Duration
+	// LeaseTTL is how long a call's lease on an operation holds without a
+	// new attempt before another call (another instance of a fleet,
+	// Client.TakeOver) may take the operation over; whole seconds, rounded up.
+	// 0: longer than any call (Deadline + RequestTimeout + 30s). A live
+	// call that outlasts a shorter lease stops with ErrOperationBusy.
+	LeaseTTL time.Duration
 	// OnAttempt, when set, receives every attempt's event, on the goroutine
 	// that made the call. It must be safe for concurrent use, and must not
 	// call Close, Execute or Resume on the same client (that can deadlock).
@@ -139,11 +153,11 @@ func (c Config) String() string {
 		"ConnectTimeout:%v RequestTimeout:%v MaxAttempts:%d BackoffBase:%v BackoffCap:%v "+
 		"Deadline:%v KeyRetention:%v SettledRetention:%v RetryBudget:%s OnAttempt:%t "+
 		"AllowInsecureHTTP:%t Proxy:%q ProxyFromEnv:%t CABundle:%q ClientCert:%q ClientKey:%q "+
-		"MaxClockOffset:%v}",
+		"MaxClockOffset:%v LeaseTTL:%v}",
 		RedactURL(c.BaseURL), c.KeyID, RedactURL(c.JournalPath), c.ConnectTimeout, c.RequestTimeout,
 		c.MaxAttempts, c.BackoffBase, c.BackoffCap, c.Deadline, c.KeyRetention, c.SettledRetention,
 		budget, c.OnAttempt != nil, c.AllowInsecureHTTP, RedactURL(c.Proxy), c.ProxyFromEnv,
-		c.CABundle, c.ClientCert, c.ClientKey, c.MaxClockOffset)
+		c.CABundle, c.ClientCert, c.ClientKey, c.MaxClockOffset, c.LeaseTTL)
 }
 
 // GoString is String, for %#v.
@@ -159,39 +173,67 @@ type RetryBudget struct {
 	SuccessRefund uint32
 }
 
-// options is the JSON object payidem_client_new documents.
+// options is the JSON object payidem_client_new documents. A nil field is
+// absent (the library's default); every other value is passed as given and
+// checked by the library alone (core/src/settings), so Go states no range
+// and no default of its own.
 type options struct {
 	BaseURL           string         `json:"base_url"`
 	KeyID             string         `json:"key_id"`
 	JournalPath       string         `json:"journal_path,omitempty"`
 	JournalKeyHex     string         `json:"journal_key_hex,omitempty"`
-	ConnectTimeoutMS  uint64         `json:"connect_timeout_ms,omitempty"`
-	RequestTimeoutMS  uint64         `json:"request_timeout_ms,omitempty"`
+	ConnectTimeoutMS  *int64         `json:"connect_timeout_ms,omitempty"`
+	RequestTimeoutMS  *int64         `json:"request_timeout_ms,omitempty"`
 	Retry             *retryOptions  `json:"retry,omitempty"`
 	RetryBudget       *budgetOptions `json:"retry_budget,omitempty"`
-	KeyRetentionS     uint64         `json:"key_retention_s,omitempty"`
-	SettledRetentionS uint64         `json:"settled_retention_s,omitempty"`
+	KeyRetentionS     *int64         `json:"key_retention_s,omitempty"`
+	SettledRetentionS *int64         `json:"settled_retention_s,omitempty"`
+	MaxClockOffsetS   *int64         `json:"max_clock_offset_s,omitempty"`
+	LeaseTTLS         *int64         `json:"lease_ttl_s,omitempty"`
 	AllowInsecureHTTP bool           `json:"allow_insecure_http,omitempty"`
 	Proxy             string         `json:"proxy,omitempty"`
 	ProxyFromEnv      bool           `json:"proxy_from_env,omitempty"`
 	CABundle          string         `json:"ca_bundle,omitempty"`
 	ClientCert        string         `json:"client_cert,omitempty"`
 	ClientKey         string         `json:"client_key,omitempty"`
-	MaxClockOffsetS   uint64         `json:"max_clock_offset_s,omitempty"`
 }
 
 type retryOptions struct {
-	BaseMS      uint64 `json:"base_ms,omitempty"`
-	CapMS       uint64 `json:"cap_ms,omitempty"`
-	MaxAttempts uint64 `json:"max_attempts,omitempty"`
-	DeadlineMS  uint64 `json:"deadline_ms,omitempty"`
+	BaseMS      *int64 `json:"base_ms,omitempty"`
+	CapMS       *int64 `json:"cap_ms,omitempty"`
+	MaxAttempts *int64 `json:"max_attempts,omitempty"`
+	DeadlineMS  *int64 `json:"deadline_ms,omitempty"`
 }
 
 type budgetOptions struct {
-	Capacity      uint32 `json:"capacity,omitempty"`
-	RetryCost     uint32 `json:"retry_cost,omitempty"`
-	TimeoutCost   uint32 `json:"timeout_cost,omitempty"`
-	SuccessRefund uint32 `json:"success_refund,omitempty"`
+	Capacity      *int64 `json:"capacity,omitempty"`
+	RetryCost     *int64 `json:"retry_cost,omitempty"`
+	TimeoutCost   *int64 `json:"timeout_cost,omitempty"`
+	SuccessRefund *int64 `json:"success_refund,omitempty"`
+}
+
+// setting is n as a present setting, or absent (nil) for Go's zero value.
+func setting[T int | int64 | uint32](n T) *int64 {
+	if n == 0 {
+		return nil
+	}
+	v := int64(n)
+	return &v
+}
+
+// units is d in whole units, or absent for 0: rounded away from zero, so
+// that a positive duration never becomes 0 and a negative one stays
+// negative (the library refuses it, naming the setting).
+func units(d, unit time.Duration) *int64 {
+	n := d / unit
+	if d%unit != 0 {
+		if d > 0 {
+			n++
+		} else {
+			n--
+		}
+	}
+	return setting(int64(n))
 }
 
 // goFieldOfOption names, for an option the library reports invalid, the
@@ -221,21 +263,12 @@ var goFieldOfOption = map[string]string{
 	"client_cert":                 "ClientCert",
 	"client_key":                  "ClientKey",
 	"max_clock_offset_s":          "MaxClockOffset",
+	"lease_ttl_s":                 "LeaseTTL",
 }
 
-// ceilUnits is d in whole units, rounded up so that a positive duration
-// never becomes 0 (which would mean "default").
-func ceilUnits(field string, d, unit time.Duration) (uint64, error) {
-	if d < 0 {
-		return 0, invalid(field, "must not be negative")
-	}
-	return uint64((d + unit - 1) / unit), nil
-}
-
-// optionsJSON renders c as the library's options.
+// optionsJSON renders c as the library's options: a zero field is absent
+// (the library's default), every other value is passed as given.
 func (c *Config) optionsJSON() ([]byte, error) {
-	// An empty JournalPath is omitted: the library then opens the durable
-	// default journal.
 	// encoding/json would silently turn invalid UTF-8 into U+FFFD (e.g. a
 	// journal path naming another file); refuse it like every C string.
 	for _, f := range []struct{ name, value string }{
@@ -246,55 +279,42 @@ func (c *Config) optionsJSON() ([]byte, error) {
 			return nil, invalid(f.name, "is not valid UTF-8")
 		}
 	}
-	o := options{BaseURL: c.BaseURL, KeyID: c.KeyID, JournalPath: c.JournalPath,
-		JournalKeyHex: hex.EncodeToString(c.JournalKey)}
-	var err error
-	ms := func(field string, d time.Duration) uint64 {
-		if err != nil {
-			return 0
-		}
-		var v uint64
-		v, err = ceilUnits(field, d, time.Millisecond)
-		return v
+	o := options{
+		BaseURL: c.BaseURL, KeyID: c.KeyID, JournalPath: c.JournalPath,
+		JournalKeyHex:     hex.EncodeToString(c.JournalKey),
+		ConnectTimeoutMS:  units(c.ConnectTimeout, time.Millisecond),
+		RequestTimeoutMS:  units(c.RequestTimeout, time.Millisecond),
+		KeyRetentionS:     units(c.KeyRetention, time.Second),
+		SettledRetentionS: units(c.SettledRetention, time.Second),
+		MaxClockOffsetS:   units(c.MaxClockOffset, time.Second),
+		LeaseTTLS:         units(c.LeaseTTL, time.Second),
+		AllowInsecureHTTP: c.AllowInsecureHTTP,
+		Proxy:             c.Proxy,
+		ProxyFromEnv:      c.ProxyFromEnv,
+		CABundle:          c.CABundle,
+		ClientCert:        c.ClientCert,
+		ClientKey:         c.ClientKey,
 	}
-	secs := func(field string, d time.Duration) uint64 {
-		if err != nil {
-			return 0
-		}
-		var v uint64
-		v, err = ceilUnits(field, d, time.Second)
-		return v
-	}
-	o.ConnectTimeoutMS = ms("ConnectTimeout", c.ConnectTimeout)
-	o.RequestTimeoutMS = ms("RequestTimeout", c.RequestTimeout)
 	retry := retryOptions{
-		BaseMS:     ms("BackoffBase", c.BackoffBase),
-		CapMS:      ms("BackoffCap", c.BackoffCap),
-		DeadlineMS: ms("Deadline", c.Deadline),
+		BaseMS:      units(c.BackoffBase, time.Millisecond),
+		CapMS:       units(c.BackoffCap, time.Millisecond),
+		MaxAttempts: setting(c.MaxAttempts),
+		DeadlineMS:  units(c.Deadline, time.Millisecond),
 	}
-	o.KeyRetentionS = secs("KeyRetention", c.KeyRetention)
-	o.SettledRetentionS = secs("SettledRetention", c.SettledRetention)
-	o.MaxClockOffsetS = secs("MaxClockOffset", c.MaxClockOffset)
-	o.AllowInsecureHTTP = c.AllowInsecureHTTP
-	o.Proxy = c.Proxy
-	o.ProxyFromEnv = c.ProxyFromEnv
-	o.CABundle = c.CABundle
-	o.ClientCert = c.ClientCert
-	o.ClientKey = c.ClientKey
-	if err != nil {
-		return nil, err
-	}
-	if c.MaxAttempts < 0 {
-		return nil, invalid("MaxAttempts", "must not be negative")
-	}
-	retry.MaxAttempts = uint64(c.MaxAttempts)
 	if retry != (retryOptions{}) {
 		o.Retry = &retry
 	}
-	if b := c.RetryBudget; b != nil {
-		o.RetryBudget = &budgetOptions{b.Capacity, b.RetryCost, b.TimeoutCost, b.SuccessRefund}
-	}
+	o.RetryBudget = c.RetryBudget.options()
 	return json.Marshal(o)
+}
+
+// options is the budget as the library's retry_budget object (zero fields
+// absent), or nil.
+func (b *RetryBudget) options() *budgetOptions {
+	if b == nil {
+		return nil
+	}
+	return &budgetOptions{setting(b.Capacity), setting(b.RetryCost), setting(b.TimeoutCost), setting(b.SuccessRefund)}
 }
 
 // libraryDefaults is the document payidem_client_defaults_json returns.
@@ -343,17 +363,23 @@ func DefaultConfig() Config {
 	if o.Retry != nil {
 		retry = *o.Retry
 	}
+	n := func(p *int64) int64 {
+		if p == nil {
+			return 0
+		}
+		return *p
+	}
 	var budget *RetryBudget
 	if b := o.RetryBudget; b != nil {
-		budget = &RetryBudget{b.Capacity, b.RetryCost, b.TimeoutCost, b.SuccessRefund}
+		budget = &RetryBudget{uint32(n(b.Capacity)), uint32(n(b.RetryCost)), uint32(n(b.TimeoutCost)), uint32(n(b.SuccessRefund))}
 	}
-	ms := func(n uint64) time.Duration { return time.Duration(n) * time.Millisecond }
-	secs := func(n uint64) time.Duration { return time.Duration(n) * time.Second }
+	ms := func(p *int64) time.Duration { return time.Duration(n(p)) * time.Millisecond }
+	secs := func(p *int64) time.Duration { return time.Duration(n(p)) * time.Second }
 	return Config{
 		JournalPath:       o.JournalPath,
 		ConnectTimeout:    ms(o.ConnectTimeoutMS),
 		RequestTimeout:    ms(o.RequestTimeoutMS),
-		MaxAttempts:       int(retry.MaxAttempts),
+		MaxAttempts:       int(n(retry.MaxAttempts)),
 		BackoffBase:       ms(retry.BaseMS),
 		BackoffCap:        ms(retry.CapMS),
 		Deadline:          ms(retry.DeadlineMS),
@@ -367,5 +393,48 @@ func DefaultConfig() Config {
 		ClientCert:        o.ClientCert,
 		ClientKey:         o.ClientKey,
 		MaxClockOffset:    secs(o.MaxClockOffsetS),
+		LeaseTTL:          secs(o.LeaseTTLS),
 	}
+}
+
+// Check reports the error NewClient would give for c's settings (an
+// *InvalidArgumentError naming the Config field), without opening a
+// journal or reading a file. Whether BaseURL, Proxy and the TLS files are
+// usable is checked by NewClient only.
+func (c Config) Check() error {
+	raw, err := c.optionsJSON()
+	if err != nil {
+		return err
+	}
+	_, err = resolveSettings(raw, false)
+	return renameOptionField(err)
+}
+
+// resolveSettings passes doc to the library's settings rules
+// (payidem_client_options_resolve, or payidem_operation_start_resolve for
+// a machine's start document) and returns every setting's effective value
+// as JSON.
+func resolveSettings(doc []byte, start bool) (string, error) {
+	var args cstrings
+	field := "options_json"
+	if start {
+		field = "start_json"
+	}
+	off, err := args.add(field, string(doc))
+	if err != nil {
+		return "", err
+	}
+	var out *C.char
+	var cerr *C.payidem_error
+	var rc C.payidem_result
+	if start {
+		rc = C.payidem_operation_start_resolve(args.ptr(off), &out, &cerr)
+	} else {
+		rc = C.payidem_client_options_resolve(args.ptr(off), &out, &cerr)
+	}
+	if rc != C.PAYIDEM_OK {
+		return "", newError(rc, cerr, nil)
+	}
+	defer C.payidem_string_free(out)
+	return C.GoString(out), nil
 }

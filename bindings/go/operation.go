@@ -149,10 +149,12 @@ type Reaction struct {
 	Landed Landed
 }
 
-// MachineSetup bounds one call of a Machine. A zero field takes the
-// library's default, the one a Client has (see DefaultConfig); the clock
-// offset defaults to 0 and trusted, and there is no retry budget unless
-// RetryBudget is set.
+// MachineSetup bounds one call of a Machine. A zero field is absent: it
+// takes the library's default, the one a Client has (see DefaultConfig);
+// every other value is passed as given and checked by the library alone
+// (core/src/settings; a negative duration is ErrInvalidArgument naming
+// e.g. setup.backoff_base_ms). The clock offset defaults to 0 and trusted,
+// and there is no retry budget unless RetryBudget is set.
 type MachineSetup struct {
 	MaxAttempts    int
 	BackoffBase    time.Duration
@@ -222,13 +224,15 @@ type startJSON struct {
 		CreatedAt     int64  `json:"created_at"`
 		FirstRecorded bool   `json:"first_recorded"`
 	} `json:"progress"`
+	// A nil setting is absent (the library's default); every other value
+	// is passed as given and checked by the library alone.
 	Setup struct {
-		MaxAttempts        int            `json:"max_attempts,omitempty"`
-		BackoffBaseMS      uint64         `json:"backoff_base_ms,omitempty"`
-		BackoffCapMS       uint64         `json:"backoff_cap_ms,omitempty"`
-		DeadlineMS         uint64         `json:"deadline_ms,omitempty"`
-		KeyRetentionSecs   uint64         `json:"key_retention_secs,omitempty"`
-		MaxClockOffsetSecs uint64         `json:"max_clock_offset_secs,omitempty"`
+		MaxAttempts        *int64         `json:"max_attempts,omitempty"`
+		BackoffBaseMS      *int64         `json:"backoff_base_ms,omitempty"`
+		BackoffCapMS       *int64         `json:"backoff_cap_ms,omitempty"`
+		DeadlineMS         *int64         `json:"deadline_ms,omitempty"`
+		KeyRetentionSecs   *int64         `json:"key_retention_secs,omitempty"`
+		MaxClockOffsetSecs *int64         `json:"max_clock_offset_secs,omitempty"`
 		ClockOffset        int64          `json:"clock_offset"`
 		ClockTrusted       bool           `json:"clock_trusted"`
 		RetryBudget        *machineBudget `json:"retry_budget"`
@@ -246,8 +250,8 @@ type machineBudget struct {
 }
 
 // NewMachine starts the machine for one call of an operation. Bad input is
-// an *InvalidArgumentError naming the field (order_id, path, state,
-// max_attempts, ...).
+// an *InvalidArgumentError naming the setting of the start document
+// (operation.order_id, progress.state, setup.max_attempts, now, ...).
 func NewMachine(start MachineStart) (*Machine, error) {
 	doc, err := start.json()
 	if err != nil {
@@ -293,36 +297,16 @@ func (s MachineStart) json() ([]byte, error) {
 	if state == StateNotFound {
 		state = StatePending
 	}
-	if s.Attempts < 0 {
-		return nil, invalid("attempts", "must not be negative")
-	}
 	d.Progress.State, d.Progress.Attempts, d.Progress.CreatedAt = state.String(), s.Attempts, created.Unix()
 	d.Progress.FirstRecorded = s.FirstRecorded
 	d.Now = now.Unix()
-	if d.Now < 0 || d.Progress.CreatedAt < 0 {
-		return nil, invalid("now", "must not be before 1970")
-	}
 	set := s.Setup
-	if set.MaxAttempts < 0 {
-		return nil, invalid("max_attempts", "must not be negative")
-	}
-	d.Setup.MaxAttempts = set.MaxAttempts
-	var err error
-	if d.Setup.BackoffBaseMS, err = ceilUnits("backoff_base_ms", set.BackoffBase, time.Millisecond); err != nil {
-		return nil, err
-	}
-	if d.Setup.BackoffCapMS, err = ceilUnits("backoff_cap_ms", set.BackoffCap, time.Millisecond); err != nil {
-		return nil, err
-	}
-	if d.Setup.DeadlineMS, err = ceilUnits("deadline_ms", set.Deadline, time.Millisecond); err != nil {
-		return nil, err
-	}
-	if d.Setup.KeyRetentionSecs, err = ceilUnits("key_retention_secs", set.KeyRetention, time.Second); err != nil {
-		return nil, err
-	}
-	if d.Setup.MaxClockOffsetSecs, err = ceilUnits("max_clock_offset_secs", set.MaxClockOffset, time.Second); err != nil {
-		return nil, err
-	}
+	d.Setup.MaxAttempts = setting(set.MaxAttempts)
+	d.Setup.BackoffBaseMS = units(set.BackoffBase, time.Millisecond)
+	d.Setup.BackoffCapMS = units(set.BackoffCap, time.Millisecond)
+	d.Setup.DeadlineMS = units(set.Deadline, time.Millisecond)
+	d.Setup.KeyRetentionSecs = units(set.KeyRetention, time.Second)
+	d.Setup.MaxClockOffsetSecs = units(set.MaxClockOffset, time.Second)
 	d.Setup.ClockOffset = int64(set.ClockOffset / time.Second)
 	d.Setup.ClockTrusted = !set.ClockUntrusted
 	if b := set.RetryBudget; b != nil {

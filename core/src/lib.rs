@@ -25,6 +25,8 @@
 //! 6. [`verifier`]: platform-side verification, its replay store and its
 //!    metrics.
 //! 7. [`client`]: the blocking client and its metrics.
+//! 8. [`settings`]: the rules every binding's settings (client options, the
+//!    machine's start object) are read by, into the types below.
 //!
 //! The items re-exported here (`payidem::Client`, `payidem::Error`, …) are
 //! for users of the crate; modules inside it name the module that defines
@@ -41,6 +43,7 @@ pub mod operation;
 pub mod policy;
 pub mod protocol;
 pub mod redact;
+pub mod settings;
 pub mod verifier;
 
 pub use client::{CallOptions, Client, ClientConfig, JournalChoice};

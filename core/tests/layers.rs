@@ -22,6 +22,7 @@ const LAYERS: &[&[&str]] = &[
     &["journal"],
     &["verifier"],
     &["client"],
+    &["settings"],
 ];
 
 /// Arrows allowed inside one layer: `(from, to)`.

@@ -1140,8 +1140,12 @@ payidem_result payidem_client_url(const struct payidem_client *client,
  * Opens (or creates) the journal and purges settled operations older than
  * the settled retention.
  *
- * Options (unknown keys are `PAYIDEM_INVALID_ARGUMENT` naming them, e.g.
- * `"retry.bogus"`; every number is a non-negative integer):
+ * Options (read by the core's one rule per setting, the table in
+ * core/src/settings/client.rs: an absent or null key takes the default;
+ * every number is a JSON integer in its range, every duration at most
+ * 10^9 s; anything else, and an unknown key, is `PAYIDEM_INVALID_ARGUMENT`
+ * naming it, e.g. `"retry.bogus"`; `payidem_client_options_resolve` shows
+ * the values a client would get):
  * - `base_url` (string, required): e.g. `"https://api.example.com"`; a
  *   path prefix is allowed (sent and signed as part of every request
  *   target), no query. `https://` is required except for loopback hosts
@@ -1176,14 +1180,19 @@ payidem_result payidem_client_url(const struct payidem_client *client,
  *   0700.
  * - `connect_timeout_ms` (default 5000), `request_timeout_ms` (one
  *   attempt's whole response, default 30000): both above 0.
- * - `retry`: object with `base_ms` (200), `cap_ms` (10000), `max_attempts`
- *   (8, at least 1), `deadline_ms` (60000, above 0; per call).
+ * - `retry`: object with `base_ms` (200; 0 retries without waiting; at
+ *   most `cap_ms`), `cap_ms` (10000), `max_attempts` (8, at least 1),
+ *   `deadline_ms` (60000, above 0; per call).
  * - `retry_budget`: object with `capacity` (500), `retry_cost` (5),
- *   `timeout_cost` (10), `success_refund` (1): tokens shared by all calls.
+ *   `timeout_cost` (10), `success_refund` (1): tokens shared by all calls,
+ *   each 0..=4294967295 (0 is a count: capacity 0 allows no retry).
  * - `key_retention_s` (172800 = 48 h, 1..=172800): an unknown operation
  *   whose key is older is never POSTed again (`PAYIDEM_KEY_EXPIRED`).
  * - `settled_retention_s` (604800 = 7 days): settled operations older than
- *   this are purged from the journal.
+ *   this are purged from the journal (0: every settled one, at open).
+ * - `lease_ttl_s` (1..=10^9; absent: the retry deadline plus the request
+ *   timeout plus 30 s): how long a call's lease on an operation holds
+ *   without a new attempt before another call may take it over.
  *
  * Ownership: on success `*client_out` receives a new client the caller
  * frees with `payidem_client_free`; the inputs are only read.
@@ -2074,7 +2083,10 @@ void payidem_step_free(struct payidem_step *step);
  *   trusted; no retry budget by default.
  * - `now` (required): local wall time, Unix seconds.
  *
- * Unknown keys are errors.
+ * Every value follows the core's rule for it (core/src/settings/start.rs):
+ * null is absent, numbers are JSON integers in range; unknown keys are
+ * errors. `payidem_operation_start_resolve` shows the values a machine
+ * would start with.
  *
  * Ownership: on success `*op_out` receives a new operation the caller
  * frees with `payidem_operation_free`.
@@ -3127,6 +3139,56 @@ const char *payidem_version(void);
  * Errors: none.
  */
 uint32_t payidem_abi_version(void);
+
+/**
+ * Checks `options_json` as `payidem_client_new` does, without opening a
+ * journal or reading any file, and gives every setting's effective value
+ * as a JSON object of the options object's shape (absent settings at
+ * their defaults; `journal_key_hex` is `"<set>"` or `""`, never the key;
+ * `lease_ttl_s` is null when the lease follows the deadline). Whether
+ * the base URL, proxy or TLS files are usable is checked by
+ * `payidem_client_new` only.
+ *
+ * Ownership: on success `*resolved_out` receives a new NUL-terminated
+ * string the caller frees with `payidem_string_free`.
+ * NULL: `options_json` and `resolved_out` must not be NULL; `err_out` may
+ * be NULL.
+ * Threads: safe from any thread.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `options_json` (not a JSON
+ * object), the setting (e.g. `retry.base_ms`, `lease_ttl_s`, an unknown
+ * `retry.bogus`) or `resolved_out`.
+ */
+payidem_result payidem_client_options_resolve(const char *options_json,
+                                              char **resolved_out,
+                                              struct payidem_error **err_out);
+
+/**
+ * Checks `start_json` as `payidem_operation_new` does and gives every
+ * setting's effective value as a JSON object: `operation` (its
+ * `order_id`), `progress`, `setup` (`retry_budget` null for none) and
+ * `now`.
+ *
+ * Ownership: on success `*resolved_out` receives a new NUL-terminated
+ * string the caller frees with `payidem_string_free`.
+ * NULL: `start_json` and `resolved_out` must not be NULL; `err_out` may be
+ * NULL.
+ * Threads: safe from any thread.
+ * Errors: as `payidem_operation_new`, or naming `resolved_out`.
+ */
+payidem_result payidem_operation_start_resolve(const char *start_json,
+                                               char **resolved_out,
+                                               struct payidem_error **err_out);
+
+/**
+ * Frees a string the library returned for the caller to free (e.g. by
+ * `payidem_client_options_resolve`). NULL does nothing.
+ *
+ * Ownership: takes `text`; free each string once.
+ * NULL: allowed.
+ * Threads: safe from any thread.
+ * Errors: none.
+ */
+void payidem_string_free(char *text);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -11,12 +11,12 @@ use pyo3::types::{PyBytes, PyDict, PyString};
 
 use payidem::operation::OperationState;
 
-use payidem::client::{AttemptEvent, RetryBudgetConfig};
+use payidem::client::AttemptEvent;
 use payidem::journal::{OperationRecord, OutboxValue, ParamStyle};
 use payidem::operation::Response;
 use payidem::{CallOptions, ClientConfig, JournalChoice, OperationSpec, Outcome};
 
-use crate::convert::{field, optional_field, optional_path_field, seconds, whole};
+use crate::convert::{self, field, optional_field, optional_path_field, seconds, whole};
 use crate::errors::{invalid, raise, to_pyerr};
 use crate::events;
 
@@ -271,90 +271,68 @@ fn optional_seconds(
 #[pymethods]
 impl NativeClient {
     /// Every option left `None` keeps the core's default
-    /// (`ClientConfig::new`); `payidem.Client` passes them all.
+    /// (`ClientConfig::new`); every other value goes to the core's settings
+    /// rules as given (`convert::client_settings`), which alone judge it.
     #[new]
-    #[pyo3(signature = (base_url, key_id, secret, *, journal=None, connect_timeout=None, request_timeout=None, max_attempts=None, backoff_base=None, backoff_cap=None, deadline=None, key_retention=None, settled_retention=None, retry_budget=None, on_attempt=None, allow_insecure_http=None, proxy=None, proxy_from_env=None, ca_bundle=None, client_cert=None, client_key=None, max_clock_offset=None, journal_key=None))]
+    #[pyo3(signature = (base_url, key_id, secret, *, journal=None, connect_timeout=None, request_timeout=None, max_attempts=None, backoff_base=None, backoff_cap=None, deadline=None, key_retention=None, settled_retention=None, retry_budget=None, on_attempt=None, allow_insecure_http=None, proxy=None, proxy_from_env=None, ca_bundle=None, client_cert=None, client_key=None, max_clock_offset=None, journal_key=None, lease_ttl=None))]
     fn new(
         py: Python<'_>,
         #[pyo3(from_py_with = field::base_url)] base_url: String,
         #[pyo3(from_py_with = field::key_id)] key_id: String,
         secret: &[u8],
         #[pyo3(from_py_with = optional_path_field::journal)] journal: Option<PathBuf>,
-        connect_timeout: Option<f64>,
-        request_timeout: Option<f64>,
-        max_attempts: Option<i128>,
-        backoff_base: Option<f64>,
-        backoff_cap: Option<f64>,
-        deadline: Option<f64>,
-        key_retention: Option<f64>,
-        settled_retention: Option<f64>,
-        retry_budget: Option<i128>,
+        connect_timeout: Option<Bound<'_, PyAny>>,
+        request_timeout: Option<Bound<'_, PyAny>>,
+        max_attempts: Option<Bound<'_, PyAny>>,
+        backoff_base: Option<Bound<'_, PyAny>>,
+        backoff_cap: Option<Bound<'_, PyAny>>,
+        deadline: Option<Bound<'_, PyAny>>,
+        key_retention: Option<Bound<'_, PyAny>>,
+        settled_retention: Option<Bound<'_, PyAny>>,
+        retry_budget: Option<Bound<'_, PyAny>>,
         on_attempt: Option<Py<PyAny>>,
-        allow_insecure_http: Option<bool>,
+        allow_insecure_http: Option<Bound<'_, PyAny>>,
         #[pyo3(from_py_with = optional_field::proxy)] proxy: Option<String>,
-        proxy_from_env: Option<bool>,
+        proxy_from_env: Option<Bound<'_, PyAny>>,
         #[pyo3(from_py_with = optional_path_field::ca_bundle)] ca_bundle: Option<PathBuf>,
         #[pyo3(from_py_with = optional_path_field::client_cert)] client_cert: Option<PathBuf>,
         #[pyo3(from_py_with = optional_path_field::client_key)] client_key: Option<PathBuf>,
-        max_clock_offset: Option<f64>,
+        max_clock_offset: Option<Bound<'_, PyAny>>,
         journal_key: Option<&[u8]>,
+        lease_ttl: Option<Bound<'_, PyAny>>,
     ) -> PyResult<NativeClient> {
-        let mut config = ClientConfig::new(base_url.clone(), key_id.clone());
-        let secs = |field: &'static str, value: Option<f64>, default: &mut Duration| {
-            if let Some(d) = optional_seconds(py, field, value)? {
-                *default = d;
-            }
-            PyResult::Ok(())
-        };
+        let base = PyString::new(py, &base_url).into_any();
+        let key = PyString::new(py, &key_id).into_any();
+        let proxy = proxy.map(|p| PyString::new(py, &p).into_any());
+        let doc = convert::settings_doc(
+            convert::CLIENT_KEYWORDS,
+            &[
+                ("base_url", Some(&base)),
+                ("key_id", Some(&key)),
+                ("connect_timeout", connect_timeout.as_ref()),
+                ("request_timeout", request_timeout.as_ref()),
+                ("max_attempts", max_attempts.as_ref()),
+                ("backoff_base", backoff_base.as_ref()),
+                ("backoff_cap", backoff_cap.as_ref()),
+                ("deadline", deadline.as_ref()),
+                ("key_retention", key_retention.as_ref()),
+                ("settled_retention", settled_retention.as_ref()),
+                ("retry_budget", retry_budget.as_ref()),
+                ("allow_insecure_http", allow_insecure_http.as_ref()),
+                ("proxy", proxy.as_ref()),
+                ("proxy_from_env", proxy_from_env.as_ref()),
+                ("max_clock_offset", max_clock_offset.as_ref()),
+                ("lease_ttl", lease_ttl.as_ref()),
+            ],
+        );
+        let mut config = payidem::settings::client::client_config(&doc)
+            .map_err(|e| convert::setting_error(py, e))?;
+        // Paths and the key are not JSON text (a path need not be UTF-8).
         config.journal = journal_choice(journal);
-        secs(
-            "connect_timeout",
-            connect_timeout,
-            &mut config.connect_timeout,
-        )?;
-        secs(
-            "request_timeout",
-            request_timeout,
-            &mut config.request_timeout,
-        )?;
-        secs("backoff_base", backoff_base, &mut config.retry.base)?;
-        secs("backoff_cap", backoff_cap, &mut config.retry.cap)?;
-        secs("deadline", deadline, &mut config.retry.deadline)?;
-        secs("key_retention", key_retention, &mut config.key_retention)?;
-        secs(
-            "settled_retention",
-            settled_retention,
-            &mut config.settled_retention,
-        )?;
-        let count = |field: &'static str, value: i128| {
-            whole(py, field, value, u64::from(u32::MAX)).map(|n| n as u32)
-        };
-        if let Some(n) = max_attempts {
-            config.retry.max_attempts = count("max_attempts", n)?;
-        }
-        if let Some(n) = retry_budget {
-            config.retry_budget = RetryBudgetConfig {
-                capacity: count("retry_budget", n)?,
-                ..config.retry_budget
-            };
-        }
-        if let Some(flag) = allow_insecure_http {
-            config.allow_insecure_http = flag;
-        }
-        config.proxy = proxy.filter(|p| !p.is_empty());
-        if let Some(flag) = proxy_from_env {
-            config.proxy_from_env = flag;
-        }
         let path = |p: Option<PathBuf>| p.filter(|p| !p.as_os_str().is_empty());
         config.ca_bundle = path(ca_bundle);
         config.client_cert = path(client_cert);
         config.client_key = path(client_key);
-        // 0 is allowed here: the clock is then never adjusted.
-        match max_clock_offset {
-            None => {}
-            Some(0.0) => config.max_clock_offset = Duration::ZERO,
-            Some(s) => config.max_clock_offset = seconds(py, "max_clock_offset", s)?,
-        }
         if let Some(key) = journal_key {
             config.journal_key = Some(raise(py, payidem::journal::JournalKey::new(key))?);
         }

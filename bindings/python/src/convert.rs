@@ -314,3 +314,292 @@ pub(crate) fn repr_opt<T: std::fmt::Debug>(value: &Option<T>) -> String {
         .as_ref()
         .map_or_else(|| "None".to_owned(), |v| format!("{v:?}"))
 }
+
+/// How a Python keyword's value becomes its setting's JSON value.
+#[derive(Clone, Copy)]
+pub(crate) enum Unit {
+    /// Seconds (int or float) to whole milliseconds.
+    Millis,
+    /// Seconds (int or float) to whole seconds.
+    Seconds,
+    /// An int as is.
+    Count,
+    /// A bool, a str: as is.
+    Plain,
+    /// `bytes` kept out of the JSON (a key is set on the configuration by
+    /// `JournalKey::new`); anything else as is, for the core to refuse.
+    Key,
+}
+
+/// The client's keywords, the setting each sets (core/src/settings) and its
+/// unit. The core alone checks every value: its range, what 0 means, its
+/// type.
+pub(crate) const CLIENT_KEYWORDS: &[(&str, &str, Unit)] = &[
+    ("base_url", "base_url", Unit::Plain),
+    ("key_id", "key_id", Unit::Plain),
+    ("connect_timeout", "connect_timeout_ms", Unit::Millis),
+    ("request_timeout", "request_timeout_ms", Unit::Millis),
+    ("max_attempts", "retry.max_attempts", Unit::Count),
+    ("backoff_base", "retry.base_ms", Unit::Millis),
+    ("backoff_cap", "retry.cap_ms", Unit::Millis),
+    ("deadline", "retry.deadline_ms", Unit::Millis),
+    ("key_retention", "key_retention_s", Unit::Seconds),
+    ("settled_retention", "settled_retention_s", Unit::Seconds),
+    ("retry_budget", "retry_budget.capacity", Unit::Count),
+    ("allow_insecure_http", "allow_insecure_http", Unit::Plain),
+    ("proxy", "proxy", Unit::Plain),
+    ("proxy_from_env", "proxy_from_env", Unit::Plain),
+    ("max_clock_offset", "max_clock_offset_s", Unit::Seconds),
+    ("lease_ttl", "lease_ttl_s", Unit::Seconds),
+    ("journal", "journal_path", Unit::Plain),
+    ("journal_key", "journal_key_hex", Unit::Key),
+    ("ca_bundle", "ca_bundle", Unit::Plain),
+    ("client_cert", "client_cert", Unit::Plain),
+    ("client_key", "client_key", Unit::Plain),
+];
+
+/// `payidem.Operation`'s limit keywords and the start object's settings
+/// (core/src/settings/start.rs) each sets.
+pub(crate) const SETUP_KEYWORDS: &[(&str, &str, Unit)] = &[
+    ("max_attempts", "setup.max_attempts", Unit::Count),
+    ("backoff_base", "setup.backoff_base_ms", Unit::Millis),
+    ("backoff_cap", "setup.backoff_cap_ms", Unit::Millis),
+    ("deadline", "setup.deadline_ms", Unit::Millis),
+    ("key_retention", "setup.key_retention_secs", Unit::Seconds),
+    (
+        "max_clock_offset",
+        "setup.max_clock_offset_secs",
+        Unit::Seconds,
+    ),
+];
+
+/// A Python value as JSON, unconverted: what the core then judges (a
+/// `str` where a number belongs is its wrong type).
+fn json_of(value: &Bound<'_, PyAny>) -> serde_json::Value {
+    use serde_json::Value;
+    if value.is_none() {
+        Value::Null
+    } else if let Ok(b) = value.cast::<pyo3::types::PyBool>() {
+        Value::Bool(b.is_true())
+    } else if value.is_instance_of::<PyInt>() {
+        match value.extract::<i128>() {
+            Ok(n) => u64::try_from(n)
+                .map(Value::from)
+                .or_else(|_| i64::try_from(n).map(Value::from))
+                // Outside every range: a fraction the core refuses by name.
+                .unwrap_or_else(|_| Value::from(n as f64)),
+            Err(_) => Value::from(f64::MAX),
+        }
+    } else if let Some(x) = value
+        .is_instance_of::<pyo3::types::PyFloat>()
+        .then(|| value.extract::<f64>().ok())
+        .flatten()
+    {
+        serde_json::Number::from_f64(x).map_or_else(|| Value::String(x.to_string()), Value::Number)
+    } else if let Ok(s) = value.cast::<PyString>() {
+        Value::String(s.to_cow().map(|c| c.into_owned()).unwrap_or_default())
+    } else {
+        Value::String(format!(
+            "<{}>",
+            value
+                .get_type()
+                .name()
+                .map_or_else(|_| "object".to_owned(), |n| n.to_string())
+        ))
+    }
+}
+
+/// Seconds (an int or float) in whole `unit`s (1 ms or 1 s), rounded away
+/// from zero so that a positive duration never becomes 0 and a negative
+/// one stays negative; anything else as is, for the core to refuse.
+fn duration_json(value: &Bound<'_, PyAny>, unit: Duration) -> serde_json::Value {
+    let number = !value.is_instance_of::<pyo3::types::PyBool>()
+        && (value.is_instance_of::<PyInt>() || value.is_instance_of::<pyo3::types::PyFloat>());
+    let Some(secs) = number.then(|| value.extract::<f64>().ok()).flatten() else {
+        return json_of(value);
+    };
+    let Ok(d) = Duration::try_from_secs_f64(secs.abs()) else {
+        // NaN, infinite or beyond any duration: refused by the core.
+        return json_of(value);
+    };
+    let n = d.as_nanos().div_ceil(unit.as_nanos());
+    match i64::try_from(n) {
+        Ok(n) if secs < 0.0 => serde_json::Value::from(-n),
+        Ok(n) => serde_json::Value::from(n),
+        // Beyond every range: a fraction the core refuses by name.
+        Err(_) => serde_json::Value::from(secs * 1e9 / unit.as_nanos() as f64),
+    }
+}
+
+/// The settings document (core/src/settings) from the keywords a caller
+/// gave (`None` is absent), each set by `table`: units converted, nothing
+/// judged.
+pub(crate) fn settings_doc(
+    table: &[(&str, &str, Unit)],
+    given: &[(&str, Option<&Bound<'_, PyAny>>)],
+) -> serde_json::Value {
+    let mut doc = serde_json::Value::Object(serde_json::Map::new());
+    for (keyword, value) in given {
+        let (Some(value), Some((_, setting, unit))) = (
+            value.filter(|v| !v.is_none()),
+            table.iter().find(|(k, _, _)| k == keyword),
+        ) else {
+            continue;
+        };
+        let json = match unit {
+            Unit::Millis => duration_json(value, Duration::from_millis(1)),
+            Unit::Seconds => duration_json(value, Duration::from_secs(1)),
+            Unit::Key if value.is_instance_of::<PyBytes>() => continue,
+            Unit::Key => json_of(value),
+            Unit::Count | Unit::Plain => json_of(value),
+        };
+        let mut at = &mut doc;
+        let mut keys = setting.split('.').peekable();
+        while let Some(key) = keys.next() {
+            let map = at.as_object_mut().expect("settings are objects");
+            if keys.peek().is_none() {
+                map.insert(key.to_owned(), json);
+                break;
+            }
+            at = map
+                .entry(key)
+                .or_insert_with(|| serde_json::Value::Object(serde_json::Map::new()));
+        }
+    }
+    doc
+}
+
+/// A settings error as the Python exception naming the keyword that sets
+/// the setting (the setting's own name when no keyword sets it).
+pub(crate) fn setting_error(py: Python<'_>, e: payidem::settings::SettingError) -> PyErr {
+    let keyword = CLIENT_KEYWORDS
+        .iter()
+        .chain(SETUP_KEYWORDS)
+        .find(|(_, setting, _)| *setting == e.field())
+        .map(|(keyword, _, _)| *keyword);
+    match keyword {
+        Some(keyword) => invalid(py, keyword, e.reason()),
+        // An unknown key or a setting no keyword sets.
+        None => by_setting(py, e),
+    }
+}
+
+/// A settings error as `InvalidArgument` naming the setting by its JSON path.
+fn by_setting(py: Python<'_>, e: payidem::settings::SettingError) -> PyErr {
+    let err = crate::errors::to_pyerr(py, &payidem::Error::from(e.clone()));
+    // The field is plain data on the exception; setting it cannot fail.
+    let _ = err.value(py).setattr("field", e.field());
+    err
+}
+
+/// The keywords `kwargs` gives, each one of `table`'s (another is the
+/// `TypeError` Python raises for an unexpected keyword of `function`).
+fn keywords<'py>(
+    kwargs: Option<&Bound<'py, PyDict>>,
+    table: &[(&'static str, &str, Unit)],
+    function: &str,
+) -> PyResult<Vec<(&'static str, Bound<'py, PyAny>)>> {
+    let mut values = Vec::new();
+    for (key, value) in kwargs.into_iter().flat_map(|k| k.iter()) {
+        let key = text(&key, "keyword")?;
+        let Some((keyword, _, _)) = table.iter().find(|(k, _, _)| *k == key) else {
+            return Err(PyTypeError::new_err(format!(
+                "{function}() got an unexpected keyword argument '{key}'"
+            )));
+        };
+        values.push((*keyword, value));
+    }
+    Ok(values)
+}
+
+/// Every setting's effective value (the core's settings document) for the
+/// keywords `kwargs` gives, as `payidem.Client` would be made with them
+/// (`base_url` and `key_id` required), without opening a journal. For the
+/// settings-parity test and for checking settings ahead.
+#[pyfunction]
+#[pyo3(signature = (**kwargs))]
+pub(crate) fn resolve_client_settings(
+    py: Python<'_>,
+    kwargs: Option<&Bound<'_, PyDict>>,
+) -> PyResult<String> {
+    let values = keywords(kwargs, CLIENT_KEYWORDS, "resolve_client_settings")?;
+    let given: Vec<(&str, Option<&Bound<'_, PyAny>>)> =
+        values.iter().map(|(k, v)| (*k, Some(v))).collect();
+    let doc = settings_doc(CLIENT_KEYWORDS, &given);
+    let mut config =
+        payidem::settings::client::client_config(&doc).map_err(|e| setting_error(py, e))?;
+    if let Some((_, key)) = values.iter().find(|(k, _)| *k == "journal_key") {
+        if let Ok(key) = key.cast::<PyBytes>() {
+            let key = payidem::journal::JournalKey::new(key.as_bytes());
+            config.journal_key = Some(crate::errors::raise(py, key)?);
+        }
+    }
+    Ok(payidem::settings::client::settings_json(&config).to_string())
+}
+
+/// The call setup `payidem.Operation`'s limit keywords (`kwargs`) give,
+/// every value judged by the core (`settings::start::setup`).
+pub(crate) fn setup_of(
+    py: Python<'_>,
+    given: &[(&str, Option<&Bound<'_, PyAny>>)],
+) -> PyResult<payidem::operation::CallSetup> {
+    let doc = settings_doc(SETUP_KEYWORDS, given);
+    let setup = doc
+        .get("setup")
+        .cloned()
+        .unwrap_or_else(|| serde_json::json!({}));
+    payidem::settings::start::setup(&setup).map_err(|e| setting_error(py, e))
+}
+
+/// The setup part of the start object's effective settings for
+/// `payidem.Operation`'s limit keywords, as JSON (for the settings-parity
+/// test).
+#[pyfunction]
+#[pyo3(signature = (**kwargs))]
+pub(crate) fn resolve_setup_settings(
+    py: Python<'_>,
+    kwargs: Option<&Bound<'_, PyDict>>,
+) -> PyResult<String> {
+    let values = keywords(kwargs, SETUP_KEYWORDS, "resolve_setup_settings")?;
+    let given: Vec<_> = values.iter().map(|(k, v)| (*k, Some(v))).collect();
+    let setup = setup_of(py, &given)?;
+    let start = payidem::settings::start::Start {
+        operation: payidem::OperationSpec {
+            order_id: "o",
+            method: "POST",
+            path: "/",
+            body: b"",
+            idempotency_key: None,
+            status_path: None,
+        }
+        .freeze()
+        .map_err(|e| crate::errors::to_pyerr(py, &e))?,
+        progress: payidem::operation::Progress {
+            state: payidem::operation::OperationState::Pending,
+            attempts: 0,
+            created_at: 0,
+        },
+        setup,
+        now: 0,
+    };
+    Ok(payidem::settings::start::settings_json(&start).to_string())
+}
+
+/// The core's settings rules on a JSON document as every language passes
+/// it: `kind` `"client"` (an options object) or `"start"` (a machine's start
+/// object). Gives every setting's effective value as JSON; an error names
+/// the setting by its JSON path.
+#[pyfunction]
+pub(crate) fn resolve_settings_json(py: Python<'_>, kind: &str, doc: &str) -> PyResult<String> {
+    use payidem::settings::{client, start};
+    let named = |e| by_setting(py, e);
+    match kind {
+        "client" => client::client_config_from_json(doc)
+            .map(|c| client::settings_json(&c).to_string())
+            .map_err(named),
+        "start" => start::start_from_json(doc)
+            .map(|s| start::settings_json(&s).to_string())
+            .map_err(named),
+        _ => Err(invalid(py, "kind", "must be \"client\" or \"start\"")),
+    }
+}

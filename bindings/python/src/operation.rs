@@ -13,13 +13,13 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 
 use payidem::operation::{
-    Attempt, CallLimits, CallSetup, CallTime, End, Operation, OperationSpec, OperationState,
-    OsEntropy, Progress, Reaction, Reply, Response, Step,
+    Attempt, CallLimits, CallTime, End, Operation, OperationSpec, OperationState, OsEntropy,
+    Progress, Reaction, Reply, Response, Step,
 };
 use payidem::policy::{ClockOffset, Landed, RetryBudget, RetryBudgetConfig};
 
 use crate::client::{outcome_tuple, response_tuple};
-use crate::convert::{field, optional_field, seconds, whole, HeaderTexts};
+use crate::convert::{self, field, optional_field, whole, HeaderTexts};
 use crate::errors::{invalid, raise, to_pyerr};
 use crate::signing::Signer;
 
@@ -349,12 +349,12 @@ impl NativeOperation {
         created_at: i128,
         now: i128,
         first_recorded: bool,
-        max_attempts: Option<i128>,
-        backoff_base: Option<f64>,
-        backoff_cap: Option<f64>,
-        deadline: Option<f64>,
-        key_retention: Option<f64>,
-        max_clock_offset: Option<f64>,
+        max_attempts: Option<Bound<'_, PyAny>>,
+        backoff_base: Option<Bound<'_, PyAny>>,
+        backoff_cap: Option<Bound<'_, PyAny>>,
+        deadline: Option<Bound<'_, PyAny>>,
+        key_retention: Option<Bound<'_, PyAny>>,
+        max_clock_offset: Option<Bound<'_, PyAny>>,
         clock_offset: i64,
         clock_trusted: bool,
         retry_budget: Option<PyRef<'_, NativeRetryBudget>>,
@@ -378,33 +378,21 @@ impl NativeOperation {
             }
             .freeze(),
         )?;
-        let mut limits = CallLimits::default();
-        if let Some(n) = max_attempts {
-            limits.policy.max_attempts = whole(py, "max_attempts", n, u64::from(u32::MAX))? as u32;
-        }
-        if let Some(s) = backoff_base {
-            limits.policy.base = seconds(py, "backoff_base", s)?;
-        }
-        if let Some(s) = backoff_cap {
-            limits.policy.cap = seconds(py, "backoff_cap", s)?;
-        }
-        if let Some(s) = deadline {
-            limits.policy.deadline = seconds(py, "deadline", s)?;
-        }
-        if let Some(s) = key_retention {
-            limits.key_retention_secs = seconds(py, "key_retention", s)?.as_secs();
-        }
-        match max_clock_offset {
-            None => {}
-            Some(0.0) => limits.max_clock_offset = Duration::ZERO,
-            Some(s) => limits.max_clock_offset = seconds(py, "max_clock_offset", s)?,
-        }
-        let setup = CallSetup {
-            limits,
-            clock: ClockOffset::from_seconds(clock_offset),
-            clock_trusted,
-            budget: retry_budget.map(|b| Arc::clone(&b.inner)),
-        };
+        // The limits go to the core's settings rules as given.
+        let mut setup = convert::setup_of(
+            py,
+            &[
+                ("max_attempts", max_attempts.as_ref()),
+                ("backoff_base", backoff_base.as_ref()),
+                ("backoff_cap", backoff_cap.as_ref()),
+                ("deadline", deadline.as_ref()),
+                ("key_retention", key_retention.as_ref()),
+                ("max_clock_offset", max_clock_offset.as_ref()),
+            ],
+        )?;
+        setup.clock = ClockOffset::from_seconds(clock_offset);
+        setup.clock_trusted = clock_trusted;
+        setup.budget = retry_budget.map(|b| Arc::clone(&b.inner));
         let progress = Progress {
             state,
             attempts: whole(py, "attempts", attempts, u64::from(u32::MAX))? as u32,

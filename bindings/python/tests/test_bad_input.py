@@ -87,10 +87,12 @@ def test_client_settings(mock: Mock) -> None:
     # (a panic, not a typed error) once a call runs.
     assert field_of(make(deadline=1e19, request_timeout=1e19)) == "request_timeout"
     assert field_of(make(backoff_base=1.0, backoff_cap=1e19)) == "backoff_cap"
-    client = make(deadline=1e16, request_timeout=1e16, backoff_cap=1e16)()
+    # Every duration is at most 10**9 s (the core's one rule, in every language).
+    client = make(deadline=1e9, request_timeout=1e9, backoff_cap=1e9)()
     assert field_of(lambda: client.execute("ord-1", "POST", "/v1/payments", b"{}", deadline=1e19)) == "deadline"
     client.close()
-    assert field_of(make(key_retention=172801)) == "key_retention_secs"
+    assert field_of(make(key_retention=172801)) == "key_retention"
+    assert field_of(make(deadline=1e9 + 1)) == "deadline"
     for bad in (dict(secret="a str secret" * 3), dict(secret=None), dict(journal=42),
                 dict(max_attempts=2.5), dict(deadline="60"), dict(on_attempt=5)):
         with pytest.raises(TypeError):

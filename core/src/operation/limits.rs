@@ -96,7 +96,7 @@ impl Progress {
     /// flight with one attempt.
     pub fn check(&self) -> Result<()> {
         if self.first_recorded && (self.state != OperationState::InFlight || self.attempts != 1) {
-            return Err(crate::Error::invalid(
+            return Err(crate::error::Error::invalid(
                 "progress",
                 "a recorded, unsent first attempt is in flight with 1 attempt",
             ));

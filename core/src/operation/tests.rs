@@ -603,7 +603,11 @@ fn a_recorded_first_attempt_is_in_flight_with_one_attempt() {
         (OperationState::Unknown, 1),
     ] {
         let e = start(state, attempts).expect_err("an impossible recorded first attempt");
-        assert_eq!(e.code(), crate::ErrorCode::InvalidArgument, "{state:?}");
+        assert_eq!(
+            e.code(),
+            crate::error::ErrorCode::InvalidArgument,
+            "{state:?}"
+        );
         assert_eq!(e.field(), Some("progress"), "{state:?} {attempts}");
     }
     let op = start(OperationState::InFlight, 1).unwrap();

@@ -232,8 +232,12 @@ fn deliver(callback: &CallbackCell<EventCallback>, event: &AttemptEvent) {
 /// Opens (or creates) the journal and purges settled operations older than
 /// the settled retention.
 ///
-/// Options (unknown keys are `PAYIDEM_INVALID_ARGUMENT` naming them, e.g.
-/// `"retry.bogus"`; every number is a non-negative integer):
+/// Options (read by the core's one rule per setting, the table in
+/// core/src/settings/client.rs: an absent or null key takes the default;
+/// every number is a JSON integer in its range, every duration at most
+/// 10^9 s; anything else, and an unknown key, is `PAYIDEM_INVALID_ARGUMENT`
+/// naming it, e.g. `"retry.bogus"`; `payidem_client_options_resolve` shows
+/// the values a client would get):
 /// - `base_url` (string, required): e.g. `"https://api.example.com"`; a
 ///   path prefix is allowed (sent and signed as part of every request
 ///   target), no query. `https://` is required except for loopback hosts
@@ -268,14 +272,19 @@ fn deliver(callback: &CallbackCell<EventCallback>, event: &AttemptEvent) {
 ///   0700.
 /// - `connect_timeout_ms` (default 5000), `request_timeout_ms` (one
 ///   attempt's whole response, default 30000): both above 0.
-/// - `retry`: object with `base_ms` (200), `cap_ms` (10000), `max_attempts`
-///   (8, at least 1), `deadline_ms` (60000, above 0; per call).
+/// - `retry`: object with `base_ms` (200; 0 retries without waiting; at
+///   most `cap_ms`), `cap_ms` (10000), `max_attempts` (8, at least 1),
+///   `deadline_ms` (60000, above 0; per call).
 /// - `retry_budget`: object with `capacity` (500), `retry_cost` (5),
-///   `timeout_cost` (10), `success_refund` (1): tokens shared by all calls.
+///   `timeout_cost` (10), `success_refund` (1): tokens shared by all calls,
+///   each 0..=4294967295 (0 is a count: capacity 0 allows no retry).
 /// - `key_retention_s` (172800 = 48 h, 1..=172800): an unknown operation
 ///   whose key is older is never POSTed again (`PAYIDEM_KEY_EXPIRED`).
 /// - `settled_retention_s` (604800 = 7 days): settled operations older than
-///   this are purged from the journal.
+///   this are purged from the journal (0: every settled one, at open).
+/// - `lease_ttl_s` (1..=10^9; absent: the retry deadline plus the request
+///   timeout plus 30 s): how long a call's lease on an operation holds
+///   without a new attempt before another call may take it over.
 ///
 /// Ownership: on success `*client_out` receives a new client the caller
 /// frees with `payidem_client_free`; the inputs are only read.
@@ -804,58 +813,10 @@ pub unsafe extern "C" fn payidem_client_get(
 pub extern "C" fn payidem_client_defaults_json() -> *const c_char {
     static DEFAULTS: std::sync::OnceLock<CString> = std::sync::OnceLock::new();
     guard_value(ptr::null(), || {
-        DEFAULTS.get_or_init(|| c_string(defaults_json())).as_ptr()
+        DEFAULTS
+            .get_or_init(|| c_string(options::defaults_json()))
+            .as_ptr()
     })
-}
-
-/// The document `payidem_client_defaults_json` returns.
-fn defaults_json() -> String {
-    let c = payidem::ClientConfig::new("", "");
-    let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
-    let path = |p: &Option<std::path::PathBuf>| {
-        p.as_ref()
-            .map_or_else(String::new, |p| p.to_string_lossy().into_owned())
-    };
-    let journal_path = match &c.journal {
-        payidem::JournalChoice::Sqlite(p) => p.to_string_lossy().into_owned(),
-        payidem::JournalChoice::Memory => payidem::journal::MEMORY_JOURNAL.to_owned(),
-        // Never a default; a PostgreSQL URL may hold a password.
-        payidem::JournalChoice::Default
-        | payidem::JournalChoice::Custom(_)
-        | payidem::JournalChoice::Postgres(_) => String::new(),
-    };
-    serde_json::json!({
-        "options": {
-            "journal_path": journal_path,
-            // None: derived from the secret (a key has no default value).
-            "journal_key_hex": "",
-            "connect_timeout_ms": ms(c.connect_timeout),
-            "request_timeout_ms": ms(c.request_timeout),
-            "retry": {
-                "base_ms": ms(c.retry.base),
-                "cap_ms": ms(c.retry.cap),
-                "max_attempts": c.retry.max_attempts,
-                "deadline_ms": ms(c.retry.deadline),
-            },
-            "retry_budget": {
-                "capacity": c.retry_budget.capacity,
-                "retry_cost": c.retry_budget.retry_cost,
-                "timeout_cost": c.retry_budget.timeout_cost,
-                "success_refund": c.retry_budget.success_refund,
-            },
-            "key_retention_s": c.key_retention.as_secs(),
-            "settled_retention_s": c.settled_retention.as_secs(),
-            "max_clock_offset_s": c.max_clock_offset.as_secs(),
-            "allow_insecure_http": c.allow_insecure_http,
-            "proxy": c.proxy.clone().unwrap_or_default(),
-            "proxy_from_env": c.proxy_from_env,
-            "ca_bundle": path(&c.ca_bundle),
-            "client_cert": path(&c.client_cert),
-            "client_key": path(&c.client_key),
-        },
-        "memory_journal": payidem::journal::MEMORY_JOURNAL,
-    })
-    .to_string()
 }
 
 /// The largest response body a client reads from one answer, in bytes; a

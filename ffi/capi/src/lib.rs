@@ -36,7 +36,7 @@ pub mod signing;
 pub mod verifying;
 pub mod version;
 
-mod options;
+pub mod options;
 mod text;
 
 pub use call::*;
@@ -47,6 +47,7 @@ pub use fleet::*;
 pub use headers::*;
 pub use metrics::*;
 pub use operation::*;
+pub use options::*;
 pub use outcome::*;
 pub use policy::*;
 pub use result::*;

@@ -7,12 +7,11 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use payidem::operation::{
-    Attempt, AttemptKind, CallLimits, CallSetup, CallTime, End, NextAction, Operation,
-    OperationSpec, OperationState, OsEntropy, Progress, Reaction, Reply, Response, Step,
+    Attempt, AttemptKind, CallTime, End, NextAction, Operation, OsEntropy, Reaction, Reply,
+    Response, Step,
 };
-use payidem::policy::{ClockOffset, Landed, RetryBudget, RetryBudgetConfig, RetryPolicy};
+use payidem::policy::Landed;
 use payidem::{Error, Outcome};
-use serde_json::{Map, Value};
 
 use crate::boundary::{guard, guard_value};
 use crate::client::{payidem_attempt_kind, payidem_next_action};
@@ -664,273 +663,11 @@ pub struct payidem_operation {
     machine: Operation,
 }
 
-fn object<'a>(v: &'a Value, name: &str) -> Result<&'a Map<String, Value>, FfiError> {
-    v.as_object()
-        .ok_or_else(|| FfiError::invalid(name, "must be a JSON object"))
-}
-
-fn check_keys(map: &Map<String, Value>, allowed: &[&str], prefix: &str) -> Result<(), FfiError> {
-    match map.keys().find(|k| !allowed.contains(&k.as_str())) {
-        Some(k) => Err(FfiError::invalid(
-            &format!("{prefix}{k}"),
-            "is not a known key",
-        )),
-        None => Ok(()),
-    }
-}
-
-fn string<'a>(
-    map: &'a Map<String, Value>,
-    key: &str,
-    prefix: &str,
-    required: bool,
-) -> Result<Option<&'a str>, FfiError> {
-    match map.get(key) {
-        None | Some(Value::Null) if !required => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s)),
-        None | Some(Value::Null) => {
-            Err(FfiError::invalid(&format!("{prefix}{key}"), "is required"))
-        }
-        Some(_) => Err(FfiError::invalid(
-            &format!("{prefix}{key}"),
-            "must be a string",
-        )),
-    }
-}
-
-fn uint(
-    map: &Map<String, Value>,
-    key: &str,
-    prefix: &str,
-    max: u64,
-) -> Result<Option<u64>, FfiError> {
-    match map.get(key) {
-        None => Ok(None),
-        Some(v) => match v.as_u64() {
-            Some(n) if n <= max => Ok(Some(n)),
-            _ => Err(FfiError::invalid(
-                &format!("{prefix}{key}"),
-                format!("must be an integer from 0 to {max}"),
-            )),
-        },
-    }
-}
-
-fn u32_of(map: &Map<String, Value>, key: &str, prefix: &str) -> Result<Option<u32>, FfiError> {
-    Ok(uint(map, key, prefix, u64::from(u32::MAX))?.map(|n| n as u32))
-}
-
-/// Standard base64 (RFC 4648 section 4) with padding; `None` for anything
-/// else (wrong alphabet, length or padding, non-zero trailing bits).
-pub(crate) fn decode_base64(text: &str) -> Option<Vec<u8>> {
-    fn value(c: u8) -> Option<u32> {
-        Some(u32::from(match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => return None,
-        }))
-    }
-    let bytes = text.as_bytes();
-    if !bytes.len().is_multiple_of(4) {
-        return None;
-    }
-    let mut out = Vec::with_capacity(bytes.len() / 4 * 3);
-    let quads = bytes.len() / 4;
-    for (i, quad) in bytes.chunks_exact(4).enumerate() {
-        let pad = quad.iter().rev().take_while(|&&c| c == b'=').count();
-        if pad > 2 || (pad > 0 && i + 1 != quads) {
-            return None;
-        }
-        let mut n = 0u32;
-        for &c in &quad[..4 - pad] {
-            n = (n << 6) | value(c)?;
-        }
-        n <<= 6 * pad as u32;
-        let three = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
-        if three[3 - pad..].iter().any(|&b| b != 0) {
-            return None;
-        }
-        out.extend_from_slice(&three[..3 - pad]);
-    }
-    Some(out)
-}
-
-const START_KEYS: &[&str] = &["operation", "progress", "setup", "now"];
-const OPERATION_KEYS: &[&str] = &[
-    "order_id",
-    "method",
-    "path",
-    "body",
-    "body_base64",
-    "idempotency_key",
-    "status_path",
-];
-const PROGRESS_KEYS: &[&str] = &["state", "attempts", "created_at", "first_recorded"];
-const SETUP_KEYS: &[&str] = &[
-    "max_attempts",
-    "backoff_base_ms",
-    "backoff_cap_ms",
-    "deadline_ms",
-    "key_retention_secs",
-    "max_clock_offset_secs",
-    "clock_offset",
-    "clock_trusted",
-    "retry_budget",
-];
-const BUDGET_KEYS: &[&str] = &["capacity", "retry_cost", "timeout_cost", "success_refund"];
-
-/// The JSON name of a field a core check names.
-fn start_field(field: &str) -> Option<&'static str> {
-    Some(match field {
-        "order_id" => "operation.order_id",
-        "method" => "operation.method",
-        "path" => "operation.path",
-        "idempotency_key" => "operation.idempotency_key",
-        "status_path" => "operation.status_path",
-        "body" => "operation.body",
-        "max_attempts" => "setup.max_attempts",
-        "backoff_base" => "setup.backoff_base_ms",
-        "deadline" => "setup.deadline_ms",
-        "key_retention_secs" => "setup.key_retention_secs",
-        _ => return None,
-    })
-}
-
-/// Parses `start_json` and starts the machine.
+/// Parses `start_json` by the core's rules and starts the machine.
 pub(crate) fn parse_start(json: &str) -> Result<Operation, FfiError> {
-    let value: Value = serde_json::from_str(json)
-        .map_err(|e| FfiError::invalid("start_json", format!("is not valid JSON: {e}")))?;
-    let root = object(&value, "start_json")?;
-    check_keys(root, START_KEYS, "")?;
-
-    let op = object(
-        root.get("operation")
-            .ok_or_else(|| FfiError::invalid("operation", "is required"))?,
-        "operation",
-    )?;
-    check_keys(op, OPERATION_KEYS, "operation.")?;
-    let p = "operation.";
-    let body = match (
-        string(op, "body", p, false)?,
-        string(op, "body_base64", p, false)?,
-    ) {
-        (Some(_), Some(_)) => {
-            return Err(FfiError::invalid(
-                "operation.body_base64",
-                "must not be given with operation.body",
-            ))
-        }
-        (Some(text), None) => text.as_bytes().to_vec(),
-        (None, Some(b64)) => decode_base64(b64).ok_or_else(|| {
-            FfiError::invalid(
-                "operation.body_base64",
-                "is not standard base64 (RFC 4648, with padding)",
-            )
-        })?,
-        (None, None) => Vec::new(),
-    };
-    let spec = OperationSpec {
-        order_id: string(op, "order_id", p, true)?.unwrap_or_default(),
-        method: string(op, "method", p, true)?.unwrap_or_default(),
-        path: string(op, "path", p, true)?.unwrap_or_default(),
-        body: &body,
-        idempotency_key: string(op, "idempotency_key", p, false)?,
-        status_path: string(op, "status_path", p, false)?,
-    };
-    let frozen = spec
-        .freeze()
-        .map_err(|e| FfiError::from(e).rename_field(start_field))?;
-
-    let empty = Map::new();
-    let progress = match root.get("progress") {
-        None => &empty,
-        Some(v) => object(v, "progress")?,
-    };
-    check_keys(progress, PROGRESS_KEYS, "progress.")?;
-    let now =
-        uint(root, "now", "", u64::MAX)?.ok_or_else(|| FfiError::invalid("now", "is required"))?;
-    let state = match string(progress, "state", "progress.", false)? {
-        None => OperationState::Pending,
-        Some(name) => OperationState::from_name(name).ok_or_else(|| {
-            FfiError::invalid(
-                "progress.state",
-                format!("\"{name}\" is not an operation state"),
-            )
-        })?,
-    };
-    let progress = Progress {
-        state,
-        attempts: u32_of(progress, "attempts", "progress.")?.unwrap_or(0),
-        created_at: uint(progress, "created_at", "progress.", u64::MAX)?.unwrap_or(now),
-        first_recorded: progress.get("first_recorded").map_or(Ok(false), |v| {
-            (v.as_bool()).ok_or_else(|| FfiError::invalid("progress.first_recorded", "is a bool"))
-        })?,
-    };
-
-    let setup = match root.get("setup") {
-        None => &empty,
-        Some(v) => object(v, "setup")?,
-    };
-    check_keys(setup, SETUP_KEYS, "setup.")?;
-    let s = "setup.";
-    let defaults = CallLimits::default();
-    let ms = |key: &str, default: Duration| -> Result<Duration, FfiError> {
-        Ok(uint(setup, key, s, u64::MAX)?.map_or(default, Duration::from_millis))
-    };
-    let limits = CallLimits {
-        policy: RetryPolicy {
-            base: ms("backoff_base_ms", defaults.policy.base)?,
-            cap: ms("backoff_cap_ms", defaults.policy.cap)?,
-            max_attempts: u32_of(setup, "max_attempts", s)?.unwrap_or(defaults.policy.max_attempts),
-            deadline: ms("deadline_ms", defaults.policy.deadline)?,
-        },
-        key_retention_secs: uint(setup, "key_retention_secs", s, u64::MAX)?
-            .unwrap_or(defaults.key_retention_secs),
-        max_clock_offset: uint(setup, "max_clock_offset_secs", s, u64::MAX)?
-            .map_or(defaults.max_clock_offset, Duration::from_secs),
-    };
-    let clock = match setup.get("clock_offset") {
-        None => ClockOffset::default(),
-        Some(v) => ClockOffset::from_seconds(v.as_i64().ok_or_else(|| {
-            FfiError::invalid("setup.clock_offset", "must be an integer (seconds)")
-        })?),
-    };
-    let clock_trusted = match setup.get("clock_trusted") {
-        None => true,
-        Some(Value::Bool(b)) => *b,
-        Some(_) => {
-            return Err(FfiError::invalid(
-                "setup.clock_trusted",
-                "must be true or false",
-            ))
-        }
-    };
-    let budget = match setup.get("retry_budget") {
-        None | Some(Value::Null) => None,
-        Some(v) => {
-            let b = object(v, "setup.retry_budget")?;
-            let bp = "setup.retry_budget.";
-            check_keys(b, BUDGET_KEYS, bp)?;
-            let d = RetryBudgetConfig::default();
-            Some(Arc::new(RetryBudget::new(RetryBudgetConfig {
-                capacity: u32_of(b, "capacity", bp)?.unwrap_or(d.capacity),
-                retry_cost: u32_of(b, "retry_cost", bp)?.unwrap_or(d.retry_cost),
-                timeout_cost: u32_of(b, "timeout_cost", bp)?.unwrap_or(d.timeout_cost),
-                success_refund: u32_of(b, "success_refund", bp)?.unwrap_or(d.success_refund),
-            })))
-        }
-    };
-    let setup = CallSetup {
-        limits,
-        clock,
-        clock_trusted,
-        budget,
-    };
-    Operation::start(&frozen, progress, setup, now)
-        .map_err(|e| FfiError::from(e).rename_field(start_field))
+    let start = payidem::settings::start::start_from_json(json)?;
+    Operation::start(&start.operation, start.progress, start.setup, start.now)
+        .map_err(|e| payidem::settings::start::rename_core_error(&e).into())
 }
 
 pub(crate) fn call_time(now_unix: u64, elapsed_ms: u64) -> CallTime {
@@ -977,7 +714,10 @@ impl payidem_operation {
 ///   trusted; no retry budget by default.
 /// - `now` (required): local wall time, Unix seconds.
 ///
-/// Unknown keys are errors.
+/// Every value follows the core's rule for it (core/src/settings/start.rs):
+/// null is absent, numbers are JSON integers in range; unknown keys are
+/// errors. `payidem_operation_start_resolve` shows the values a machine
+/// would start with.
 ///
 /// Ownership: on success `*op_out` receives a new operation the caller
 /// frees with `payidem_operation_free`.

@@ -444,6 +444,11 @@ fn names_are_cores_for_every_number() {
 
 #[test]
 fn base64_is_strict() {
+    let doc = |b64: &str| {
+        format!(
+            r#"{{"operation":{{"order_id":"o","method":"POST","path":"/p","body_base64":"{b64}"}},"now":1}}"#
+        )
+    };
     let ok: &[(&str, &[u8])] = &[
         ("", b""),
         ("YQ==", b"a"),
@@ -453,12 +458,15 @@ fn base64_is_strict() {
         ("+/8=", &[0xfb, 0xff]),
     ];
     for (text, bytes) in ok {
-        assert_eq!(decode_base64(text).as_deref(), Some(*bytes), "{text}");
+        let start = payidem::settings::start::start_from_json(&doc(text)).unwrap();
+        assert_eq!(start.operation.body, *bytes, "{text}");
     }
     for bad in [
         "Y", "YQ", "YQ=", "Y===", "YR==", "YQ==YQ==", "Y Q=", "YQ-_", "====", "Y=Q=",
     ] {
-        assert_eq!(decode_base64(bad), None, "{bad}");
+        let (code, field) = start(&doc(bad)).unwrap_err();
+        assert_eq!(code, payidem_result::PAYIDEM_INVALID_ARGUMENT, "{bad}");
+        assert_eq!(field.as_deref(), Some("operation.body_base64"), "{bad}");
     }
 }
 

@@ -42,6 +42,9 @@ __all__ = [
     "derive_journal_key_hex",
     "error_codes",
     "relative_path",
+    "resolve_client_settings",
+    "resolve_settings_json",
+    "resolve_setup_settings",
     "set_event_listener",
     "verifier_metrics",
 ]
@@ -204,6 +207,7 @@ class Client:
         client_key: Optional[str] = None,
         max_clock_offset: Optional[float] = None,
         journal_key: Optional[bytes] = None,
+        lease_ttl: Optional[float] = None,
     ) -> Client:
         """Every option left ``None`` keeps the core's default."""
     @property
@@ -263,6 +267,18 @@ def body_sha256_hex(body: bytes) -> str:
 def client_defaults() -> _ClientDefaults:
     """The core's default client settings (``ClientConfig::new``) by
     ``payidem.Client`` keyword; durations in seconds."""
+
+def resolve_client_settings(**kwargs: object) -> str:
+    """Every setting's effective value (the core's settings document, JSON)
+    for ``payidem.Client``'s keywords, without opening a journal."""
+
+def resolve_settings_json(kind: str, doc: str) -> str:
+    """The core's settings rules on a JSON document (``kind`` ``"client"``
+    or ``"start"``): every setting's effective value, as JSON."""
+
+def resolve_setup_settings(**kwargs: object) -> str:
+    """The start object's effective settings (JSON) for
+    ``payidem.Operation``'s limit keywords."""
 
 def error_codes() -> List[Tuple[int, str, Optional[int], bool]]:
     """Every error code of the core, in number order: ``(number, name,

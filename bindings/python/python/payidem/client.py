@@ -191,6 +191,17 @@ class Client:
     (16 to 1024 bytes) is the MAC's key; ``None`` derives it from
     ``secret``. Set it to keep reading operations journaled before a
     rotation of ``secret``. It is never shown.
+
+    ``lease_ttl`` (seconds; ``None``: the deadline plus the request timeout
+    plus 30 s, longer than any call) is how long a call's lease on an
+    operation holds without a new attempt before another call (another
+    instance sharing the journal) may take it over.
+
+    Every setting is judged by the Rust core's one rule for it, the same in
+    every language (core/src/settings): ranges, what 0 means (e.g. a zero
+    ``backoff_base`` retries without waiting, a zero ``max_clock_offset``
+    never adjusts the clock, a zero ``connect_timeout`` is
+    :class:`InvalidArgument`).
     """
 
     def __init__(
@@ -219,6 +230,7 @@ class Client:
         client_key: Union[str, "os.PathLike[str]", None] = None,
         max_clock_offset: float = _D.max_clock_offset,
         journal_key: Optional[bytes] = None,
+        lease_ttl: Optional[float] = None,
     ) -> None:
         if not isinstance(secret, bytes):
             raise TypeError(f"secret must be bytes, not {type(secret).__name__}")
@@ -251,6 +263,7 @@ class Client:
             client_key=_optional_path("client_key", client_key),
             max_clock_offset=_seconds("max_clock_offset", max_clock_offset),
             journal_key=journal_key,
+            lease_ttl=_optional_seconds("lease_ttl", lease_ttl),
         )
         self._proxy_from_env = bool(proxy_from_env)
         self._proxy = proxy or None

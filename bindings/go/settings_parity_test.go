@@ -1,0 +1,467 @@
+//go:build cgo
+
+package payidem
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// settingsVectors mirrors core/tests/vectors/settings-v1.json.
+type settingsVectors struct {
+	Client settingsPart `json:"client"`
+	Start  settingsPart `json:"start"`
+}
+
+type settingsPart struct {
+	Base  map[string]any `json:"base"`
+	Cases []settingsCase `json:"cases"`
+}
+
+type settingsCase struct {
+	Setting string         `json:"setting"`
+	Case    string         `json:"case"`
+	Value   any            `json:"value"`
+	HasVal  bool           `json:"-"`
+	With    map[string]any `json:"with"`
+	Expect  struct {
+		Value any    `json:"value"`
+		Error string `json:"error"`
+		Field string `json:"field"`
+	} `json:"expect"`
+}
+
+func loadSettingsVectors(t *testing.T) settingsVectors {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "core", "tests", "vectors", "settings-v1.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v settingsVectors
+	if err := dec.Decode(&v); err != nil {
+		t.Fatal(err)
+	}
+	// "value": null is never used; a missing value is absent.
+	var marks struct {
+		Client struct{ Cases []map[string]json.RawMessage } `json:"client"`
+		Start  struct{ Cases []map[string]json.RawMessage } `json:"start"`
+	}
+	if err := json.Unmarshal(raw, &marks); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range marks.Client.Cases {
+		_, v.Client.Cases[i].HasVal = c["value"]
+	}
+	for i, c := range marks.Start.Cases {
+		_, v.Start.Cases[i].HasVal = c["value"]
+	}
+	return v
+}
+
+// putSetting sets (or, for absent, removes) the setting at a dotted path.
+func putSetting(doc map[string]any, path string, value any, present bool) {
+	keys := strings.Split(path, ".")
+	for _, k := range keys[:len(keys)-1] {
+		next, ok := doc[k].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			doc[k] = next
+		}
+		doc = next
+	}
+	if present {
+		doc[keys[len(keys)-1]] = value
+	} else {
+		delete(doc, keys[len(keys)-1])
+	}
+}
+
+func deepCopy(m map[string]any) map[string]any {
+	raw, _ := json.Marshal(m)
+	var out map[string]any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	_ = dec.Decode(&out)
+	return out
+}
+
+// rawDocument is the case's JSON document, as every language builds it.
+func rawDocument(base map[string]any, c settingsCase) []byte {
+	doc := deepCopy(base)
+	putSetting(doc, c.Setting, nil, false)
+	for k, v := range c.With {
+		putSetting(doc, k, v, true)
+	}
+	if c.HasVal {
+		putSetting(doc, c.Setting, c.Value, true)
+	}
+	raw, _ := json.Marshal(doc)
+	return raw
+}
+
+// integer is v as an int64 when it is a JSON integer that fits.
+func integer(v any) (int64, bool) {
+	n, ok := v.(json.Number)
+	if !ok {
+		return 0, false
+	}
+	i, err := n.Int64()
+	return i, err == nil
+}
+
+// goSetter gives a setting's value to a Config field; false when Go's type
+// cannot hold it (see Config: a Go zero is absent, a string is no number).
+type goSetter func(cfg *Config, v any) bool
+
+func durationSetter(field func(*Config) *time.Duration, unit time.Duration) goSetter {
+	return func(cfg *Config, v any) bool {
+		n, ok := integer(v)
+		if !ok || n == 0 || n > math.MaxInt64/int64(unit) || n < math.MinInt64/int64(unit) {
+			return false
+		}
+		*field(cfg) = time.Duration(n) * unit
+		return true
+	}
+}
+
+func budgetSetter(field func(*RetryBudget) *uint32) goSetter {
+	return func(cfg *Config, v any) bool {
+		n, ok := integer(v)
+		if !ok || n <= 0 || n > math.MaxUint32 {
+			return false
+		}
+		if cfg.RetryBudget == nil {
+			cfg.RetryBudget = &RetryBudget{}
+		}
+		*field(cfg.RetryBudget) = uint32(n)
+		return true
+	}
+}
+
+func textSetter(field func(*Config) *string) goSetter {
+	return func(cfg *Config, v any) bool {
+		s, ok := v.(string)
+		if ok {
+			*field(cfg) = s
+		}
+		return ok
+	}
+}
+
+func flagSetter(field func(*Config) *bool) goSetter {
+	return func(cfg *Config, v any) bool {
+		b, ok := v.(bool)
+		if ok {
+			*field(cfg) = b
+		}
+		return ok
+	}
+}
+
+var clientSetters = map[string]goSetter{
+	"base_url":     textSetter(func(c *Config) *string { return &c.BaseURL }),
+	"key_id":       textSetter(func(c *Config) *string { return &c.KeyID }),
+	"journal_path": textSetter(func(c *Config) *string { return &c.JournalPath }),
+	"journal_key_hex": func(cfg *Config, v any) bool {
+		s, ok := v.(string)
+		if !ok {
+			return false
+		}
+		key, err := hexDecode(s)
+		cfg.JournalKey = key
+		return err == nil
+	},
+	"connect_timeout_ms":          durationSetter(func(c *Config) *time.Duration { return &c.ConnectTimeout }, time.Millisecond),
+	"request_timeout_ms":          durationSetter(func(c *Config) *time.Duration { return &c.RequestTimeout }, time.Millisecond),
+	"retry.base_ms":               durationSetter(func(c *Config) *time.Duration { return &c.BackoffBase }, time.Millisecond),
+	"retry.cap_ms":                durationSetter(func(c *Config) *time.Duration { return &c.BackoffCap }, time.Millisecond),
+	"retry.deadline_ms":           durationSetter(func(c *Config) *time.Duration { return &c.Deadline }, time.Millisecond),
+	"key_retention_s":             durationSetter(func(c *Config) *time.Duration { return &c.KeyRetention }, time.Second),
+	"settled_retention_s":         durationSetter(func(c *Config) *time.Duration { return &c.SettledRetention }, time.Second),
+	"max_clock_offset_s":          durationSetter(func(c *Config) *time.Duration { return &c.MaxClockOffset }, time.Second),
+	"lease_ttl_s":                 durationSetter(func(c *Config) *time.Duration { return &c.LeaseTTL }, time.Second),
+	"retry_budget.capacity":       budgetSetter(func(b *RetryBudget) *uint32 { return &b.Capacity }),
+	"retry_budget.retry_cost":     budgetSetter(func(b *RetryBudget) *uint32 { return &b.RetryCost }),
+	"retry_budget.timeout_cost":   budgetSetter(func(b *RetryBudget) *uint32 { return &b.TimeoutCost }),
+	"retry_budget.success_refund": budgetSetter(func(b *RetryBudget) *uint32 { return &b.SuccessRefund }),
+	"retry.max_attempts": func(cfg *Config, v any) bool {
+		n, ok := integer(v)
+		if ok && n != 0 {
+			cfg.MaxAttempts = int(n)
+		}
+		return ok && n != 0
+	},
+	"allow_insecure_http": flagSetter(func(c *Config) *bool { return &c.AllowInsecureHTTP }),
+	"proxy_from_env":      flagSetter(func(c *Config) *bool { return &c.ProxyFromEnv }),
+	"proxy":               textSetter(func(c *Config) *string { return &c.Proxy }),
+	"ca_bundle":           textSetter(func(c *Config) *string { return &c.CABundle }),
+	"client_cert":         textSetter(func(c *Config) *string { return &c.ClientCert }),
+	"client_key":          textSetter(func(c *Config) *string { return &c.ClientKey }),
+}
+
+func hexDecode(s string) ([]byte, error) {
+	if s == "" {
+		return nil, nil
+	}
+	out := make([]byte, len(s)/2)
+	for i := range out {
+		var b byte
+		for _, c := range []byte(s[2*i : 2*i+2]) {
+			switch {
+			case c >= '0' && c <= '9':
+				b = b<<4 | (c - '0')
+			case c >= 'a' && c <= 'f':
+				b = b<<4 | (c - 'a' + 10)
+			default:
+				return nil, errors.New("not hex")
+			}
+		}
+		out[i] = b
+	}
+	return out, nil
+}
+
+// configOf is the case as a Config, or false when a value has no Go form.
+func configOf(base map[string]any, c settingsCase) (Config, bool) {
+	cfg := Config{BaseURL: base["base_url"].(string), KeyID: base["key_id"].(string), JournalPath: base["journal_path"].(string)}
+	if !c.HasVal && (c.Setting == "base_url" || c.Setting == "key_id") {
+		return cfg, false // Go always sends them
+	}
+	if c.Setting == "journal_path" {
+		cfg.JournalPath = ""
+	}
+	for k, v := range c.With {
+		set, ok := clientSetters[k]
+		if !ok || !set(&cfg, v) {
+			return cfg, false
+		}
+	}
+	if c.HasVal {
+		set, ok := clientSetters[c.Setting]
+		if !ok || !set(&cfg, c.Value) {
+			return cfg, false
+		}
+	}
+	return cfg, true
+}
+
+// optionOfField is the option a Config field sets (goFieldOfOption
+// reversed).
+func optionOfField(field string) string {
+	for option, f := range goFieldOfOption {
+		if f == field {
+			return option
+		}
+	}
+	return field
+}
+
+func checkSettingsCase(t *testing.T, c settingsCase, resolved string, err error) {
+	t.Helper()
+	if c.Expect.Error != "" {
+		var ia *InvalidArgumentError
+		if !errors.As(err, &ia) {
+			t.Errorf("%s/%s: got %v, %s; want %s naming %s", c.Setting, c.Case, err, resolved, c.Expect.Error, c.Expect.Field)
+			return
+		}
+		if string(ia.Err.Code) != c.Expect.Error || optionOfField(ia.Field) != c.Expect.Field {
+			t.Errorf("%s/%s: got %s naming %s; want %s naming %s", c.Setting, c.Case, ia.Err.Code, ia.Field, c.Expect.Error, c.Expect.Field)
+		}
+		return
+	}
+	if err != nil {
+		t.Errorf("%s/%s: got %v; want %v", c.Setting, c.Case, err, c.Expect.Value)
+		return
+	}
+	dec := json.NewDecoder(strings.NewReader(resolved))
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range strings.Split(c.Setting, ".") {
+		m, _ := doc.(map[string]any)
+		doc = m[k]
+	}
+	if !reflect.DeepEqual(doc, c.Expect.Value) {
+		t.Errorf("%s/%s: got %v; want %v", c.Setting, c.Case, doc, c.Expect.Value)
+	}
+}
+
+// Every client setting of the parity vectors through Go: by a Config when
+// Go's types can hold the case (NewClient's path: optionsJSON, then the
+// library), else by the same JSON every language passes (an explicit 0, a
+// wrong type, an unknown key: Config cannot say them).
+func TestSettingsParityClient(t *testing.T) {
+	v := loadSettingsVectors(t)
+	typed := 0
+	for _, c := range v.Client.Cases {
+		var resolved string
+		var err error
+		if cfg, ok := configOf(v.Client.Base, c); ok {
+			typed++
+			var raw []byte
+			if raw, err = cfg.optionsJSON(); err == nil {
+				resolved, err = resolveSettings(raw, false)
+				err = renameOptionField(err)
+			}
+			if c.Expect.Error != "" {
+				if checkErr := cfg.Check(); checkErr == nil || checkErr.Error() != err.Error() {
+					t.Errorf("%s/%s: Check gives %v, the library %v", c.Setting, c.Case, checkErr, err)
+				}
+			}
+		} else {
+			resolved, err = resolveSettings(rawDocument(v.Client.Base, c), false)
+		}
+		checkSettingsCase(t, c, resolved, err)
+	}
+	if len(v.Client.Cases) < 100 || typed < len(v.Client.Cases)/2 {
+		t.Fatalf("%d cases, %d through Config", len(v.Client.Cases), typed)
+	}
+	t.Logf("%d client cases, %d through Config", len(v.Client.Cases), typed)
+}
+
+// machineSetter gives a start setting's value to a MachineStart field;
+// false when Go's type cannot hold it.
+type machineSetter func(s *MachineStart, v any) bool
+
+func machineDuration(field func(*MachineSetup) *time.Duration, unit time.Duration, zeroIsAbsent bool) machineSetter {
+	return func(s *MachineStart, v any) bool {
+		n, ok := integer(v)
+		if !ok || (zeroIsAbsent && n == 0) || n > math.MaxInt64/int64(unit) || n < math.MinInt64/int64(unit) {
+			return false
+		}
+		*field(&s.Setup) = time.Duration(n) * unit
+		return true
+	}
+}
+
+func machineBudgetSetter(field func(*RetryBudget) *uint32) machineSetter {
+	return func(s *MachineStart, v any) bool {
+		n, ok := integer(v)
+		if !ok || n < 0 || n > math.MaxUint32 {
+			return false
+		}
+		if s.Setup.RetryBudget == nil {
+			s.Setup.RetryBudget = &RetryBudget{}
+		}
+		*field(s.Setup.RetryBudget) = uint32(n)
+		return true
+	}
+}
+
+func machineTime(field func(*MachineStart) *time.Time) machineSetter {
+	return func(s *MachineStart, v any) bool {
+		n, ok := integer(v)
+		if ok {
+			*field(s) = time.Unix(n, 0)
+		}
+		return ok
+	}
+}
+
+var startSetters = map[string]machineSetter{
+	"now":                 machineTime(func(s *MachineStart) *time.Time { return &s.Now }),
+	"progress.created_at": machineTime(func(s *MachineStart) *time.Time { return &s.CreatedAt }),
+	"progress.attempts": func(s *MachineStart, v any) bool {
+		n, ok := integer(v)
+		s.Attempts = int(n)
+		return ok
+	},
+	"setup.max_attempts": func(s *MachineStart, v any) bool {
+		n, ok := integer(v)
+		s.Setup.MaxAttempts = int(n)
+		return ok && n != 0
+	},
+	"setup.backoff_base_ms":       machineDuration(func(m *MachineSetup) *time.Duration { return &m.BackoffBase }, time.Millisecond, true),
+	"setup.backoff_cap_ms":        machineDuration(func(m *MachineSetup) *time.Duration { return &m.BackoffCap }, time.Millisecond, true),
+	"setup.deadline_ms":           machineDuration(func(m *MachineSetup) *time.Duration { return &m.Deadline }, time.Millisecond, true),
+	"setup.key_retention_secs":    machineDuration(func(m *MachineSetup) *time.Duration { return &m.KeyRetention }, time.Second, true),
+	"setup.max_clock_offset_secs": machineDuration(func(m *MachineSetup) *time.Duration { return &m.MaxClockOffset }, time.Second, true),
+	"setup.clock_offset":          machineDuration(func(m *MachineSetup) *time.Duration { return &m.ClockOffset }, time.Second, false),
+	"setup.clock_trusted": func(s *MachineStart, v any) bool {
+		b, ok := v.(bool)
+		s.Setup.ClockUntrusted = !b
+		return ok
+	},
+	"setup.retry_budget.capacity":       machineBudgetSetter(func(b *RetryBudget) *uint32 { return &b.Capacity }),
+	"setup.retry_budget.retry_cost":     machineBudgetSetter(func(b *RetryBudget) *uint32 { return &b.RetryCost }),
+	"setup.retry_budget.timeout_cost":   machineBudgetSetter(func(b *RetryBudget) *uint32 { return &b.TimeoutCost }),
+	"setup.retry_budget.success_refund": machineBudgetSetter(func(b *RetryBudget) *uint32 { return &b.SuccessRefund }),
+}
+
+// startOf is the case as a MachineStart, or false when a value has no Go
+// form. Go always sends now, created_at, attempts, the clock settings and
+// every field of a budget, so their absent cases (and a budget with a field
+// left out) go by JSON.
+func startOf(base map[string]any, c settingsCase) (MachineStart, bool) {
+	op := base["operation"].(map[string]any)
+	now, _ := integer(base["now"])
+	s := MachineStart{
+		Operation: Operation{OrderID: op["order_id"].(string), Method: op["method"].(string), Path: op["path"].(string), Body: []byte(op["body"].(string))},
+		Now:       time.Unix(now, 0),
+		CreatedAt: time.Unix(now, 0),
+	}
+	if !c.HasVal && (c.Setting == "now" || strings.HasPrefix(c.Setting, "setup.retry_budget.")) {
+		return s, false
+	}
+	for k, v := range c.With {
+		if strings.HasPrefix(k, "setup.retry_budget.") {
+			return s, false // the other budget fields would be sent as 0
+		}
+		set, ok := startSetters[k]
+		if !ok || !set(&s, v) {
+			return s, false
+		}
+	}
+	if c.HasVal {
+		set, ok := startSetters[c.Setting]
+		if !ok || !set(&s, c.Value) {
+			return s, false
+		}
+	}
+	return s, true
+}
+
+// Every machine-start setting of the parity vectors through Go: by a
+// MachineStart when Go's types can hold the case (NewMachine's path), else
+// by the same JSON every language passes.
+func TestSettingsParityStart(t *testing.T) {
+	v := loadSettingsVectors(t)
+	typed := 0
+	for _, c := range v.Start.Cases {
+		var resolved string
+		var err error
+		if s, ok := startOf(v.Start.Base, c); ok {
+			typed++
+			var raw []byte
+			if raw, err = s.json(); err == nil {
+				resolved, err = resolveSettings(raw, true)
+			}
+			m, machineErr := NewMachine(s)
+			if (machineErr == nil) != (err == nil) {
+				t.Errorf("%s/%s: NewMachine gives %v, the library %v", c.Setting, c.Case, machineErr, err)
+			}
+			if m != nil {
+				m.Close()
+			}
+		} else {
+			resolved, err = resolveSettings(rawDocument(v.Start.Base, c), true)
+		}
+		checkSettingsCase(t, c, resolved, err)
+	}
+	if len(v.Start.Cases) < 80 || typed < len(v.Start.Cases)/3 {
+		t.Fatalf("%d cases, %d through MachineStart", len(v.Start.Cases), typed)
+	}
+	t.Logf("%d start cases, %d through MachineStart", len(v.Start.Cases), typed)
+}

@@ -18,11 +18,7 @@ func TestSixtyFourGoroutinesShareOneClient(t *testing.T) {
 	cfg := fastConfig(m.URL)
 	cfg.OnAttempt = func(AttemptEvent) { events.Add(1) }
 	c := newTestClient(t, cfg)
-	signer, err := NewSigner(mockKeyID, []byte(mockSecret))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer signer.Close()
+	signer := newMockSigner(t)
 	m.setFaults(t, map[string]any{"error_503": 0.05, "drop_after_commit": 0.05, "error_500_after_commit": 0.05})
 
 	const goroutines, perGoroutine = 64, 3

@@ -11,6 +11,7 @@ import (
 	"context"
 	"runtime"
 	"sync"
+	"time"
 	"unsafe"
 )
 
@@ -128,6 +129,15 @@ func readText(size int, fill func(buf *C.char, n C.size_t, len *C.size_t, cerr *
 			return "", newError(rc, cerr, nil)
 		}
 	}
+}
+
+// unixSeconds is t as Unix seconds for the C ABI, a time before 1970 as 0.
+func unixSeconds(t time.Time) C.uint64_t {
+	unix := t.Unix()
+	if unix < 0 {
+		unix = 0
+	}
+	return C.uint64_t(unix)
 }
 
 // liveContext is ctx (context.Background() when nil) when it is not done

@@ -236,14 +236,10 @@ func (v *Verifier) VerifyRequest(r *http.Request, body []byte, now time.Time) (V
 		return Verified{}, err
 	}
 	defer headers.free()
-	unix := now.Unix()
-	if unix < 0 {
-		unix = 0
-	}
 	var out C.payidem_verified
 	err = v.call(func(h *C.payidem_verifier, cerr **C.payidem_error) C.payidem_result {
 		return C.payidem_verifier_verify_into(h, args.ptr(m), args.ptr(p), headers.ptr,
-			C.size_t(headers.count), bytesPtr(body), C.size_t(len(body)), C.uint64_t(unix), &out, nil, cerr)
+			C.size_t(headers.count), bytesPtr(body), C.size_t(len(body)), unixSeconds(now), &out, nil, cerr)
 	})
 	if err != nil {
 		return Verified{}, err
@@ -380,13 +376,9 @@ func newRefusal(number uint32, message string, serverTime time.Time) (*Refusal, 
 	if err != nil {
 		return nil, false
 	}
-	unix := serverTime.Unix()
-	if unix < 0 {
-		unix = 0
-	}
 	var ref *C.payidem_refusal
 	var cerr *C.payidem_error
-	if C.payidem_refusal_new(C.uint32_t(number), args.ptr(m), C.uint64_t(unix), &ref, &cerr) != C.PAYIDEM_OK {
+	if C.payidem_refusal_new(C.uint32_t(number), args.ptr(m), unixSeconds(serverTime), &ref, &cerr) != C.PAYIDEM_OK {
 		C.payidem_error_free(cerr)
 		return nil, false
 	}

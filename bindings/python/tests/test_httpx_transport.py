@@ -12,7 +12,7 @@ from typing import Any, Callable, List
 import pytest
 
 import payidem
-from conftest import Mock, new_order, payment, status_path
+from conftest import Mock, clear_faults_after_first_try, holding_mock, new_order, payment, status_path
 
 httpx = pytest.importorskip("httpx")
 
@@ -44,14 +44,6 @@ class Failing(httpx.BaseTransport):
     def handle_request(self, request: Any) -> Any:
         self.calls += 1
         raise self.error
-
-
-def clear_faults_after_first_try(mock: Mock) -> Callable[[payidem.AttemptEvent], None]:
-    def hook(event: payidem.AttemptEvent) -> None:
-        if event.attempt == 1:
-            mock.faults()
-
-    return hook
 
 
 def test_a_lost_answer_is_retried_with_a_fresh_signature_and_pays_once(
@@ -168,9 +160,7 @@ def test_the_async_transport_pays_once(
 def test_a_cancelled_task_cancels_the_call_and_keeps_the_key(
     make_client: Callable[..., payidem.Client],
 ) -> None:
-    server = Mock("--delay-ms", "3000")
-    try:
-        server.faults(delay_after_commit=1.0)
+    with holding_mock(3000) as server:
         client = make_client(base_url=server.url, request_timeout=10.0)
         order = new_order("hx-cancel")
 
@@ -192,5 +182,3 @@ def test_a_cancelled_task_cancels_the_call_and_keeps_the_key(
         outcome = client.resume(order)
         assert outcome.status == 201 and outcome.replayed
         assert server.payments_created(order) == 1
-    finally:
-        server.stop()

@@ -10,7 +10,7 @@ from typing import Any, Callable, Dict, Iterator, List, Tuple
 import pytest
 
 import payidem
-from conftest import Mock, new_order, payment, status_path
+from conftest import Mock, clear_faults_after_first_try, holding_mock, new_order, payment, status_path
 
 requests = pytest.importorskip("requests")
 
@@ -39,14 +39,6 @@ def session_for(client: payidem.Client, url: str) -> Any:
     session = requests.Session()
     session.mount(url + "/", PayidemAdapter(client))
     return session
-
-
-def clear_faults_after_first_try(mock: Mock) -> Callable[[payidem.AttemptEvent], None]:
-    def hook(event: payidem.AttemptEvent) -> None:
-        if event.attempt == 1:
-            mock.faults()
-
-    return hook
 
 
 def test_a_lost_answer_is_retried_with_a_fresh_signature_and_pays_once(
@@ -149,9 +141,7 @@ def test_a_read_timeout_keeps_the_key_and_asks_the_status(
     make_client: Callable[..., payidem.Client],
 ) -> None:
     # The mock runs the payment, then holds the answer past the timeout.
-    server = Mock("--delay-ms", "1500")
-    try:
-        server.faults(delay_after_commit=1.0)
+    with holding_mock(1500) as server:
         client = make_client(base_url=server.url, request_timeout=0.5)
         order = new_order("rq-slow")
         r = session_for(client, server.url).post(
@@ -161,8 +151,6 @@ def test_a_read_timeout_keeps_the_key_and_asks_the_status(
         )
         assert r.status_code == 200 and r.json()["order_id"] == order
         assert server.payments_created(order) == 1
-    finally:
-        server.stop()
 
 
 def test_bad_requests_are_refused_before_anything_is_journaled(

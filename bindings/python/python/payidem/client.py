@@ -8,6 +8,7 @@ from types import TracebackType
 from typing import Any, Callable, Dict, List, Optional, Tuple, Type, Union
 
 from . import _native
+from ._delegate import native_attribute
 from ._types import AttemptEvent, ClientDefaults, Headers, OperationStatus, Outcome, Response, _outcome, _status
 from .errors import Error, InvalidArgument
 from .events import Event, _listener
@@ -270,10 +271,7 @@ class Client:
         0.0.4."""
         return prometheus_text(self)
 
-    @property
-    def key_id(self) -> str:
-        """The key id this client signs with."""
-        return self._native.key_id
+    key_id: native_attribute[str] = native_attribute("The key id this client signs with.")
 
     @property
     def proxy_from_env(self) -> bool:
@@ -293,10 +291,7 @@ class Client:
             return {"http": self._proxy, "https": self._proxy}
         return {}
 
-    @property
-    def closed(self) -> bool:
-        """Whether :meth:`close` was called."""
-        return self._native.closed
+    closed: native_attribute[bool] = native_attribute("Whether :meth:`close` was called.")
 
     def close(self) -> None:
         """Closes the client; calls still running finish first. Idempotent."""

@@ -50,6 +50,7 @@ from typing import (
 )
 
 from . import _native
+from ._delegate import native_attribute
 from ._native import RetryBudget
 from ._types import (
     AttemptKind,
@@ -392,30 +393,11 @@ class Operation:
             time.monotonic() - self._started if elapsed is None else elapsed,
         )
 
-    @property
-    def order_id(self) -> str:
-        """The operation's order id."""
-        return self._native.order_id
-
-    @property
-    def idempotency_key(self) -> str:
-        """The frozen idempotency key."""
-        return self._native.idempotency_key
-
-    @property
-    def attempts(self) -> int:
-        """Attempts over every call so far."""
-        return self._native.attempts
-
-    @property
-    def landed(self) -> Landed:
-        """Whether an attempt may have taken effect, over every call."""
-        return self._native.landed
-
-    @property
-    def clock_offset(self) -> int:
-        """The clock offset in force, in seconds."""
-        return self._native.clock_offset
+    order_id: native_attribute[str] = native_attribute("The operation's order id.")
+    idempotency_key: native_attribute[str] = native_attribute("The frozen idempotency key.")
+    attempts: native_attribute[int] = native_attribute("Attempts over every call so far.")
+    landed: native_attribute[Landed] = native_attribute("Whether an attempt may have taken effect, over every call.")
+    clock_offset: native_attribute[int] = native_attribute("The clock offset in force, in seconds.")
 
     def poll(
         self, signer: _native.Signer, *, now: Optional[int] = None, elapsed: Optional[float] = None
@@ -536,20 +518,9 @@ class Call:
         its own key and body (a settled one is done at once)."""
         return cls(_native.Call.resume(_client_native(client), order_id, deadline=deadline))
 
-    @property
-    def order_id(self) -> str:
-        """The operation's order id."""
-        return self._native.order_id
-
-    @property
-    def idempotency_key(self) -> str:
-        """The operation's frozen key."""
-        return self._native.idempotency_key
-
-    @property
-    def done(self) -> bool:
-        """Whether the call is over (the next step is a :class:`DoneStep`)."""
-        return self._native.done
+    order_id: native_attribute[str] = native_attribute("The operation's order id.")
+    idempotency_key: native_attribute[str] = native_attribute("The operation's frozen key.")
+    done: native_attribute[bool] = native_attribute("Whether the call is over (the next step is a :class:`DoneStep`).")
 
     def step(self) -> CallStep:
         """The next step. Asking again before reporting a :class:`SendStep`

@@ -13,6 +13,7 @@ import io
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -250,3 +251,11 @@ def holding_mock(delay_ms: int) -> Iterator[Mock]:
         yield server
     finally:
         server.stop()
+
+
+def closed_port_url() -> str:
+    """An ``http://127.0.0.1:port`` URL on which nothing listens (a port
+    just bound and released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{s.getsockname()[1]}"

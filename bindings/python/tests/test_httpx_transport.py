@@ -6,13 +6,12 @@ commit is made exactly once."""
 from __future__ import annotations
 
 import asyncio
-import socket
 from typing import Any, Callable, List
 
 import pytest
 
 import payidem
-from conftest import Mock, clear_faults_after_first_try, holding_mock, new_order, payment, status_path
+from conftest import Mock, clear_faults_after_first_try, closed_port_url, holding_mock, new_order, payment, status_path
 
 httpx = pytest.importorskip("httpx")
 
@@ -101,9 +100,7 @@ def test_a_final_refusal_is_the_response(
 
 
 def test_connect_errors_are_not_sent(make_client: Callable[..., payidem.Client]) -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        url = f"http://127.0.0.1:{s.getsockname()[1]}"
+    url = closed_port_url()
     client = make_client(base_url=url, max_attempts=2)
     order = new_order("hx-closed")
     with httpx.Client(transport=PayidemTransport(client)) as http:

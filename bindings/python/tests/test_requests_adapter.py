@@ -10,7 +10,7 @@ from typing import Any, Callable, Dict, Iterator, List, Tuple
 import pytest
 
 import payidem
-from conftest import Mock, clear_faults_after_first_try, holding_mock, new_order, payment, status_path
+from conftest import Mock, clear_faults_after_first_try, closed_port_url, holding_mock, new_order, payment, status_path
 
 requests = pytest.importorskip("requests")
 
@@ -121,11 +121,7 @@ def test_an_unsettled_end_raises_the_payidem_error(
 
 
 def test_a_refused_connection_is_not_sent(make_client: Callable[..., payidem.Client]) -> None:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        url = f"http://127.0.0.1:{s.getsockname()[1]}"
+    url = closed_port_url()
     client = make_client(base_url=url, max_attempts=2)
     order = new_order("rq-closed")
     with pytest.raises(payidem.TransportError) as info:

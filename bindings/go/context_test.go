@@ -5,7 +5,6 @@ package payidem
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 )
@@ -119,19 +118,15 @@ func TestResumeHonoursCancellation(t *testing.T) {
 func TestManyCancellableCallsShareAClient(t *testing.T) {
 	m, c := mockClient(t, nil)
 	m.setFaults(t, map[string]any{"error_503": 0.3})
-	var wg sync.WaitGroup
 	orders := make([]string, 16)
 	for i := range orders {
 		orders[i] = orderID("mixed")
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			ctx, cancel := context.WithTimeout(bg(), time.Duration(50+i*40)*time.Millisecond)
-			defer cancel()
-			_, _ = c.Execute(ctx, payment(orders[i], 100+i))
-		}(i)
 	}
-	wg.Wait()
+	inWorkers(orders, len(orders), func(i int, order string) {
+		ctx, cancel := context.WithTimeout(bg(), time.Duration(50+i*40)*time.Millisecond)
+		defer cancel()
+		_, _ = c.Execute(ctx, payment(order, 100+i))
+	})
 	m.setFaults(t, map[string]any{})
 	for _, o := range orders {
 		if st, _ := c.Status(bg(), o); st.State != StateSucceeded {

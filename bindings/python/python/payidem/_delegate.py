@@ -1,11 +1,14 @@
-"""Read-only attributes that a wrapper class reads from the native object
-it wraps (its ``_native``)."""
+"""What the classes wrapping one native object (their ``_native``) share:
+read-only attributes read from it, their ``repr``, and the context manager
+of the ones that must be ended."""
 
 from __future__ import annotations
 
-from typing import Any, Generic, Optional, TypeVar, Union, cast, overload
+from types import TracebackType
+from typing import Any, Generic, Optional, Type, TypeVar, Union, cast, overload
 
 _T = TypeVar("_T")
+_R = TypeVar("_R", bound="NativeResource")
 
 
 class native_attribute(Generic[_T]):
@@ -39,3 +42,39 @@ class native_attribute(Generic[_T]):
 
     def __delete__(self, obj: object) -> None:
         raise AttributeError(f"{self._name!r} of {type(obj).__name__!r} object is read-only")
+
+
+class NativeWrapper:
+    """A class wrapping one native object (its ``_native``): shown as it."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return repr(cast(Any, self)._native)
+
+
+class NativeResource(NativeWrapper):
+    """A :class:`NativeWrapper` that must be ended (closed, cancelled), and
+    is as a context manager: ``with`` refuses one already ended
+    (:meth:`_check_usable`) and ends it on exit (:meth:`_on_exit`), whatever
+    happened in the block."""
+
+    __slots__ = ()
+
+    def _check_usable(self) -> None:
+        """Raises when the resource cannot start a ``with`` block."""
+
+    def _on_exit(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self: _R) -> _R:
+        self._check_usable()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        self._on_exit()

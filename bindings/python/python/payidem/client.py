@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 import os
-from types import TracebackType
-from typing import Any, Callable, Dict, List, Optional, Tuple, Type, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 from . import _native
-from ._delegate import native_attribute
+from ._delegate import NativeResource, native_attribute
 from ._types import AttemptEvent, ClientDefaults, Headers, OperationStatus, Outcome, Response, _outcome, _status
 from .errors import Error, InvalidArgument
 from .events import Event, _listener
@@ -140,7 +139,7 @@ def _journal_setting(journal: Union[str, "os.PathLike[str]", None]) -> Optional[
     return os.fsdecode(os.fspath(journal))
 
 
-class Client:
+class Client(NativeResource):
     """Runs payment operations against the platform with protocol v1:
     every operation gets one idempotency key, frozen with its body in a
     durable journal, and is retried (with the same key) until its outcome is
@@ -297,21 +296,12 @@ class Client:
         """Closes the client; calls still running finish first. Idempotent."""
         self._native.close()
 
-    def __enter__(self) -> Client:
+    def _check_usable(self) -> None:
         if self._native.closed:
             raise ValueError("this payidem.Client is closed")
-        return self
 
-    def __exit__(
-        self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
+    def _on_exit(self) -> None:
         self.close()
-
-    def __repr__(self) -> str:
-        return repr(self._native)
 
     def execute(
         self,

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import (
     TYPE_CHECKING,
     Callable,
@@ -44,13 +43,12 @@ from typing import (
     Mapping,
     Optional,
     Tuple,
-    Type,
     Union,
     cast,
 )
 
 from . import _native
-from ._delegate import native_attribute
+from ._delegate import NativeResource, NativeWrapper, native_attribute
 from ._native import RetryBudget
 from ._types import (
     AttemptKind,
@@ -314,7 +312,7 @@ def _freeze(body: Body) -> bytes:
     return freeze_body(body)
 
 
-class Operation:
+class Operation(NativeWrapper):
     """One call of one operation driven by the core's state machine, with
     no journal and no clock of its own: for callers that keep their own
     journal, and for tests that replay exact sequences.
@@ -445,11 +443,8 @@ class Operation:
         have landed, else ``not_sent`` or ``refused``; the key is kept."""
         return _end(self._native.abandon(reason))
 
-    def __repr__(self) -> str:
-        return repr(self._native)
 
-
-class Call:
+class Call(NativeResource):
     """One call of a :class:`~payidem.Client`'s operation whose attempts the
     caller sends with its own HTTP client: the same checks, journal, signer,
     retry budget, clock offset and ``on_attempt`` events as
@@ -581,20 +576,9 @@ class Call:
         except Error:
             pass
 
-    def __enter__(self) -> Call:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
+    def _on_exit(self) -> None:
         if not self.done:
             self._cancel_quietly()
-
-    def __repr__(self) -> str:
-        return repr(self._native)
 
 
 def _client_native(client: Client) -> _native.Client:

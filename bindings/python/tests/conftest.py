@@ -242,13 +242,16 @@ def payment_request(prefix: str) -> Tuple[str, bytes, Dict[str, str]]:
 
 
 @contextlib.contextmanager
-def holding_mock(delay_ms: int) -> Iterator[Mock]:
+def holding_mock(
+    delay_ms: int, make_client: Callable[..., payidem.Client], **options: Any
+) -> Iterator[Tuple[Mock, payidem.Client]]:
     """A mock of the test's own that makes each payment, then holds its
-    answer for ``delay_ms`` milliseconds; stopped on exit."""
+    answer for ``delay_ms`` milliseconds (stopped on exit), and a client of
+    it made by ``make_client`` with ``options``."""
     server = Mock("--delay-ms", str(delay_ms))
     try:
         server.faults(delay_after_commit=1.0)
-        yield server
+        yield server, make_client(base_url=server.url, **options)
     finally:
         server.stop()
 

@@ -157,8 +157,7 @@ def test_the_async_transport_pays_once(
 def test_a_cancelled_task_cancels_the_call_and_keeps_the_key(
     make_client: Callable[..., payidem.Client],
 ) -> None:
-    with holding_mock(3000) as server:
-        client = make_client(base_url=server.url, request_timeout=10.0)
+    with holding_mock(3000, make_client, request_timeout=10.0) as (server, client):
         order = new_order("hx-cancel")
 
         async def pay() -> None:

@@ -41,6 +41,14 @@ def session_for(client: payidem.Client, url: str) -> Any:
     return session
 
 
+@pytest.fixture
+def adapter_session(mock: Mock, make_client: Callable[..., payidem.Client]) -> Tuple[payidem.Client, Any]:
+    """A default client of the mock and a session sending through its
+    adapter."""
+    client = make_client()
+    return client, session_for(client, mock.url)
+
+
 def test_a_lost_answer_is_retried_with_a_fresh_signature_and_pays_once(
     mock: Mock, make_client: Callable[..., payidem.Client], sent: Sent
 ) -> None:
@@ -89,10 +97,9 @@ def test_a_504_after_commit_is_settled_by_the_status_query(
 
 
 def test_a_final_refusal_is_the_response_and_is_never_sent_again(
-    mock: Mock, make_client: Callable[..., payidem.Client], sent: Sent
+    mock: Mock, adapter_session: Tuple[payidem.Client, Any], sent: Sent
 ) -> None:
-    client = make_client()
-    session = session_for(client, mock.url)
+    client, session = adapter_session
     order = new_order("rq-402")
     body = payment(order, amount=1402)
     r = session.post(mock.url + "/v1/payments", json=body, headers=payidem.operation_headers(order))
@@ -137,8 +144,7 @@ def test_a_read_timeout_keeps_the_key_and_asks_the_status(
     make_client: Callable[..., payidem.Client],
 ) -> None:
     # The mock runs the payment, then holds the answer past the timeout.
-    with holding_mock(1500) as server:
-        client = make_client(base_url=server.url, request_timeout=0.5)
+    with holding_mock(1500, make_client, request_timeout=0.5) as (server, client):
         order = new_order("rq-slow")
         r = session_for(client, server.url).post(
             server.url + "/v1/payments",
@@ -150,10 +156,9 @@ def test_a_read_timeout_keeps_the_key_and_asks_the_status(
 
 
 def test_bad_requests_are_refused_before_anything_is_journaled(
-    mock: Mock, make_client: Callable[..., payidem.Client], sent: Sent
+    mock: Mock, adapter_session: Tuple[payidem.Client, Any], sent: Sent
 ) -> None:
-    client = make_client()
-    session = session_for(client, mock.url)
+    client, session = adapter_session
     with pytest.raises(payidem.InvalidArgument) as info:
         session.post(mock.url + "/v1/payments", json=payment("x"))
     assert info.value.field == "order_id"

@@ -28,11 +28,7 @@ import (
 //	go test -run '^$' -bench ConcurrentExecute -benchtime 1536x .
 func BenchmarkConcurrentExecute(b *testing.B) {
 	m := startMock(b)
-	signer, err := NewSigner(mockKeyID, []byte(mockSecret))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { signer.Close() })
+	signer := newMockSigner(b)
 	for _, goroutines := range []int{1, 4, 16, 64} {
 		b.Run(fmt.Sprintf("goroutines=%d", goroutines), func(b *testing.B) {
 			cfg := fastConfig(m.URL)

@@ -10,10 +10,8 @@ import "C"
 
 import (
 	"context"
-	"runtime"
 	"sync"
 	"time"
-	"unsafe"
 )
 
 // Call is one call driving one operation with a client's journal, signer,
@@ -62,33 +60,16 @@ func deadlineMSOf(ctx context.Context) uint64 {
 // a done ctx fails at once with ErrCancelled. Cancellation afterwards is
 // the caller's: call Cancel.
 func (c *Client) Begin(ctx context.Context, op Operation) (*Call, error) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	cop, err := newCOperation(op)
 	if err != nil {
 		return nil, err
 	}
-	args := &cop.args
-	order, method, path, key, status := cop.order, cop.method, cop.path, cop.key, cop.status
-	if err := cancelledBy(ctx); err != nil {
-		return nil, err
-	}
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if c.ptr == nil {
-		return nil, ErrClosed
-	}
-	var ptr *C.payidem_call
-	var cerr *C.payidem_error
-	rc := C.payidem_client_begin(c.ptr, args.ptr(order), args.ptr(method), args.ptr(path),
-		bytesPtr(op.Body), C.size_t(len(op.Body)), args.ptr(key), args.ptr(status),
-		C.uint64_t(deadlineMSOf(ctx)), &ptr, &cerr)
-	runtime.KeepAlive(c)
-	if rc != C.PAYIDEM_OK {
-		return nil, newError(rc, cerr, nil)
-	}
-	return newCall(c, ptr), nil
+	a := &cop.args
+	return c.begin(ctx, func(h *C.payidem_client, deadlineMS C.uint64_t, out **C.payidem_call, cerr **C.payidem_error) C.payidem_result {
+		return C.payidem_client_begin(h, a.ptr(cop.order), a.ptr(cop.method), a.ptr(cop.path),
+			bytesPtr(op.Body), C.size_t(len(op.Body)), a.ptr(cop.key), a.ptr(cop.status),
+			deadlineMS, out, cerr)
+	})
 }
 
 // BeginResume starts a call resuming an unsettled operation of the journal
@@ -97,36 +78,36 @@ func (c *Client) Begin(ctx context.Context, op Operation) (*Call, error) {
 // order id the journal does not hold is ErrInvalidArgument naming
 // "order_id". ctx as in Begin.
 func (c *Client) BeginResume(ctx context.Context, orderID string) (*Call, error) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	var args cstrings
 	order, err := args.add("order_id", orderID)
 	if err != nil {
 		return nil, err
 	}
-	if err := cancelledBy(ctx); err != nil {
+	return c.begin(ctx, func(h *C.payidem_client, deadlineMS C.uint64_t, out **C.payidem_call, cerr **C.payidem_error) C.payidem_result {
+		return C.payidem_client_begin_resume(h, args.ptr(order), deadlineMS, out, cerr)
+	})
+}
+
+// begin runs start (a payidem_client_begin* call) with ctx's deadline once
+// the arguments are checked, and wraps the call it gives.
+func (c *Client) begin(ctx context.Context, start func(h *C.payidem_client, deadlineMS C.uint64_t, out **C.payidem_call, cerr **C.payidem_error) C.payidem_result) (*Call, error) {
+	ctx, err := liveContext(ctx)
+	if err != nil {
 		return nil, err
 	}
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if c.ptr == nil {
-		return nil, ErrClosed
-	}
 	var ptr *C.payidem_call
-	var cerr *C.payidem_error
-	rc := C.payidem_client_begin_resume(c.ptr, args.ptr(order), C.uint64_t(deadlineMSOf(ctx)), &ptr, &cerr)
-	runtime.KeepAlive(c)
-	if rc != C.PAYIDEM_OK {
-		return nil, newError(rc, cerr, nil)
+	err = c.call(func(h *C.payidem_client, cerr **C.payidem_error) C.payidem_result {
+		return start(h, C.uint64_t(deadlineMSOf(ctx)), &ptr, cerr)
+	})
+	if err != nil {
+		return nil, err
 	}
 	return newCall(c, ptr), nil
 }
 
 func newCall(c *Client, ptr *C.payidem_call) *Call {
 	call := &Call{ptr: ptr, client: c}
-	liveHandles.Add(1)
-	runtime.SetFinalizer(call, (*Call).Close)
+	track(call, (*Call).Close)
 	return call
 }
 
@@ -139,28 +120,9 @@ func (c *Client) URL(path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if c.ptr == nil {
-		return "", ErrClosed
-	}
-	buf := make([]byte, 256)
-	for {
-		var n C.size_t
-		var cerr *C.payidem_error
-		rc := C.payidem_client_url(c.ptr, args.ptr(p), (*C.char)(unsafe.Pointer(&buf[0])),
-			C.size_t(len(buf)), &n, &cerr)
-		runtime.KeepAlive(c)
-		switch {
-		case rc == C.PAYIDEM_OK:
-			return string(buf[:n]), nil
-		case rc == C.PAYIDEM_BUFFER_TOO_SMALL && int(n) >= len(buf):
-			C.payidem_error_free(cerr)
-			buf = make([]byte, int(n)+1)
-		default:
-			return "", newError(rc, cerr, nil)
-		}
-	}
+	return c.readText(256, func(h *C.payidem_client, buf *C.char, n C.size_t, l *C.size_t, cerr **C.payidem_error) C.payidem_result {
+		return C.payidem_client_url(h, args.ptr(p), buf, n, l, cerr)
+	})
 }
 
 // Step gives the next step: StepSend (its Timeout set), StepWait or
@@ -188,22 +150,15 @@ type callClock struct {
 }
 
 func (call *Call) step(at *callClock) (Step, error) {
-	call.mu.Lock()
-	defer call.mu.Unlock()
-	if call.ptr == nil {
-		return Step{}, ErrClosed
-	}
 	var step *C.payidem_step
-	var cerr *C.payidem_error
-	var rc C.payidem_result
-	if at == nil {
-		rc = C.payidem_call_step(call.ptr, &step, &cerr)
-	} else {
-		rc = C.payidem_call_step_at(call.ptr, unixOf(at.now), msOf(at.elapsed), &step, &cerr)
-	}
-	runtime.KeepAlive(call)
-	if rc != C.PAYIDEM_OK {
-		return Step{}, newError(rc, cerr, nil)
+	err := call.call(func(h *C.payidem_call, cerr **C.payidem_error) C.payidem_result {
+		if at == nil {
+			return C.payidem_call_step(h, &step, cerr)
+		}
+		return C.payidem_call_step_at(h, unixOf(at.now), msOf(at.elapsed), &step, cerr)
+	})
+	if err != nil {
+		return Step{}, err
 	}
 	return takeStep(step, nil), nil
 }
@@ -221,21 +176,16 @@ func (call *Call) ReportAt(r Reply, now time.Time, elapsed time.Duration) error 
 }
 
 func (call *Call) report(r Reply, at *callClock) error {
-	call.mu.Lock()
-	defer call.mu.Unlock()
-	if call.ptr == nil {
-		return ErrClosed
-	}
-	err := withReply(r, func(a replyArgs, cerr **C.payidem_error) C.payidem_result {
-		if at == nil {
-			return C.payidem_call_report(call.ptr, a.outcome, a.status, a.headers.ptr,
-				C.size_t(a.headers.count), a.body, a.bodyLen, a.reason, cerr)
-		}
-		return C.payidem_call_report_at(call.ptr, a.outcome, a.status, a.headers.ptr,
-			C.size_t(a.headers.count), a.body, a.bodyLen, a.reason, unixOf(at.now), msOf(at.elapsed), cerr)
+	return withLive(&call.mu, &call.ptr, call, func(h *C.payidem_call) error {
+		return withReply(r, func(a replyArgs, cerr **C.payidem_error) C.payidem_result {
+			if at == nil {
+				return C.payidem_call_report(h, a.outcome, a.status, a.headers.ptr,
+					C.size_t(a.headers.count), a.body, a.bodyLen, a.reason, cerr)
+			}
+			return C.payidem_call_report_at(h, a.outcome, a.status, a.headers.ptr,
+				C.size_t(a.headers.count), a.body, a.bodyLen, a.reason, unixOf(at.now), msOf(at.elapsed), cerr)
+		})
 	})
-	runtime.KeepAlive(call)
-	return err
 }
 
 // Cancel ends the call at the caller's request and returns its end: its
@@ -245,21 +195,16 @@ func (call *Call) report(r Reply, at *callClock) error {
 // (the last report settled it), that end is returned as it is: a payment
 // that was made is never hidden behind a cancel.
 func (call *Call) Cancel(cause error) (*End, error) {
-	call.mu.Lock()
-	defer call.mu.Unlock()
-	if call.ptr == nil {
-		return nil, ErrClosed
-	}
 	var step *C.payidem_step
-	var cerr *C.payidem_error
-	rc := C.payidem_call_cancel(call.ptr, &step, &cerr)
-	runtime.KeepAlive(call)
-	if rc != C.PAYIDEM_OK {
-		return nil, newError(rc, cerr, nil)
+	err := call.call(func(h *C.payidem_call, cerr **C.payidem_error) C.payidem_result {
+		return C.payidem_call_cancel(h, &step, cerr)
+	})
+	if err != nil {
+		return nil, err
 	}
 	s := takeStep(step, cause)
 	if s.End == nil {
-		return nil, &Error{Code: CodeInternal, Message: "cancel gave a " + s.Kind.String() + " step", sentinel: ErrInternal}
+		return nil, internalError("cancel gave a " + s.Kind.String() + " step")
 	}
 	return s.End, nil
 }
@@ -267,15 +212,9 @@ func (call *Call) Cancel(cause error) (*End, error) {
 // Close frees the call; a call not yet ended is abandoned first (see
 // Call). Later calls fail with ErrClosed. Calling it again does nothing.
 func (call *Call) Close() error {
-	call.mu.Lock()
-	defer call.mu.Unlock()
-	if call.ptr == nil {
-		return nil
-	}
-	C.payidem_call_free(call.ptr)
-	call.ptr = nil
-	call.client = nil
-	liveHandles.Add(-1)
-	runtime.SetFinalizer(call, nil)
+	release(&call.mu, &call.ptr, call, func(h *C.payidem_call) {
+		C.payidem_call_free(h)
+		call.client = nil
+	})
 	return nil
 }

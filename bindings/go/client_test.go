@@ -18,8 +18,7 @@ import (
 )
 
 func TestClientPaysOnceAndAnswersAgainFromTheJournal(t *testing.T) {
-	m := startMock(t)
-	c := newTestClient(t, fastConfig(m.URL))
+	m, c := mockClient(t, nil)
 	order := orderID("pay")
 	op := payment(order, 125000)
 
@@ -57,8 +56,7 @@ func TestClientPaysOnceAndAnswersAgainFromTheJournal(t *testing.T) {
 }
 
 func TestClientRejectedKeepsStatusAndBody(t *testing.T) {
-	m := startMock(t)
-	c := newTestClient(t, fastConfig(m.URL))
+	_, c := mockClient(t, nil)
 	order := orderID("declined")
 	_, err := c.Execute(bg(), payment(order, 1402))
 	var rejected *RejectedError
@@ -103,10 +101,9 @@ func TestClientIdempotencyConflict(t *testing.T) {
 }
 
 func TestClientOutcomeUnknownIsResumable(t *testing.T) {
-	m := startMock(t)
-	cfg := fastConfig(m.URL)
-	cfg.MaxAttempts = 2
-	c := newTestClient(t, cfg)
+	m, c := mockClient(t, func(cfg *Config) {
+		cfg.MaxAttempts = 2
+	})
 	m.setFaults(t, map[string]any{"drop_after_commit": 1.0})
 	order := orderID("unknown")
 	op := payment(order, 777)
@@ -145,8 +142,7 @@ func TestClientOutcomeUnknownIsResumable(t *testing.T) {
 }
 
 func TestClientFaultsNeverChargeTwice(t *testing.T) {
-	m := startMock(t)
-	c := newTestClient(t, fastConfig(m.URL))
+	m, c := mockClient(t, nil)
 	m.setFaults(t, map[string]any{
 		"error_503": 0.1, "error_500_after_commit": 0.1, "timeout_504_after_commit": 0.1,
 		"drop_after_commit": 0.1, "error_502": 0.1, "timeout_504_before_commit": 0.05,
@@ -227,11 +223,10 @@ func TestClientOperationBusy(t *testing.T) {
 }
 
 func TestClientKeyExpired(t *testing.T) {
-	m := startMock(t)
-	cfg := fastConfig(m.URL)
-	cfg.MaxAttempts = 1
-	cfg.KeyRetention = time.Second
-	c := newTestClient(t, cfg)
+	m, c := mockClient(t, func(cfg *Config) {
+		cfg.MaxAttempts = 1
+		cfg.KeyRetention = time.Second
+	})
 	m.setFaults(t, map[string]any{"drop_after_commit": 1.0})
 	op := payment(orderID("expired"), 20)
 	op.StatusPath = ""
@@ -446,10 +441,9 @@ func TestClientEventsReachTheHookAndSlog(t *testing.T) {
 }
 
 func TestClientSurvivesAPanickingHook(t *testing.T) {
-	m := startMock(t)
-	cfg := fastConfig(m.URL)
-	cfg.OnAttempt = func(AttemptEvent) { panic("hook bug") }
-	c := newTestClient(t, cfg)
+	_, c := mockClient(t, func(cfg *Config) {
+		cfg.OnAttempt = func(AttemptEvent) { panic("hook bug") }
+	})
 	if _, err := c.Execute(bg(), payment(orderID("panic"), 50)); err != nil {
 		t.Fatal(err)
 	}
@@ -475,10 +469,9 @@ func unknownOrders(t *testing.T, m *mock, c *Client, prefix string, n int) []str
 }
 
 func TestClientResumeUnknownSettlesEveryUnknownOrder(t *testing.T) {
-	m := startMock(t)
-	cfg := fastConfig(m.URL)
-	cfg.MaxAttempts = 2
-	c := newTestClient(t, cfg)
+	m, c := mockClient(t, func(cfg *Config) {
+		cfg.MaxAttempts = 2
+	})
 	settled := orderID("settled")
 	if _, err := c.Execute(bg(), payment(settled, 100)); err != nil {
 		t.Fatal(err)
@@ -565,11 +558,10 @@ func TestClientResumeUnknownReportsBusyOrders(t *testing.T) {
 }
 
 func TestClientResumeUnknownStopsWithItsContext(t *testing.T) {
-	m := startMock(t)
-	cfg := fastConfig(m.URL)
-	cfg.MaxAttempts = 2
-	cfg.BackoffCap = 5 * time.Second
-	c := newTestClient(t, cfg)
+	m, c := mockClient(t, func(cfg *Config) {
+		cfg.MaxAttempts = 2
+		cfg.BackoffCap = 5 * time.Second
+	})
 	orders := unknownOrders(t, m, c, "resume-cancel", 2)
 
 	// A done context resumes nothing.
@@ -609,11 +601,10 @@ func TestClientResumeUnknownStopsWithItsContext(t *testing.T) {
 }
 
 func TestClientPurgeSettledKeepsUnsettledOperations(t *testing.T) {
-	m := startMock(t)
-	cfg := fastConfig(m.URL)
-	cfg.MaxAttempts = 2
-	cfg.SettledRetention = time.Second
-	c := newTestClient(t, cfg)
+	m, c := mockClient(t, func(cfg *Config) {
+		cfg.MaxAttempts = 2
+		cfg.SettledRetention = time.Second
+	})
 	settledOp := payment(orderID("purged"), 500)
 	first, err := c.Execute(bg(), settledOp)
 	if err != nil {
@@ -661,8 +652,7 @@ func TestClientPurgeSettledKeepsUnsettledOperations(t *testing.T) {
 }
 
 func TestClientGetReadsWithoutTheJournal(t *testing.T) {
-	m := startMock(t)
-	c := newTestClient(t, fastConfig(m.URL))
+	m, c := mockClient(t, nil)
 	order := orderID("get")
 	created, err := c.Execute(bg(), payment(order, 650))
 	if err != nil {

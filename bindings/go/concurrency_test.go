@@ -10,6 +10,24 @@ import (
 	"testing"
 )
 
+// inWorkers runs do for every order from workers goroutines at once, worker
+// w taking its equal share orders[w*n:(w+1)*n] in turn, and returns when
+// all are done. do reports failures with t.Error (safe from goroutines).
+func inWorkers(orders []string, workers int, do func(worker int, order string)) {
+	var wg sync.WaitGroup
+	each := len(orders) / workers
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for _, order := range orders[w*each : (w+1)*each] {
+				do(w, order)
+			}
+		}(w)
+	}
+	wg.Wait()
+}
+
 // 64 goroutines share one client (and one signer) under faults; run with
 // -race. Every order is paid exactly once.
 func TestSixtyFourGoroutinesShareOneClient(t *testing.T) {
@@ -18,11 +36,7 @@ func TestSixtyFourGoroutinesShareOneClient(t *testing.T) {
 	cfg := fastConfig(m.URL)
 	cfg.OnAttempt = func(AttemptEvent) { events.Add(1) }
 	c := newTestClient(t, cfg)
-	signer, err := NewSigner(mockKeyID, []byte(mockSecret))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer signer.Close()
+	signer := newMockSigner(t)
 	m.setFaults(t, map[string]any{"error_503": 0.05, "drop_after_commit": 0.05, "error_500_after_commit": 0.05})
 
 	const goroutines, perGoroutine = 64, 3
@@ -30,40 +44,26 @@ func TestSixtyFourGoroutinesShareOneClient(t *testing.T) {
 	for i := range orders {
 		orders[i] = orderID(fmt.Sprintf("g%02d", i/perGoroutine))
 	}
-	var wg sync.WaitGroup
-	errs := make(chan error, len(orders))
-	for g := 0; g < goroutines; g++ {
-		wg.Add(1)
-		go func(g int) {
-			defer wg.Done()
-			for i := 0; i < perGoroutine; i++ {
-				order := orders[g*perGoroutine+i]
-				op := payment(order, 1000+g)
-				out, err := c.Execute(bg(), op)
-				for tries := 0; tries < 20 && (errors.Is(err, ErrOutcomeUnknown) || errors.Is(err, ErrTransport)); tries++ {
-					out, err = c.Resume(bg(), order)
-				}
-				if err != nil {
-					errs <- fmt.Errorf("%s: %w", order, err)
-					continue
-				}
-				if out.OrderID != order {
-					errs <- fmt.Errorf("%s: outcome of %s", order, out.OrderID)
-				}
-				if _, err := signer.Sign("GET", "/v1/payments?order_id="+order, "", nil); err != nil {
-					errs <- err
-				}
-				if _, err := c.Status(bg(), order); err != nil {
-					errs <- err
-				}
-			}
-		}(g)
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
+	inWorkers(orders, goroutines, func(g int, order string) {
+		op := payment(order, 1000+g)
+		out, err := c.Execute(bg(), op)
+		for tries := 0; tries < 20 && (errors.Is(err, ErrOutcomeUnknown) || errors.Is(err, ErrTransport)); tries++ {
+			out, err = c.Resume(bg(), order)
+		}
+		if err != nil {
+			t.Errorf("%s: %v", order, err)
+			return
+		}
+		if out.OrderID != order {
+			t.Errorf("%s: outcome of %s", order, out.OrderID)
+		}
+		if _, err := signer.Sign("GET", "/v1/payments?order_id="+order, "", nil); err != nil {
+			t.Error(err)
+		}
+		if _, err := c.Status(bg(), order); err != nil {
+			t.Error(err)
+		}
+	})
 	if events.Load() < int64(len(orders)) {
 		t.Errorf("%d events for %d orders", events.Load(), len(orders))
 	}

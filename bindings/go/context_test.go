@@ -5,18 +5,22 @@ package payidem
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 )
 
-func TestCancelDuringBackoffReturnsPromptlyAndStaysResumable(t *testing.T) {
-	m := startMock(t)
-	cfg := fastConfig(m.URL)
-	cfg.BackoffCap = 5 * time.Second
-	c := newTestClient(t, cfg)
-	// Every POST answers 503 with Retry-After: 1, so the call waits a second.
+// waitingClient is a client of a mock whose every POST answers 503 with
+// Retry-After: 1, so that each call waits a second between attempts.
+func waitingClient(t *testing.T) (*mock, *Client) {
+	m, c := mockClient(t, func(cfg *Config) {
+		cfg.BackoffCap = 5 * time.Second
+	})
 	m.setFaults(t, map[string]any{"error_503": 1.0})
+	return m, c
+}
+
+func TestCancelDuringBackoffReturnsPromptlyAndStaysResumable(t *testing.T) {
+	m, c := waitingClient(t)
 	op := payment(orderID("cancel"), 60)
 	ctx, cancel := context.WithCancel(bg())
 	var cancelledAt time.Time
@@ -53,8 +57,7 @@ func TestCancelDuringBackoffReturnsPromptlyAndStaysResumable(t *testing.T) {
 }
 
 func TestAlreadyCancelledContextJournalsButSendsNothing(t *testing.T) {
-	m := startMock(t)
-	c := newTestClient(t, fastConfig(m.URL))
+	m, c := mockClient(t, nil)
 	ctx, cancel := context.WithCancel(bg())
 	cancel()
 	op := payment(orderID("precancel"), 61)
@@ -71,8 +74,7 @@ func TestAlreadyCancelledContextJournalsButSendsNothing(t *testing.T) {
 }
 
 func TestContextDeadlineBoundsASlowAttempt(t *testing.T) {
-	m := startMock(t)
-	c := newTestClient(t, fastConfig(m.URL))
+	m, c := mockClient(t, nil)
 	// The platform commits, then holds its answer for 3 s.
 	m.setFaults(t, map[string]any{"delay_after_commit": 1.0, "delay_ms": 3000})
 	op := payment(orderID("deadline"), 62)
@@ -99,11 +101,7 @@ func TestContextDeadlineBoundsASlowAttempt(t *testing.T) {
 }
 
 func TestResumeHonoursCancellation(t *testing.T) {
-	m := startMock(t)
-	cfg := fastConfig(m.URL)
-	cfg.BackoffCap = 5 * time.Second
-	c := newTestClient(t, cfg)
-	m.setFaults(t, map[string]any{"error_503": 1.0})
+	_, c := waitingClient(t)
 	op := payment(orderID("resume-cancel"), 63)
 	short, cancelShort := context.WithCancel(bg())
 	cancelShort()
@@ -118,22 +116,17 @@ func TestResumeHonoursCancellation(t *testing.T) {
 // Many calls, each with its own context, some cancelled: every handle is
 // released and nothing is paid twice.
 func TestManyCancellableCallsShareAClient(t *testing.T) {
-	m := startMock(t)
-	c := newTestClient(t, fastConfig(m.URL))
+	m, c := mockClient(t, nil)
 	m.setFaults(t, map[string]any{"error_503": 0.3})
-	var wg sync.WaitGroup
 	orders := make([]string, 16)
 	for i := range orders {
 		orders[i] = orderID("mixed")
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			ctx, cancel := context.WithTimeout(bg(), time.Duration(50+i*40)*time.Millisecond)
-			defer cancel()
-			_, _ = c.Execute(ctx, payment(orders[i], 100+i))
-		}(i)
 	}
-	wg.Wait()
+	inWorkers(orders, len(orders), func(i int, order string) {
+		ctx, cancel := context.WithTimeout(bg(), time.Duration(50+i*40)*time.Millisecond)
+		defer cancel()
+		_, _ = c.Execute(ctx, payment(order, 100+i))
+	})
 	m.setFaults(t, map[string]any{})
 	for _, o := range orders {
 		if st, _ := c.Status(bg(), o); st.State != StateSucceeded {

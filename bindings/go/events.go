@@ -10,6 +10,7 @@ import "C"
 import (
 	"context"
 	"log/slog"
+	"math"
 	"runtime/cgo"
 	"strconv"
 	"sync/atomic"
@@ -31,14 +32,10 @@ const (
 	AttemptStatusQuery AttemptKind = C.PAYIDEM_ATTEMPT_KIND_STATUS_QUERY
 )
 
+// String is the core's name of k ("operation", "status_query"), or
+// "kind(N)" for a number that is no kind.
 func (k AttemptKind) String() string {
-	switch k {
-	case AttemptOperation:
-		return "operation"
-	case AttemptStatusQuery:
-		return "status_query"
-	}
-	return "kind(" + itoa(int(k)) + ")"
+	return coreName(int(k), "kind", func(n C.uint32_t) *C.char { return C.payidem_attempt_kind_name(n) })
 }
 
 // NextAction is what the client does after an attempt.
@@ -55,24 +52,23 @@ const (
 	NextGiveUp      NextAction = C.PAYIDEM_NEXT_GIVE_UP
 )
 
+// String is the core's name of n ("settle", "retry_now", "retry_later",
+// "adjust_clock", "query_status", "query_later", "give_up"), or "next(N)"
+// for a number that is no action.
 func (n NextAction) String() string {
-	switch n {
-	case NextSettle:
-		return "settle"
-	case NextRetryNow:
-		return "retry_now"
-	case NextRetryLater:
-		return "retry_later"
-	case NextAdjustClock:
-		return "adjust_clock"
-	case NextQueryStatus:
-		return "query_status"
-	case NextQueryLater:
-		return "query_later"
-	case NextGiveUp:
-		return "give_up"
+	return coreName(int(n), "next", func(v C.uint32_t) *C.char { return C.payidem_next_action_name(v) })
+}
+
+// coreName is the name the linked library gives the enum value n (name is
+// its payidem_*_name function, NULL for a number it does not know), else
+// what(n).
+func coreName(n int, what string, name func(C.uint32_t) *C.char) string {
+	if n >= 0 && uint64(n) <= math.MaxUint32 {
+		if s := name(C.uint32_t(n)); s != nil {
+			return C.GoString(s)
+		}
 	}
-	return "next(" + itoa(int(n)) + ")"
+	return what + "(" + itoa(n) + ")"
 }
 
 // AttemptEvent describes one attempt, for logs and metrics. It holds no

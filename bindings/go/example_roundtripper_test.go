@@ -10,7 +10,6 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"time"
 
@@ -65,15 +64,7 @@ func ExampleTransport() {
 
 // What a Transport's error means. (Compiled, not run: it needs a platform.)
 func ExampleWithOperation() {
-	cfg := payidem.DefaultConfig()
-	cfg.BaseURL = "https://api.example.com"
-	cfg.KeyID = "key_live_1"
-	cfg.Secret = []byte(os.Getenv("PAYIDEM_SECRET"))
-	cfg.JournalPath = "/var/lib/shop/payidem.sqlite3"
-	client, err := payidem.NewClient(cfg)
-	if err != nil {
-		log.Fatal(err)
-	}
+	client := openShopClient()
 	defer client.Close()
 	hc := &http.Client{Transport: &payidem.Transport{Client: client, Base: http.DefaultTransport}}
 
@@ -99,24 +90,10 @@ func ExampleWithOperation() {
 // A caller with its own HTTP stack drives a Call: the client journals and
 // decides, the caller sends. (Compiled, not run.)
 func ExampleClient_Begin() {
-	cfg := payidem.DefaultConfig()
-	cfg.BaseURL = "https://api.example.com"
-	cfg.KeyID = "key_live_1"
-	cfg.Secret = []byte(os.Getenv("PAYIDEM_SECRET"))
-	cfg.JournalPath = "/var/lib/shop/payidem.sqlite3"
-	client, err := payidem.NewClient(cfg)
-	if err != nil {
-		log.Fatal(err)
-	}
+	client := openShopClient()
 	defer client.Close()
 
-	call, err := client.Begin(context.Background(), payidem.Operation{
-		OrderID:    "ord-1001",
-		Method:     http.MethodPost,
-		Path:       "/v1/payments",
-		Body:       []byte(`{"order_id":"ord-1001","amount":1250,"currency":"EUR"}`),
-		StatusPath: "/v1/payments?order_id=ord-1001",
-	})
+	call, err := client.Begin(context.Background(), shopPayment)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -176,10 +153,7 @@ func sendWithMyHTTPStack(client *payidem.Client, a *payidem.Attempt) payidem.Rep
 // The pure machine, for callers with their own journal: deterministic
 // given the times it is told.
 func ExampleNewMachine() {
-	signer, err := payidem.NewSigner(exampleKeyID, []byte(exampleSecret))
-	if err != nil {
-		log.Fatal(err)
-	}
+	signer := newExampleSigner()
 	defer signer.Close()
 	now := time.Unix(1767225600, 0)
 	m, err := payidem.NewMachine(payidem.MachineStart{

@@ -22,6 +22,47 @@ const (
 	exampleSecret = "sk_test_payidem_mock_secret_0001"
 )
 
+// newExampleSigner is a signer of the mock platform's test key, made as
+// ExampleSigner_SignParts shows; Close it when done.
+func newExampleSigner() *payidem.Signer {
+	signer, err := payidem.NewSigner(exampleKeyID, []byte(exampleSecret))
+	if err != nil {
+		log.Fatal(err)
+	}
+	return signer
+}
+
+// shopConfig is a production client's configuration: the platform's base
+// URL, the API key, its secret from the environment and a journal file
+// that outlives the process.
+func shopConfig() payidem.Config {
+	cfg := payidem.DefaultConfig()
+	cfg.BaseURL = "https://api.example.com"
+	cfg.KeyID = "key_live_1"
+	cfg.Secret = []byte(os.Getenv("PAYIDEM_SECRET"))
+	cfg.JournalPath = "/var/lib/shop/payidem.sqlite3"
+	return cfg
+}
+
+// openShopClient opens the client of shopConfig; Close it when done.
+func openShopClient() *payidem.Client {
+	client, err := payidem.NewClient(shopConfig())
+	if err != nil {
+		log.Fatal(err)
+	}
+	return client
+}
+
+// shopPayment is the payment of order ord-1001, with the status query that
+// finds it after a lost answer.
+var shopPayment = payidem.Operation{
+	OrderID:    "ord-1001",
+	Method:     http.MethodPost,
+	Path:       "/v1/payments",
+	Body:       []byte(`{"order_id":"ord-1001","amount":1250,"currency":"EUR"}`),
+	StatusPath: "/v1/payments?order_id=ord-1001",
+}
+
 // The canonical string and signature of one attempt, with the timestamp
 // and nonce fixed as a recorded attempt would have them. Production code
 // signs with Sign, SignAttempt or SignRequest, which take the clock and a
@@ -58,10 +99,7 @@ func ExampleSigner_SignParts() {
 // Signing a net/http request in place: every attempt, retries included,
 // is signed again just before it is sent.
 func ExampleSigner_SignRequest() {
-	signer, err := payidem.NewSigner(exampleKeyID, []byte(exampleSecret))
-	if err != nil {
-		log.Fatal(err)
-	}
+	signer := newExampleSigner()
 	defer signer.Close()
 	body := []byte(`{"order_id":"ord-1001","amount":1250,"currency":"EUR"}`)
 	req, err := http.NewRequest(http.MethodPost, "https://api.example.com/v1/payments", bytes.NewReader(body))
@@ -123,10 +161,7 @@ func ExampleVerifier() {
 		log.Fatal(err)
 	}
 	defer verifier.Close()
-	signer, err := payidem.NewSigner(exampleKeyID, []byte(exampleSecret))
-	if err != nil {
-		log.Fatal(err)
-	}
+	signer := newExampleSigner()
 	defer signer.Close()
 
 	body := []byte(`{"order_id":"ord-1001","amount":1250,"currency":"EUR"}`)
@@ -152,11 +187,7 @@ func ExampleVerifier() {
 // queries by the protocol, the operation journaled before anything is
 // sent. (Compiled, not run: it needs a platform.)
 func ExampleClient() {
-	cfg := payidem.DefaultConfig()
-	cfg.BaseURL = "https://api.example.com"
-	cfg.KeyID = "key_live_1"
-	cfg.Secret = []byte(os.Getenv("PAYIDEM_SECRET"))
-	cfg.JournalPath = "/var/lib/shop/payidem.sqlite3"
+	cfg := shopConfig()
 	cfg.OnAttempt = payidem.SlogHook(slog.Default())
 	client, err := payidem.NewClient(cfg)
 	if err != nil {
@@ -166,13 +197,7 @@ func ExampleClient() {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	out, err := client.Execute(ctx, payidem.Operation{
-		OrderID:    "ord-1001",
-		Method:     http.MethodPost,
-		Path:       "/v1/payments",
-		Body:       []byte(`{"order_id":"ord-1001","amount":1250,"currency":"EUR"}`),
-		StatusPath: "/v1/payments?order_id=ord-1001",
-	})
+	out, err := client.Execute(ctx, shopPayment)
 	var rejected *payidem.RejectedError
 	switch {
 	case err == nil:
@@ -191,15 +216,7 @@ func ExampleClient() {
 // At start-up, a service finishes what a crash or an unknown outcome left
 // in flight, with the same keys. (Compiled, not run.)
 func ExampleClient_ResumeUnknown() {
-	cfg := payidem.DefaultConfig()
-	cfg.BaseURL = "https://api.example.com"
-	cfg.KeyID = "key_live_1"
-	cfg.Secret = []byte(os.Getenv("PAYIDEM_SECRET"))
-	cfg.JournalPath = "/var/lib/shop/payidem.sqlite3"
-	client, err := payidem.NewClient(cfg)
-	if err != nil {
-		log.Fatal(err)
-	}
+	client := openShopClient()
 	defer client.Close()
 
 	results, err := client.ResumeUnknown(context.Background())
@@ -224,14 +241,7 @@ func ExampleClient_ResumeUnknown() {
 // Reading a resource with one signed GET, outside the journal. (Compiled,
 // not run.)
 func ExampleClient_Get() {
-	cfg := payidem.DefaultConfig()
-	cfg.BaseURL = "https://api.example.com"
-	cfg.KeyID = "key_live_1"
-	cfg.Secret = []byte(os.Getenv("PAYIDEM_SECRET"))
-	client, err := payidem.NewClient(cfg)
-	if err != nil {
-		log.Fatal(err)
-	}
+	client := openShopClient()
 	defer client.Close()
 
 	resp, err := client.Get(context.Background(), "/v1/payments?order_id=ord-1001")

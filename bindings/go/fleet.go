@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"math"
 	"runtime"
-	"unsafe"
 )
 
 // ParamStyle is the placeholder style of the SQL statement OutboxInsert
@@ -62,31 +61,16 @@ func (c *Client) OutboxInsert(op Operation, style ParamStyle) (sql string, args 
 		return "", nil, err
 	}
 	a := &cop.args
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if c.ptr == nil {
-		return "", nil, ErrClosed
-	}
-	buf := make([]byte, 1024+2*len(op.Body))
-	for {
-		var n C.size_t
-		var cerr *C.payidem_error
-		rc := C.payidem_client_outbox_insert(c.ptr, a.ptr(cop.order), a.ptr(cop.method),
+	text, err := c.readText(1024+2*len(op.Body), func(h *C.payidem_client, buf *C.char, n C.size_t, l *C.size_t, cerr **C.payidem_error) C.payidem_result {
+		return C.payidem_client_outbox_insert(h, a.ptr(cop.order), a.ptr(cop.method),
 			a.ptr(cop.path), bytesPtr(op.Body), C.size_t(len(op.Body)), a.ptr(cop.key),
-			a.ptr(cop.status), C.uint32_t(uint32(style)), (*C.char)(unsafe.Pointer(&buf[0])),
-			C.size_t(len(buf)), &n, &cerr)
-		runtime.KeepAlive(c)
-		runtime.KeepAlive(op.Body)
-		switch {
-		case rc == C.PAYIDEM_OK:
-			return decodeOutbox(buf[:n])
-		case rc == C.PAYIDEM_BUFFER_TOO_SMALL && int(n) >= len(buf):
-			C.payidem_error_free(cerr)
-			buf = make([]byte, int(n)+1)
-		default:
-			return "", nil, newError(rc, cerr, nil)
-		}
+			a.ptr(cop.status), C.uint32_t(uint32(style)), buf, n, l, cerr)
+	})
+	runtime.KeepAlive(op.Body)
+	if err != nil {
+		return "", nil, err
 	}
+	return decodeOutbox([]byte(text))
 }
 
 // internalError is a library answer the binding cannot read.
@@ -135,32 +119,29 @@ func decodeOutbox(text []byte) (string, []any, error) {
 // outside 0..=4294967295 is ErrInvalidArgument naming "limit"; a journal
 // that cannot be asked is ErrJournal.
 func (c *Client) TakeOver(ctx context.Context, limit int) ([]string, error) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	if limit < 0 || uint64(limit) > math.MaxUint32 {
 		return nil, invalid("limit", fmt.Sprintf("%d is outside 0..=4294967295", limit))
 	}
-	if err := cancelledBy(ctx); err != nil {
+	if _, err := liveContext(ctx); err != nil {
 		return nil, err
 	}
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if c.ptr == nil {
-		return nil, ErrClosed
-	}
 	var list *C.payidem_order_list
-	var cerr *C.payidem_error
-	rc := C.payidem_client_take_over(c.ptr, C.uint32_t(limit), &list, &cerr)
-	runtime.KeepAlive(c)
-	if rc != C.PAYIDEM_OK {
-		return nil, newError(rc, cerr, nil)
+	err := c.call(func(h *C.payidem_client, cerr **C.payidem_error) C.payidem_result {
+		return C.payidem_client_take_over(h, C.uint32_t(limit), &list, cerr)
+	})
+	if err != nil {
+		return nil, err
 	}
+	return takeOrderIDs(list), nil
+}
+
+// takeOrderIDs copies the order ids of list, in order, and frees it.
+func takeOrderIDs(list *C.payidem_order_list) []string {
 	defer C.payidem_order_list_free(list)
 	n := int(C.payidem_order_list_len(list))
 	ids := make([]string, 0, n)
 	for i := 0; i < n; i++ {
 		ids = append(ids, goStringOrEmpty(C.payidem_order_list_get(list, C.size_t(i))))
 	}
-	return ids, nil
+	return ids
 }

@@ -97,10 +97,9 @@ func runOutbox(t *testing.T, url, order, sql string, args []any, commit bool) {
 
 func TestPostgresJournalOutboxThenTakeOver(t *testing.T) {
 	url := startPostgres(t)
-	m := startMock(t)
-	cfg := fastConfig(m.URL)
-	cfg.JournalPath = url
-	c := newTestClient(t, cfg)
+	m, c := mockClient(t, func(cfg *Config) {
+		cfg.JournalPath = url
+	})
 	ctx := context.Background()
 
 	// A client on the PostgreSQL journal pays.

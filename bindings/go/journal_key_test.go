@@ -20,13 +20,7 @@ func TestJournalKeyGuardsTheJournalRows(t *testing.T) {
 	cfg := fastConfig(m.URL)
 	cfg.JournalPath = filepath.Join(t.TempDir(), "journal.sqlite3")
 	cfg.JournalKey = bytes.Repeat([]byte{0x5a}, 32)
-	c := newTestClient(t, cfg)
-	op := payment(orderID("keyed"), 40)
-	first, err := c.Execute(bg(), op)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Close()
+	op, first := payWithJournal(t, cfg, "keyed")
 
 	// Another key is refused when the client is created: the journal's
 	// seal does not open with it, and nothing is written.
@@ -37,12 +31,7 @@ func TestJournalKeyGuardsTheJournalRows(t *testing.T) {
 		t.Fatalf("another key's client: err = %v, want ErrJournal: another journal key", err)
 	}
 
-	c3 := newTestClient(t, cfg)
-	again, err := c3.Execute(bg(), op)
-	if err != nil || !bytes.Equal(again.Body, first.Body) {
-		t.Fatalf("the same key reads the row: %v %v", again, err)
-	}
-	m.assertOnePaymentEach(t, []string{op.OrderID})
+	assertAnswersFromJournal(t, m, cfg, op, first)
 
 	if s := fmt.Sprintf("%v %+v %#v", cfg, cfg, cfg); strings.Contains(s, "5a5a") || strings.Contains(s, "[90 90") ||
 		!strings.Contains(s, "JournalKey:<redacted>") {
@@ -64,13 +53,7 @@ func TestDeriveJournalKeyOpensAJournalAfterARotation(t *testing.T) {
 	m := startMock(t)
 	cfg := fastConfig(m.URL)
 	cfg.JournalPath = filepath.Join(t.TempDir(), "journal.sqlite3")
-	c := newTestClient(t, cfg)
-	op := payment(orderID("rotate"), 40)
-	first, err := c.Execute(bg(), op)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Close()
+	op, first := payWithJournal(t, cfg, "rotate")
 	oldKey, err := DeriveJournalKey(cfg.Secret)
 	if err != nil {
 		t.Fatal(err)
@@ -86,14 +69,34 @@ func TestDeriveJournalKeyOpensAJournalAfterARotation(t *testing.T) {
 		t.Fatalf("rotated secret: err = %v, want ErrJournal", err)
 	}
 	rotated.JournalKey = oldKey
-	c2 := newTestClient(t, rotated)
-	again, err := c2.Execute(bg(), op)
-	if err != nil || !bytes.Equal(again.Body, first.Body) {
-		t.Fatalf("the old derived key reads the journal: %v %v", again, err)
-	}
-	m.assertOnePaymentEach(t, []string{op.OrderID})
+	assertAnswersFromJournal(t, m, rotated, op, first)
 	var e *Error
 	if _, err := DeriveJournalKey([]byte("short")); !errors.As(err, &e) || e.Field != "secret" {
 		t.Fatalf("short secret: err = %v, want invalid_argument naming secret", err)
 	}
+}
+
+// payWithJournal pays a fresh order with a client of cfg, which it closes,
+// and gives the operation and its outcome.
+func payWithJournal(t *testing.T, cfg Config, prefix string) (Operation, *Outcome) {
+	t.Helper()
+	c := newTestClient(t, cfg)
+	op := payment(orderID(prefix), 40)
+	first, err := c.Execute(bg(), op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	return op, first
+}
+
+// assertAnswersFromJournal checks that a client of cfg reads op's journal
+// row: it answers with first's body and the platform was paid once.
+func assertAnswersFromJournal(t *testing.T, m *mock, cfg Config, op Operation, first *Outcome) {
+	t.Helper()
+	again, err := newTestClient(t, cfg).Execute(bg(), op)
+	if err != nil || !bytes.Equal(again.Body, first.Body) {
+		t.Fatalf("a client of the same journal key reads the row: %v %v", again, err)
+	}
+	m.assertOnePaymentEach(t, []string{op.OrderID})
 }

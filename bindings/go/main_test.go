@@ -212,6 +212,18 @@ func fastConfig(url string) Config {
 	}
 }
 
+// mockClient starts a mock and a client of it with fastConfig, changed by
+// tune (when not nil) before the client is made.
+func mockClient(t testing.TB, tune func(cfg *Config)) (*mock, *Client) {
+	t.Helper()
+	m := startMock(t)
+	cfg := fastConfig(m.URL)
+	if tune != nil {
+		tune(&cfg)
+	}
+	return m, newTestClient(t, cfg)
+}
+
 func newTestClient(t testing.TB, cfg Config) *Client {
 	t.Helper()
 	c, err := NewClient(cfg)

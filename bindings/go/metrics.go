@@ -32,7 +32,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"runtime"
 	"runtime/cgo"
 	"sync"
 	"time"
@@ -103,48 +102,19 @@ const (
 	metricsJSON       = C.PAYIDEM_METRICS_JSON
 )
 
-// readText calls fill (a payidem_*_metrics call) with a growing buffer.
-func readText(fill func(buf *C.char, n C.size_t, len *C.size_t, cerr **C.payidem_error) C.payidem_result) (string, error) {
-	buf := make([]byte, 8192)
-	for {
-		var n C.size_t
-		var cerr *C.payidem_error
-		rc := fill((*C.char)(unsafe.Pointer(&buf[0])), C.size_t(len(buf)), &n, &cerr)
-		switch {
-		case rc == C.PAYIDEM_OK:
-			return string(buf[:n]), nil
-		case rc == C.PAYIDEM_BUFFER_TOO_SMALL && int(n) >= len(buf):
-			C.payidem_error_free(cerr)
-			buf = make([]byte, int(n)+4096)
-		default:
-			return "", newError(rc, cerr, nil)
-		}
-	}
-}
-
 func (c *Client) metricsText(format uint32) (string, error) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if c.ptr == nil {
-		return "", ErrClosed
-	}
-	text, err := readText(func(buf *C.char, n C.size_t, l *C.size_t, cerr **C.payidem_error) C.payidem_result {
-		return C.payidem_client_metrics(c.ptr, C.uint32_t(format), buf, n, l, cerr)
+	return c.readText(8192, func(h *C.payidem_client, buf *C.char, n C.size_t, l *C.size_t, cerr **C.payidem_error) C.payidem_result {
+		return C.payidem_client_metrics(h, C.uint32_t(format), buf, n, l, cerr)
 	})
-	runtime.KeepAlive(c)
-	return text, err
 }
 
-func (v *Verifier) metricsText(format uint32) (string, error) {
-	v.mu.RLock()
-	defer v.mu.RUnlock()
-	if v.ptr == nil {
-		return "", ErrClosed
-	}
-	text, err := readText(func(buf *C.char, n C.size_t, l *C.size_t, cerr **C.payidem_error) C.payidem_result {
-		return C.payidem_verifier_metrics(v.ptr, C.uint32_t(format), buf, n, l, cerr)
+func (v *Verifier) metricsText(format uint32) (text string, err error) {
+	err = v.use(func(h *C.payidem_verifier) (err error) {
+		text, err = readText(8192, func(buf *C.char, n C.size_t, l *C.size_t, cerr **C.payidem_error) C.payidem_result {
+			return C.payidem_verifier_metrics(h, C.uint32_t(format), buf, n, l, cerr)
+		})
+		return err
 	})
-	runtime.KeepAlive(v)
 	return text, err
 }
 
@@ -170,12 +140,7 @@ func (c *Client) Metrics() (MetricsSnapshot, error) {
 // WritePrometheus writes the client's metrics to w in the Prometheus text
 // exposition format 0.0.4.
 func (c *Client) WritePrometheus(w io.Writer) error {
-	text, err := c.metricsText(metricsPrometheus)
-	if err != nil {
-		return err
-	}
-	_, err = io.WriteString(w, text)
-	return err
+	return writePrometheus(w, c.metricsText)
 }
 
 // MetricsHandler serves the client's metrics as Prometheus text (mount it
@@ -200,12 +165,7 @@ func (v *Verifier) Metrics() (MetricsSnapshot, error) {
 // WritePrometheus writes the verifier's metrics to w in the Prometheus
 // text exposition format 0.0.4.
 func (v *Verifier) WritePrometheus(w io.Writer) error {
-	text, err := v.metricsText(metricsPrometheus)
-	if err != nil {
-		return err
-	}
-	_, err = io.WriteString(w, text)
-	return err
+	return writePrometheus(w, v.metricsText)
 }
 
 // MetricsHandler serves the verifier's metrics as Prometheus text.
@@ -217,6 +177,16 @@ func (v *Verifier) MetricsHandler() http.Handler {
 // JSON.
 func (v *Verifier) ExpvarVar() expvar.Var {
 	return jsonVar(v.metricsText)
+}
+
+// writePrometheus writes the Prometheus text that text gives to w.
+func writePrometheus(w io.Writer, text func(uint32) (string, error)) error {
+	t, err := text(metricsPrometheus)
+	if err != nil {
+		return err
+	}
+	_, err = io.WriteString(w, t)
+	return err
 }
 
 func prometheusHandler(text func(uint32) (string, error)) http.Handler {
@@ -299,31 +269,27 @@ var eventHooks struct {
 // Once SetEventHook returns, the previous hook is no longer called. It
 // must not call SetEventHook nor start a call on the same client.
 func (c *Client) SetEventHook(hook func(Event)) error {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if c.ptr == nil {
-		return ErrClosed
-	}
-	var h cgo.Handle
-	if hook != nil {
-		h = cgo.NewHandle(hook)
-	}
-	key := uintptr(unsafe.Pointer(c.ptr))
-	eventHooks.Lock()
-	defer eventHooks.Unlock()
-	C.payidem_go_set_event_json_handle(c.ptr, C.uintptr_t(h))
-	runtime.KeepAlive(c)
-	if eventHooks.handles == nil {
-		eventHooks.handles = map[uintptr]cgo.Handle{}
-	}
-	if old, ok := eventHooks.handles[key]; ok {
-		old.Delete()
-		delete(eventHooks.handles, key)
-	}
-	if hook != nil {
-		eventHooks.handles[key] = h
-	}
-	return nil
+	return c.use(func(ptr *C.payidem_client) error {
+		var h cgo.Handle
+		if hook != nil {
+			h = cgo.NewHandle(hook)
+		}
+		key := uintptr(unsafe.Pointer(ptr))
+		eventHooks.Lock()
+		defer eventHooks.Unlock()
+		C.payidem_go_set_event_json_handle(ptr, C.uintptr_t(h))
+		if eventHooks.handles == nil {
+			eventHooks.handles = map[uintptr]cgo.Handle{}
+		}
+		if old, ok := eventHooks.handles[key]; ok {
+			old.Delete()
+			delete(eventHooks.handles, key)
+		}
+		if hook != nil {
+			eventHooks.handles[key] = h
+		}
+		return nil
+	})
 }
 
 // decodeEvent reads the library's event JSON.

@@ -189,11 +189,7 @@ func TestVerifierMetricsCountVerdicts(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer v.Close()
-	s, err := NewSigner(mockKeyID, []byte(mockSecret))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := newMockSigner(t)
 	body := []byte(`{"amount":1}`)
 	now := time.Now()
 	h, err := s.SignAt(now, http.MethodPost, "/v1/payments", "create-v", body)

@@ -20,12 +20,25 @@ var testSecret = []byte("sk_test_0123456789abcdef0123456789abcdef")
 
 func newTestSigner(t testing.TB) *Signer {
 	t.Helper()
-	s, err := NewSigner("key_live_1", testSecret)
+	return newSignerOf(t, "key_live_1", testSecret)
+}
+
+// newSignerOf is a signer of keyID and secret, closed when the test ends.
+func newSignerOf(t testing.TB, keyID string, secret []byte) *Signer {
+	t.Helper()
+	s, err := NewSigner(keyID, secret)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
+}
+
+// newMockSigner is a signer of the mock platform's key, closed when the
+// test ends.
+func newMockSigner(t testing.TB) *Signer {
+	t.Helper()
+	return newSignerOf(t, mockKeyID, []byte(mockSecret))
 }
 
 func newTestVerifier(t testing.TB, capacity int) *Verifier {
@@ -347,11 +360,7 @@ func expectError(t *testing.T, req *http.Request, status int, code string) *http
 // SignRequest against the mock platform: a net/http POST and a status GET.
 func TestSignRequestAgainstTheMock(t *testing.T) {
 	m := startMock(t)
-	s, err := NewSigner(mockKeyID, []byte(mockSecret))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := newMockSigner(t)
 	order := orderID("nethttp")
 	body := `{"order_id":"` + order + `","amount":90,"currency":"RUB"}`
 	req, _ := http.NewRequest("POST", m.URL+"/v1/payments", strings.NewReader(body))

@@ -14,7 +14,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -112,8 +111,7 @@ func NewVerifierWithReplayStore(keys map[string][][]byte, window time.Duration, 
 		return nil, redactLocations(newError(rc, cerr, nil), replayStore)
 	}
 	v := &Verifier{ptr: ptr, MaxBodyBytes: 1 << 20}
-	liveHandles.Add(1)
-	runtime.SetFinalizer(v, (*Verifier).Close)
+	track(v, (*Verifier).Close)
 	ids := make([]string, 0, len(keys))
 	for id := range keys {
 		ids = append(ids, id)
@@ -131,15 +129,7 @@ func NewVerifierWithReplayStore(keys map[string][][]byte, window time.Duration, 
 // Close waits for running verifications and wipes the secrets; later calls
 // fail with ErrClosed. Calling it again does nothing.
 func (v *Verifier) Close() error {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if v.ptr == nil {
-		return nil
-	}
-	C.payidem_verifier_free(v.ptr)
-	v.ptr = nil
-	liveHandles.Add(-1)
-	runtime.SetFinalizer(v, nil)
+	release(&v.mu, &v.ptr, v, func(h *C.payidem_verifier) { C.payidem_verifier_free(h) })
 	return nil
 }
 
@@ -167,23 +157,12 @@ func (v *Verifier) keyCall(keyID string, secrets [][]byte, replace bool) error {
 	}
 	cs := newCSecrets(secrets)
 	defer cs.free()
-	v.mu.RLock()
-	defer v.mu.RUnlock()
-	if v.ptr == nil {
-		return ErrClosed
-	}
-	var cerr *C.payidem_error
-	var rc C.payidem_result
-	if replace {
-		rc = C.payidem_verifier_set_secrets(v.ptr, args.ptr(k), cs.ptrs, cs.lens, C.size_t(count), &cerr)
-	} else {
-		rc = C.payidem_verifier_add_key(v.ptr, args.ptr(k), cs.ptrs, cs.lens, C.size_t(count), &cerr)
-	}
-	runtime.KeepAlive(v)
-	if rc != C.PAYIDEM_OK {
-		return newError(rc, cerr, nil)
-	}
-	return nil
+	return v.call(func(h *C.payidem_verifier, cerr **C.payidem_error) C.payidem_result {
+		if replace {
+			return C.payidem_verifier_set_secrets(h, args.ptr(k), cs.ptrs, cs.lens, C.size_t(count), cerr)
+		}
+		return C.payidem_verifier_add_key(h, args.ptr(k), cs.ptrs, cs.lens, C.size_t(count), cerr)
+	})
 }
 
 // RemoveKey removes a key id: its secrets are wiped and its nonce memory
@@ -194,18 +173,9 @@ func (v *Verifier) RemoveKey(keyID string) error {
 	if err != nil {
 		return err
 	}
-	v.mu.RLock()
-	defer v.mu.RUnlock()
-	if v.ptr == nil {
-		return ErrClosed
-	}
-	var cerr *C.payidem_error
-	rc := C.payidem_verifier_remove_key(v.ptr, args.ptr(k), &cerr)
-	runtime.KeepAlive(v)
-	if rc != C.PAYIDEM_OK {
-		return newError(rc, cerr, nil)
-	}
-	return nil
+	return v.call(func(h *C.payidem_verifier, cerr **C.payidem_error) C.payidem_result {
+		return C.payidem_verifier_remove_key(h, args.ptr(k), cerr)
+	})
 }
 
 // SetNonceCapacityTotal sets the verifier-wide limit of nonces held across
@@ -216,18 +186,9 @@ func (v *Verifier) SetNonceCapacityTotal(total int) error {
 	if total <= 0 {
 		return invalid("nonce_capacity_total", "must be above 0")
 	}
-	v.mu.RLock()
-	defer v.mu.RUnlock()
-	if v.ptr == nil {
-		return ErrClosed
-	}
-	var cerr *C.payidem_error
-	rc := C.payidem_verifier_set_nonce_capacity_total(v.ptr, C.size_t(total), &cerr)
-	runtime.KeepAlive(v)
-	if rc != C.PAYIDEM_OK {
-		return newError(rc, cerr, nil)
-	}
-	return nil
+	return v.call(func(h *C.payidem_verifier, cerr **C.payidem_error) C.payidem_result {
+		return C.payidem_verifier_set_nonce_capacity_total(h, C.size_t(total), cerr)
+	})
 }
 
 // requestTarget is the request target as sent: the raw one a server
@@ -275,22 +236,13 @@ func (v *Verifier) VerifyRequest(r *http.Request, body []byte, now time.Time) (V
 		return Verified{}, err
 	}
 	defer headers.free()
-	unix := now.Unix()
-	if unix < 0 {
-		unix = 0
-	}
-	v.mu.RLock()
-	defer v.mu.RUnlock()
-	if v.ptr == nil {
-		return Verified{}, ErrClosed
-	}
-	var cerr *C.payidem_error
 	var out C.payidem_verified
-	rc := C.payidem_verifier_verify_into(v.ptr, args.ptr(m), args.ptr(p), headers.ptr,
-		C.size_t(headers.count), bytesPtr(body), C.size_t(len(body)), C.uint64_t(unix), &out, nil, &cerr)
-	runtime.KeepAlive(v)
-	if rc != C.PAYIDEM_OK {
-		return Verified{}, newError(rc, cerr, nil)
+	err = v.call(func(h *C.payidem_verifier, cerr **C.payidem_error) C.payidem_result {
+		return C.payidem_verifier_verify_into(h, args.ptr(m), args.ptr(p), headers.ptr,
+			C.size_t(headers.count), bytesPtr(body), C.size_t(len(body)), unixOf(now), &out, nil, cerr)
+	})
+	if err != nil {
+		return Verified{}, err
 	}
 	return Verified{
 		KeyID:          C.GoString(&out.key_id[0]),
@@ -424,13 +376,9 @@ func newRefusal(number uint32, message string, serverTime time.Time) (*Refusal, 
 	if err != nil {
 		return nil, false
 	}
-	unix := serverTime.Unix()
-	if unix < 0 {
-		unix = 0
-	}
 	var ref *C.payidem_refusal
 	var cerr *C.payidem_error
-	if C.payidem_refusal_new(C.uint32_t(number), args.ptr(m), C.uint64_t(unix), &ref, &cerr) != C.PAYIDEM_OK {
+	if C.payidem_refusal_new(C.uint32_t(number), args.ptr(m), unixOf(serverTime), &ref, &cerr) != C.PAYIDEM_OK {
 		C.payidem_error_free(cerr)
 		return nil, false
 	}

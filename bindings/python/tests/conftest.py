@@ -8,16 +8,19 @@ tests. Child processes inherit them.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import urllib.request
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, Optional
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import pytest
 
@@ -191,3 +194,71 @@ def new_order(prefix: str = "ord") -> str:
 
 
 PYTHON = sys.executable
+
+
+def clear_faults_after_first_try(mock: Mock) -> Callable[[payidem.AttemptEvent], None]:
+    """An ``on_attempt`` hook that clears the mock's faults once the first
+    try has been seen, so that the next try succeeds."""
+
+    def hook(event: payidem.AttemptEvent) -> None:
+        if event.attempt == 1:
+            mock.faults()
+
+    return hook
+
+
+def wsgi_call(app: Any, method: str, target: str, headers: Dict[str, str], body: bytes) -> Tuple[str, Dict[str, str], bytes]:
+    """Calls the WSGI ``app`` with one request (``target`` split into path
+    and query, each header as its ``HTTP_`` variable); returns the status
+    line, the response headers and the body."""
+    path, _, query = target.partition("?")
+    environ: Dict[str, Any] = {
+        "REQUEST_METHOD": method,
+        "SCRIPT_NAME": "",
+        "PATH_INFO": path,
+        "QUERY_STRING": query,
+        "CONTENT_LENGTH": str(len(body)),
+        "wsgi.input": io.BytesIO(body),
+    }
+    for name, value in headers.items():
+        environ["HTTP_" + name.upper().replace("-", "_")] = value
+    seen: Dict[str, Any] = {}
+
+    def start_response(status: str, response_headers: List[Tuple[str, str]]) -> None:
+        seen["status"] = status
+        seen["headers"] = dict(response_headers)
+
+    out = b"".join(app(environ, start_response))
+    return seen["status"], seen["headers"], out
+
+
+def payment_request(prefix: str) -> Tuple[str, bytes, Dict[str, str]]:
+    """A new order's payment as a raw request: its order id, the JSON body
+    and the headers (its ``create-`` idempotency key, the content type)."""
+    order = new_order(prefix)
+    body = json.dumps(payment(order)).encode()
+    headers = {"Idempotency-Key": f"create-{order}", "Content-Type": "application/json"}
+    return order, body, headers
+
+
+@contextlib.contextmanager
+def holding_mock(
+    delay_ms: int, make_client: Callable[..., payidem.Client], **options: Any
+) -> Iterator[Tuple[Mock, payidem.Client]]:
+    """A mock of the test's own that makes each payment, then holds its
+    answer for ``delay_ms`` milliseconds (stopped on exit), and a client of
+    it made by ``make_client`` with ``options``."""
+    server = Mock("--delay-ms", str(delay_ms))
+    try:
+        server.faults(delay_after_commit=1.0)
+        yield server, make_client(base_url=server.url, **options)
+    finally:
+        server.stop()
+
+
+def closed_port_url() -> str:
+    """An ``http://127.0.0.1:port`` URL on which nothing listens (a port
+    just bound and released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{s.getsockname()[1]}"

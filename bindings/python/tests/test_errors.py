@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pickle
-import socket
 import threading
 import time
 from pathlib import Path
@@ -13,7 +12,7 @@ import pytest
 
 import payidem
 from payidem import _native, errors
-from conftest import MOCK_SECRET, Mock, new_order, payment, status_path
+from conftest import MOCK_SECRET, Mock, closed_port_url, new_order, payment, status_path
 
 MakeClient = Callable[..., payidem.Client]
 SECRET = b"sk_test_0123456789abcdef0123456789abcdef"
@@ -158,14 +157,8 @@ def test_operation_busy(mock: Mock, make_client: MakeClient) -> None:
     assert mock.payments_created(order) == 1
 
 
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_transport_error(make_client: MakeClient) -> None:
-    client = make_client(base_url=f"http://127.0.0.1:{closed_port()}", max_attempts=2)
+    client = make_client(base_url=closed_port_url(), max_attempts=2)
     with pytest.raises(payidem.TransportError) as info:
         client.execute("ord-t", "POST", "/v1/payments", payment("ord-t"))
     assert info.value.order_id == "ord-t"

@@ -6,13 +6,12 @@ commit is made exactly once."""
 from __future__ import annotations
 
 import asyncio
-import socket
 from typing import Any, Callable, List
 
 import pytest
 
 import payidem
-from conftest import Mock, new_order, payment, status_path
+from conftest import Mock, clear_faults_after_first_try, closed_port_url, holding_mock, new_order, payment, status_path
 
 httpx = pytest.importorskip("httpx")
 
@@ -44,14 +43,6 @@ class Failing(httpx.BaseTransport):
     def handle_request(self, request: Any) -> Any:
         self.calls += 1
         raise self.error
-
-
-def clear_faults_after_first_try(mock: Mock) -> Callable[[payidem.AttemptEvent], None]:
-    def hook(event: payidem.AttemptEvent) -> None:
-        if event.attempt == 1:
-            mock.faults()
-
-    return hook
 
 
 def test_a_lost_answer_is_retried_with_a_fresh_signature_and_pays_once(
@@ -109,9 +100,7 @@ def test_a_final_refusal_is_the_response(
 
 
 def test_connect_errors_are_not_sent(make_client: Callable[..., payidem.Client]) -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        url = f"http://127.0.0.1:{s.getsockname()[1]}"
+    url = closed_port_url()
     client = make_client(base_url=url, max_attempts=2)
     order = new_order("hx-closed")
     with httpx.Client(transport=PayidemTransport(client)) as http:
@@ -168,10 +157,7 @@ def test_the_async_transport_pays_once(
 def test_a_cancelled_task_cancels_the_call_and_keeps_the_key(
     make_client: Callable[..., payidem.Client],
 ) -> None:
-    server = Mock("--delay-ms", "3000")
-    try:
-        server.faults(delay_after_commit=1.0)
-        client = make_client(base_url=server.url, request_timeout=10.0)
+    with holding_mock(3000, make_client, request_timeout=10.0) as (server, client):
         order = new_order("hx-cancel")
 
         async def pay() -> None:
@@ -192,5 +178,3 @@ def test_a_cancelled_task_cancels_the_call_and_keeps_the_key(
         outcome = client.resume(order)
         assert outcome.status == 201 and outcome.replayed
         assert server.payments_created(order) == 1
-    finally:
-        server.stop()

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import io
 import json
 import threading
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Dict, Iterable, Optional
 from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 import pytest
 
 import payidem
 from payidem.wsgi import VerifyingMiddleware, header_pairs, request_target
-from conftest import MOCK_KEY_ID, MOCK_SECRET, Mock, new_order, payment
+from conftest import MOCK_KEY_ID, MOCK_SECRET, Mock, payment_request, wsgi_call
 
 SECRET = b"sk_test_0123456789abcdef0123456789abcdef"
 NOW = 1_767_225_600
@@ -28,28 +27,6 @@ def echo_app(environ: Dict[str, Any], start_response: Any) -> Iterable[bytes]:
     return [answer]
 
 
-def call(app: Any, method: str, target: str, headers: Dict[str, str], body: bytes) -> Tuple[str, Dict[str, str], bytes]:
-    path, _, query = target.partition("?")
-    environ: Dict[str, Any] = {
-        "REQUEST_METHOD": method,
-        "SCRIPT_NAME": "",
-        "PATH_INFO": path,
-        "QUERY_STRING": query,
-        "CONTENT_LENGTH": str(len(body)),
-        "wsgi.input": io.BytesIO(body),
-    }
-    for name, value in headers.items():
-        environ["HTTP_" + name.upper().replace("-", "_")] = value
-    seen: Dict[str, Any] = {}
-
-    def start_response(status: str, response_headers: List[Tuple[str, str]]) -> None:
-        seen["status"] = status
-        seen["headers"] = dict(response_headers)
-
-    out = b"".join(app(environ, start_response))
-    return seen["status"], seen["headers"], out
-
-
 def middleware() -> VerifyingMiddleware:
     return VerifyingMiddleware(echo_app, payidem.Verifier({"key_live_1": [SECRET]}), clock=lambda: NOW)
 
@@ -59,10 +36,10 @@ def test_wsgi_accepts_a_signed_request_and_refuses_a_replay() -> None:
     signer = payidem.Signer("key_live_1", SECRET)
     body = b'{"amount":5}'
     headers = signer.sign_attempt("POST", "/v1/payments?x=1", body, "create-w1", timestamp=NOW)
-    status, _, out = call(app, "POST", "/v1/payments?x=1", headers, body)
+    status, _, out = wsgi_call(app, "POST", "/v1/payments?x=1", headers, body)
     assert status.startswith("200")
     assert json.loads(out) == {"key_id": "key_live_1", "idempotency_key": "create-w1", "body": body.decode()}
-    status, _, out = call(app, "POST", "/v1/payments?x=1", headers, body)
+    status, _, out = wsgi_call(app, "POST", "/v1/payments?x=1", headers, body)
     assert status.startswith("409")
     assert json.loads(out)["error"]["code"] == "nonce_reused"
 
@@ -71,18 +48,18 @@ def test_wsgi_answers_the_protocols_errors() -> None:
     app = middleware()
     signer = payidem.Signer("key_live_1", SECRET)
     headers = signer.sign_attempt("POST", "/v1/payments", b"{}", "create-w2", timestamp=NOW - 1000)
-    status, response_headers, out = call(app, "POST", "/v1/payments", headers, b"{}")
+    status, response_headers, out = wsgi_call(app, "POST", "/v1/payments", headers, b"{}")
     assert status.startswith("401")
     assert json.loads(out)["error"]["code"] == "timestamp_out_of_window"
     assert response_headers["X-Server-Time"] == str(NOW)
     assert "Date" in response_headers
     tampered = signer.sign_attempt("POST", "/v1/payments", b"{}", "create-w3", timestamp=NOW)
-    status, _, out = call(app, "POST", "/v1/payments", tampered, b'{"amount":999}')
+    status, _, out = wsgi_call(app, "POST", "/v1/payments", tampered, b'{"amount":999}')
     assert status.startswith("401") and json.loads(out)["error"]["code"] == "invalid_signature"
-    status, _, out = call(app, "GET", "/v1/payments", {}, b"")
+    status, _, out = wsgi_call(app, "GET", "/v1/payments", {}, b"")
     assert status.startswith("401") and json.loads(out)["error"]["code"] == "missing_signature"
     small = VerifyingMiddleware(echo_app, payidem.Verifier({"key_live_1": [SECRET]}), max_body=4)
-    status, _, _ = call(small, "POST", "/v1/payments", tampered, b"0123456789")
+    status, _, _ = wsgi_call(small, "POST", "/v1/payments", tampered, b"0123456789")
     assert status.startswith("413")
 
 
@@ -125,9 +102,7 @@ def test_requests_auth_against_the_mock(mock: Mock) -> None:
     from payidem.requests_auth import PayidemAuth
 
     auth = PayidemAuth(MOCK_KEY_ID, MOCK_SECRET)
-    order = new_order("req")
-    body = json.dumps(payment(order)).encode()
-    headers = {"Idempotency-Key": f"create-{order}", "Content-Type": "application/json"}
+    order, body, headers = payment_request("req")
     first = requests.post(mock.url + "/v1/payments", data=body, headers=headers, auth=auth, timeout=10)
     assert first.status_code == 201, first.text
     again = requests.post(mock.url + "/v1/payments", data=body, headers=headers, auth=auth, timeout=10)

@@ -6,7 +6,6 @@ Redis stopped fails closed (503 ``replay_store_unavailable`` with
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import socket
@@ -20,6 +19,7 @@ import pytest
 
 import payidem
 from payidem.wsgi import VerifyingMiddleware
+from conftest import wsgi_call
 
 SECRET = b"sk_test_0123456789abcdef0123456789abcdef"
 BODY = b'{"amount":1}'
@@ -105,22 +105,9 @@ def sign(key: str, at: Optional[int] = None) -> Dict[str, str]:
 
 
 def serve(mw: VerifyingMiddleware, headers: Dict[str, str]) -> Tuple[int, Dict[str, str], Any]:
-    environ: Dict[str, Any] = {
-        "REQUEST_METHOD": "POST",
-        "PATH_INFO": PATH,
-        "CONTENT_LENGTH": str(len(BODY)),
-        "wsgi.input": io.BytesIO(BODY),
-    }
-    for name, value in headers.items():
-        environ["HTTP_" + name.upper().replace("-", "_")] = value
-    answer: Dict[str, Any] = {}
-
-    def start_response(status: str, response_headers: List[Tuple[str, str]]) -> None:
-        answer["status"], answer["headers"] = status, response_headers
-
-    body = b"".join(mw(environ, start_response))
-    status = int(answer["status"].split()[0])
-    return status, dict(answer["headers"]), json.loads(body) if status != 201 else None
+    status_line, response_headers, body = wsgi_call(mw, "POST", PATH, headers, BODY)
+    status = int(status_line.split()[0])
+    return status, response_headers, json.loads(body) if status != 201 else None
 
 
 def test_the_store_url_is_checked() -> None:

@@ -10,7 +10,7 @@ from typing import Any, Callable, Dict, Iterator, List, Tuple
 import pytest
 
 import payidem
-from conftest import Mock, new_order, payment, status_path
+from conftest import Mock, clear_faults_after_first_try, closed_port_url, holding_mock, new_order, payment, status_path
 
 requests = pytest.importorskip("requests")
 
@@ -41,12 +41,12 @@ def session_for(client: payidem.Client, url: str) -> Any:
     return session
 
 
-def clear_faults_after_first_try(mock: Mock) -> Callable[[payidem.AttemptEvent], None]:
-    def hook(event: payidem.AttemptEvent) -> None:
-        if event.attempt == 1:
-            mock.faults()
-
-    return hook
+@pytest.fixture
+def adapter_session(mock: Mock, make_client: Callable[..., payidem.Client]) -> Tuple[payidem.Client, Any]:
+    """A default client of the mock and a session sending through its
+    adapter."""
+    client = make_client()
+    return client, session_for(client, mock.url)
 
 
 def test_a_lost_answer_is_retried_with_a_fresh_signature_and_pays_once(
@@ -97,10 +97,9 @@ def test_a_504_after_commit_is_settled_by_the_status_query(
 
 
 def test_a_final_refusal_is_the_response_and_is_never_sent_again(
-    mock: Mock, make_client: Callable[..., payidem.Client], sent: Sent
+    mock: Mock, adapter_session: Tuple[payidem.Client, Any], sent: Sent
 ) -> None:
-    client = make_client()
-    session = session_for(client, mock.url)
+    client, session = adapter_session
     order = new_order("rq-402")
     body = payment(order, amount=1402)
     r = session.post(mock.url + "/v1/payments", json=body, headers=payidem.operation_headers(order))
@@ -129,11 +128,7 @@ def test_an_unsettled_end_raises_the_payidem_error(
 
 
 def test_a_refused_connection_is_not_sent(make_client: Callable[..., payidem.Client]) -> None:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        url = f"http://127.0.0.1:{s.getsockname()[1]}"
+    url = closed_port_url()
     client = make_client(base_url=url, max_attempts=2)
     order = new_order("rq-closed")
     with pytest.raises(payidem.TransportError) as info:
@@ -149,10 +144,7 @@ def test_a_read_timeout_keeps_the_key_and_asks_the_status(
     make_client: Callable[..., payidem.Client],
 ) -> None:
     # The mock runs the payment, then holds the answer past the timeout.
-    server = Mock("--delay-ms", "1500")
-    try:
-        server.faults(delay_after_commit=1.0)
-        client = make_client(base_url=server.url, request_timeout=0.5)
+    with holding_mock(1500, make_client, request_timeout=0.5) as (server, client):
         order = new_order("rq-slow")
         r = session_for(client, server.url).post(
             server.url + "/v1/payments",
@@ -161,15 +153,12 @@ def test_a_read_timeout_keeps_the_key_and_asks_the_status(
         )
         assert r.status_code == 200 and r.json()["order_id"] == order
         assert server.payments_created(order) == 1
-    finally:
-        server.stop()
 
 
 def test_bad_requests_are_refused_before_anything_is_journaled(
-    mock: Mock, make_client: Callable[..., payidem.Client], sent: Sent
+    mock: Mock, adapter_session: Tuple[payidem.Client, Any], sent: Sent
 ) -> None:
-    client = make_client()
-    session = session_for(client, mock.url)
+    client, session = adapter_session
     with pytest.raises(payidem.InvalidArgument) as info:
         session.post(mock.url + "/v1/payments", json=payment("x"))
     assert info.value.field == "order_id"

@@ -4,11 +4,9 @@ copy with ``409 nonce_reused``; calling ``requests`` again signs afresh."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from conftest import MOCK_KEY_ID, MOCK_SECRET, Mock, new_order, payment
+from conftest import MOCK_KEY_ID, MOCK_SECRET, Mock, payment_request
 
 requests = pytest.importorskip("requests")
 retry_module = pytest.importorskip("urllib3.util.retry")
@@ -28,9 +26,7 @@ def test_urllib3_retry_resends_the_same_signature_and_is_refused(mock: Mock) -> 
     session = requests.Session()
     session.mount("http://", HTTPAdapter(max_retries=retry))
     auth = PayidemAuth(MOCK_KEY_ID, MOCK_SECRET)
-    order = new_order("resend")
-    body = json.dumps(payment(order)).encode()
-    headers = {"Idempotency-Key": f"create-{order}", "Content-Type": "application/json"}
+    order, body, headers = payment_request("resend")
     r = session.post(mock.url + "/v1/payments", data=body, headers=headers, auth=auth, timeout=10)
     assert r.status_code == 409, r.text
     assert r.json()["error"]["code"] == "nonce_reused"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import os
-from types import TracebackType
-from typing import Any, Callable, Dict, List, Optional, Tuple, Type, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 from . import _native
+from ._delegate import NativeResource, native_attribute
 from ._types import AttemptEvent, ClientDefaults, Headers, OperationStatus, Outcome, Response, _outcome, _status
 from .errors import Error, InvalidArgument
 from .events import Event, _listener
@@ -139,7 +139,7 @@ def _journal_setting(journal: Union[str, "os.PathLike[str]", None]) -> Optional[
     return os.fsdecode(os.fspath(journal))
 
 
-class Client:
+class Client(NativeResource):
     """Runs payment operations against the platform with protocol v1:
     every operation gets one idempotency key, frozen with its body in a
     durable journal, and is retried (with the same key) until its outcome is
@@ -283,10 +283,7 @@ class Client:
         0.0.4."""
         return prometheus_text(self)
 
-    @property
-    def key_id(self) -> str:
-        """The key id this client signs with."""
-        return self._native.key_id
+    key_id: native_attribute[str] = native_attribute("The key id this client signs with.")
 
     @property
     def proxy_from_env(self) -> bool:
@@ -306,30 +303,18 @@ class Client:
             return {"http": self._proxy, "https": self._proxy}
         return {}
 
-    @property
-    def closed(self) -> bool:
-        """Whether :meth:`close` was called."""
-        return self._native.closed
+    closed: native_attribute[bool] = native_attribute("Whether :meth:`close` was called.")
 
     def close(self) -> None:
         """Closes the client; calls still running finish first. Idempotent."""
         self._native.close()
 
-    def __enter__(self) -> Client:
+    def _check_usable(self) -> None:
         if self._native.closed:
             raise ValueError("this payidem.Client is closed")
-        return self
 
-    def __exit__(
-        self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
+    def _on_exit(self) -> None:
         self.close()
-
-    def __repr__(self) -> str:
-        return repr(self._native)
 
     def execute(
         self,

@@ -92,6 +92,9 @@ class Error(Exception):
     #: The HTTP status tied to the code, if any (a verifier's answer; set
     #: from the core's table at import).
     HTTP_STATUS: ClassVar[Optional[int]]
+    #: The attributes this class adds to the base's (each a keyword of its
+    #: constructor): what pickling keeps and what the core's error fills in.
+    _EXTRA: ClassVar[Tuple[str, ...]] = ()
 
     code: ErrorCodeName
     message: str
@@ -132,6 +135,7 @@ class Error(Exception):
             "http_status": self.http_status,
             "order_id": self.order_id,
             "idempotency_key": self.idempotency_key,
+            **{name: getattr(self, name) for name in self._EXTRA},
         }
 
     def __reduce__(self) -> Tuple[Any, ...]:
@@ -152,19 +156,18 @@ class InvalidArgument(Error):
     """An input broke its rule; ``field`` names it (e.g. ``"order_id"``)."""
 
     CODE = "invalid_argument"
+    _EXTRA = ("field",)
     field: Optional[str]
 
     def __init__(self, message: str, *, field: Optional[str] = None, **context: Any) -> None:
         super().__init__(message, **context)
         self.field = field
 
-    def _context(self) -> Dict[str, Any]:
-        return {**super()._context(), "field": self.field}
-
 
 class _WithResponse(Error):
     """An error that may carry the platform's answer (``status``, ``body``)."""
 
+    _EXTRA = ("status", "body")
     status: Optional[int]
     body: Optional[bytes]
 
@@ -179,9 +182,6 @@ class _WithResponse(Error):
         super().__init__(message, **context)
         self.status = status
         self.body = body
-
-    def _context(self) -> Dict[str, Any]:
-        return {**super()._context(), "status": self.status, "body": self.body}
 
 
 class IdempotencyConflict(_WithResponse):
@@ -288,14 +288,12 @@ class TimestampOutOfWindow(VerificationError):
     server's clock, to send back in ``X-Server-Time``."""
 
     CODE = "timestamp_out_of_window"
+    _EXTRA = ("server_time",)
     server_time: Optional[int]
 
     def __init__(self, message: str, *, server_time: Optional[int] = None, **context: Any) -> None:
         super().__init__(message, **context)
         self.server_time = server_time
-
-    def _context(self) -> Dict[str, Any]:
-        return {**super()._context(), "server_time": self.server_time}
 
 
 class InvalidSignature(VerificationError):
@@ -401,15 +399,6 @@ def error_class(code: str) -> Type[Error]:
     return _BY_CODE.get(code, InternalError)
 
 
-_ACCEPTS: Dict[Type[Error], Tuple[str, ...]] = {
-    InvalidArgument: ("field",),
-    IdempotencyConflict: ("status", "body"),
-    Rejected: ("status", "body"),
-    Refused: ("status", "body"),
-    TimestampOutOfWindow: ("server_time",),
-}
-
-
 def _from_native(
     code: str,
     message: str,
@@ -431,7 +420,7 @@ def _from_native(
         "order_id": order_id,
         "idempotency_key": idempotency_key,
     }
-    for name in _ACCEPTS.get(cls, ()):
+    for name in cls._EXTRA:
         context[name] = extra[name]
     if cls is InternalError and code != InternalError.CODE:
         message = f"{code}: {message}"

@@ -49,7 +49,7 @@ async transport: the journal-bound steps run in a worker thread
 
 from __future__ import annotations
 
-from typing import Callable, List, Optional, Tuple, TypeVar
+from typing import Callable, Generic, List, Optional, Tuple, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -63,6 +63,7 @@ from .operation import Attempt, Call, DoneStep, Reply, WaitStep
 __all__ = ["AsyncPayidemTransport", "PayidemTransport", "operation_headers"]
 
 T = TypeVar("T")
+W = TypeVar("W")
 
 _NOT_SENT = (
     httpx.ConnectError,
@@ -144,25 +145,40 @@ def _decoded(status: int, headers: List[Tuple[str, str]], raw: bytes) -> bytes:
     return httpx.Response(status, headers=_without_framing(headers), content=raw).read()
 
 
-class PayidemTransport(httpx.BaseTransport):
-    """An ``httpx`` transport that runs every request as an operation of
-    ``client`` (see the module's documentation) and sends each try through
-    ``transport``. ``deadline`` (seconds) shortens the client's deadline for
-    every call (the ``Payidem-Deadline`` header for one). Closing it closes
-    the wrapped transport, not the client."""
+class _OperationTransport(Generic[W]):
+    """What both transports hold: the ``client`` whose operations they run,
+    the wrapped ``transport`` each try goes through (a new default one when
+    none is given) and the ``deadline`` (seconds) of every call."""
 
     def __init__(
         self,
         client: Client,
-        transport: Optional[httpx.BaseTransport] = None,
+        transport: Optional[W] = None,
         *,
         deadline: Optional[float] = None,
     ) -> None:
         if not isinstance(client, Client):
             raise TypeError(f"client must be a payidem.Client, not {type(client).__name__}")
         self.client = client
-        self.transport = transport if transport is not None else httpx.HTTPTransport()
+        self.transport: W = transport if transport is not None else self._default_transport()
         self.deadline = deadline
+
+    def _default_transport(self) -> W:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(client={self.client!r}, transport={self.transport!r})"
+
+
+class PayidemTransport(_OperationTransport[httpx.BaseTransport], httpx.BaseTransport):
+    """An ``httpx`` transport that runs every request as an operation of
+    ``client`` (see the module's documentation) and sends each try through
+    ``transport``. ``deadline`` (seconds) shortens the client's deadline for
+    every call (the ``Payidem-Deadline`` header for one). Closing it closes
+    the wrapped transport, not the client."""
+
+    def _default_transport(self) -> httpx.BaseTransport:
+        return httpx.HTTPTransport()
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         """Runs ``request`` as an operation; returns its settled response or
@@ -196,28 +212,15 @@ class PayidemTransport(httpx.BaseTransport):
     def close(self) -> None:
         self.transport.close()
 
-    def __repr__(self) -> str:
-        return f"PayidemTransport(client={self.client!r}, transport={self.transport!r})"
 
-
-class AsyncPayidemTransport(httpx.AsyncBaseTransport):
+class AsyncPayidemTransport(_OperationTransport[httpx.AsyncBaseTransport], httpx.AsyncBaseTransport):
     """:class:`PayidemTransport` for ``httpx.AsyncClient``: tries go through
     the async ``transport`` (default ``httpx.AsyncHTTPTransport()``); the
     call's journal-bound steps run in a worker thread so the event loop is
     never blocked by a journal write."""
 
-    def __init__(
-        self,
-        client: Client,
-        transport: Optional[httpx.AsyncBaseTransport] = None,
-        *,
-        deadline: Optional[float] = None,
-    ) -> None:
-        if not isinstance(client, Client):
-            raise TypeError(f"client must be a payidem.Client, not {type(client).__name__}")
-        self.client = client
-        self.transport = transport if transport is not None else httpx.AsyncHTTPTransport()
-        self.deadline = deadline
+    def _default_transport(self) -> httpx.AsyncBaseTransport:
+        return httpx.AsyncHTTPTransport()
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         """Runs ``request`` as an operation; returns its settled response or
@@ -272,9 +275,6 @@ class AsyncPayidemTransport(httpx.AsyncBaseTransport):
 
     async def aclose(self) -> None:
         await self.transport.aclose()
-
-    def __repr__(self) -> str:
-        return f"AsyncPayidemTransport(client={self.client!r}, transport={self.transport!r})"
 
 
 async def _in_thread(fn: Callable[[], T]) -> T:

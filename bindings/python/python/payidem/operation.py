@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import (
     TYPE_CHECKING,
     Callable,
@@ -44,12 +43,12 @@ from typing import (
     Mapping,
     Optional,
     Tuple,
-    Type,
     Union,
     cast,
 )
 
 from . import _native
+from ._delegate import NativeResource, NativeWrapper, native_attribute
 from ._native import RetryBudget
 from ._types import (
     AttemptKind,
@@ -313,7 +312,7 @@ def _freeze(body: Body) -> bytes:
     return freeze_body(body)
 
 
-class Operation:
+class Operation(NativeWrapper):
     """One call of one operation driven by the core's state machine, with
     no journal and no clock of its own: for callers that keep their own
     journal, and for tests that replay exact sequences.
@@ -398,30 +397,11 @@ class Operation:
             time.monotonic() - self._started if elapsed is None else elapsed,
         )
 
-    @property
-    def order_id(self) -> str:
-        """The operation's order id."""
-        return self._native.order_id
-
-    @property
-    def idempotency_key(self) -> str:
-        """The frozen idempotency key."""
-        return self._native.idempotency_key
-
-    @property
-    def attempts(self) -> int:
-        """Attempts over every call so far."""
-        return self._native.attempts
-
-    @property
-    def landed(self) -> Landed:
-        """Whether an attempt may have taken effect, over every call."""
-        return self._native.landed
-
-    @property
-    def clock_offset(self) -> int:
-        """The clock offset in force, in seconds."""
-        return self._native.clock_offset
+    order_id: native_attribute[str] = native_attribute("The operation's order id.")
+    idempotency_key: native_attribute[str] = native_attribute("The frozen idempotency key.")
+    attempts: native_attribute[int] = native_attribute("Attempts over every call so far.")
+    landed: native_attribute[Landed] = native_attribute("Whether an attempt may have taken effect, over every call.")
+    clock_offset: native_attribute[int] = native_attribute("The clock offset in force, in seconds.")
 
     def poll(
         self, signer: _native.Signer, *, now: Optional[int] = None, elapsed: Optional[float] = None
@@ -469,11 +449,8 @@ class Operation:
         have landed, else ``not_sent`` or ``refused``; the key is kept."""
         return _end(self._native.abandon(reason))
 
-    def __repr__(self) -> str:
-        return repr(self._native)
 
-
-class Call:
+class Call(NativeResource):
     """One call of a :class:`~payidem.Client`'s operation whose attempts the
     caller sends with its own HTTP client: the same checks, journal, signer,
     retry budget, clock offset and ``on_attempt`` events as
@@ -542,20 +519,9 @@ class Call:
         its own key and body (a settled one is done at once)."""
         return cls(_native.Call.resume(_client_native(client), order_id, deadline=deadline))
 
-    @property
-    def order_id(self) -> str:
-        """The operation's order id."""
-        return self._native.order_id
-
-    @property
-    def idempotency_key(self) -> str:
-        """The operation's frozen key."""
-        return self._native.idempotency_key
-
-    @property
-    def done(self) -> bool:
-        """Whether the call is over (the next step is a :class:`DoneStep`)."""
-        return self._native.done
+    order_id: native_attribute[str] = native_attribute("The operation's order id.")
+    idempotency_key: native_attribute[str] = native_attribute("The operation's frozen key.")
+    done: native_attribute[bool] = native_attribute("Whether the call is over (the next step is a :class:`DoneStep`).")
 
     @property
     def end(self) -> Optional[End]:
@@ -632,20 +598,9 @@ class Call:
         except Error:
             pass
 
-    def __enter__(self) -> Call:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
+    def _on_exit(self) -> None:
         if not self.done:
             self._cancel_quietly()
-
-    def __repr__(self) -> str:
-        return repr(self._native)
 
 
 def _client_native(client: Client) -> _native.Client:

@@ -86,7 +86,7 @@ from ._control import OperationRequest, operation_headers, read_operation
 from .client import Client
 from .errors import IdempotencyConflict, Rejected
 from .operation import Attempt, Reply
-from .requests_auth import _refuse_redirect
+from .requests_auth import _body_bytes, _refuse_redirect
 
 __all__ = ["PayidemAdapter", "operation_headers"]
 
@@ -124,17 +124,10 @@ def _nothing_sent(error: BaseException) -> bool:
     return False
 
 
-def _body_bytes(body: object) -> bytes:
-    if body is None:
-        return b""
-    if isinstance(body, bytes):
-        return body
-    if isinstance(body, str):
-        return body.encode("utf-8")
-    raise TypeError(
-        "PayidemAdapter sends an operation's body on every try, so it must be known in full "
-        "(bytes, str, json=, or data= of a dict); streamed bodies and files cannot be frozen"
-    )
+_UNFREEZABLE = (
+    "PayidemAdapter sends an operation's body on every try, so it must be known in full "
+    "(bytes, str, json=, or data= of a dict); streamed bodies and files cannot be frozen"
+)
 
 
 def _text(value: Union[str, bytes]) -> str:
@@ -227,7 +220,7 @@ class PayidemAdapter(HTTPAdapter):
             str(request.method).upper(),
             str(request.url),
             [(n, _text(v)) for n, v in request.headers.items()],
-            _body_bytes(request.body),
+            _body_bytes(request.body, _UNFREEZABLE),
             self.deadline,
         )
         last: List[Response] = []

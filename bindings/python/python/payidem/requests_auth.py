@@ -41,17 +41,23 @@ __all__ = ["PayidemAuth"]
 R = TypeVar("R")
 
 
-def _body_bytes(body: Union[bytes, str, None, Any]) -> bytes:
+def _body_bytes(body: Union[bytes, str, None, Any], refusal: str) -> bytes:
+    """A prepared request's body as the bytes that are signed and sent
+    (``str`` as UTF-8, none as empty); any other body (a stream, a file)
+    raises :class:`TypeError` with ``refusal``."""
     if body is None:
         return b""
     if isinstance(body, bytes):
         return body
     if isinstance(body, str):
         return body.encode("utf-8")
-    raise TypeError(
-        "PayidemAuth can only sign a body known in full (bytes or str); "
-        "streamed bodies and files cannot be signed"
-    )
+    raise TypeError(refusal)
+
+
+_UNSIGNABLE = (
+    "PayidemAuth can only sign a body known in full (bytes or str); "
+    "streamed bodies and files cannot be signed"
+)
 
 
 _NOT_REDIRECTS: Dict[type, type] = {}
@@ -110,7 +116,7 @@ class PayidemAuth:
         signed = self.signer.sign_attempt(
             r.method.upper(),
             r.path_url,
-            _body_bytes(r.body),
+            _body_bytes(r.body, _UNSIGNABLE),
             key if key else None,
         )
         r.headers.update(signed)

@@ -522,7 +522,7 @@ static int runs_through_call(const cJSON *vector) {
 }
 
 /* A hundred years. */
-#define SETTLED_RETENTION_S 3153600000.0
+#define SETTLED_RETENTION_S 1000000000.0 /* the longest the settings allow */
 
 /* The options of a client for a vector's setup, over `journal_path`. */
 static char *client_options(const cJSON *setup, const char *journal_path) {

@@ -19,6 +19,7 @@ pub mod policy;
 pub mod protocol;
 pub mod redact;
 pub mod replay_store;
+pub mod vocabulary;
 
 pub use client::{CallOptions, Client, ClientConfig, JournalChoice};
 pub use error::{Error, ErrorCode, Result};

@@ -1738,6 +1738,41 @@ payidem_result payidem_verifier_metrics(const struct payidem_verifier *verifier,
                                         struct payidem_error **err_out);
 
 /**
+ * The stable name of a `payidem_operation_state` value (`"pending"`,
+ * `"in_flight"`, `"unknown"`, `"succeeded"`, `"rejected"`, `"conflict"`:
+ * the names journals store); NULL for `PAYIDEM_STATE_NOT_FOUND` and any
+ * other number that is no state.
+ *
+ * Ownership: the string is static; never free it.
+ * NULL: never takes a pointer.
+ * Threads: safe from any thread.
+ * Errors: none; an unknown number gives NULL.
+ */
+const char *payidem_operation_state_name(uint32_t state);
+
+/**
+ * The stable name of a `payidem_step_type` value (`"persist"`, `"send"`,
+ * `"wait"`, `"end"`); NULL for a number that is no step type.
+ *
+ * Ownership: the string is static; never free it.
+ * NULL: never takes a pointer.
+ * Threads: safe from any thread.
+ * Errors: none; an unknown number gives NULL.
+ */
+const char *payidem_step_type_name(uint32_t kind);
+
+/**
+ * The stable name of a `payidem_attempt_outcome` value (`"response"`,
+ * `"not_sent"`, `"sent_no_response"`); NULL for a number that is none.
+ *
+ * Ownership: the string is static; never free it.
+ * NULL: never takes a pointer.
+ * Threads: safe from any thread.
+ * Errors: none; an unknown number gives NULL.
+ */
+const char *payidem_attempt_outcome_name(uint32_t outcome);
+
+/**
  * The stable name of a `payidem_next_action` value (`"settle"`,
  * `"retry_now"`, `"retry_later"`, `"adjust_clock"`, `"query_status"`,
  * `"query_later"`, `"give_up"`), as the core library names it; NULL for a
@@ -1772,6 +1807,19 @@ const char *payidem_landed_name(uint32_t landed);
  * Errors: none; an unknown number gives NULL.
  */
 const char *payidem_attempt_kind_name(uint32_t kind);
+
+/**
+ * The stable name of a `payidem_decision_kind` (`done`, `fail`,
+ * `retry_now`, `retry_backoff`, `retry_after`, `adjust_clock_retry`,
+ * `query_status`, `send_operation`: the core's names); NULL for a number
+ * that is no decision kind.
+ *
+ * Ownership: a static string; never free it.
+ * NULL: never takes a pointer.
+ * Threads: safe from any thread.
+ * Errors: none (NULL for an unknown number).
+ */
+const char *payidem_decision_kind_name(uint32_t kind);
 
 /**
  * What `step` asks for: a `payidem_step_type` value; 0 for a NULL step.
@@ -2382,19 +2430,6 @@ payidem_result payidem_decide_status_query(uint32_t outcome,
                                            uint64_t now,
                                            struct payidem_decision *decision_out,
                                            struct payidem_error **err_out);
-
-/**
- * The stable name of a `payidem_decision_kind` (`done`, `fail`,
- * `retry_now`, `retry_backoff`, `retry_after`, `adjust_clock_retry`,
- * `query_status`, `send_operation`: the core's names); NULL for a number
- * that is no decision kind.
- *
- * Ownership: a static string; never free it.
- * NULL: never takes a pointer.
- * Threads: safe from any thread.
- * Errors: none (NULL for an unknown number).
- */
-const char *payidem_decision_kind_name(uint32_t kind);
 
 /**
  * Writes the `error.code` of a protocol error body

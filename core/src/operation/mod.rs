@@ -13,7 +13,7 @@ mod step;
 #[cfg(test)]
 mod tests;
 
-pub use end::{End, Outcome};
+pub use end::{End, EndKind, Outcome};
 pub use limits::{
     CallLimits, CallSetup, Progress, DEFAULT_MAX_CLOCK_OFFSET_SECS, PLATFORM_KEY_RETENTION_SECS,
 };
@@ -21,5 +21,6 @@ pub use machine::Operation;
 pub use spec::{FrozenOperation, OperationSpec};
 pub use state::{OperationState, Response};
 pub use step::{
-    Attempt, AttemptKind, CallTime, Entropy, NextAction, OsEntropy, Persist, Reaction, Reply, Step,
+    Attempt, AttemptKind, CallTime, Entropy, NextAction, OsEntropy, Persist, Reaction, Reply,
+    ReplyKind, Step, StepKind,
 };

@@ -44,26 +44,14 @@ impl Entropy for OsEntropy {
     }
 }
 
-/// What an attempt is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum AttemptKind {
-    /// The operation's own request (same method, path, body and key every
-    /// time).
-    Operation,
-    /// A signed GET of the operation's status path.
-    StatusQuery,
-}
-
-impl AttemptKind {
-    /// Every kind.
-    pub const ALL: [AttemptKind; 2] = [AttemptKind::Operation, AttemptKind::StatusQuery];
-
-    /// A stable lower-case name: `operation`, `status_query`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AttemptKind::Operation => "operation",
-            AttemptKind::StatusQuery => "status_query",
-        }
+crate::vocabulary::vocabulary! {
+    /// What an attempt is.
+    pub enum AttemptKind {
+        /// The operation's own request (same method, path, body and key every
+        /// time).
+        Operation = 1 => "operation",
+        /// A signed GET of the operation's status path.
+        StatusQuery = 2 => "status_query",
     }
 }
 
@@ -113,6 +101,32 @@ pub enum Step {
     End(End),
 }
 
+crate::vocabulary::vocabulary! {
+    /// The kind of a [`Step`], without its data.
+    pub enum StepKind {
+        /// [`Step::Persist`].
+        Persist = 1 => "persist",
+        /// [`Step::Send`].
+        Send = 2 => "send",
+        /// [`Step::Wait`].
+        Wait = 3 => "wait",
+        /// [`Step::End`].
+        End = 4 => "end",
+    }
+}
+
+impl Step {
+    /// The step's kind.
+    pub fn kind(&self) -> StepKind {
+        match self {
+            Step::Persist(_) => StepKind::Persist,
+            Step::Send(_) => StepKind::Send,
+            Step::Wait(_) => StepKind::Wait,
+            Step::End(_) => StepKind::End,
+        }
+    }
+}
+
 /// What one attempt produced, as the caller saw it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Reply {
@@ -124,49 +138,48 @@ pub enum Reply {
     SentNoResponse(String),
 }
 
-/// What the machine decided after an attempt.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum NextAction {
-    /// The call ended with the platform's answer.
-    Settle,
-    /// Retry at once with a fresh signature.
-    RetryNow,
-    /// Retry after a backoff or `Retry-After`.
-    RetryLater,
-    /// Adjust the clock offset and retry at once.
-    AdjustClock,
-    /// Query the operation's status.
-    QueryStatus,
-    /// Query the status again after a backoff.
-    QueryLater,
-    /// Give up: attempts, deadline, retry budget or `Retry-After` limits
-    /// reached, or an answer that may not be believed.
-    GiveUp,
+crate::vocabulary::vocabulary! {
+    /// The kind of a [`Reply`], without its data (the C ABI's
+    /// `payidem_attempt_outcome`).
+    pub enum ReplyKind {
+        /// [`Reply::Response`].
+        Response = 1 => "response",
+        /// [`Reply::NotSent`].
+        NotSent = 2 => "not_sent",
+        /// [`Reply::SentNoResponse`].
+        SentNoResponse = 3 => "sent_no_response",
+    }
 }
 
-impl NextAction {
-    /// Every action.
-    pub const ALL: [NextAction; 7] = [
-        NextAction::Settle,
-        NextAction::RetryNow,
-        NextAction::RetryLater,
-        NextAction::AdjustClock,
-        NextAction::QueryStatus,
-        NextAction::QueryLater,
-        NextAction::GiveUp,
-    ];
-
-    /// A stable lower-case name.
-    pub fn as_str(self) -> &'static str {
+impl Reply {
+    /// The reply's kind.
+    pub fn kind(&self) -> ReplyKind {
         match self {
-            NextAction::Settle => "settle",
-            NextAction::RetryNow => "retry_now",
-            NextAction::RetryLater => "retry_later",
-            NextAction::AdjustClock => "adjust_clock",
-            NextAction::QueryStatus => "query_status",
-            NextAction::QueryLater => "query_later",
-            NextAction::GiveUp => "give_up",
+            Reply::Response(_) => ReplyKind::Response,
+            Reply::NotSent(_) => ReplyKind::NotSent,
+            Reply::SentNoResponse(_) => ReplyKind::SentNoResponse,
         }
+    }
+}
+
+crate::vocabulary::vocabulary! {
+    /// What the machine decided after an attempt.
+    pub enum NextAction {
+        /// The call ended with the platform's answer.
+        Settle = 1 => "settle",
+        /// Retry at once with a fresh signature.
+        RetryNow = 2 => "retry_now",
+        /// Retry after a backoff or `Retry-After`.
+        RetryLater = 3 => "retry_later",
+        /// Adjust the clock offset and retry at once.
+        AdjustClock = 4 => "adjust_clock",
+        /// Query the operation's status.
+        QueryStatus = 5 => "query_status",
+        /// Query the status again after a backoff.
+        QueryLater = 6 => "query_later",
+        /// Give up: attempts, deadline, retry budget or `Retry-After` limits
+        /// reached, or an answer that may not be believed.
+        GiveUp = 7 => "give_up",
     }
 }
 

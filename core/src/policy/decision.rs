@@ -25,37 +25,21 @@ pub enum AttemptResult<'a> {
     SentNoResponse,
 }
 
-/// Whether the operation may have taken effect on the platform, as far as
-/// one answer tells. Ordered `No < Maybe < Yes`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Landed {
-    /// It did not: the answer came before the platform's idempotency step
-    /// (authentication, replay cache, rate limit), nothing was sent, or the
-    /// key is held by another request.
-    No,
-    /// It may have: keep the key, never re-key, learn the outcome (status
-    /// query or a retry with the same key).
-    Maybe,
-    /// It did: the platform ran it or is running it under this key (a 2xx,
-    /// a final refusal it stored, `idempotency_in_progress`).
-    Yes,
-}
-
-impl Landed {
-    /// A stable lower-case name: `no`, `maybe`, `yes`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Landed::No => "no",
-            Landed::Maybe => "maybe",
-            Landed::Yes => "yes",
-        }
-    }
-
-    /// The value with this name.
-    pub fn from_name(name: &str) -> Option<Landed> {
-        [Landed::No, Landed::Maybe, Landed::Yes]
-            .into_iter()
-            .find(|l| l.as_str() == name)
+crate::vocabulary::vocabulary! {
+    /// Whether the operation may have taken effect on the platform, as far as
+    /// one answer tells. Ordered `No < Maybe < Yes`.
+    #[derive(PartialOrd, Ord)]
+    pub enum Landed {
+        /// It did not: the answer came before the platform's idempotency step
+        /// (authentication, replay cache, rate limit), nothing was sent, or the
+        /// key is held by another request.
+        No = 0 => "no",
+        /// It may have: keep the key, never re-key, learn the outcome (status
+        /// query or a retry with the same key).
+        Maybe = 1 => "maybe",
+        /// It did: the platform ran it or is running it under this key (a 2xx,
+        /// a final refusal it stored, `idempotency_in_progress`).
+        Yes = 2 => "yes",
     }
 }
 
@@ -104,34 +88,48 @@ pub enum Action {
     SendOperation,
 }
 
-impl Action {
-    /// Every action's name, in declaration order (the C ABI numbers its
-    /// decision kinds 1, 2, ... in this order).
-    pub const NAMES: [&'static str; 8] = [
-        "done",
-        "fail",
-        "retry_now",
-        "retry_backoff",
-        "retry_after",
-        "adjust_clock_retry",
-        "query_status",
-        "send_operation",
-    ];
+crate::vocabulary::vocabulary! {
+    /// The kind of an [`Action`], without its data (the C ABI's
+    /// `payidem_decision_kind`).
+    pub enum DecisionKind {
+        /// [`Action::Done`].
+        Done = 1 => "done",
+        /// [`Action::Fail`].
+        Fail = 2 => "fail",
+        /// [`Action::RetryNow`].
+        RetryNow = 3 => "retry_now",
+        /// [`Action::RetryBackoff`].
+        RetryBackoff = 4 => "retry_backoff",
+        /// [`Action::RetryAfter`].
+        RetryAfter = 5 => "retry_after",
+        /// [`Action::AdjustClockRetry`].
+        AdjustClockRetry = 6 => "adjust_clock_retry",
+        /// [`Action::QueryStatus`].
+        QueryStatus = 7 => "query_status",
+        /// [`Action::SendOperation`].
+        SendOperation = 8 => "send_operation",
+    }
+}
 
-    /// A stable lower-case name (`done`, `fail`, `retry_now`,
-    /// `retry_backoff`, `retry_after`, `adjust_clock_retry`, `query_status`,
-    /// `send_operation`).
-    pub fn as_str(self) -> &'static str {
+impl Action {
+    /// The action's kind.
+    pub fn kind(self) -> DecisionKind {
         match self {
-            Action::Done { .. } => "done",
-            Action::Fail(_) => "fail",
-            Action::RetryNow => "retry_now",
-            Action::RetryBackoff => "retry_backoff",
-            Action::RetryAfter { .. } => "retry_after",
-            Action::AdjustClockRetry { .. } => "adjust_clock_retry",
-            Action::QueryStatus => "query_status",
-            Action::SendOperation => "send_operation",
+            Action::Done { .. } => DecisionKind::Done,
+            Action::Fail(_) => DecisionKind::Fail,
+            Action::RetryNow => DecisionKind::RetryNow,
+            Action::RetryBackoff => DecisionKind::RetryBackoff,
+            Action::RetryAfter { .. } => DecisionKind::RetryAfter,
+            Action::AdjustClockRetry { .. } => DecisionKind::AdjustClockRetry,
+            Action::QueryStatus => DecisionKind::QueryStatus,
+            Action::SendOperation => DecisionKind::SendOperation,
         }
+    }
+
+    /// The stable lower-case name of the action's kind
+    /// ([`DecisionKind::as_str`]).
+    pub fn as_str(self) -> &'static str {
+        self.kind().as_str()
     }
 }
 
@@ -288,22 +286,6 @@ mod tests {
             true,
             0,
         )
-    }
-
-    #[test]
-    fn names_follow_declaration_order() {
-        let actions = [
-            Action::Done { replayed: false },
-            Action::Fail(Failure::Rejected),
-            Action::RetryNow,
-            Action::RetryBackoff,
-            Action::RetryAfter { seconds: 1 },
-            Action::AdjustClockRetry { server_time: 1 },
-            Action::QueryStatus,
-            Action::SendOperation,
-        ];
-        let names: Vec<&str> = actions.iter().map(|a| a.as_str()).collect();
-        assert_eq!(names, Action::NAMES);
     }
 
     #[test]

@@ -13,7 +13,8 @@ pub use backoff::RetryPolicy;
 pub use budget::{RetryBudget, RetryBudgetConfig};
 pub use clock::{server_time_from_headers, ClockOffset};
 pub use decision::{
-    decide, decide_status_query, landed_by_answer, Action, AttemptResult, Decision, Failure, Landed,
+    decide, decide_status_query, landed_by_answer, Action, AttemptResult, Decision, DecisionKind,
+    Failure, Landed,
 };
 pub use error_body::error_code_from_body;
 pub use retry_after::parse_retry_after;

@@ -3,23 +3,22 @@
 
 use std::ffi::{c_char, CString};
 use std::ptr;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use payidem::operation::{
-    Attempt, AttemptKind, CallLimits, CallSetup, CallTime, End, NextAction, Operation,
-    OperationSpec, OperationState, OsEntropy, Progress, Reaction, Reply, Response, Step,
+    Attempt, AttemptKind, CallLimits, CallSetup, CallTime, End, Operation, OperationSpec,
+    OperationState, OsEntropy, Progress, Reaction, Reply, Response, Step,
 };
 use payidem::policy::{ClockOffset, Landed, RetryBudget, RetryBudgetConfig, RetryPolicy};
 use payidem::{Error, Outcome};
 use serde_json::{Map, Value};
 
 use crate::boundary::{guard, guard_value};
-use crate::client::{payidem_attempt_kind, payidem_next_action};
 use crate::error::{payidem_error, FfiError};
 use crate::headers::{payidem_header, read_headers};
 use crate::outcome::payidem_outcome;
-use crate::policy::{payidem_attempt_outcome, payidem_landed};
+use crate::policy::payidem_attempt_outcome;
 use crate::result::payidem_result;
 use crate::signing::payidem_signer;
 use crate::text::{bytes, c_string, handle, opt_str, out};
@@ -59,119 +58,9 @@ pub struct payidem_reaction {
     pub landed: u32,
 }
 
-impl From<NextAction> for payidem_next_action {
-    fn from(n: NextAction) -> payidem_next_action {
-        match n {
-            NextAction::Settle => payidem_next_action::PAYIDEM_NEXT_SETTLE,
-            NextAction::RetryNow => payidem_next_action::PAYIDEM_NEXT_RETRY_NOW,
-            NextAction::RetryLater => payidem_next_action::PAYIDEM_NEXT_RETRY_LATER,
-            NextAction::AdjustClock => payidem_next_action::PAYIDEM_NEXT_ADJUST_CLOCK,
-            NextAction::QueryStatus => payidem_next_action::PAYIDEM_NEXT_QUERY_STATUS,
-            NextAction::QueryLater => payidem_next_action::PAYIDEM_NEXT_QUERY_LATER,
-            NextAction::GiveUp => payidem_next_action::PAYIDEM_NEXT_GIVE_UP,
-        }
-    }
-}
-
-impl From<AttemptKind> for payidem_attempt_kind {
-    fn from(k: AttemptKind) -> payidem_attempt_kind {
-        match k {
-            AttemptKind::Operation => payidem_attempt_kind::PAYIDEM_ATTEMPT_KIND_OPERATION,
-            AttemptKind::StatusQuery => payidem_attempt_kind::PAYIDEM_ATTEMPT_KIND_STATUS_QUERY,
-        }
-    }
-}
-
-const LANDED_ALL: [Landed; 3] = [Landed::No, Landed::Maybe, Landed::Yes];
-
 /// A duration in whole milliseconds, rounded up.
 pub(crate) fn ceil_ms(d: Duration) -> u64 {
     u64::try_from(d.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX)
-}
-
-/// The static C name of the core value whose C number is `number`.
-fn static_name<T: Copy>(
-    cache: &'static OnceLock<Vec<(u32, CString)>>,
-    all: &[T],
-    number_of: impl Fn(T) -> u32,
-    name_of: impl Fn(T) -> &'static str,
-    number: u32,
-) -> *const c_char {
-    let names = cache.get_or_init(|| {
-        all.iter()
-            .map(|&v| (number_of(v), c_string(name_of(v))))
-            .collect()
-    });
-    names
-        .iter()
-        .find(|(n, _)| *n == number)
-        .map_or(ptr::null(), |(_, name)| name.as_ptr())
-}
-
-/// The stable name of a `payidem_next_action` value (`"settle"`,
-/// `"retry_now"`, `"retry_later"`, `"adjust_clock"`, `"query_status"`,
-/// `"query_later"`, `"give_up"`), as the core library names it; NULL for a
-/// number that is no action.
-///
-/// Ownership: the string is static; never free it.
-/// NULL: never takes a pointer.
-/// Threads: safe from any thread.
-/// Errors: none; an unknown number gives NULL.
-#[no_mangle]
-pub extern "C" fn payidem_next_action_name(action: u32) -> *const c_char {
-    static NAMES: OnceLock<Vec<(u32, CString)>> = OnceLock::new();
-    guard_value(ptr::null(), || {
-        static_name(
-            &NAMES,
-            &NextAction::ALL,
-            |a| payidem_next_action::from(a) as u32,
-            NextAction::as_str,
-            action,
-        )
-    })
-}
-
-/// The stable name of a `payidem_landed` value (`"no"`, `"maybe"`,
-/// `"yes"`), as the core library names it; NULL for a number that is none.
-///
-/// Ownership: the string is static; never free it.
-/// NULL: never takes a pointer.
-/// Threads: safe from any thread.
-/// Errors: none; an unknown number gives NULL.
-#[no_mangle]
-pub extern "C" fn payidem_landed_name(landed: u32) -> *const c_char {
-    static NAMES: OnceLock<Vec<(u32, CString)>> = OnceLock::new();
-    guard_value(ptr::null(), || {
-        static_name(
-            &NAMES,
-            &LANDED_ALL,
-            |l| payidem_landed::from(l) as u32,
-            Landed::as_str,
-            landed,
-        )
-    })
-}
-
-/// The stable name of a `payidem_attempt_kind` value (`"operation"`,
-/// `"status_query"`), as the core library names it; NULL for a number that
-/// is no kind.
-///
-/// Ownership: the string is static; never free it.
-/// NULL: never takes a pointer.
-/// Threads: safe from any thread.
-/// Errors: none; an unknown number gives NULL.
-#[no_mangle]
-pub extern "C" fn payidem_attempt_kind_name(kind: u32) -> *const c_char {
-    static NAMES: OnceLock<Vec<(u32, CString)>> = OnceLock::new();
-    guard_value(ptr::null(), || {
-        static_name(
-            &NAMES,
-            &AttemptKind::ALL,
-            |k| payidem_attempt_kind::from(k) as u32,
-            AttemptKind::as_str,
-            kind,
-        )
-    })
 }
 
 // ---------------------------------------------------------------------------
@@ -325,7 +214,7 @@ pub unsafe extern "C" fn payidem_step_persist_first(step: *const payidem_step) -
 #[no_mangle]
 pub unsafe extern "C" fn payidem_step_attempt_kind(step: *const payidem_step) -> u32 {
     guard_value(0, || match step_ref(step) {
-        Some(StepBody::Send { kind, .. }) => payidem_attempt_kind::from(*kind) as u32,
+        Some(StepBody::Send { kind, .. }) => kind.number(),
         _ => 0,
     })
 }
@@ -534,7 +423,7 @@ pub unsafe extern "C" fn payidem_step_end_final(step: *const payidem_step) -> bo
 #[no_mangle]
 pub unsafe extern "C" fn payidem_step_end_landed(step: *const payidem_step) -> u32 {
     guard_value(0, || match step_ref(step) {
-        Some(StepBody::End { landed, .. }) => payidem_landed::from(*landed) as u32,
+        Some(StepBody::End { landed, .. }) => landed.number(),
         _ => 0,
     })
 }
@@ -1119,10 +1008,10 @@ pub unsafe extern "C" fn payidem_operation_handle(
 
 fn reaction_of(r: &Reaction) -> payidem_reaction {
     payidem_reaction {
-        next: payidem_next_action::from(r.next) as u32,
+        next: r.next.number(),
         wait_ms: r.wait.map_or(0, ceil_ms),
         status: r.status.unwrap_or(0),
-        landed: payidem_landed::from(r.landed) as u32,
+        landed: r.landed.number(),
     }
 }
 
@@ -1176,10 +1065,7 @@ pub unsafe extern "C" fn payidem_operation_attempts(op: *const payidem_operation
 /// Errors: none.
 #[no_mangle]
 pub unsafe extern "C" fn payidem_operation_landed(op: *const payidem_operation) -> u32 {
-    guard_value(0, || {
-        op.as_ref()
-            .map_or(0, |o| payidem_landed::from(o.machine.landed()) as u32)
-    })
+    guard_value(0, || op.as_ref().map_or(0, |o| o.machine.landed().number()))
 }
 
 /// Frees an operation.

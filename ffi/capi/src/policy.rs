@@ -269,35 +269,6 @@ unsafe fn decide_with(
     Ok(())
 }
 
-/// The stable name of a `payidem_decision_kind` (`done`, `fail`,
-/// `retry_now`, `retry_backoff`, `retry_after`, `adjust_clock_retry`,
-/// `query_status`, `send_operation`: the core's names); NULL for a number
-/// that is no decision kind.
-///
-/// Ownership: a static string; never free it.
-/// NULL: never takes a pointer.
-/// Threads: safe from any thread.
-/// Errors: none (NULL for an unknown number).
-#[no_mangle]
-pub extern "C" fn payidem_decision_kind_name(kind: u32) -> *const c_char {
-    match kind {
-        1..=8 => DECISION_KIND_NAMES[kind as usize - 1].as_ptr(),
-        _ => std::ptr::null(),
-    }
-}
-
-/// Core's action names as C strings, in the C kinds' order.
-const DECISION_KIND_NAMES: [&std::ffi::CStr; 8] = [
-    c"done",
-    c"fail",
-    c"retry_now",
-    c"retry_backoff",
-    c"retry_after",
-    c"adjust_clock_retry",
-    c"query_status",
-    c"send_operation",
-];
-
 /// Writes the `error.code` of a protocol error body
 /// (`{"error": {"code": "...", ...}}`) and a NUL into `buf`; `*len_out`
 /// (when given) receives its length without the NUL, also on
@@ -327,62 +298,4 @@ pub unsafe extern "C" fn payidem_error_code_from_body(
         }
         write_text(&code, buf, buf_len, len_out, "buf")
     })
-}
-
-#[cfg(test)]
-mod names_tests {
-    use super::*;
-
-    #[test]
-    fn decision_kind_names_are_the_cores() {
-        let kinds: [(Action, payidem_decision_kind); 8] = [
-            (
-                Action::Done { replayed: false },
-                payidem_decision_kind::PAYIDEM_DECISION_DONE,
-            ),
-            (
-                Action::Fail(Failure::Rejected),
-                payidem_decision_kind::PAYIDEM_DECISION_FAIL,
-            ),
-            (
-                Action::RetryNow,
-                payidem_decision_kind::PAYIDEM_DECISION_RETRY_NOW,
-            ),
-            (
-                Action::RetryBackoff,
-                payidem_decision_kind::PAYIDEM_DECISION_RETRY_BACKOFF,
-            ),
-            (
-                Action::RetryAfter { seconds: 1 },
-                payidem_decision_kind::PAYIDEM_DECISION_RETRY_AFTER,
-            ),
-            (
-                Action::AdjustClockRetry { server_time: 1 },
-                payidem_decision_kind::PAYIDEM_DECISION_ADJUST_CLOCK_RETRY,
-            ),
-            (
-                Action::QueryStatus,
-                payidem_decision_kind::PAYIDEM_DECISION_QUERY_STATUS,
-            ),
-            (
-                Action::SendOperation,
-                payidem_decision_kind::PAYIDEM_DECISION_SEND_OPERATION,
-            ),
-        ];
-        for (action, kind) in kinds {
-            let decision = Decision {
-                action,
-                landed: Landed::Maybe,
-            };
-            assert_eq!(payidem_decision::from(decision).kind, kind);
-            let name = unsafe { std::ffi::CStr::from_ptr(payidem_decision_kind_name(kind as u32)) };
-            assert_eq!(name.to_str().unwrap(), action.as_str());
-        }
-        assert_eq!(
-            DECISION_KIND_NAMES.map(|n| n.to_str().unwrap()),
-            Action::NAMES
-        );
-        assert!(payidem_decision_kind_name(0).is_null());
-        assert!(payidem_decision_kind_name(9).is_null());
-    }
 }

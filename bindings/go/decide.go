@@ -86,19 +86,13 @@ const (
 
 // String is the linked library's name ("no", "maybe", "yes").
 func (l Landed) String() string {
-	if name := C.payidem_landed_name(C.uint32_t(l)); name != nil {
-		return C.GoString(name)
-	}
-	return "landed(" + itoa(int(l)) + ")"
+	return libraryName(C.payidem_landed_name(C.uint32_t(l)), "landed", int(l))
 }
 
 // String is the linked library's name of the kind ("done", "fail",
 // "retry_now", ...).
 func (k DecisionKind) String() string {
-	if name := C.payidem_decision_kind_name(C.uint32_t(k)); name != nil {
-		return C.GoString(name)
-	}
-	return "decision(" + itoa(int(k)) + ")"
+	return libraryName(C.payidem_decision_kind_name(C.uint32_t(k)), "decision", int(k))
 }
 
 // Decision is the protocol's answer to one attempt. Fields that do not

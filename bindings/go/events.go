@@ -31,14 +31,10 @@ const (
 	AttemptStatusQuery AttemptKind = C.PAYIDEM_ATTEMPT_KIND_STATUS_QUERY
 )
 
+// String is the linked library's name of the kind ("operation",
+// "status_query").
 func (k AttemptKind) String() string {
-	switch k {
-	case AttemptOperation:
-		return "operation"
-	case AttemptStatusQuery:
-		return "status_query"
-	}
-	return "kind(" + itoa(int(k)) + ")"
+	return libraryName(C.payidem_attempt_kind_name(C.uint32_t(k)), "kind", int(k))
 }
 
 // NextAction is what the client does after an attempt.
@@ -55,24 +51,10 @@ const (
 	NextGiveUp      NextAction = C.PAYIDEM_NEXT_GIVE_UP
 )
 
+// String is the linked library's name of the action ("settle",
+// "retry_now", ...).
 func (n NextAction) String() string {
-	switch n {
-	case NextSettle:
-		return "settle"
-	case NextRetryNow:
-		return "retry_now"
-	case NextRetryLater:
-		return "retry_later"
-	case NextAdjustClock:
-		return "adjust_clock"
-	case NextQueryStatus:
-		return "query_status"
-	case NextQueryLater:
-		return "query_later"
-	case NextGiveUp:
-		return "give_up"
-	}
-	return "next(" + itoa(int(n)) + ")"
+	return libraryName(C.payidem_next_action_name(C.uint32_t(n)), "next", int(n))
 }
 
 // AttemptEvent describes one attempt, for logs and metrics. It holds no

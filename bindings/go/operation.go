@@ -488,17 +488,9 @@ type replyArgs struct {
 	reason  *C.char
 }
 
-// withReply checks r, builds its C arguments and runs call with them.
+// withReply builds r's C arguments and runs call with them.
 func withReply(r Reply, call func(replyArgs, **C.payidem_error) C.payidem_result) error {
-	switch r.Outcome {
-	case OutcomeResponse:
-		if r.Status < 100 || r.Status > 999 {
-			return invalid("status", "must be an HTTP status (100..=999)")
-		}
-	case OutcomeNotSent, OutcomeSentNoResponse:
-	default:
-		return invalid("outcome", "must be OutcomeResponse, OutcomeNotSent or OutcomeSentNoResponse")
-	}
+	// The library checks the outcome and the status (the core's one rule).
 	var args cstrings
 	reason, err := args.addOpt("reason", r.Reason)
 	if err != nil {
@@ -517,7 +509,7 @@ func withReply(r Reply, call func(replyArgs, **C.payidem_error) C.payidem_result
 		reason:  args.ptr(reason),
 	}
 	if r.Outcome == OutcomeResponse {
-		a.status = C.uint16_t(r.Status)
+		a.status = cStatus(r.Status)
 		a.body, a.bodyLen = bytesPtr(r.Body), C.size_t(len(r.Body))
 	}
 	var cerr *C.payidem_error

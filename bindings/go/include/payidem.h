@@ -1024,8 +1024,9 @@ payidem_result payidem_call_step(struct payidem_call *call,
  * may be NULL when `body_len` is 0; `reason` and `err_out` may be NULL.
  * Threads: one thread at a time on `call`.
  * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `call`, `outcome` (not a
- * `payidem_attempt_outcome`), `headers[i].name`, `headers[i].value`,
- * `body` or `reason`; nothing is reported then (report again).
+ * `payidem_attempt_outcome`), `status` (a response's status outside
+ * 100..=999), `headers[i].name`, `headers[i].value`, `body` or `reason`;
+ * nothing is reported then (report again).
  */
 payidem_result payidem_call_report(struct payidem_call *call,
                                    uint32_t outcome,
@@ -2147,8 +2148,9 @@ payidem_result payidem_operation_persisted(struct payidem_operation *op,
  * NULL.
  * Threads: one thread at a time on `op`.
  * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `op`, `outcome` (not a
- * `payidem_attempt_outcome`), `headers[i].name`, `headers[i].value`,
- * `body` or `reason`; nothing is reported then.
+ * `payidem_attempt_outcome`), `status` (a response's status outside
+ * 100..=999), `headers[i].name`, `headers[i].value`, `body` or `reason`;
+ * nothing is reported then.
  */
 payidem_result payidem_operation_handle(struct payidem_operation *op,
                                         uint32_t outcome,
@@ -2394,8 +2396,9 @@ void payidem_order_list_free(struct payidem_order_list *list);
  * or `value` may be NULL; `err_out` may be NULL.
  * Threads: safe from any thread.
  * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `outcome` (not a
- * `payidem_attempt_outcome`), `error_code`, `headers[i].name`,
- * `headers[i].value` or `decision_out`.
+ * `payidem_attempt_outcome`), `status` (a response's status outside
+ * 100..=999), `error_code`, `headers[i].name`, `headers[i].value` or
+ * `decision_out`.
  */
 payidem_result payidem_decide(uint32_t outcome,
                               uint16_t status,

@@ -171,7 +171,7 @@ impl NativeCall {
         body: Option<&[u8]>,
         reason: Option<String>,
     ) -> PyResult<()> {
-        let reply = reply(py, kind, status, headers, body, reason)?;
+        let reply = reply(py, "kind", kind, status, headers, body, reason)?;
         py.detach(|| self.call().report(reply));
         Ok(())
     }

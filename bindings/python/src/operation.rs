@@ -14,7 +14,7 @@ use pyo3::types::{PyBytes, PyTuple};
 
 use payidem::operation::{
     Attempt, CallLimits, CallSetup, CallTime, End, Operation, OperationSpec, OperationState,
-    OsEntropy, Progress, Reaction, Reply, ReplyKind, Response, Step,
+    OsEntropy, Progress, Reaction, Reply, ReplyKind, Step,
 };
 use payidem::policy::{ClockOffset, RetryBudget, RetryBudgetConfig};
 
@@ -34,37 +34,35 @@ fn step_kind(step: &Step) -> &'static str {
 /// `Idempotent-Replayed` ([`Response::new`]).
 pub(crate) fn reply(
     py: Python<'_>,
+    kind_field: &'static str,
     kind: &str,
     status: Option<i128>,
     headers: Option<&Bound<'_, PyAny>>,
     body: Option<&[u8]>,
     reason: Option<String>,
 ) -> PyResult<Reply> {
-    let reason = reason.unwrap_or_default();
     let kind = ReplyKind::from_name(kind).ok_or_else(|| {
         invalid(
             py,
-            "kind",
+            kind_field,
             "must be 'response', 'not_sent' or 'sent_no_response'",
         )
     })?;
-    Ok(match kind {
-        ReplyKind::Response => {
-            let status = status.and_then(|s| u16::try_from(s).ok()).unwrap_or(0);
-            let texts = HeaderTexts::collect(headers)?;
-            let headers = texts
-                .pairs()?
-                .into_iter()
-                .map(|(n, v)| (n.to_owned(), v.to_owned()))
-                .collect();
-            let body = body.unwrap_or_default().to_vec();
-            Reply::Response(
-                Response::received(status, headers, body).map_err(|e| to_pyerr(py, &e))?,
-            )
-        }
-        ReplyKind::NotSent => Reply::NotSent(reason),
-        ReplyKind::SentNoResponse => Reply::SentNoResponse(reason),
-    })
+    let (status, headers, body) = if kind == ReplyKind::Response {
+        // A number that is no u16 is no HTTP status either: 0 stands for
+        // it, which the core's status check refuses.
+        let status = status.and_then(|s| u16::try_from(s).ok()).unwrap_or(0);
+        let texts = HeaderTexts::collect(headers)?;
+        let headers = texts
+            .pairs()?
+            .into_iter()
+            .map(|(n, v)| (n.to_owned(), v.to_owned()))
+            .collect();
+        (status, headers, body.unwrap_or_default().to_vec())
+    } else {
+        (0, Vec::new(), Vec::new())
+    };
+    Reply::reported(kind, status, headers, body, reason.as_deref()).map_err(|e| to_pyerr(py, &e))
 }
 
 /// `(kind, number, method, path, headers, body)` of one signed attempt.
@@ -432,7 +430,7 @@ impl NativeOperation {
         now: i128,
         elapsed: f64,
     ) -> PyResult<ReactionTuple> {
-        let reply = reply(py, kind, status, headers, body, reason)?;
+        let reply = reply(py, "kind", kind, status, headers, body, reason)?;
         let now = call_time(py, now, elapsed)?;
         Ok(reaction_tuple(
             self.machine().handle(reply, now, &OsEntropy),

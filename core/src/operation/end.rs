@@ -3,7 +3,8 @@
 use crate::error::{Error, ErrorCode, Result};
 use crate::policy::Landed;
 
-use super::state::{OperationState, Response};
+use super::state::OperationState;
+use crate::policy::Response;
 
 /// The end of one call driving an operation. [`End::is_final`] tells
 /// whether the operation is settled for good or may still be completed by a

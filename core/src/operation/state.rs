@@ -1,4 +1,4 @@
-//! Where an operation stands, and the platform's answer it keeps.
+//! Where an operation stands.
 
 crate::vocabulary::vocabulary! {
     /// Where an operation stands. Journals store it by its stable name.
@@ -34,73 +34,5 @@ impl OperationState {
     /// being known (in flight or unknown).
     pub fn is_unresolved(self) -> bool {
         matches!(self, OperationState::InFlight | OperationState::Unknown)
-    }
-}
-
-/// One HTTP answer of the platform, as a call saw it (and as a settled
-/// operation keeps it).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Response {
-    /// HTTP status.
-    pub status: u16,
-    /// Response headers, in order received.
-    pub headers: Vec<(String, String)>,
-    /// Response body bytes.
-    pub body: Vec<u8>,
-    /// The platform replayed a stored answer (`Idempotent-Replayed: true`).
-    pub replayed: bool,
-}
-
-impl Response {
-    /// A response as received; `replayed` is read from its
-    /// `Idempotent-Replayed` header.
-    pub fn new(status: u16, headers: Vec<(String, String)>, body: Vec<u8>) -> Response {
-        let replayed = crate::protocol::headers::says_replayed(&headers);
-        Response {
-            status,
-            headers,
-            body,
-            replayed,
-        }
-    }
-
-    /// Every HTTP status a reply may carry: any three-digit code
-    /// (RFC 9112's `status-code = 3DIGIT`), so that every answer an HTTP
-    /// client parsed reaches the decision (an unexpected 6xx to 9xx counts
-    /// as "may have landed", like any unexpected status) instead of being
-    /// lost to the caller's error path.
-    pub const STATUS_RANGE: std::ops::RangeInclusive<u16> = 100..=999;
-
-    /// A response as received, after checking its `status` is in
-    /// [`Response::STATUS_RANGE`]: the one status check of every binding.
-    /// Errors: `invalid_argument` naming `status`.
-    pub fn received(
-        status: u16,
-        headers: Vec<(String, String)>,
-        body: Vec<u8>,
-    ) -> crate::Result<Response> {
-        Response::check_status(status)?;
-        Ok(Response::new(status, headers, body))
-    }
-
-    /// `status` if it is in [`Response::STATUS_RANGE`]; otherwise
-    /// `invalid_argument` naming `status`.
-    pub fn check_status(status: u16) -> crate::Result<u16> {
-        if Response::STATUS_RANGE.contains(&status) {
-            Ok(status)
-        } else {
-            Err(crate::Error::invalid(
-                "status",
-                format!("{status} is not an HTTP status (100..=999)"),
-            ))
-        }
-    }
-
-    /// The headers as borrowed pairs.
-    pub fn header_pairs(&self) -> Vec<(&str, &str)> {
-        self.headers
-            .iter()
-            .map(|(n, v)| (n.as_str(), v.as_str()))
-            .collect()
     }
 }

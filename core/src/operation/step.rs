@@ -1,5 +1,6 @@
-//! What the machine and its driver exchange: the steps it asks for, the
-//! replies it is told, the inputs of time and randomness.
+//! What the machine and its driver exchange: the steps it asks for and
+//! the inputs of time and randomness (the replies it is told are
+//! [`crate::policy::Reply`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,7 +9,6 @@ use crate::protocol::nonce::fill_random;
 use crate::protocol::{Nonce, NonceSource, OsNonceSource};
 
 use super::end::End;
-use super::state::Response;
 
 /// The two clocks a call reads: wall time for signing and key age, and the
 /// time elapsed since the call started for the deadline.
@@ -123,41 +123,6 @@ impl Step {
             Step::Send(_) => StepKind::Send,
             Step::Wait(_) => StepKind::Wait,
             Step::End(_) => StepKind::End,
-        }
-    }
-}
-
-/// What one attempt produced, as the caller saw it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Reply {
-    /// A response came back.
-    Response(Response),
-    /// The request was never sent: nothing reached the platform.
-    NotSent(String),
-    /// The request was (or may have been) sent and no response came back.
-    SentNoResponse(String),
-}
-
-crate::vocabulary::vocabulary! {
-    /// The kind of a [`Reply`], without its data (the C ABI's
-    /// `payidem_attempt_outcome`).
-    pub enum ReplyKind {
-        /// [`Reply::Response`].
-        Response = 1 => "response",
-        /// [`Reply::NotSent`].
-        NotSent = 2 => "not_sent",
-        /// [`Reply::SentNoResponse`].
-        SentNoResponse = 3 => "sent_no_response",
-    }
-}
-
-impl Reply {
-    /// The reply's kind.
-    pub fn kind(&self) -> ReplyKind {
-        match self {
-            Reply::Response(_) => ReplyKind::Response,
-            Reply::NotSent(_) => ReplyKind::NotSent,
-            Reply::SentNoResponse(_) => ReplyKind::SentNoResponse,
         }
     }
 }

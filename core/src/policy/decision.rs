@@ -2,27 +2,27 @@
 //! own request ([`decide`]) and for a status query ([`decide_status_query`]).
 
 use super::clock::server_time_from_headers;
+use super::error_body::error_code_from_body;
+use super::reply::{Reply, Response};
 use super::retry_after::parse_retry_after;
 use crate::protocol::headers;
 
-/// What one attempt produced.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AttemptResult<'a> {
-    /// An HTTP response came back.
-    Response {
-        /// Its status.
-        status: u16,
-        /// The `error.code` of its JSON error body, if any.
-        error_code: Option<&'a str>,
-        /// Its headers (names compare case-insensitively).
-        headers: &'a [(&'a str, &'a str)],
-    },
-    /// The request was never sent (connection refused, DNS failure, TLS
-    /// failure before the request): nothing reached the platform.
-    NotSent,
-    /// The request was sent, or may have been, and no response came back
-    /// (timeout, reset).
-    SentNoResponse,
+/// What the decisions read of a response: its status, the `error.code` of
+/// its body and its headers.
+struct Answer<'a> {
+    status: u16,
+    error_code: Option<String>,
+    headers: Vec<(&'a str, &'a str)>,
+}
+
+impl<'a> Answer<'a> {
+    fn of(response: &'a Response) -> Answer<'a> {
+        Answer {
+            status: response.status,
+            error_code: error_code_from_body(&response.body),
+            headers: response.header_pairs(),
+        }
+    }
 }
 
 crate::vocabulary::vocabulary! {
@@ -155,25 +155,22 @@ impl Decision {
 /// `has_status_path` tells whether the operation's status can be queried;
 /// `platform_now_unix` is the platform's clock (local time plus the learnt
 /// offset), which resolves a `Retry-After` given as an HTTP date.
-pub fn decide(
-    result: &AttemptResult<'_>,
-    has_status_path: bool,
-    platform_now_unix: u64,
-) -> Decision {
+pub fn decide(reply: &Reply, has_status_path: bool, platform_now_unix: u64) -> Decision {
     let unknown = if has_status_path {
         Decision::new(Action::QueryStatus, Landed::Maybe)
     } else {
         Decision::new(Action::RetryBackoff, Landed::Maybe)
     };
-    let (status, error_code, response_headers) = match *result {
-        AttemptResult::NotSent => return Decision::new(Action::RetryBackoff, Landed::No),
-        AttemptResult::SentNoResponse => return unknown,
-        AttemptResult::Response {
-            status,
-            error_code,
-            headers,
-        } => (status, error_code, headers),
+    let answer = match reply {
+        Reply::NotSent(_) => return Decision::new(Action::RetryBackoff, Landed::No),
+        Reply::SentNoResponse(_) => return unknown,
+        Reply::Response(r) => Answer::of(r),
     };
+    let (status, error_code, response_headers) = (
+        answer.status,
+        answer.error_code.as_deref(),
+        &answer.headers[..],
+    );
     let landed = landed_by_answer(status, error_code);
     let action = match status {
         200..=299 => Action::Done {
@@ -205,17 +202,18 @@ pub fn decide(
 /// is asked again after a backoff (or `Retry-After`), and says nothing about
 /// whether the operation landed. The caller applies the key-expiry rule to
 /// [`Action::SendOperation`].
-pub fn decide_status_query(result: &AttemptResult<'_>, platform_now_unix: u64) -> Decision {
-    let (status, error_code, response_headers) = match *result {
-        AttemptResult::NotSent | AttemptResult::SentNoResponse => {
+pub fn decide_status_query(reply: &Reply, platform_now_unix: u64) -> Decision {
+    let answer = match reply {
+        Reply::NotSent(_) | Reply::SentNoResponse(_) => {
             return Decision::new(Action::RetryBackoff, Landed::Maybe)
         }
-        AttemptResult::Response {
-            status,
-            error_code,
-            headers,
-        } => (status, error_code, headers),
+        Reply::Response(r) => Answer::of(r),
     };
+    let (status, error_code, response_headers) = (
+        answer.status,
+        answer.error_code.as_deref(),
+        &answer.headers[..],
+    );
     match status {
         200..=299 => Decision::new(Action::Done { replayed: false }, Landed::Yes),
         404 => Decision::new(Action::SendOperation, Landed::No),
@@ -276,16 +274,20 @@ pub fn landed_by_answer(status: u16, error_code: Option<&str>) -> Landed {
 mod tests {
     use super::*;
 
+    fn reply(status: u16, code: Option<&str>, headers: &[(&str, &str)]) -> Reply {
+        let headers = headers
+            .iter()
+            .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+            .collect();
+        Reply::Response(Response::new(
+            status,
+            headers,
+            super::super::error_body(code),
+        ))
+    }
+
     fn response(status: u16, code: Option<&str>) -> Decision {
-        decide(
-            &AttemptResult::Response {
-                status,
-                error_code: code,
-                headers: &[],
-            },
-            true,
-            0,
-        )
+        decide(&reply(status, code, &[]), true, 0)
     }
 
     #[test]
@@ -310,16 +312,7 @@ mod tests {
 
     #[test]
     fn status_query_rules() {
-        let q = |status, code| {
-            decide_status_query(
-                &AttemptResult::Response {
-                    status,
-                    error_code: code,
-                    headers: &[],
-                },
-                0,
-            )
-        };
+        let q = |status, code| decide_status_query(&reply(status, code, &[]), 0);
         assert_eq!(q(404, None).action, Action::SendOperation);
         assert_eq!(q(404, None).landed, Landed::No);
         assert_eq!(q(200, None).action, Action::Done { replayed: false });
@@ -332,15 +325,7 @@ mod tests {
     fn retry_after_dates_use_the_platform_clock() {
         // 1994-11-06 08:49:37 GMT is 784111777.
         let headers = [("Retry-After", "Sun, 06 Nov 1994 08:49:37 GMT")];
-        let d = decide(
-            &AttemptResult::Response {
-                status: 503,
-                error_code: None,
-                headers: &headers,
-            },
-            true,
-            784_111_776,
-        );
+        let d = decide(&reply(503, None, &headers), true, 784_111_776);
         assert_eq!(d.action, Action::RetryAfter { seconds: 1 });
     }
 }

@@ -171,8 +171,9 @@ pub unsafe extern "C" fn payidem_call_step(
 /// may be NULL when `body_len` is 0; `reason` and `err_out` may be NULL.
 /// Threads: one thread at a time on `call`.
 /// Errors: `PAYIDEM_INVALID_ARGUMENT` naming `call`, `outcome` (not a
-/// `payidem_attempt_outcome`), `headers[i].name`, `headers[i].value`,
-/// `body` or `reason`; nothing is reported then (report again).
+/// `payidem_attempt_outcome`), `status` (a response's status outside
+/// 100..=999), `headers[i].name`, `headers[i].value`, `body` or `reason`;
+/// nothing is reported then (report again).
 #[no_mangle]
 pub unsafe extern "C" fn payidem_call_report(
     call: *mut payidem_call,

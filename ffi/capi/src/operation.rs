@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use payidem::operation::{
     Attempt, AttemptKind, CallLimits, CallSetup, CallTime, End, Operation, OperationSpec,
-    OperationState, OsEntropy, Progress, Reaction, Reply, Response, Step,
+    OperationState, OsEntropy, Progress, Reaction, Reply, ReplyKind, Step,
 };
 use payidem::policy::{ClockOffset, Landed, RetryBudget, RetryBudgetConfig, RetryPolicy};
 use payidem::{Error, Outcome};
@@ -18,7 +18,6 @@ use crate::boundary::{guard, guard_value};
 use crate::error::{payidem_error, FfiError};
 use crate::headers::{payidem_header, read_headers};
 use crate::outcome::payidem_outcome;
-use crate::policy::payidem_attempt_outcome;
 use crate::result::payidem_result;
 use crate::signing::payidem_signer;
 use crate::text::{bytes, c_string, handle, opt_str, out};
@@ -499,7 +498,9 @@ pub unsafe extern "C" fn payidem_step_free(step: *mut payidem_step) {
 // ---------------------------------------------------------------------------
 // Replies reported by the caller (shared with `call.rs`).
 
-/// The reply a caller reports, from C arguments.
+/// The reply a caller reports, from C arguments: the one reading of a
+/// reply in the C ABI (`payidem_operation_handle`, `payidem_call_report`,
+/// `payidem_decide`), by the core's [`Reply::reported`].
 pub(crate) unsafe fn read_reply(
     outcome: u32,
     status: u16,
@@ -510,32 +511,22 @@ pub(crate) unsafe fn read_reply(
     reason: *const c_char,
 ) -> Result<Reply, FfiError> {
     let reason = opt_str(reason, "reason")?;
-    match outcome {
-        x if x == payidem_attempt_outcome::PAYIDEM_ATTEMPT_RESPONSE as u32 => {
-            let headers = read_headers(headers, header_count, "headers")?
-                .into_iter()
-                .map(|(n, v)| (n.into_owned(), v.into_owned()))
-                .collect();
-            let body = bytes(body, body_len, "body")?.to_vec();
-            Ok(Reply::Response(Response::new(status, headers, body)))
-        }
-        x if x == payidem_attempt_outcome::PAYIDEM_ATTEMPT_NOT_SENT as u32 => Ok(Reply::NotSent(
-            reason
-                .unwrap_or("the caller's HTTP client sent nothing")
-                .to_owned(),
-        )),
-        x if x == payidem_attempt_outcome::PAYIDEM_ATTEMPT_SENT_NO_RESPONSE as u32 => {
-            Ok(Reply::SentNoResponse(
-                reason
-                    .unwrap_or("the caller's HTTP client got no response")
-                    .to_owned(),
-            ))
-        }
-        other => Err(FfiError::invalid(
+    let kind = ReplyKind::from_number(outcome).ok_or_else(|| {
+        FfiError::invalid(
             "outcome",
-            format!("{other} is not a payidem_attempt_outcome"),
-        )),
-    }
+            format!("{outcome} is not a payidem_attempt_outcome"),
+        )
+    })?;
+    let (headers, body) = if kind == ReplyKind::Response {
+        let headers = read_headers(headers, header_count, "headers")?
+            .into_iter()
+            .map(|(n, v)| (n.into_owned(), v.into_owned()))
+            .collect();
+        (headers, bytes(body, body_len, "body")?.to_vec())
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    Ok(Reply::reported(kind, status, headers, body, reason)?)
 }
 
 // ---------------------------------------------------------------------------
@@ -968,8 +959,9 @@ pub unsafe extern "C" fn payidem_operation_persisted(
 /// NULL.
 /// Threads: one thread at a time on `op`.
 /// Errors: `PAYIDEM_INVALID_ARGUMENT` naming `op`, `outcome` (not a
-/// `payidem_attempt_outcome`), `headers[i].name`, `headers[i].value`,
-/// `body` or `reason`; nothing is reported then.
+/// `payidem_attempt_outcome`), `status` (a response's status outside
+/// 100..=999), `headers[i].name`, `headers[i].value`, `body` or `reason`;
+/// nothing is reported then.
 #[no_mangle]
 pub unsafe extern "C" fn payidem_operation_handle(
     op: *mut payidem_operation,

@@ -14,7 +14,7 @@ use crate::client::{
 use crate::error::{payidem_error_code, payidem_error_field, payidem_error_free};
 use crate::names::{payidem_landed_name, payidem_next_action_name};
 use crate::outcome::{payidem_outcome_free, payidem_outcome_http_status};
-use crate::policy::payidem_landed;
+use crate::policy::{payidem_attempt_outcome, payidem_landed};
 use crate::signing::{payidem_signer_free, payidem_signer_new};
 
 const SECRET: &[u8] = b"0123456789abcdef0123";

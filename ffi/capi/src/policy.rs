@@ -4,13 +4,14 @@
 use std::ffi::c_char;
 
 use payidem::policy::{
-    decide, decide_status_query, error_code_from_body, Action, AttemptResult, Decision, Failure,
-    Landed,
+    decide, decide_status_query, error_body, error_code_from_body, Action, Decision, Failure,
+    Landed, Reply,
 };
 
 use crate::boundary::guard;
 use crate::error::{payidem_error, FfiError};
-use crate::headers::{payidem_header, read_headers};
+use crate::headers::payidem_header;
+use crate::operation::read_reply;
 use crate::result::payidem_result;
 use crate::signing::write_text;
 use crate::text::{bytes, opt_str, out};
@@ -167,8 +168,9 @@ impl From<Decision> for payidem_decision {
 /// or `value` may be NULL; `err_out` may be NULL.
 /// Threads: safe from any thread.
 /// Errors: `PAYIDEM_INVALID_ARGUMENT` naming `outcome` (not a
-/// `payidem_attempt_outcome`), `error_code`, `headers[i].name`,
-/// `headers[i].value` or `decision_out`.
+/// `payidem_attempt_outcome`), `status` (a response's status outside
+/// 100..=999), `error_code`, `headers[i].name`, `headers[i].value` or
+/// `decision_out`.
 #[no_mangle]
 pub unsafe extern "C" fn payidem_decide(
     outcome: u32,
@@ -238,34 +240,20 @@ unsafe fn decide_with(
     headers: *const payidem_header,
     header_count: usize,
     decision_out: *mut payidem_decision,
-    rule: impl FnOnce(&AttemptResult<'_>) -> Decision,
+    rule: impl FnOnce(&Reply) -> Decision,
 ) -> Result<(), FfiError> {
     let slot = out(decision_out, "decision_out")?;
-    let owned = read_headers(headers, header_count, "headers")?;
-    let pairs: Vec<(&str, &str)> = owned.iter().map(|(n, v)| (&**n, &**v)).collect();
-    let error_code = opt_str(error_code, "error_code")?;
-    let result = match outcome {
-        x if x == payidem_attempt_outcome::PAYIDEM_ATTEMPT_RESPONSE as u32 => {
-            AttemptResult::Response {
-                status,
-                error_code,
-                headers: &pairs,
-            }
-        }
-        x if x == payidem_attempt_outcome::PAYIDEM_ATTEMPT_NOT_SENT as u32 => {
-            AttemptResult::NotSent
-        }
-        x if x == payidem_attempt_outcome::PAYIDEM_ATTEMPT_SENT_NO_RESPONSE as u32 => {
-            AttemptResult::SentNoResponse
-        }
-        other => {
-            return Err(FfiError::invalid(
-                "outcome",
-                format!("{other} is not a payidem_attempt_outcome"),
-            ))
-        }
-    };
-    slot.write(rule(&result).into());
+    let body = error_body(opt_str(error_code, "error_code")?);
+    let reply = read_reply(
+        outcome,
+        status,
+        headers,
+        header_count,
+        body.as_ptr(),
+        body.len(),
+        std::ptr::null(),
+    )?;
+    slot.write(rule(&reply).into());
     Ok(())
 }
 

@@ -1095,6 +1095,32 @@ payidem_result payidem_client_url(const struct payidem_client *client,
                                   struct payidem_error **err_out);
 
 /**
+ * Writes the request target of the absolute `url` relative to the
+ * client's base URL (its path below the base URL's path prefix, with its
+ * query), the path to begin an operation with, and a NUL into `buf`;
+ * `*len_out` (when given) receives its length without the NUL, also on
+ * `PAYIDEM_BUFFER_TOO_SMALL`. The core decides whether `url` is under the
+ * base URL: scheme and host compare without case, a default port equals no
+ * port (`https://h:443/x` is `https://h/x`), paths compare as their
+ * percent-encoded text, and a URL with credentials is refused. A signed
+ * request is never sent elsewhere.
+ *
+ * Ownership: `buf` is caller memory, written only on success.
+ * NULL: `client` and `url` must not be NULL; `buf` may be NULL only with
+ * `buf_len` 0; `len_out` and `err_out` may be NULL.
+ * Threads: safe from any number of threads on one client.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `client`, `url` (no absolute
+ * URL under the base URL) or `buf`; `PAYIDEM_BUFFER_TOO_SMALL` naming
+ * `buf`.
+ */
+payidem_result payidem_client_target_of(const struct payidem_client *client,
+                                        const char *url,
+                                        char *buf,
+                                        size_t buf_len,
+                                        size_t *len_out,
+                                        struct payidem_error **err_out);
+
+/**
  * Creates a client from `options_json`, a JSON object, and the key's
  * `secret` (16..=1024 bytes; copied into keyed MAC state, wiped on free).
  * Opens (or creates) the journal and purges settled operations older than

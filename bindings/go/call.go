@@ -10,6 +10,7 @@ import "C"
 
 import (
 	"context"
+	"net/url"
 	"runtime"
 	"sync"
 	"time"
@@ -134,8 +135,19 @@ func newCall(c *Client, ptr *C.payidem_call) *Call {
 // already carries the base URL's path prefix) is sent to: the client's
 // scheme, host and port followed by path.
 func (c *Client) URL(path string) (string, error) {
+	return c.text("path", path, func(c *C.payidem_client, arg *C.char, buf *C.char, n C.size_t, out *C.size_t, cerr **C.payidem_error) C.payidem_result {
+		return C.payidem_client_url(c, arg, buf, n, out, cerr)
+	})
+}
+
+// textFunc is a payidem_client_* call that writes text for one argument.
+type textFunc func(c *C.payidem_client, arg *C.char, buf *C.char, n C.size_t, out *C.size_t, cerr **C.payidem_error) C.payidem_result
+
+// text runs fill with arg (named field) and gives the text it writes,
+// growing the buffer as the library asks.
+func (c *Client) text(field, arg string, fill textFunc) (string, error) {
 	var args cstrings
-	p, err := args.add("path", path)
+	p, err := args.add(field, arg)
 	if err != nil {
 		return "", err
 	}
@@ -148,8 +160,7 @@ func (c *Client) URL(path string) (string, error) {
 	for {
 		var n C.size_t
 		var cerr *C.payidem_error
-		rc := C.payidem_client_url(c.ptr, args.ptr(p), (*C.char)(unsafe.Pointer(&buf[0])),
-			C.size_t(len(buf)), &n, &cerr)
+		rc := fill(c.ptr, args.ptr(p), (*C.char)(unsafe.Pointer(&buf[0])), C.size_t(len(buf)), &n, &cerr)
 		runtime.KeepAlive(c)
 		switch {
 		case rc == C.PAYIDEM_OK:
@@ -161,6 +172,20 @@ func (c *Client) URL(path string) (string, error) {
 			return "", newError(rc, cerr, nil)
 		}
 	}
+}
+
+// targetOf is u's request target relative to the client's base URL (its
+// path below the base URL's path prefix, with its query), as the library
+// decides it (payidem_client_target_of): scheme and host without case, a
+// default port the same as none; a URL elsewhere is invalid_argument
+// naming "url".
+func (c *Client) targetOf(u *url.URL) (string, error) {
+	if u == nil {
+		return "", invalid("url", "must not be nil")
+	}
+	return c.text("url", u.String(), func(c *C.payidem_client, arg *C.char, buf *C.char, n C.size_t, out *C.size_t, cerr **C.payidem_error) C.payidem_result {
+		return C.payidem_client_target_of(c, arg, buf, n, out, cerr)
+	})
 }
 
 // Step gives the next step: StepSend (its Timeout set), StepWait or

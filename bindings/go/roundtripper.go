@@ -147,7 +147,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !ok {
 		return nil, invalid("operation", "is missing from the request's context: build it with payidem.WithOperation")
 	}
-	path, err := operationPath(t.Client.base, req.URL)
+	path, err := t.Client.targetOf(req.URL)
 	if err != nil {
 		return nil, err
 	}
@@ -261,49 +261,6 @@ func readRequestBody(req *http.Request) ([]byte, error) {
 	}
 	defer req.Body.Close()
 	return io.ReadAll(req.Body)
-}
-
-// operationPath is u's request target relative to the client's base URL:
-// u must have base's scheme and host and lie below its path prefix.
-func operationPath(base string, u *url.URL) (string, error) {
-	b, err := url.Parse(base)
-	if err != nil || u == nil {
-		return "", invalid("url", "cannot be matched with the client's BaseURL")
-	}
-	if u.Opaque != "" || u.User != nil || !strings.EqualFold(u.Scheme, b.Scheme) ||
-		!sameHost(u, b) {
-		return "", invalid("url", "must be under the client's BaseURL "+b.Scheme+"://"+b.Host)
-	}
-	prefix := strings.TrimRight(b.EscapedPath(), "/")
-	path := u.EscapedPath()
-	if path == "" {
-		path = "/"
-	}
-	if prefix != "" {
-		if !strings.HasPrefix(path, prefix+"/") {
-			return "", invalid("url", "must be under the client's BaseURL path "+prefix)
-		}
-		path = path[len(prefix):]
-	}
-	if u.RawQuery != "" || u.ForceQuery {
-		path += "?" + u.RawQuery
-	}
-	return path, nil
-}
-
-// sameHost compares host names without case and ports with the scheme's
-// default filled in.
-func sameHost(u, b *url.URL) bool {
-	port := func(x *url.URL) string {
-		if p := x.Port(); p != "" {
-			return p
-		}
-		if strings.EqualFold(x.Scheme, "https") {
-			return "443"
-		}
-		return "80"
-	}
-	return strings.EqualFold(u.Hostname(), b.Hostname()) && port(u) == port(b)
 }
 
 // The headers an attempt sets and the caller's request may not: the

@@ -180,9 +180,6 @@ where
 pub(crate) struct NativeClient {
     inner: RwLock<Option<Arc<payidem::Client>>>,
     key_id: String,
-    /// The base URL as given (checked by the core), for callers that send
-    /// attempts themselves (`payidem.operation`).
-    pub(crate) base_url: String,
 }
 
 impl NativeClient {
@@ -291,7 +288,7 @@ impl NativeClient {
         max_clock_offset: Option<f64>,
         journal_key: Option<&[u8]>,
     ) -> PyResult<NativeClient> {
-        let mut config = ClientConfig::new(base_url.clone(), key_id.clone());
+        let mut config = ClientConfig::new(base_url, key_id.clone());
         let secs = |field: &'static str, value: Option<f64>, default: &mut Duration| {
             if let Some(d) = optional_seconds(py, field, value)? {
                 *default = d;
@@ -358,7 +355,6 @@ impl NativeClient {
         Ok(NativeClient {
             inner: RwLock::new(Some(Arc::new(client))),
             key_id,
-            base_url,
         })
     }
 

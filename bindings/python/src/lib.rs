@@ -25,6 +25,16 @@ fn names<T: payidem::vocabulary::Vocabulary>() -> Vec<&'static str> {
     T::VALUES.iter().map(|v| v.name()).collect()
 }
 
+/// The names of the journal states for which `test` holds (the core's
+/// `is_settled`, `is_unresolved`), in number order.
+fn states(test: fn(payidem::operation::OperationState) -> bool) -> Vec<&'static str> {
+    payidem::operation::OperationState::ALL
+        .into_iter()
+        .filter(|s| test(*s))
+        .map(|s| s.as_str())
+        .collect()
+}
+
 /// Every error code of the core, in number order, as `(number, name,
 /// http_status, final)`: the table `payidem.errors` builds its exception
 /// classes from (`http_status` is the status a verifier answers with, `final`
@@ -43,6 +53,22 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add(
         "OPERATION_STATES",
         names::<payidem::operation::OperationState>(),
+    )?;
+    m.add(
+        "SETTLED_STATES",
+        states(payidem::operation::OperationState::is_settled),
+    )?;
+    m.add(
+        "UNRESOLVED_STATES",
+        states(payidem::operation::OperationState::is_unresolved),
+    )?;
+    m.add(
+        "SIGNED_HEADERS",
+        payidem::protocol::headers::SIGNED.to_vec(),
+    )?;
+    m.add(
+        "IDEMPOTENCY_KEY_HEADER",
+        payidem::protocol::headers::IDEMPOTENCY_KEY,
     )?;
     m.add("LARGE_BODY_BYTES", convert::DETACH_BODY_BYTES)?;
     m.add("MEMORY_JOURNAL", payidem::journal::MEMORY_JOURNAL)?;

@@ -4,6 +4,7 @@
 mod call;
 mod config;
 mod events;
+mod target;
 mod transport;
 
 pub use crate::policy::{RetryBudget, RetryBudgetConfig};
@@ -353,6 +354,17 @@ impl Client {
     /// prefix), for callers that send attempts with their own HTTP client.
     pub fn url(&self, path: &str) -> String {
         self.shared.transport.url(path)
+    }
+
+    /// The request target of the absolute `url` relative to the base URL
+    /// (its path below the base URL's path prefix, with its query): the
+    /// path an HTTP adapter begins an operation with. Scheme and host
+    /// compare without case and a default port equals no port; a URL with
+    /// credentials, another origin or a path outside the prefix is
+    /// `invalid_argument` naming `url`, so a signed request is never sent
+    /// elsewhere.
+    pub fn target_of(&self, url: &str) -> Result<String> {
+        self.shared.transport.target_of(url)
     }
 
     /// Runs the operation to a settled outcome.

@@ -61,14 +61,14 @@ crate::vocabulary::vocabulary! {
         Rejected = 2 => "rejected",
         /// [`End::Conflict`].
         Conflict = 3 => "conflict",
-        /// [`End::KeyExpired`].
-        KeyExpired = 4 => "key_expired",
-        /// [`End::Unknown`].
-        Unknown = 5 => "unknown",
         /// [`End::Refused`].
-        Refused = 6 => "refused",
+        Refused = 4 => "refused",
         /// [`End::NotSent`].
-        NotSent = 7 => "not_sent",
+        NotSent = 5 => "not_sent",
+        /// [`End::Unknown`].
+        Unknown = 6 => "unknown",
+        /// [`End::KeyExpired`].
+        KeyExpired = 7 => "key_expired",
     }
 }
 

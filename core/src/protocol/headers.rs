@@ -10,6 +10,10 @@ pub const NONCE: &str = "X-Nonce";
 pub const SIGNATURE: &str = "X-Signature";
 /// The operation's idempotency key; on every POST.
 pub const IDEMPOTENCY_KEY: &str = "Idempotency-Key";
+/// Every header a signed attempt carries and the signer sets (a request
+/// without an idempotency key carries the first four): a caller's own
+/// values of them are never sent.
+pub const SIGNED: [&str; 5] = [API_KEY, TIMESTAMP, NONCE, SIGNATURE, IDEMPOTENCY_KEY];
 /// Set to `true` on a response the platform replayed from its store.
 pub const IDEMPOTENT_REPLAYED: &str = "Idempotent-Replayed";
 /// The server's clock in Unix seconds.

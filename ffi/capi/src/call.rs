@@ -276,3 +276,37 @@ pub unsafe extern "C" fn payidem_client_url(
         write_text(&client.inner.url(path), buf, buf_len, len_out, "buf")
     })
 }
+
+/// Writes the request target of the absolute `url` relative to the
+/// client's base URL (its path below the base URL's path prefix, with its
+/// query), the path to begin an operation with, and a NUL into `buf`;
+/// `*len_out` (when given) receives its length without the NUL, also on
+/// `PAYIDEM_BUFFER_TOO_SMALL`. The core decides whether `url` is under the
+/// base URL: scheme and host compare without case, a default port equals no
+/// port (`https://h:443/x` is `https://h/x`), paths compare as their
+/// percent-encoded text, and a URL with credentials is refused. A signed
+/// request is never sent elsewhere.
+///
+/// Ownership: `buf` is caller memory, written only on success.
+/// NULL: `client` and `url` must not be NULL; `buf` may be NULL only with
+/// `buf_len` 0; `len_out` and `err_out` may be NULL.
+/// Threads: safe from any number of threads on one client.
+/// Errors: `PAYIDEM_INVALID_ARGUMENT` naming `client`, `url` (no absolute
+/// URL under the base URL) or `buf`; `PAYIDEM_BUFFER_TOO_SMALL` naming
+/// `buf`.
+#[no_mangle]
+pub unsafe extern "C" fn payidem_client_target_of(
+    client: *const payidem_client,
+    url: *const c_char,
+    buf: *mut c_char,
+    buf_len: usize,
+    len_out: *mut usize,
+    err_out: *mut *mut payidem_error,
+) -> payidem_result {
+    guard(err_out, || {
+        let client = handle(client, "client")?;
+        let url = req_str(url, "url")?;
+        let target = client.inner.target_of(url)?;
+        write_text(&target, buf, buf_len, len_out, "buf")
+    })
+}

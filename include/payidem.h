@@ -1849,6 +1849,20 @@ const char *payidem_attempt_kind_name(uint32_t kind);
 const char *payidem_decision_kind_name(uint32_t kind);
 
 /**
+ * The name of the `index`th header a signed attempt carries, in the
+ * core's order (`"X-Api-Key"`, `"X-Timestamp"`, `"X-Nonce"`,
+ * `"X-Signature"`, `"Idempotency-Key"`; a request without an idempotency
+ * key carries the first four); NULL from index 5 on. A caller's own values
+ * of these headers must never be sent with an attempt.
+ *
+ * Ownership: the string is static; never free it.
+ * NULL: never takes a pointer.
+ * Threads: safe from any thread.
+ * Errors: none; an index past the last gives NULL.
+ */
+const char *payidem_signed_header_name(uint32_t index);
+
+/**
  * What `step` asks for: a `payidem_step_type` value; 0 for a NULL step.
  *
  * Ownership: borrows `step`.

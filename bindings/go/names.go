@@ -16,3 +16,18 @@ func libraryName(name *C.char, what string, n int) string {
 	}
 	return what + "(" + itoa(n) + ")"
 }
+
+// signedHeaderNames is the linked library's list of the headers a signed
+// attempt carries (payidem_signed_header_name, the core's one spelling):
+// HeaderAPIKey, HeaderTimestamp, HeaderNonce, HeaderSignature and
+// HeaderIdempotencyKey, which a test checks against it.
+func signedHeaderNames() []string {
+	var names []string
+	for i := 0; ; i++ {
+		name := C.payidem_signed_header_name(C.uint32_t(i))
+		if name == nil {
+			return names
+		}
+		names = append(names, C.GoString(name))
+	}
+}

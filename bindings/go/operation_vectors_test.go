@@ -402,4 +402,8 @@ func TestNamesMatchTheLibrary(t *testing.T) {
 	if got := StepKind(0).String(); got != "step(0)" {
 		t.Errorf("an unknown step kind prints %q", got)
 	}
+	want := []string{HeaderAPIKey, HeaderTimestamp, HeaderNonce, HeaderSignature, HeaderIdempotencyKey}
+	if got := signedHeaderNames(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("the library signs headers %v, Go names %v", got, want)
+	}
 }

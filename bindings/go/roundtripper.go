@@ -263,12 +263,9 @@ func readRequestBody(req *http.Request) ([]byte, error) {
 }
 
 // The headers an attempt sets and the caller's request may not: the
-// signature's, the key (a status query has none) and the framing, which
-// net/http computes.
-var attemptOwnedHeaders = []string{
-	HeaderAPIKey, HeaderTimestamp, HeaderNonce, HeaderSignature, HeaderIdempotencyKey,
-	"Content-Length", "Transfer-Encoding",
-}
+// signed ones (the library's list, the key among them; a status query has
+// none) and the framing, which net/http computes.
+var attemptOwnedHeaders = append(signedHeaderNames(), "Content-Length", "Transfer-Encoding")
 
 // sendAttempt sends one attempt of the call to Base and says what came of
 // it.

@@ -2,7 +2,7 @@
 
 use pyo3::prelude::*;
 
-use payidem::policy::{self, Action, Decision, Failure, Reply};
+use payidem::policy::{self, Action, Decision, Reply};
 
 use crate::convert::{field, optional_field, unix_seconds};
 use crate::operation::reply;
@@ -68,13 +68,14 @@ fn tuple(d: Decision) -> DecisionTuple {
     let kind = d.action.as_str();
     match d.action {
         Action::Done { replayed } => (kind, replayed, None, landed, None, None),
-        Action::Fail(failure) => {
-            let error = match failure {
-                Failure::IdempotencyConflict => "idempotency_conflict",
-                Failure::Rejected => "rejected",
-            };
-            (kind, false, Some(error), landed, None, None)
-        }
+        Action::Fail(failure) => (
+            kind,
+            false,
+            Some(failure.code().as_str()),
+            landed,
+            None,
+            None,
+        ),
         Action::RetryAfter { seconds } => (kind, false, None, landed, Some(seconds), None),
         Action::AdjustClockRetry { server_time } => {
             (kind, false, None, landed, None, Some(server_time))

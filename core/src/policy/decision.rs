@@ -55,6 +55,16 @@ pub enum Failure {
     Rejected,
 }
 
+impl Failure {
+    /// The error code an operation that stops this way ends with.
+    pub fn code(self) -> crate::ErrorCode {
+        match self {
+            Failure::IdempotencyConflict => crate::ErrorCode::IdempotencyConflict,
+            Failure::Rejected => crate::ErrorCode::Rejected,
+        }
+    }
+}
+
 /// What to do after one attempt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Action {

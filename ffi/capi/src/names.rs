@@ -105,3 +105,21 @@ pub extern "C" fn payidem_attempt_kind_name(kind: u32) -> *const c_char {
 pub extern "C" fn payidem_decision_kind_name(kind: u32) -> *const c_char {
     name_of::<DecisionKind>(kind)
 }
+
+/// The name of the `index`th header a signed attempt carries, in the
+/// core's order (`"X-Api-Key"`, `"X-Timestamp"`, `"X-Nonce"`,
+/// `"X-Signature"`, `"Idempotency-Key"`; a request without an idempotency
+/// key carries the first four); NULL from index 5 on. A caller's own values
+/// of these headers must never be sent with an attempt.
+///
+/// Ownership: the string is static; never free it.
+/// NULL: never takes a pointer.
+/// Threads: safe from any thread.
+/// Errors: none; an index past the last gives NULL.
+#[no_mangle]
+pub extern "C" fn payidem_signed_header_name(index: u32) -> *const c_char {
+    usize::try_from(index)
+        .ok()
+        .and_then(|i| payidem::protocol::headers::SIGNED_C.get(i))
+        .map_or(ptr::null(), |name| name.as_ptr())
+}

@@ -4,8 +4,7 @@
 use std::ffi::c_char;
 
 use payidem::policy::{
-    decide, decide_status_query, error_body, error_code_from_body, Action, Decision, Failure,
-    Landed, Reply,
+    decide, decide_status_query, error_body, error_code_from_body, Action, Decision, Landed, Reply,
 };
 
 use crate::boundary::guard;
@@ -122,10 +121,7 @@ impl From<Decision> for payidem_decision {
             Action::Done { replayed } => out.replayed = replayed,
             Action::Fail(failure) => {
                 out.kind = payidem_decision_kind::PAYIDEM_DECISION_FAIL;
-                out.failure = match failure {
-                    Failure::IdempotencyConflict => payidem_result::PAYIDEM_IDEMPOTENCY_CONFLICT,
-                    Failure::Rejected => payidem_result::PAYIDEM_REJECTED,
-                };
+                out.failure = failure.code().into();
             }
             Action::RetryNow => out.kind = payidem_decision_kind::PAYIDEM_DECISION_RETRY_NOW,
             Action::RetryBackoff => {

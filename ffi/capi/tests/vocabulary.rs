@@ -99,3 +99,12 @@ fn every_name_function_answers_the_core_name() {
     );
     assert_eq!(text(c::payidem_operation_state_name(0)), None);
 }
+
+#[test]
+fn signed_header_names_are_the_cores() {
+    let names: Vec<String> = (0..)
+        .map_while(|i| text(c::payidem_signed_header_name(i)))
+        .collect();
+    assert_eq!(names, payidem::protocol::headers::SIGNED);
+    assert_eq!(text(c::payidem_signed_header_name(u32::MAX)), None);
+}

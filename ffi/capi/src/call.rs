@@ -270,11 +270,16 @@ pub unsafe extern "C" fn payidem_client_url(
     len_out: *mut usize,
     err_out: *mut *mut payidem_error,
 ) -> payidem_result {
-    guard(err_out, || {
-        let client = handle(client, "client")?;
-        let path = req_str(path, "path")?;
-        write_text(&client.inner.url(path), buf, buf_len, len_out, "buf")
-    })
+    client_text(
+        client,
+        path,
+        "path",
+        buf,
+        buf_len,
+        len_out,
+        err_out,
+        |c, path| Ok(c.url(path)),
+    )
 }
 
 /// Writes the request target of the absolute `url` relative to the
@@ -303,10 +308,34 @@ pub unsafe extern "C" fn payidem_client_target_of(
     len_out: *mut usize,
     err_out: *mut *mut payidem_error,
 ) -> payidem_result {
+    client_text(
+        client,
+        url,
+        "url",
+        buf,
+        buf_len,
+        len_out,
+        err_out,
+        |c, url| c.target_of(url),
+    )
+}
+
+/// Writes what `text` makes of the client and the string argument `arg`
+/// (named `name`) into `buf`, as `payidem_client_url` and
+/// `payidem_client_target_of` promise.
+unsafe fn client_text(
+    client: *const payidem_client,
+    arg: *const c_char,
+    name: &'static str,
+    buf: *mut c_char,
+    buf_len: usize,
+    len_out: *mut usize,
+    err_out: *mut *mut payidem_error,
+    text: impl FnOnce(&payidem::Client, &str) -> payidem::Result<String>,
+) -> payidem_result {
     guard(err_out, || {
         let client = handle(client, "client")?;
-        let url = req_str(url, "url")?;
-        let target = client.inner.target_of(url)?;
-        write_text(&target, buf, buf_len, len_out, "buf")
+        let arg = req_str(arg, name)?;
+        write_text(&text(&client.inner, arg)?, buf, buf_len, len_out, "buf")
     })
 }

@@ -201,5 +201,8 @@ mod tests {
         check::<crate::operation::EndKind>();
         check::<crate::policy::DecisionKind>();
         check::<crate::policy::Landed>();
+        check::<crate::client::CallStepKind>();
+        check::<crate::operation::StepKind>();
+        check::<crate::operation::ReplyKind>();
     }
 }

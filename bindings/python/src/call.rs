@@ -22,16 +22,8 @@ use crate::convert::{field, optional_field, seconds};
 use crate::errors::{raise, to_pyerr};
 use crate::operation::{attempt_tuple, reply};
 
-/// The names of a call's steps (`payidem.operation.CallStepKind`), in
-/// order; [`call_step_kind`] names each step with them.
-pub(crate) const CALL_STEP_KINDS: [&str; 3] = ["send", "wait", "done"];
-
 fn call_step_kind(step: &CallStep) -> &'static str {
-    match step {
-        CallStep::Send { .. } => CALL_STEP_KINDS[0],
-        CallStep::Wait(_) => CALL_STEP_KINDS[1],
-        CallStep::Done(_) => CALL_STEP_KINDS[2],
-    }
+    step.kind().as_str()
 }
 
 /// The native call; `payidem.Call` is the public face.

@@ -95,7 +95,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DECISION_KINDS", names::<payidem::policy::DecisionKind>())?;
     m.add("REPLY_KINDS", names::<payidem::operation::ReplyKind>())?;
     m.add("STEP_KINDS", names::<payidem::operation::StepKind>())?;
-    m.add("CALL_STEP_KINDS", call::CALL_STEP_KINDS.to_vec())?;
+    m.add("CALL_STEP_KINDS", names::<payidem::client::CallStepKind>())?;
     m.add_class::<operation::NativeOperation>()?;
     m.add_class::<operation::NativeRetryBudget>()?;
     m.add_class::<call::NativeCall>()?;

@@ -36,6 +36,29 @@ pub enum CallStep {
     Done(Result<Outcome>),
 }
 
+crate::vocabulary::vocabulary! {
+    /// The kind of a [`CallStep`], without its data.
+    pub enum CallStepKind {
+        /// [`CallStep::Send`].
+        Send = 1 => "send",
+        /// [`CallStep::Wait`].
+        Wait = 2 => "wait",
+        /// [`CallStep::Done`].
+        Done = 3 => "done",
+    }
+}
+
+impl CallStep {
+    /// The step's kind.
+    pub fn kind(&self) -> CallStepKind {
+        match self {
+            CallStep::Send { .. } => CallStepKind::Send,
+            CallStep::Wait(_) => CallStepKind::Wait,
+            CallStep::Done(_) => CallStepKind::Done,
+        }
+    }
+}
+
 enum Phase {
     Running,
     Sent {

@@ -8,7 +8,7 @@ mod target;
 mod transport;
 
 pub use crate::policy::{RetryBudget, RetryBudgetConfig};
-pub use call::{Call, CallStep};
+pub use call::{Call, CallStep, CallStepKind};
 pub use config::{ClientConfig, JournalChoice, DEFAULT_MAX_CLOCK_OFFSET};
 pub use events::{
     attempt_level, call_end_level, AttemptEvent, CallEndEvent, Event, EventHook, EventListener,

@@ -1,69 +1,7 @@
 //! The crate's single error type and its stable machine codes.
 
+pub use crate::vocabulary::ErrorCode;
 use std::fmt;
-
-crate::vocabulary::vocabulary! {
-    /// A stable, machine-readable error code.
-    ///
-    /// Every code keeps its name ([`ErrorCode::as_str`]) and its number
-    /// ([`ErrorCode::number`]) forever: the C ABI, the Go and the Python bindings
-    /// map them one to one. New codes may be added; none is ever renumbered or
-    /// reused.
-    #[non_exhaustive]
-    pub enum ErrorCode {
-        /// An input broke its rule; [`Error::field`] names the field.
-        InvalidArgument = 1 => "invalid_argument",
-        /// The same idempotency key was used with another request (locally or by
-        /// the platform). Never retried, never re-keyed.
-        IdempotencyConflict = 2 => "idempotency_conflict",
-        /// The platform rejected the operation with a final 4xx answer; the
-        /// status and body are kept.
-        Rejected = 3 => "rejected",
-        /// The operation may or may not have happened; its key is kept and it can
-        /// be resumed.
-        OutcomeUnknown = 4 => "outcome_unknown",
-        /// The outcome is unknown and the key is older than the platform's
-        /// retention: it is never POSTed again.
-        KeyExpired = 5 => "key_expired",
-        /// Another thread or process is driving the same operation right now.
-        OperationBusy = 6 => "operation_busy",
-        /// A network or HTTP-level failure outside the protocol's own answers.
-        Transport = 7 => "transport_error",
-        /// The durable journal could not be opened, read or written.
-        Journal = 8 => "journal_error",
-        /// Verification: a signature header is missing, repeated or malformed.
-        MissingSignature = 9 => "missing_signature",
-        /// Verification: the key id is not known.
-        UnknownApiKey = 10 => "unknown_api_key",
-        /// Verification: the timestamp is outside the allowed window.
-        TimestampOutOfWindow = 11 => "timestamp_out_of_window",
-        /// Verification: the signature does not match.
-        InvalidSignature = 12 => "invalid_signature",
-        /// Verification: the nonce was already used inside the window.
-        NonceReused = 13 => "nonce_reused",
-        /// Verification: the replay cache is full and fails closed.
-        ReplayCacheFull = 14 => "replay_cache_full",
-        /// Verification: a POST carried no `Idempotency-Key`.
-        IdempotencyKeyRequired = 15 => "idempotency_key_required",
-        /// A bug or a broken invariant inside payidem (for example a panic caught
-        /// at a language boundary). Never expected.
-        Internal = 16 => "internal_error",
-        /// The caller cancelled the call (deadline, context, Ctrl-C). The
-        /// operation keeps its key; resume it if an attempt may have landed.
-        Cancelled = 17 => "cancelled",
-        /// The platform refused every attempt of the call before its
-        /// idempotency check (authentication, rate limit): nothing happened.
-        /// Not final: the operation keeps its key and `execute`/`resume` may
-        /// complete it later. The last answer's status and body are kept.
-        Refused = 18 => "refused",
-        /// Verification: the shared replay store (Redis) could not claim the
-        /// nonce — unreachable, timed out, out of memory, or restarted after the
-        /// request was signed (its epoch guard) — so the verifier fails closed:
-        /// 503 with `Retry-After: 1`. Nothing was accepted; a fresh attempt may
-        /// succeed later.
-        ReplayStoreUnavailable = 19 => "replay_store_unavailable",
-    }
-}
 
 impl ErrorCode {
     /// Whether an operation that ended with this code is final: its

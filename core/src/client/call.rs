@@ -16,6 +16,7 @@ use crate::operation::{
 use super::events::AttemptEvent;
 use super::{unix_now, Shared};
 use crate::metrics::JournalWrite;
+pub use crate::vocabulary::CallStepKind;
 
 /// What the caller of a [`Call`] does next.
 #[derive(Clone, Debug)]
@@ -34,18 +35,6 @@ pub enum CallStep {
     Wait(Duration),
     /// The call is over: the journal holds its end and the lease is free.
     Done(Result<Outcome>),
-}
-
-crate::vocabulary::vocabulary! {
-    /// The kind of a [`CallStep`], without its data.
-    pub enum CallStepKind {
-        /// [`CallStep::Send`].
-        Send = 1 => "send",
-        /// [`CallStep::Wait`].
-        Wait = 2 => "wait",
-        /// [`CallStep::Done`].
-        Done = 3 => "done",
-    }
 }
 
 impl CallStep {

@@ -5,6 +5,7 @@ use crate::policy::Landed;
 
 use super::state::OperationState;
 use crate::policy::Response;
+pub use crate::vocabulary::EndKind;
 
 /// The end of one call driving an operation. [`End::is_final`] tells
 /// whether the operation is settled for good or may still be completed by a
@@ -49,27 +50,6 @@ pub enum End {
         /// What happened, for people.
         reason: String,
     },
-}
-
-crate::vocabulary::vocabulary! {
-    /// The kind of an [`End`], without its data; [`EndKind::meaning`] is
-    /// the one statement of what each end means.
-    pub enum EndKind {
-        /// [`End::Succeeded`].
-        Succeeded = 1 => "succeeded",
-        /// [`End::Rejected`].
-        Rejected = 2 => "rejected",
-        /// [`End::Conflict`].
-        Conflict = 3 => "conflict",
-        /// [`End::Refused`].
-        Refused = 4 => "refused",
-        /// [`End::NotSent`].
-        NotSent = 5 => "not_sent",
-        /// [`End::Unknown`].
-        Unknown = 6 => "unknown",
-        /// [`End::KeyExpired`].
-        KeyExpired = 7 => "key_expired",
-    }
 }
 
 /// What one end of a call means: the row of the ends' table every README

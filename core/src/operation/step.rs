@@ -9,6 +9,7 @@ use crate::protocol::nonce::fill_random;
 use crate::protocol::{Nonce, NonceSource, OsNonceSource};
 
 use super::end::End;
+pub use crate::vocabulary::{AttemptKind, NextAction, StepKind};
 
 /// The two clocks a call reads: wall time for signing and key age, and the
 /// time elapsed since the call started for the deadline.
@@ -41,17 +42,6 @@ impl Entropy for OsEntropy {
         let mut b = [0u8; 8];
         fill_random(&mut b);
         u64::from_ne_bytes(b)
-    }
-}
-
-crate::vocabulary::vocabulary! {
-    /// What an attempt is.
-    pub enum AttemptKind {
-        /// The operation's own request (same method, path, body and key every
-        /// time).
-        Operation = 1 => "operation",
-        /// A signed GET of the operation's status path.
-        StatusQuery = 2 => "status_query",
     }
 }
 
@@ -101,20 +91,6 @@ pub enum Step {
     End(End),
 }
 
-crate::vocabulary::vocabulary! {
-    /// The kind of a [`Step`], without its data.
-    pub enum StepKind {
-        /// [`Step::Persist`].
-        Persist = 1 => "persist",
-        /// [`Step::Send`].
-        Send = 2 => "send",
-        /// [`Step::Wait`].
-        Wait = 3 => "wait",
-        /// [`Step::End`].
-        End = 4 => "end",
-    }
-}
-
 impl Step {
     /// The step's kind.
     pub fn kind(&self) -> StepKind {
@@ -124,27 +100,6 @@ impl Step {
             Step::Wait(_) => StepKind::Wait,
             Step::End(_) => StepKind::End,
         }
-    }
-}
-
-crate::vocabulary::vocabulary! {
-    /// What the machine decided after an attempt.
-    pub enum NextAction {
-        /// The call ended with the platform's answer.
-        Settle = 1 => "settle",
-        /// Retry at once with a fresh signature.
-        RetryNow = 2 => "retry_now",
-        /// Retry after a backoff or `Retry-After`.
-        RetryLater = 3 => "retry_later",
-        /// Adjust the clock offset and retry at once.
-        AdjustClock = 4 => "adjust_clock",
-        /// Query the operation's status.
-        QueryStatus = 5 => "query_status",
-        /// Query the status again after a backoff.
-        QueryLater = 6 => "query_later",
-        /// Give up: attempts, deadline, retry budget or `Retry-After` limits
-        /// reached, or an answer that may not be believed.
-        GiveUp = 7 => "give_up",
     }
 }
 

@@ -6,6 +6,7 @@ use super::error_body::error_code_from_body;
 use super::reply::{Reply, Response};
 use super::retry_after::parse_retry_after;
 use crate::protocol::headers;
+pub use crate::vocabulary::{DecisionKind, Landed};
 
 /// What the decisions read of a response: its status, the `error.code` of
 /// its body and its headers.
@@ -22,24 +23,6 @@ impl<'a> Answer<'a> {
             error_code: error_code_from_body(&response.body),
             headers: response.header_pairs(),
         }
-    }
-}
-
-crate::vocabulary::vocabulary! {
-    /// Whether the operation may have taken effect on the platform, as far as
-    /// one answer tells. Ordered `No < Maybe < Yes`.
-    #[derive(PartialOrd, Ord)]
-    pub enum Landed {
-        /// It did not: the answer came before the platform's idempotency step
-        /// (authentication, replay cache, rate limit), nothing was sent, or the
-        /// key is held by another request.
-        No = 0 => "no",
-        /// It may have: keep the key, never re-key, learn the outcome (status
-        /// query or a retry with the same key).
-        Maybe = 1 => "maybe",
-        /// It did: the platform ran it or is running it under this key (a 2xx,
-        /// a final refusal it stored, `idempotency_in_progress`).
-        Yes = 2 => "yes",
     }
 }
 
@@ -96,29 +79,6 @@ pub enum Action {
     /// A status query found no such operation: it did not land; send the
     /// operation itself again at once, with the same key.
     SendOperation,
-}
-
-crate::vocabulary::vocabulary! {
-    /// The kind of an [`Action`], without its data (the C ABI's
-    /// `payidem_decision_kind`).
-    pub enum DecisionKind {
-        /// [`Action::Done`].
-        Done = 1 => "done",
-        /// [`Action::Fail`].
-        Fail = 2 => "fail",
-        /// [`Action::RetryNow`].
-        RetryNow = 3 => "retry_now",
-        /// [`Action::RetryBackoff`].
-        RetryBackoff = 4 => "retry_backoff",
-        /// [`Action::RetryAfter`].
-        RetryAfter = 5 => "retry_after",
-        /// [`Action::AdjustClockRetry`].
-        AdjustClockRetry = 6 => "adjust_clock_retry",
-        /// [`Action::QueryStatus`].
-        QueryStatus = 7 => "query_status",
-        /// [`Action::SendOperation`].
-        SendOperation = 8 => "send_operation",
-    }
 }
 
 impl Action {

@@ -4,6 +4,7 @@
 
 use crate::error::{Error, Result};
 use crate::protocol::headers;
+pub use crate::vocabulary::ReplyKind;
 
 /// One HTTP answer of the platform, as a call saw it (and as a settled
 /// operation keeps it).
@@ -82,19 +83,6 @@ pub enum Reply {
     NotSent(String),
     /// The request was (or may have been) sent and no response came back.
     SentNoResponse(String),
-}
-
-crate::vocabulary::vocabulary! {
-    /// The kind of a [`Reply`], without its data (the C ABI's
-    /// `payidem_attempt_outcome`).
-    pub enum ReplyKind {
-        /// [`Reply::Response`].
-        Response = 1 => "response",
-        /// [`Reply::NotSent`].
-        NotSent = 2 => "not_sent",
-        /// [`Reply::SentNoResponse`].
-        SentNoResponse = 3 => "sent_no_response",
-    }
 }
 
 impl Reply {

@@ -1043,8 +1043,9 @@ payidem_result payidem_call_step_at(struct payidem_call *call,
  * may be NULL when `body_len` is 0; `reason` and `err_out` may be NULL.
  * Threads: one thread at a time on `call`.
  * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `call`, `outcome` (not a
- * `payidem_attempt_outcome`), `headers[i].name`, `headers[i].value`,
- * `body` or `reason`; nothing is reported then (report again).
+ * `payidem_attempt_outcome`), `status` (a response's status outside
+ * 100..=999), `headers[i].name`, `headers[i].value`, `body` or `reason`;
+ * nothing is reported then (report again).
  */
 payidem_result payidem_call_report(struct payidem_call *call,
                                    uint32_t outcome,
@@ -1133,6 +1134,32 @@ payidem_result payidem_client_url(const struct payidem_client *client,
                                   size_t buf_len,
                                   size_t *len_out,
                                   struct payidem_error **err_out);
+
+/**
+ * Writes the request target of the absolute `url` relative to the
+ * client's base URL (its path below the base URL's path prefix, with its
+ * query), the path to begin an operation with, and a NUL into `buf`;
+ * `*len_out` (when given) receives its length without the NUL, also on
+ * `PAYIDEM_BUFFER_TOO_SMALL`. The core decides whether `url` is under the
+ * base URL: scheme and host compare without case, a default port equals no
+ * port (`https://h:443/x` is `https://h/x`), paths compare as their
+ * percent-encoded text, and a URL with credentials is refused. A signed
+ * request is never sent elsewhere.
+ *
+ * Ownership: `buf` is caller memory, written only on success.
+ * NULL: `client` and `url` must not be NULL; `buf` may be NULL only with
+ * `buf_len` 0; `len_out` and `err_out` may be NULL.
+ * Threads: safe from any number of threads on one client.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `client`, `url` (no absolute
+ * URL under the base URL) or `buf`; `PAYIDEM_BUFFER_TOO_SMALL` naming
+ * `buf`.
+ */
+payidem_result payidem_client_target_of(const struct payidem_client *client,
+                                        const char *url,
+                                        char *buf,
+                                        size_t buf_len,
+                                        size_t *len_out,
+                                        struct payidem_error **err_out);
 
 /**
  * Creates a client from `options_json`, a JSON object, and the key's
@@ -1788,6 +1815,41 @@ payidem_result payidem_verifier_metrics(const struct payidem_verifier *verifier,
                                         struct payidem_error **err_out);
 
 /**
+ * The stable name of a `payidem_operation_state` value (`"pending"`,
+ * `"in_flight"`, `"unknown"`, `"succeeded"`, `"rejected"`, `"conflict"`:
+ * the names journals store); NULL for `PAYIDEM_STATE_NOT_FOUND` and any
+ * other number that is no state.
+ *
+ * Ownership: the string is static; never free it.
+ * NULL: never takes a pointer.
+ * Threads: safe from any thread.
+ * Errors: none; an unknown number gives NULL.
+ */
+const char *payidem_operation_state_name(uint32_t state);
+
+/**
+ * The stable name of a `payidem_step_type` value (`"persist"`, `"send"`,
+ * `"wait"`, `"end"`); NULL for a number that is no step type.
+ *
+ * Ownership: the string is static; never free it.
+ * NULL: never takes a pointer.
+ * Threads: safe from any thread.
+ * Errors: none; an unknown number gives NULL.
+ */
+const char *payidem_step_type_name(uint32_t kind);
+
+/**
+ * The stable name of a `payidem_attempt_outcome` value (`"response"`,
+ * `"not_sent"`, `"sent_no_response"`); NULL for a number that is none.
+ *
+ * Ownership: the string is static; never free it.
+ * NULL: never takes a pointer.
+ * Threads: safe from any thread.
+ * Errors: none; an unknown number gives NULL.
+ */
+const char *payidem_attempt_outcome_name(uint32_t outcome);
+
+/**
  * The stable name of a `payidem_next_action` value (`"settle"`,
  * `"retry_now"`, `"retry_later"`, `"adjust_clock"`, `"query_status"`,
  * `"query_later"`, `"give_up"`), as the core library names it; NULL for a
@@ -1822,6 +1884,33 @@ const char *payidem_landed_name(uint32_t landed);
  * Errors: none; an unknown number gives NULL.
  */
 const char *payidem_attempt_kind_name(uint32_t kind);
+
+/**
+ * The stable name of a `payidem_decision_kind` (`done`, `fail`,
+ * `retry_now`, `retry_backoff`, `retry_after`, `adjust_clock_retry`,
+ * `query_status`, `send_operation`: the core's names); NULL for a number
+ * that is no decision kind.
+ *
+ * Ownership: a static string; never free it.
+ * NULL: never takes a pointer.
+ * Threads: safe from any thread.
+ * Errors: none (NULL for an unknown number).
+ */
+const char *payidem_decision_kind_name(uint32_t kind);
+
+/**
+ * The name of the `index`th header a signed attempt carries, in the
+ * core's order (`"X-Api-Key"`, `"X-Timestamp"`, `"X-Nonce"`,
+ * `"X-Signature"`, `"Idempotency-Key"`; a request without an idempotency
+ * key carries the first four); NULL from index 5 on. A caller's own values
+ * of these headers must never be sent with an attempt.
+ *
+ * Ownership: the string is static; never free it.
+ * NULL: never takes a pointer.
+ * Threads: safe from any thread.
+ * Errors: none; an index past the last gives NULL.
+ */
+const char *payidem_signed_header_name(uint32_t index);
 
 /**
  * What `step` asks for: a `payidem_step_type` value; 0 for a NULL step.
@@ -2156,8 +2245,9 @@ payidem_result payidem_operation_persisted(struct payidem_operation *op,
  * NULL.
  * Threads: one thread at a time on `op`.
  * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `op`, `outcome` (not a
- * `payidem_attempt_outcome`), `headers[i].name`, `headers[i].value`,
- * `body` or `reason`; nothing is reported then.
+ * `payidem_attempt_outcome`), `status` (a response's status outside
+ * 100..=999), `headers[i].name`, `headers[i].value`, `body` or `reason`;
+ * nothing is reported then.
  */
 payidem_result payidem_operation_handle(struct payidem_operation *op,
                                         uint32_t outcome,
@@ -2403,8 +2493,9 @@ void payidem_order_list_free(struct payidem_order_list *list);
  * or `value` may be NULL; `err_out` may be NULL.
  * Threads: safe from any thread.
  * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `outcome` (not a
- * `payidem_attempt_outcome`), `error_code`, `headers[i].name`,
- * `headers[i].value` or `decision_out`.
+ * `payidem_attempt_outcome`), `status` (a response's status outside
+ * 100..=999), `error_code`, `headers[i].name`, `headers[i].value` or
+ * `decision_out`.
  */
 payidem_result payidem_decide(uint32_t outcome,
                               uint16_t status,
@@ -2439,19 +2530,6 @@ payidem_result payidem_decide_status_query(uint32_t outcome,
                                            uint64_t now,
                                            struct payidem_decision *decision_out,
                                            struct payidem_error **err_out);
-
-/**
- * The stable name of a `payidem_decision_kind` (`done`, `fail`,
- * `retry_now`, `retry_backoff`, `retry_after`, `adjust_clock_retry`,
- * `query_status`, `send_operation`: the core's names); NULL for a number
- * that is no decision kind.
- *
- * Ownership: a static string; never free it.
- * NULL: never takes a pointer.
- * Threads: safe from any thread.
- * Errors: none (NULL for an unknown number).
- */
-const char *payidem_decision_kind_name(uint32_t kind);
 
 /**
  * Writes the `error.code` of a protocol error body

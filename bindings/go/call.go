@@ -10,6 +10,7 @@ import "C"
 
 import (
 	"context"
+	"net/url"
 	"sync"
 	"time"
 )
@@ -115,13 +116,38 @@ func newCall(c *Client, ptr *C.payidem_call) *Call {
 // already carries the base URL's path prefix) is sent to: the client's
 // scheme, host and port followed by path.
 func (c *Client) URL(path string) (string, error) {
+	return c.text("path", path, func(c *C.payidem_client, arg *C.char, buf *C.char, n C.size_t, out *C.size_t, cerr **C.payidem_error) C.payidem_result {
+		return C.payidem_client_url(c, arg, buf, n, out, cerr)
+	})
+}
+
+// textFunc is a payidem_client_* call that writes text for one argument.
+type textFunc func(c *C.payidem_client, arg *C.char, buf *C.char, n C.size_t, out *C.size_t, cerr **C.payidem_error) C.payidem_result
+
+// text runs fill with arg (named field) and gives the text it writes,
+// growing the buffer as the library asks.
+func (c *Client) text(field, arg string, fill textFunc) (string, error) {
 	var args cstrings
-	p, err := args.add("path", path)
+	p, err := args.add(field, arg)
 	if err != nil {
 		return "", err
 	}
 	return c.readText(256, func(h *C.payidem_client, buf *C.char, n C.size_t, l *C.size_t, cerr **C.payidem_error) C.payidem_result {
-		return C.payidem_client_url(h, args.ptr(p), buf, n, l, cerr)
+		return fill(h, args.ptr(p), buf, n, l, cerr)
+	})
+}
+
+// targetOf is u's request target relative to the client's base URL (its
+// path below the base URL's path prefix, with its query), as the library
+// decides it (payidem_client_target_of): scheme and host without case, a
+// default port the same as none; a URL elsewhere is invalid_argument
+// naming "url".
+func (c *Client) targetOf(u *url.URL) (string, error) {
+	if u == nil {
+		return "", invalid("url", "must not be nil")
+	}
+	return c.text("url", u.String(), func(c *C.payidem_client, arg *C.char, buf *C.char, n C.size_t, out *C.size_t, cerr **C.payidem_error) C.payidem_result {
+		return C.payidem_client_target_of(c, arg, buf, n, out, cerr)
 	})
 }
 

@@ -82,24 +82,14 @@ const (
 	StateConflict  State = C.PAYIDEM_STATE_CONFLICT
 )
 
+// String is the linked library's name of the state ("pending",
+// "in_flight", ...; journals store these names), "not_found" for
+// StateNotFound.
 func (s State) String() string {
-	switch s {
-	case StateNotFound:
+	if s == StateNotFound {
 		return "not_found"
-	case StatePending:
-		return "pending"
-	case StateInFlight:
-		return "in_flight"
-	case StateUnknown:
-		return "unknown"
-	case StateSucceeded:
-		return "succeeded"
-	case StateRejected:
-		return "rejected"
-	case StateConflict:
-		return "conflict"
 	}
-	return "state(" + itoa(int(s)) + ")"
+	return libraryName(int(s), "state", func(v C.uint32_t) *C.char { return C.payidem_operation_state_name(v) })
 }
 
 // OperationStatus is the journal's record of an operation.

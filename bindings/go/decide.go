@@ -86,19 +86,13 @@ const (
 
 // String is the linked library's name ("no", "maybe", "yes").
 func (l Landed) String() string {
-	if name := C.payidem_landed_name(C.uint32_t(l)); name != nil {
-		return C.GoString(name)
-	}
-	return "landed(" + itoa(int(l)) + ")"
+	return libraryName(int(l), "landed", func(v C.uint32_t) *C.char { return C.payidem_landed_name(v) })
 }
 
 // String is the linked library's name of the kind ("done", "fail",
 // "retry_now", ...).
 func (k DecisionKind) String() string {
-	if name := C.payidem_decision_kind_name(C.uint32_t(k)); name != nil {
-		return C.GoString(name)
-	}
-	return "decision(" + itoa(int(k)) + ")"
+	return libraryName(int(k), "decision", func(v C.uint32_t) *C.char { return C.payidem_decision_kind_name(v) })
 }
 
 // Decision is the protocol's answer to one attempt. Fields that do not
@@ -127,7 +121,7 @@ type Decision struct {
 // resolves a Retry-After date.
 func Decide(result AttemptResult, hasStatusPath bool, now time.Time) (Decision, error) {
 	return decideWith(result, now, func(code *C.char, headers cHeaders, unix C.uint64_t, out *C.payidem_decision, cerr **C.payidem_error) C.payidem_result {
-		return C.payidem_decide(C.uint32_t(result.Outcome), C.uint16_t(result.Status), code,
+		return C.payidem_decide(C.uint32_t(result.Outcome), cStatus(result.Status), code,
 			headers.ptr, C.size_t(headers.count), C.bool(hasStatusPath), unix, out, cerr)
 	})
 }
@@ -138,17 +132,25 @@ func Decide(result AttemptResult, hasStatusPath bool, now time.Time) (Decision, 
 // for the operation, anything else is asked again after a backoff.
 func DecideStatusQuery(result AttemptResult, now time.Time) (Decision, error) {
 	return decideWith(result, now, func(code *C.char, headers cHeaders, unix C.uint64_t, out *C.payidem_decision, cerr **C.payidem_error) C.payidem_result {
-		return C.payidem_decide_status_query(C.uint32_t(result.Outcome), C.uint16_t(result.Status), code,
+		return C.payidem_decide_status_query(C.uint32_t(result.Outcome), cStatus(result.Status), code,
 			headers.ptr, C.size_t(headers.count), unix, out, cerr)
 	})
+}
+
+// cStatus is status as the C ABI's uint16_t. A number that does not fit
+// is no HTTP status either: it becomes 0, which the library's one status
+// check (the core's, 100..=999) refuses with invalid_argument naming
+// "status".
+func cStatus(status int) C.uint16_t {
+	if status < 0 || status > 0xFFFF {
+		return 0
+	}
+	return C.uint16_t(status)
 }
 
 type decideFunc func(code *C.char, headers cHeaders, unix C.uint64_t, out *C.payidem_decision, cerr **C.payidem_error) C.payidem_result
 
 func decideWith(result AttemptResult, now time.Time, call decideFunc) (Decision, error) {
-	if result.Status < 0 || result.Status > 65535 {
-		return Decision{}, invalid("status", "must be an HTTP status")
-	}
 	var args cstrings
 	code, err := args.addOpt("error_code", result.ErrorCode)
 	if err != nil {

@@ -20,30 +20,31 @@ import (
 // and in the protocol's error bodies (e.g. "outcome_unknown").
 type Code string
 
-// The stable codes, with the number each has in the C ABI.
+// The stable codes (their numbers are the linked library's:
+// payidem_result_name; see codeByResult).
 const (
-	CodeInvalidArgument        Code = "invalid_argument"         // 1
-	CodeIdempotencyConflict    Code = "idempotency_conflict"     // 2
-	CodeRejected               Code = "rejected"                 // 3
-	CodeOutcomeUnknown         Code = "outcome_unknown"          // 4
-	CodeKeyExpired             Code = "key_expired"              // 5
-	CodeOperationBusy          Code = "operation_busy"           // 6
-	CodeTransport              Code = "transport_error"          // 7
-	CodeJournal                Code = "journal_error"            // 8
-	CodeMissingSignature       Code = "missing_signature"        // 9
-	CodeUnknownAPIKey          Code = "unknown_api_key"          // 10
-	CodeTimestampOutOfWindow   Code = "timestamp_out_of_window"  // 11
-	CodeInvalidSignature       Code = "invalid_signature"        // 12
-	CodeNonceReused            Code = "nonce_reused"             // 13
-	CodeReplayCacheFull        Code = "replay_cache_full"        // 14
-	CodeIdempotencyKeyRequired Code = "idempotency_key_required" // 15
-	CodeInternal               Code = "internal_error"           // 16
-	CodeCancelled              Code = "cancelled"                // 17
-	CodeRefused                Code = "refused"                  // 18
-	CodeReplayStoreUnavailable Code = "replay_store_unavailable" // 19
+	CodeInvalidArgument        Code = "invalid_argument"
+	CodeIdempotencyConflict    Code = "idempotency_conflict"
+	CodeRejected               Code = "rejected"
+	CodeOutcomeUnknown         Code = "outcome_unknown"
+	CodeKeyExpired             Code = "key_expired"
+	CodeOperationBusy          Code = "operation_busy"
+	CodeTransport              Code = "transport_error"
+	CodeJournal                Code = "journal_error"
+	CodeMissingSignature       Code = "missing_signature"
+	CodeUnknownAPIKey          Code = "unknown_api_key"
+	CodeTimestampOutOfWindow   Code = "timestamp_out_of_window"
+	CodeInvalidSignature       Code = "invalid_signature"
+	CodeNonceReused            Code = "nonce_reused"
+	CodeReplayCacheFull        Code = "replay_cache_full"
+	CodeIdempotencyKeyRequired Code = "idempotency_key_required"
+	CodeInternal               Code = "internal_error"
+	CodeCancelled              Code = "cancelled"
+	CodeRefused                Code = "refused"
+	CodeReplayStoreUnavailable Code = "replay_store_unavailable"
 	// CodeBufferTooSmall exists only in the C ABI; seen from Go it is a bug
 	// of this binding and matches ErrInternal.
-	CodeBufferTooSmall Code = "buffer_too_small" // 100
+	CodeBufferTooSmall Code = "buffer_too_small"
 )
 
 // sentinel is the type of the Err* values: errors.Is(err, ErrX) holds for
@@ -89,33 +90,37 @@ var (
 // its Close.
 var ErrClosed = errors.New("payidem: closed")
 
-// codeByResult maps every payidem_result the header defines (but
-// PAYIDEM_OK) to its code and sentinel.
-var codeByResult = map[uint32]struct {
+// resultInfo is the Go code and sentinel of one C result number.
+type resultInfo struct {
 	code     Code
 	sentinel error
-}{
-	C.PAYIDEM_INVALID_ARGUMENT:         {CodeInvalidArgument, ErrInvalidArgument},
-	C.PAYIDEM_IDEMPOTENCY_CONFLICT:     {CodeIdempotencyConflict, ErrIdempotencyConflict},
-	C.PAYIDEM_REJECTED:                 {CodeRejected, ErrRejected},
-	C.PAYIDEM_OUTCOME_UNKNOWN:          {CodeOutcomeUnknown, ErrOutcomeUnknown},
-	C.PAYIDEM_KEY_EXPIRED:              {CodeKeyExpired, ErrKeyExpired},
-	C.PAYIDEM_OPERATION_BUSY:           {CodeOperationBusy, ErrOperationBusy},
-	C.PAYIDEM_TRANSPORT_ERROR:          {CodeTransport, ErrTransport},
-	C.PAYIDEM_JOURNAL_ERROR:            {CodeJournal, ErrJournal},
-	C.PAYIDEM_MISSING_SIGNATURE:        {CodeMissingSignature, ErrMissingSignature},
-	C.PAYIDEM_UNKNOWN_API_KEY:          {CodeUnknownAPIKey, ErrUnknownAPIKey},
-	C.PAYIDEM_TIMESTAMP_OUT_OF_WINDOW:  {CodeTimestampOutOfWindow, ErrTimestampOutOfWindow},
-	C.PAYIDEM_INVALID_SIGNATURE:        {CodeInvalidSignature, ErrInvalidSignature},
-	C.PAYIDEM_NONCE_REUSED:             {CodeNonceReused, ErrNonceReused},
-	C.PAYIDEM_REPLAY_CACHE_FULL:        {CodeReplayCacheFull, ErrReplayCacheFull},
-	C.PAYIDEM_IDEMPOTENCY_KEY_REQUIRED: {CodeIdempotencyKeyRequired, ErrIdempotencyKeyRequired},
-	C.PAYIDEM_INTERNAL_ERROR:           {CodeInternal, ErrInternal},
-	C.PAYIDEM_CANCELLED:                {CodeCancelled, ErrCancelled},
-	C.PAYIDEM_REFUSED:                  {CodeRefused, ErrRefused},
-	C.PAYIDEM_REPLAY_STORE_UNAVAILABLE: {CodeReplayStoreUnavailable, ErrReplayStoreUnavailable},
-	C.PAYIDEM_BUFFER_TOO_SMALL:         {CodeBufferTooSmall, ErrInternal},
 }
+
+// codeByResult maps every payidem_result of the linked library (but
+// PAYIDEM_OK) to its code and sentinel: the numbers and names are the
+// library's (payidem_result_name reads the core's table), read once here.
+var codeByResult = func() map[uint32]resultInfo {
+	byCode := map[Code]error{}
+	for _, s := range []error{
+		ErrInvalidArgument, ErrIdempotencyConflict, ErrRejected, ErrOutcomeUnknown,
+		ErrKeyExpired, ErrOperationBusy, ErrTransport, ErrJournal, ErrMissingSignature,
+		ErrUnknownAPIKey, ErrTimestampOutOfWindow, ErrInvalidSignature, ErrNonceReused,
+		ErrReplayCacheFull, ErrIdempotencyKeyRequired, ErrInternal, ErrCancelled,
+		ErrRefused, ErrReplayStoreUnavailable,
+	} {
+		byCode[s.(*sentinel).code] = s
+	}
+	m := map[uint32]resultInfo{
+		C.PAYIDEM_BUFFER_TOO_SMALL: {CodeBufferTooSmall, ErrInternal},
+	}
+	for n := uint32(1); n <= libraryMaxErrorCode(); n++ {
+		code := Code(ResultName(n))
+		if s, known := byCode[code]; known {
+			m[n] = resultInfo{code, s}
+		}
+	}
+	return m
+}()
 
 // Error is every failure payidem reports: a stable code, a message for
 // people and the context the code calls for. It never holds a secret.

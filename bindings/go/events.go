@@ -10,7 +10,6 @@ import "C"
 import (
 	"context"
 	"log/slog"
-	"math"
 	"runtime/cgo"
 	"strconv"
 	"sync/atomic"
@@ -32,10 +31,10 @@ const (
 	AttemptStatusQuery AttemptKind = C.PAYIDEM_ATTEMPT_KIND_STATUS_QUERY
 )
 
-// String is the core's name of k ("operation", "status_query"), or
-// "kind(N)" for a number that is no kind.
+// String is the linked library's name of the kind ("operation",
+// "status_query").
 func (k AttemptKind) String() string {
-	return coreName(int(k), "kind", func(n C.uint32_t) *C.char { return C.payidem_attempt_kind_name(n) })
+	return libraryName(int(k), "kind", func(v C.uint32_t) *C.char { return C.payidem_attempt_kind_name(v) })
 }
 
 // NextAction is what the client does after an attempt.
@@ -52,23 +51,10 @@ const (
 	NextGiveUp      NextAction = C.PAYIDEM_NEXT_GIVE_UP
 )
 
-// String is the core's name of n ("settle", "retry_now", "retry_later",
-// "adjust_clock", "query_status", "query_later", "give_up"), or "next(N)"
-// for a number that is no action.
+// String is the linked library's name of the action ("settle",
+// "retry_now", ...).
 func (n NextAction) String() string {
-	return coreName(int(n), "next", func(v C.uint32_t) *C.char { return C.payidem_next_action_name(v) })
-}
-
-// coreName is the name the linked library gives the enum value n (name is
-// its payidem_*_name function, NULL for a number it does not know), else
-// what(n).
-func coreName(n int, what string, name func(C.uint32_t) *C.char) string {
-	if n >= 0 && uint64(n) <= math.MaxUint32 {
-		if s := name(C.uint32_t(n)); s != nil {
-			return C.GoString(s)
-		}
-	}
-	return what + "(" + itoa(n) + ")"
+	return libraryName(int(n), "next", func(v C.uint32_t) *C.char { return C.payidem_next_action_name(v) })
 }
 
 // AttemptEvent describes one attempt, for logs and metrics. It holds no

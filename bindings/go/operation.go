@@ -35,19 +35,10 @@ const (
 	StepEnd StepKind = C.PAYIDEM_STEP_END
 )
 
-// String is the kind's lower-case name (persist, send, wait, end).
+// String is the linked library's name of the kind (persist, send, wait,
+// end).
 func (k StepKind) String() string {
-	switch k {
-	case StepPersist:
-		return "persist"
-	case StepSend:
-		return "send"
-	case StepWait:
-		return "wait"
-	case StepEnd:
-		return "end"
-	}
-	return "step(" + itoa(int(k)) + ")"
+	return libraryName(int(k), "step", func(v C.uint32_t) *C.char { return C.payidem_step_type_name(v) })
 }
 
 // Step is what the operation machine asks for next. Only the field of Kind
@@ -488,17 +479,9 @@ type replyArgs struct {
 	reason  *C.char
 }
 
-// withReply checks r, builds its C arguments and runs call with them.
+// withReply builds r's C arguments and runs call with them.
 func withReply(r Reply, call func(replyArgs, **C.payidem_error) C.payidem_result) error {
-	switch r.Outcome {
-	case OutcomeResponse:
-		if r.Status < 100 || r.Status > 999 {
-			return invalid("status", "must be an HTTP status (100..=999)")
-		}
-	case OutcomeNotSent, OutcomeSentNoResponse:
-	default:
-		return invalid("outcome", "must be OutcomeResponse, OutcomeNotSent or OutcomeSentNoResponse")
-	}
+	// The library checks the outcome and the status (the core's one rule).
 	var args cstrings
 	reason, err := args.addOpt("reason", r.Reason)
 	if err != nil {
@@ -517,7 +500,7 @@ func withReply(r Reply, call func(replyArgs, **C.payidem_error) C.payidem_result
 		reason:  args.ptr(reason),
 	}
 	if r.Outcome == OutcomeResponse {
-		a.status = C.uint16_t(r.Status)
+		a.status = cStatus(r.Status)
 		a.body, a.bodyLen = bytesPtr(r.Body), C.size_t(len(r.Body))
 	}
 	var cerr *C.payidem_error
@@ -529,7 +512,7 @@ func withReply(r Reply, call func(replyArgs, **C.payidem_error) C.payidem_result
 
 // stateByName is the State of a journal state's library name.
 func stateByName(name string) State {
-	for _, s := range []State{StatePending, StateInFlight, StateUnknown, StateSucceeded, StateRejected, StateConflict} {
+	for s := StatePending; s <= StateConflict; s++ {
 		if s.String() == name {
 			return s
 		}
@@ -592,19 +575,4 @@ func takeStep(step *C.payidem_step, cause error) Step {
 		s.End = e
 	}
 	return s
-}
-
-// libraryNames gives the library's names of next actions, landed answers
-// and attempt kinds, for the test that checks the String methods against
-// them ("" for a number the library does not know).
-func libraryNames(table string, n uint32) string {
-	switch table {
-	case "next":
-		return goStringOrEmpty(C.payidem_next_action_name(C.uint32_t(n)))
-	case "landed":
-		return goStringOrEmpty(C.payidem_landed_name(C.uint32_t(n)))
-	case "kind":
-		return goStringOrEmpty(C.payidem_attempt_kind_name(C.uint32_t(n)))
-	}
-	return ""
 }

@@ -16,7 +16,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
-	"net/url"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -147,7 +146,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !ok {
 		return nil, invalid("operation", "is missing from the request's context: build it with payidem.WithOperation")
 	}
-	path, err := operationPath(t.Client.base, req.URL)
+	path, err := t.Client.targetOf(req.URL)
 	if err != nil {
 		return nil, err
 	}
@@ -263,56 +262,10 @@ func readRequestBody(req *http.Request) ([]byte, error) {
 	return io.ReadAll(req.Body)
 }
 
-// operationPath is u's request target relative to the client's base URL:
-// u must have base's scheme and host and lie below its path prefix.
-func operationPath(base string, u *url.URL) (string, error) {
-	b, err := url.Parse(base)
-	if err != nil || u == nil {
-		return "", invalid("url", "cannot be matched with the client's BaseURL")
-	}
-	if u.Opaque != "" || u.User != nil || !strings.EqualFold(u.Scheme, b.Scheme) ||
-		!sameHost(u, b) {
-		return "", invalid("url", "must be under the client's BaseURL "+b.Scheme+"://"+b.Host)
-	}
-	prefix := strings.TrimRight(b.EscapedPath(), "/")
-	path := u.EscapedPath()
-	if path == "" {
-		path = "/"
-	}
-	if prefix != "" {
-		if !strings.HasPrefix(path, prefix+"/") {
-			return "", invalid("url", "must be under the client's BaseURL path "+prefix)
-		}
-		path = path[len(prefix):]
-	}
-	if u.RawQuery != "" || u.ForceQuery {
-		path += "?" + u.RawQuery
-	}
-	return path, nil
-}
-
-// sameHost compares host names without case and ports with the scheme's
-// default filled in.
-func sameHost(u, b *url.URL) bool {
-	port := func(x *url.URL) string {
-		if p := x.Port(); p != "" {
-			return p
-		}
-		if strings.EqualFold(x.Scheme, "https") {
-			return "443"
-		}
-		return "80"
-	}
-	return strings.EqualFold(u.Hostname(), b.Hostname()) && port(u) == port(b)
-}
-
 // The headers an attempt sets and the caller's request may not: the
-// signature's, the key (a status query has none) and the framing, which
-// net/http computes.
-var attemptOwnedHeaders = []string{
-	HeaderAPIKey, HeaderTimestamp, HeaderNonce, HeaderSignature, HeaderIdempotencyKey,
-	"Content-Length", "Transfer-Encoding",
-}
+// signed ones (the library's list, the key among them; a status query has
+// none) and the framing, which net/http computes.
+var attemptOwnedHeaders = append(signedHeaderNames(), "Content-Length", "Transfer-Encoding")
 
 // sendAttempt sends one attempt of the call to Base and says what came of
 // it.

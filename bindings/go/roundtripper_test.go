@@ -299,20 +299,32 @@ func TestRoundTripperRefusesWhatIsNoOperation(t *testing.T) {
 func TestOperationPathStripsTheBasePrefix(t *testing.T) {
 	cases := []struct{ base, url, want string }{
 		{"https://api.example.com", "https://API.example.com:443/v1/payments?x=1", "/v1/payments?x=1"},
-		{"https://api.example.com/", "https://api.example.com/v1/payments", "/v1/payments"},
+		{"https://api.example.com:443/", "https://api.example.com/v1/payments", "/v1/payments"},
 		{"http://127.0.0.1:8080/api/", "http://127.0.0.1:8080/api/v1/p%20q", "/v1/p%20q"},
 		{"http://127.0.0.1:8080/api", "http://127.0.0.1:8080/api/v1?", "/v1?"},
 	}
 	for _, c := range cases {
+		client := newTestClient(t, fastConfig(c.base))
 		u, _ := url.Parse(c.url)
-		got, err := operationPath(c.base, u)
+		got, err := client.targetOf(u)
 		if err != nil || got != c.want {
-			t.Errorf("operationPath(%s, %s) = %q, %v; want %q", c.base, c.url, got, err, c.want)
+			t.Errorf("targetOf(%s, %s) = %q, %v; want %q", c.base, c.url, got, err, c.want)
 		}
 	}
-	u, _ := url.Parse("http://127.0.0.1:8080/apiv1")
-	if _, err := operationPath("http://127.0.0.1:8080/api", u); !errors.Is(err, ErrInvalidArgument) {
-		t.Errorf("a path sharing only a string prefix with the base: %v", err)
+	client := newTestClient(t, fastConfig("http://127.0.0.1:8080/api"))
+	for _, outside := range []string{
+		"http://127.0.0.1:8080/apiv1",        // a path sharing only a string prefix
+		"http://u:p@127.0.0.1:8080/api/v1",   // credentials
+		"https://127.0.0.1:8080/api/v1",      // another scheme
+		"http://127.0.0.1:8081/api/v1",       // another port
+		"http://localhost:8080/api/v1",       // another host
+		"http://127.0.0.1:8080/other/api/v1", // outside the prefix
+	} {
+		u, _ := url.Parse(outside)
+		var ia *InvalidArgumentError
+		if _, err := client.targetOf(u); !errors.As(err, &ia) || ia.Field != "url" {
+			t.Errorf("%s: %v, want invalid_argument naming url", outside, err)
+		}
 	}
 }
 

@@ -1,146 +1,15 @@
 //! The crate's single error type and its stable machine codes.
 
+pub use crate::vocabulary::ErrorCode;
 use std::fmt;
 
-/// A stable, machine-readable error code.
-///
-/// Every code keeps its name ([`ErrorCode::as_str`]) and its number
-/// ([`ErrorCode::number`]) forever: the C ABI, the Go and the Python bindings
-/// map them one to one. New codes may be added; none is ever renumbered or
-/// reused.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum ErrorCode {
-    /// An input broke its rule; [`Error::field`] names the field.
-    InvalidArgument,
-    /// The same idempotency key was used with another request (locally or by
-    /// the platform). Never retried, never re-keyed.
-    IdempotencyConflict,
-    /// The platform rejected the operation with a final 4xx answer; the
-    /// status and body are kept.
-    Rejected,
-    /// The operation may or may not have happened; its key is kept and it can
-    /// be resumed.
-    OutcomeUnknown,
-    /// The outcome is unknown and the key is older than the platform's
-    /// retention: it is never POSTed again.
-    KeyExpired,
-    /// Another thread or process is driving the same operation right now.
-    OperationBusy,
-    /// A network or HTTP-level failure outside the protocol's own answers.
-    Transport,
-    /// The durable journal could not be opened, read or written.
-    Journal,
-    /// Verification: a signature header is missing, repeated or malformed.
-    MissingSignature,
-    /// Verification: the key id is not known.
-    UnknownApiKey,
-    /// Verification: the timestamp is outside the allowed window.
-    TimestampOutOfWindow,
-    /// Verification: the signature does not match.
-    InvalidSignature,
-    /// Verification: the nonce was already used inside the window.
-    NonceReused,
-    /// Verification: the replay cache is full and fails closed.
-    ReplayCacheFull,
-    /// Verification: a POST carried no `Idempotency-Key`.
-    IdempotencyKeyRequired,
-    /// A bug or a broken invariant inside payidem (for example a panic caught
-    /// at a language boundary). Never expected.
-    Internal,
-    /// The caller cancelled the call (deadline, context, Ctrl-C). The
-    /// operation keeps its key; resume it if an attempt may have landed.
-    Cancelled,
-    /// The platform refused every attempt of the call before its
-    /// idempotency check (authentication, rate limit): nothing happened.
-    /// Not final: the operation keeps its key and `execute`/`resume` may
-    /// complete it later. The last answer's status and body are kept.
-    Refused,
-    /// Verification: the shared replay store (Redis) could not claim the
-    /// nonce — unreachable, timed out, out of memory, or restarted after the
-    /// request was signed (its epoch guard) — so the verifier fails closed:
-    /// 503 with `Retry-After: 1`. Nothing was accepted; a fresh attempt may
-    /// succeed later.
-    ReplayStoreUnavailable,
-}
-
 impl ErrorCode {
-    /// Every code, in number order.
-    pub const ALL: [ErrorCode; 19] = [
-        ErrorCode::InvalidArgument,
-        ErrorCode::IdempotencyConflict,
-        ErrorCode::Rejected,
-        ErrorCode::OutcomeUnknown,
-        ErrorCode::KeyExpired,
-        ErrorCode::OperationBusy,
-        ErrorCode::Transport,
-        ErrorCode::Journal,
-        ErrorCode::MissingSignature,
-        ErrorCode::UnknownApiKey,
-        ErrorCode::TimestampOutOfWindow,
-        ErrorCode::InvalidSignature,
-        ErrorCode::NonceReused,
-        ErrorCode::ReplayCacheFull,
-        ErrorCode::IdempotencyKeyRequired,
-        ErrorCode::Internal,
-        ErrorCode::Cancelled,
-        ErrorCode::Refused,
-        ErrorCode::ReplayStoreUnavailable,
-    ];
-
-    /// The stable snake_case name, as used on the wire and in every binding.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorCode::InvalidArgument => "invalid_argument",
-            ErrorCode::IdempotencyConflict => "idempotency_conflict",
-            ErrorCode::Rejected => "rejected",
-            ErrorCode::OutcomeUnknown => "outcome_unknown",
-            ErrorCode::KeyExpired => "key_expired",
-            ErrorCode::OperationBusy => "operation_busy",
-            ErrorCode::Transport => "transport_error",
-            ErrorCode::Journal => "journal_error",
-            ErrorCode::MissingSignature => "missing_signature",
-            ErrorCode::UnknownApiKey => "unknown_api_key",
-            ErrorCode::TimestampOutOfWindow => "timestamp_out_of_window",
-            ErrorCode::InvalidSignature => "invalid_signature",
-            ErrorCode::NonceReused => "nonce_reused",
-            ErrorCode::ReplayCacheFull => "replay_cache_full",
-            ErrorCode::IdempotencyKeyRequired => "idempotency_key_required",
-            ErrorCode::Internal => "internal_error",
-            ErrorCode::Cancelled => "cancelled",
-            ErrorCode::Refused => "refused",
-            ErrorCode::ReplayStoreUnavailable => "replay_store_unavailable",
-        }
-    }
-
-    /// The stable number (never 0, which the C ABI keeps for success).
-    pub fn number(self) -> u32 {
-        match self {
-            ErrorCode::InvalidArgument => 1,
-            ErrorCode::IdempotencyConflict => 2,
-            ErrorCode::Rejected => 3,
-            ErrorCode::OutcomeUnknown => 4,
-            ErrorCode::KeyExpired => 5,
-            ErrorCode::OperationBusy => 6,
-            ErrorCode::Transport => 7,
-            ErrorCode::Journal => 8,
-            ErrorCode::MissingSignature => 9,
-            ErrorCode::UnknownApiKey => 10,
-            ErrorCode::TimestampOutOfWindow => 11,
-            ErrorCode::InvalidSignature => 12,
-            ErrorCode::NonceReused => 13,
-            ErrorCode::ReplayCacheFull => 14,
-            ErrorCode::IdempotencyKeyRequired => 15,
-            ErrorCode::Internal => 16,
-            ErrorCode::Cancelled => 17,
-            ErrorCode::Refused => 18,
-            ErrorCode::ReplayStoreUnavailable => 19,
-        }
-    }
-
-    /// Whether an operation that ended with this code is settled for good:
-    /// it is never sent again, and `execute`/`resume` answer the same end
-    /// (`rejected`, `idempotency_conflict`, `key_expired`). `false` for
+    /// Whether an operation that ended with this code is final: its
+    /// request is never sent again (`rejected`, `idempotency_conflict`,
+    /// `key_expired`; see [`EndKind`](crate::operation::EndKind) for what a
+    /// later call does with each end: a `key_expired` one stays `unknown`
+    /// in the journal and a later call asks the platform for its status,
+    /// never POSTing it again). `false` for
     /// every other code: an operation that ended with it keeps its key and
     /// may still be completed (`outcome_unknown`, `refused`,
     /// `transport_error`, `cancelled`, `operation_busy`, ...).
@@ -149,11 +18,6 @@ impl ErrorCode {
             self,
             ErrorCode::Rejected | ErrorCode::IdempotencyConflict | ErrorCode::KeyExpired
         )
-    }
-
-    /// The code with this stable name, if any.
-    pub fn from_name(name: &str) -> Option<ErrorCode> {
-        ErrorCode::ALL.into_iter().find(|c| c.as_str() == name)
     }
 
     /// The HTTP status a platform answers with for a verification failure

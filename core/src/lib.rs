@@ -14,18 +14,19 @@
 //! above it (`core/tests/layers.rs` checks it on every build of the tests).
 //! From the bottom:
 //!
-//! 1. [`error`], `hex`, [`redact`], [`metrics`] (the metric model and its
-//!    Prometheus text): no other module of the crate, except `error` naming
-//!    `redact`.
-//! 2. [`protocol`]: field rules, canonical string, signing, nonces, the
+//! 1. [`vocabulary`]: every public enum with its table (name, number, full
+//!    list); names no other module.
+//! 2. [`error`], `hex`, [`redact`], [`metrics`] (the metric model and its
+//!    Prometheus text): nothing above, except `error` naming `redact`.
+//! 3. [`protocol`]: field rules, canonical string, signing, nonces, the
 //!    in-memory nonce cache, refusals. Pure.
-//! 3. [`policy`]: retry decisions. Pure.
-//! 4. [`operation`]: one operation's state machine. Pure.
-//! 5. [`journal`]: where operations are recorded.
-//! 6. [`verifier`]: platform-side verification, its replay store and its
+//! 4. [`policy`]: retry decisions. Pure.
+//! 5. [`operation`]: one operation's state machine. Pure.
+//! 6. [`journal`]: where operations are recorded.
+//! 7. [`verifier`]: platform-side verification, its replay store and its
 //!    metrics.
-//! 7. [`client`]: the blocking client and its metrics.
-//! 8. [`settings`]: the rules every binding's settings (client options, the
+//! 8. [`client`]: the blocking client and its metrics.
+//! 9. [`settings`]: the rules every binding's settings (client options, the
 //!    machine's start object) are read by, into the types below.
 //!
 //! The items re-exported here (`payidem::Client`, `payidem::Error`, …) are
@@ -45,6 +46,7 @@ pub mod protocol;
 pub mod redact;
 pub mod settings;
 pub mod verifier;
+pub mod vocabulary;
 
 pub use client::{CallOptions, Client, ClientConfig, JournalChoice};
 pub use error::{Error, ErrorCode, Result};

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 /// The crate's modules, bottom first; modules on one line are one layer
 /// and may name each other only where listed in [`SAME_LAYER`].
 const LAYERS: &[&[&str]] = &[
+    &["vocabulary"],
     &["error", "hex", "redact", "metrics"],
     &["protocol"],
     &["policy"],

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use hmac::{Hmac, KeyInit, Mac};
 use payidem::policy::{
-    decide, parse_retry_after, Action, AttemptResult, Failure, Landed, RetryPolicy,
+    decide, error_body, parse_retry_after, Action, Failure, Landed, Reply, Response, RetryPolicy,
 };
 use payidem::protocol::{
     body_sha256_hex, canonical_string, CanonicalParts, Nonce, SignedAttempt, Signer,
@@ -629,8 +629,7 @@ proptest! {
         has_status_path in any::<bool>(),
         now in any::<u64>(),
     ) {
-        let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
-        let result = AttemptResult::Response { status, error_code: code.as_deref(), headers: &headers };
+        let result = Reply::Response(Response::new(status, headers, error_body(code.as_deref())));
         let decision = decide(&result, has_status_path, now);
         prop_assert_eq!(matches!(decision.action, Action::Done { .. }), (200..=299).contains(&status));
         if status >= 500 || (status == 409 && code.as_deref() != Some("idempotency_conflict")) {
@@ -652,9 +651,9 @@ proptest! {
     /// is retried, one sent without an answer is unknown.
     #[test]
     fn decide_without_a_response(has_status_path in any::<bool>(), now in any::<u64>()) {
-        let not_sent = decide(&AttemptResult::NotSent, has_status_path, now);
+        let not_sent = decide(&Reply::NotSent(String::new()), has_status_path, now);
         prop_assert_eq!((not_sent.action, not_sent.landed), (Action::RetryBackoff, Landed::No));
-        let unknown = decide(&AttemptResult::SentNoResponse, has_status_path, now);
+        let unknown = decide(&Reply::SentNoResponse(String::new()), has_status_path, now);
         if has_status_path {
             prop_assert_eq!((unknown.action, unknown.landed), (Action::QueryStatus, Landed::Maybe));
         } else {

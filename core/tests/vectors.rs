@@ -2,7 +2,7 @@
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
-use payidem::policy::{decide, Action, AttemptResult, Failure, Landed};
+use payidem::policy::{decide, error_body, Action, Failure, Landed, Reply, ReplyKind};
 use payidem::protocol::{body_sha256_hex, canonical_string, CanonicalParts, Signer};
 use payidem::verifier::{IncomingRequest, Verifier, VerifierConfig};
 use payidem::ErrorCode;
@@ -152,24 +152,19 @@ fn decide_cases() {
     for case in cases {
         let name = s(case, "name");
         let given = &case["given"];
-        let headers: Vec<(&str, &str)> = given["headers"]
+        let headers: Vec<(String, String)> = given["headers"]
             .as_object()
             .map(|h| {
                 h.iter()
-                    .map(|(k, v)| (k.as_str(), v.as_str().unwrap()))
+                    .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_owned()))
                     .collect()
             })
             .unwrap_or_default();
-        let result = match s(given, "outcome") {
-            "response" => AttemptResult::Response {
-                status: given["status"].as_u64().unwrap() as u16,
-                error_code: given["error_code"].as_str(),
-                headers: &headers,
-            },
-            "not_sent" => AttemptResult::NotSent,
-            "sent_no_response" => AttemptResult::SentNoResponse,
-            other => panic!("{name}: unknown outcome {other}"),
-        };
+        let kind = ReplyKind::from_name(s(given, "outcome"))
+            .unwrap_or_else(|| panic!("{name}: unknown outcome"));
+        let status = given["status"].as_u64().map_or(0, |n| n as u16);
+        let body = error_body(given["error_code"].as_str());
+        let result = Reply::reported(kind, status, headers, body, None).unwrap();
         let has_status_path = given["has_status_path"].as_bool().unwrap_or(false);
         let got = decide(&result, has_status_path, 1_767_225_600);
         let expect = &case["expect"];

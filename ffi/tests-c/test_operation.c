@@ -521,7 +521,7 @@ static int runs_through_call(const cJSON *vector) {
     return 1;
 }
 
-/* A hundred years. */
+/* The longest settled retention the settings allow (about 31 years). */
 #define SETTLED_RETENTION_S 1000000000.0 /* the longest the settings allow */
 
 /* The options of a client for a vector's setup, over `journal_path`. */

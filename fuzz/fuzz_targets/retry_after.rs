@@ -4,7 +4,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use payidem::policy::{decide, parse_retry_after, server_time_from_headers, AttemptResult};
+use payidem::policy::{
+    decide, error_body, parse_retry_after, server_time_from_headers, Reply, Response,
+};
 
 fuzz_target!(
     |input: (&str, u64, u16, Option<&str>, Vec<(&str, &str)>, bool)| {
@@ -16,11 +18,11 @@ fuzz_target!(
         }
         let _ = server_time_from_headers(&headers);
         headers.push(("Retry-After", value));
-        let result = AttemptResult::Response {
-            status,
-            error_code: code,
-            headers: &headers,
-        };
+        let headers = headers
+            .into_iter()
+            .map(|(n, v)| (n.to_owned(), v.to_owned()))
+            .collect();
+        let result = Reply::Response(Response::new(status, headers, error_body(code)));
         let _ = decide(&result, has_status_path, now);
     }
 );

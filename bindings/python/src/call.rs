@@ -22,16 +22,8 @@ use crate::convert::{field, optional_field, seconds};
 use crate::errors::{invalid, raise, to_pyerr};
 use crate::operation::{attempt_tuple, call_time, end_tuple, reply};
 
-/// The names of a call's steps (`payidem.operation.CallStepKind`), in
-/// order; [`call_step_kind`] names each step with them.
-pub(crate) const CALL_STEP_KINDS: [&str; 3] = ["send", "wait", "done"];
-
 fn call_step_kind(step: &CallStep) -> &'static str {
-    match step {
-        CallStep::Send { .. } => CALL_STEP_KINDS[0],
-        CallStep::Wait(_) => CALL_STEP_KINDS[1],
-        CallStep::Done(_) => CALL_STEP_KINDS[2],
-    }
+    step.kind().as_str()
 }
 
 /// The native call; `payidem.Call` is the public face.
@@ -212,7 +204,7 @@ impl NativeCall {
         now: Option<i128>,
         elapsed: Option<f64>,
     ) -> PyResult<()> {
-        let reply = reply(py, kind, status, headers, body, reason)?;
+        let reply = reply(py, "kind", kind, status, headers, body, reason)?;
         let told = told_time(py, now, elapsed)?;
         py.detach(|| match told {
             Some(at) => self.call().report_at(reply, at),
@@ -251,33 +243,5 @@ pub(crate) fn relative_path(
     #[pyo3(from_py_with = field::path)] url: String,
 ) -> PyResult<String> {
     let core = client.client()?;
-    let origin = core.url("");
-    let base = client.base_url.trim_end_matches('/');
-    // The base URL's path prefix, as the core sends it (no query: checked
-    // when the client was made).
-    let prefix = base
-        .split_once("://")
-        .and_then(|(_, rest)| rest.find('/').map(|i| &rest[i..]))
-        .unwrap_or("");
-    let outside = || {
-        invalid(
-            py,
-            "url",
-            &format!("must be under the client's base URL {origin}{prefix}/"),
-        )
-    };
-    let target = strip_prefix_ci(&url, &origin).ok_or_else(outside)?;
-    let path = target.strip_prefix(prefix).ok_or_else(outside)?;
-    if !path.starts_with('/') {
-        return Err(outside());
-    }
-    Ok(path.to_owned())
-}
-
-/// `text` without `prefix`, comparing ASCII case-insensitively (scheme and
-/// host are case-insensitive).
-fn strip_prefix_ci<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
-    let head = text.get(..prefix.len())?;
-    head.eq_ignore_ascii_case(prefix)
-        .then(|| &text[prefix.len()..])
+    core.target_of(&url).map_err(|e| to_pyerr(py, &e))
 }

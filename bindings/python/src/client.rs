@@ -9,8 +9,6 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
 
-use payidem::operation::OperationState;
-
 use payidem::client::AttemptEvent;
 use payidem::journal::{OperationRecord, OutboxValue, ParamStyle};
 use payidem::operation::Response;
@@ -182,9 +180,6 @@ where
 pub(crate) struct NativeClient {
     inner: RwLock<Option<Arc<payidem::Client>>>,
     key_id: String,
-    /// The base URL as given (checked by the core), for callers that send
-    /// attempts themselves (`payidem.operation`).
-    pub(crate) base_url: String,
 }
 
 impl NativeClient {
@@ -252,12 +247,6 @@ pub(crate) fn client_defaults(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     d.set_item("proxy_from_env", c.proxy_from_env)?;
     d.set_item("max_clock_offset", c.max_clock_offset.as_secs_f64())?;
     Ok(d)
-}
-
-/// The stable names of every journal state (`payidem.OperationState`), in
-/// the core's order.
-pub(crate) fn operation_states() -> Vec<&'static str> {
-    OperationState::ALL.iter().map(|s| s.as_str()).collect()
 }
 
 fn optional_seconds(
@@ -344,7 +333,6 @@ impl NativeClient {
         Ok(NativeClient {
             inner: RwLock::new(Some(Arc::new(client))),
             key_id,
-            base_url,
         })
     }
 

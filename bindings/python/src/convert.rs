@@ -578,6 +578,7 @@ pub(crate) fn resolve_setup_settings(
             state: payidem::operation::OperationState::Pending,
             attempts: 0,
             created_at: 0,
+            first_recorded: false,
         },
         setup,
         now: 0,

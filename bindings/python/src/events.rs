@@ -10,19 +10,8 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::PyDict;
 
 use payidem::client::AttemptEvent;
-use payidem::operation::{AttemptKind, NextAction};
 
 static EVENT_CLASS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-
-/// The stable names of every attempt kind (`payidem.AttemptKind`).
-pub(crate) fn attempt_kinds() -> Vec<&'static str> {
-    AttemptKind::ALL.iter().map(|k| k.as_str()).collect()
-}
-
-/// The stable names of every next action (`payidem.NextAction`).
-pub(crate) fn next_actions() -> Vec<&'static str> {
-    NextAction::ALL.iter().map(|n| n.as_str()).collect()
-}
 
 /// The core's event as a `payidem.AttemptEvent`.
 pub(crate) fn to_python<'py>(py: Python<'py>, e: &AttemptEvent) -> PyResult<Bound<'py, PyAny>> {

@@ -20,6 +20,21 @@ mod verifying;
 
 use pyo3::prelude::*;
 
+/// Every name of one core vocabulary table, in number order.
+fn names<T: payidem::vocabulary::Vocabulary>() -> Vec<&'static str> {
+    T::VALUES.iter().map(|v| v.name()).collect()
+}
+
+/// The names of the journal states for which `test` holds (the core's
+/// `is_settled`, `is_unresolved`), in number order.
+fn states(test: fn(payidem::operation::OperationState) -> bool) -> Vec<&'static str> {
+    payidem::operation::OperationState::ALL
+        .into_iter()
+        .filter(|s| test(*s))
+        .map(|s| s.as_str())
+        .collect()
+}
+
 /// Every error code of the core, in number order, as `(number, name,
 /// http_status, final)`: the table `payidem.errors` builds its exception
 /// classes from (`http_status` is the status a verifier answers with, `final`
@@ -33,9 +48,28 @@ fn error_codes() -> Vec<(u32, &'static str, Option<u16>, bool)> {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("PROTOCOL", "payidem-v1")?;
-    m.add("ATTEMPT_KINDS", events::attempt_kinds())?;
-    m.add("NEXT_ACTIONS", events::next_actions())?;
-    m.add("OPERATION_STATES", client::operation_states())?;
+    m.add("ATTEMPT_KINDS", names::<payidem::operation::AttemptKind>())?;
+    m.add("NEXT_ACTIONS", names::<payidem::operation::NextAction>())?;
+    m.add(
+        "OPERATION_STATES",
+        names::<payidem::operation::OperationState>(),
+    )?;
+    m.add(
+        "SETTLED_STATES",
+        states(payidem::operation::OperationState::is_settled),
+    )?;
+    m.add(
+        "UNRESOLVED_STATES",
+        states(payidem::operation::OperationState::is_unresolved),
+    )?;
+    m.add(
+        "SIGNED_HEADERS",
+        payidem::protocol::headers::SIGNED.to_vec(),
+    )?;
+    m.add(
+        "IDEMPOTENCY_KEY_HEADER",
+        payidem::protocol::headers::IDEMPOTENCY_KEY,
+    )?;
     m.add("LARGE_BODY_BYTES", convert::DETACH_BODY_BYTES)?;
     m.add("MEMORY_JOURNAL", payidem::journal::MEMORY_JOURNAL)?;
     m.add_class::<signing::Signer>()?;
@@ -59,12 +93,12 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(metrics::attempt_log_level, m)?)?;
     m.add_function(wrap_pyfunction!(metrics::call_end_log_level, m)?)?;
     m.add_function(wrap_pyfunction!(metrics::set_event_listener, m)?)?;
-    m.add("END_NAMES", operation::end_names())?;
-    m.add("LANDED", operation::landed_names())?;
-    m.add("DECISION_KINDS", payidem::policy::Action::NAMES.to_vec())?;
-    m.add("REPLY_KINDS", operation::REPLY_KINDS.to_vec())?;
-    m.add("STEP_KINDS", operation::STEP_KINDS.to_vec())?;
-    m.add("CALL_STEP_KINDS", call::CALL_STEP_KINDS.to_vec())?;
+    m.add("END_NAMES", names::<payidem::operation::EndKind>())?;
+    m.add("LANDED", names::<payidem::policy::Landed>())?;
+    m.add("DECISION_KINDS", names::<payidem::policy::DecisionKind>())?;
+    m.add("REPLY_KINDS", names::<payidem::operation::ReplyKind>())?;
+    m.add("STEP_KINDS", names::<payidem::operation::StepKind>())?;
+    m.add("CALL_STEP_KINDS", names::<payidem::client::CallStepKind>())?;
     m.add_class::<operation::NativeOperation>()?;
     m.add_class::<operation::NativeRetryBudget>()?;
     m.add_class::<call::NativeCall>()?;

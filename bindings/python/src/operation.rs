@@ -14,120 +14,55 @@ use pyo3::types::{PyBytes, PyTuple};
 
 use payidem::operation::{
     Attempt, CallLimits, CallTime, End, Operation, OperationSpec, OperationState, OsEntropy,
-    Progress, Reaction, Reply, Response, Step,
+    Progress, Reaction, Reply, ReplyKind, Step,
 };
-use payidem::policy::{ClockOffset, Landed, RetryBudget, RetryBudgetConfig};
+use payidem::policy::{ClockOffset, RetryBudget, RetryBudgetConfig};
 
 use crate::client::{outcome_tuple, response_tuple};
 use crate::convert::{self, field, optional_field, whole, HeaderTexts};
 use crate::errors::{invalid, raise, to_pyerr};
 use crate::signing::Signer;
 
-/// The names of every end (`payidem.EndName`), in the core's order. The
-/// match below makes a new kind of end a compile error here until it is
-/// listed.
-pub(crate) fn end_names() -> Vec<&'static str> {
-    let ends = [
-        End::Succeeded(Response::default()),
-        End::Rejected(Response::default()),
-        End::Conflict(Response::default()),
-        End::Refused {
-            response: Response::default(),
-            reason: String::new(),
-        },
-        End::NotSent {
-            reason: String::new(),
-        },
-        End::Unknown {
-            reason: String::new(),
-        },
-        End::KeyExpired {
-            reason: String::new(),
-        },
-    ];
-    for end in &ends {
-        match end {
-            End::Succeeded(_)
-            | End::Rejected(_)
-            | End::Conflict(_)
-            | End::Refused { .. }
-            | End::NotSent { .. }
-            | End::Unknown { .. }
-            | End::KeyExpired { .. } => {}
-        }
-    }
-    ends.iter().map(End::as_str).collect()
-}
-
-/// The names of every landed value (`payidem.Landed`), in order.
-pub(crate) fn landed_names() -> Vec<&'static str> {
-    [Landed::No, Landed::Maybe, Landed::Yes]
-        .iter()
-        .map(|l| l.as_str())
-        .collect()
-}
-
-/// What an attempt produced, by name (`payidem.ReplyKind`): the names
-/// `payidem.decide` also takes.
-pub(crate) const REPLY_KINDS: [&str; 3] = ["response", "not_sent", "sent_no_response"];
-
-/// The names of the machine's steps (`payidem.operation.StepKind`), in
-/// order; [`step_kind`] names each step with them.
-pub(crate) const STEP_KINDS: [&str; 4] = ["persist", "send", "wait", "end"];
-
-/// The name of `step`, one of [`STEP_KINDS`].
+/// The name of `step` (`payidem.operation.StepKind`).
 fn step_kind(step: &Step) -> &'static str {
-    match step {
-        Step::Persist(_) => STEP_KINDS[0],
-        Step::Send(_) => STEP_KINDS[1],
-        Step::Wait(_) => STEP_KINDS[2],
-        Step::End(_) => STEP_KINDS[3],
-    }
+    step.kind().as_str()
 }
 
-/// A reply as the caller reports it: `kind` is one of [`REPLY_KINDS`];
-/// a response needs `status` (100..=999) and takes `headers` and `body`,
+/// A reply as the caller reports it: `kind` is a [`ReplyKind`] name;
+/// a response needs `status` (the core's [`Response::STATUS_RANGE`]) and takes `headers` and `body`,
 /// the others a `reason` for people. `replayed` is the core's reading of
 /// `Idempotent-Replayed` ([`Response::new`]).
 pub(crate) fn reply(
     py: Python<'_>,
+    kind_field: &'static str,
     kind: &str,
     status: Option<i128>,
     headers: Option<&Bound<'_, PyAny>>,
     body: Option<&[u8]>,
     reason: Option<String>,
 ) -> PyResult<Reply> {
-    let reason = reason.unwrap_or_default();
-    Ok(match kind {
-        "response" => {
-            let status = status
-                .and_then(|s| u16::try_from(s).ok())
-                .filter(|s| (100..=999).contains(s))
-                .ok_or_else(|| {
-                    invalid(py, "status", "a response needs an HTTP status in 100..=999")
-                })?;
-            let texts = HeaderTexts::collect(headers)?;
-            let headers = texts
-                .pairs()?
-                .into_iter()
-                .map(|(n, v)| (n.to_owned(), v.to_owned()))
-                .collect();
-            Reply::Response(Response::new(
-                status,
-                headers,
-                body.unwrap_or_default().to_vec(),
-            ))
-        }
-        "not_sent" => Reply::NotSent(reason),
-        "sent_no_response" => Reply::SentNoResponse(reason),
-        _ => {
-            return Err(invalid(
-                py,
-                "kind",
-                "must be 'response', 'not_sent' or 'sent_no_response'",
-            ))
-        }
-    })
+    let kind = ReplyKind::from_name(kind).ok_or_else(|| {
+        invalid(
+            py,
+            kind_field,
+            "must be 'response', 'not_sent' or 'sent_no_response'",
+        )
+    })?;
+    let (status, headers, body) = if kind == ReplyKind::Response {
+        // A number that is no u16 is no HTTP status either: 0 stands for
+        // it, which the core's status check refuses.
+        let status = status.and_then(|s| u16::try_from(s).ok()).unwrap_or(0);
+        let texts = HeaderTexts::collect(headers)?;
+        let headers = texts
+            .pairs()?
+            .into_iter()
+            .map(|(n, v)| (n.to_owned(), v.to_owned()))
+            .collect();
+        (status, headers, body.unwrap_or_default().to_vec())
+    } else {
+        (0, Vec::new(), Vec::new())
+    };
+    Reply::reported(kind, status, headers, body, reason.as_deref()).map_err(|e| to_pyerr(py, &e))
 }
 
 /// `(kind, number, method, path, headers, body)` of one signed attempt.
@@ -485,7 +420,7 @@ impl NativeOperation {
         now: i128,
         elapsed: f64,
     ) -> PyResult<ReactionTuple> {
-        let reply = reply(py, kind, status, headers, body, reason)?;
+        let reply = reply(py, "kind", kind, status, headers, body, reason)?;
         let now = call_time(py, now, elapsed)?;
         Ok(reaction_tuple(
             self.machine().handle(reply, now, &OsEntropy),

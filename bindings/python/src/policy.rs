@@ -2,10 +2,10 @@
 
 use pyo3::prelude::*;
 
-use payidem::policy::{self, Action, AttemptResult, Decision, Failure};
+use payidem::policy::{self, Action, Decision, Reply};
 
-use crate::convert::{field, optional_field, unix_seconds, HeaderTexts};
-use crate::errors::invalid;
+use crate::convert::{field, optional_field, unix_seconds};
+use crate::operation::reply;
 
 /// The decision as a tuple `(kind, replayed, error, landed, seconds,
 /// server_time)`; `payidem.decide` wraps it in a `Decision`.
@@ -29,11 +29,9 @@ pub(crate) fn decide(
     has_status_path: bool,
     now: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<DecisionTuple> {
-    let texts = HeaderTexts::collect(headers)?;
-    let headers = texts.pairs()?;
     let now = unix_seconds(py, "now", now)?;
-    let result = attempt_result(py, &outcome, status, error_code.as_deref(), &headers)?;
-    Ok(tuple(policy::decide(&result, has_status_path, now)))
+    let reply = answer(py, &outcome, status, error_code.as_deref(), headers)?;
+    Ok(tuple(policy::decide(&reply, has_status_path, now)))
 }
 
 #[pyfunction]
@@ -46,44 +44,23 @@ pub(crate) fn decide_status_query(
     headers: Option<&Bound<'_, PyAny>>,
     now: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<DecisionTuple> {
-    let texts = HeaderTexts::collect(headers)?;
-    let headers = texts.pairs()?;
     let now = unix_seconds(py, "now", now)?;
-    let result = attempt_result(py, &outcome, status, error_code.as_deref(), &headers)?;
-    Ok(tuple(policy::decide_status_query(&result, now)))
+    let reply = answer(py, &outcome, status, error_code.as_deref(), headers)?;
+    Ok(tuple(policy::decide_status_query(&reply, now)))
 }
 
-fn attempt_result<'a>(
+/// The reply of a decision's arguments, read as every reply is
+/// ([`crate::operation::reply`]); the error code becomes the protocol's
+/// error body the core reads it from.
+fn answer(
     py: Python<'_>,
     outcome: &str,
     status: Option<i128>,
-    error_code: Option<&'a str>,
-    headers: &'a [(&'a str, &'a str)],
-) -> PyResult<AttemptResult<'a>> {
-    Ok(match outcome {
-        "response" => {
-            let status = status
-                .and_then(|s| u16::try_from(s).ok())
-                .filter(|s| (100..=999).contains(s))
-                .ok_or_else(|| {
-                    invalid(py, "status", "a response needs an HTTP status in 100..=999")
-                })?;
-            AttemptResult::Response {
-                status,
-                error_code,
-                headers,
-            }
-        }
-        "not_sent" => AttemptResult::NotSent,
-        "sent_no_response" => AttemptResult::SentNoResponse,
-        _ => {
-            return Err(invalid(
-                py,
-                "outcome",
-                "must be 'response', 'not_sent' or 'sent_no_response'",
-            ))
-        }
-    })
+    error_code: Option<&str>,
+    headers: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Reply> {
+    let body = policy::error_body(error_code);
+    reply(py, "outcome", outcome, status, headers, Some(&body), None)
 }
 
 fn tuple(d: Decision) -> DecisionTuple {
@@ -91,13 +68,14 @@ fn tuple(d: Decision) -> DecisionTuple {
     let kind = d.action.as_str();
     match d.action {
         Action::Done { replayed } => (kind, replayed, None, landed, None, None),
-        Action::Fail(failure) => {
-            let error = match failure {
-                Failure::IdempotencyConflict => "idempotency_conflict",
-                Failure::Rejected => "rejected",
-            };
-            (kind, false, Some(error), landed, None, None)
-        }
+        Action::Fail(failure) => (
+            kind,
+            false,
+            Some(failure.code().as_str()),
+            landed,
+            None,
+            None,
+        ),
         Action::RetryAfter { seconds } => (kind, false, None, landed, Some(seconds), None),
         Action::AdjustClockRetry { server_time } => {
             (kind, false, None, landed, None, Some(server_time))

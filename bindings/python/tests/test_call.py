@@ -273,6 +273,17 @@ def test_operation_time_is_an_input() -> None:
     assert op.attempts == 1 and op.landed == "no"
 
 
+def test_a_default_port_is_the_same_origin_as_none() -> None:
+    from payidem.operation import _relative_path
+
+    with payidem.Client("https://pay.example/", MOCK_KEY_ID, MOCK_SECRET, **fast_options()) as client:
+        assert _relative_path(client, "https://pay.example:443/v1/p%20q") == "/v1/p%20q"
+        assert _relative_path(client, "https://PAY.example/v1") == "/v1"
+        for outside in ("http://pay.example/v1", "https://pay.example:8443/v1", "https://other.example/v1"):
+            with pytest.raises(payidem.InvalidArgument):
+                _relative_path(client, outside)
+
+
 def test_urls_are_read_relative_to_the_base_url_and_its_prefix() -> None:
     from payidem.operation import _relative_path
 
@@ -284,6 +295,10 @@ def test_urls_are_read_relative_to_the_base_url_and_its_prefix() -> None:
             with pytest.raises(payidem.InvalidArgument) as info:
                 _relative_path(client, outside)
             assert info.value.field == "url", outside
+        for userinfo in ("http://u:p@127.0.0.1:9/pay/v1", "http://u@127.0.0.1:9/pay/v1"):
+            with pytest.raises(payidem.InvalidArgument) as info:
+                _relative_path(client, userinfo)
+            assert info.value.field == "url" and "p@" not in str(info.value)
         # The prefix is sent and signed, and the attempt's URL carries it.
         call = payidem.Call.begin(client, new_order("prefix"), "POST", "/v1/payments", b"{}")
         step = call.step()

@@ -19,7 +19,7 @@ import payidem
 from test_operation_vectors import V, Clock, _reply, check_end, check_send, check_wait
 
 # The vectors' clocks are in the past: a settled row's time must stay after
-# the journal's purge horizon (a hundred years).
+# the journal's purge horizon (the longest retention the settings allow).
 SETTLED_RETENTION = 1e9  # seconds: the longest the settings allow
 
 

@@ -17,6 +17,7 @@ use crate::operation::{
 use super::events::AttemptEvent;
 use super::metrics::JournalWrite;
 use super::{unix_now, Shared};
+pub use crate::vocabulary::CallStepKind;
 
 /// What the caller of a [`Call`] does next.
 #[derive(Clone, Debug)]
@@ -35,6 +36,17 @@ pub enum CallStep {
     Wait(Duration),
     /// The call is over: the journal holds its end and the lease is free.
     Done(Result<Outcome>),
+}
+
+impl CallStep {
+    /// The step's kind.
+    pub fn kind(&self) -> CallStepKind {
+        match self {
+            CallStep::Send { .. } => CallStepKind::Send,
+            CallStep::Wait(_) => CallStepKind::Wait,
+            CallStep::Done(_) => CallStepKind::Done,
+        }
+    }
 }
 
 enum Phase {

@@ -5,10 +5,11 @@ mod call;
 mod config;
 mod events;
 pub mod metrics;
+mod target;
 mod transport;
 
 pub use crate::policy::{RetryBudget, RetryBudgetConfig};
-pub use call::{Call, CallStep};
+pub use call::{Call, CallStep, CallStepKind};
 pub use config::{ClientConfig, JournalChoice, DEFAULT_MAX_CLOCK_OFFSET};
 pub use events::{
     attempt_level, call_end_level, AttemptEvent, CallEndEvent, Event, EventHook, EventListener,
@@ -354,6 +355,17 @@ impl Client {
     /// prefix), for callers that send attempts with their own HTTP client.
     pub fn url(&self, path: &str) -> String {
         self.shared.transport.url(path)
+    }
+
+    /// The request target of the absolute `url` relative to the base URL
+    /// (its path below the base URL's path prefix, with its query): the
+    /// path an HTTP adapter begins an operation with. Scheme and host
+    /// compare without case and a default port equals no port; a URL with
+    /// credentials, another origin or a path outside the prefix is
+    /// `invalid_argument` naming `url`, so a signed request is never sent
+    /// elsewhere.
+    pub fn target_of(&self, url: &str) -> Result<String> {
+        self.shared.transport.target_of(url)
     }
 
     /// Runs the operation to a settled outcome.

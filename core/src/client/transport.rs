@@ -271,6 +271,12 @@ impl HttpTransport {
         format!("{}{path}", self.prefix)
     }
 
+    /// The request target of the absolute `url` under the base URL (see
+    /// [`super::target::target_of`]).
+    pub(crate) fn target_of(&self, url: &str) -> Result<String> {
+        super::target::target_of(&self.origin, &self.prefix, url)
+    }
+
     /// Whether the platform's clock, as it answers, can be believed: only
     /// over https or to a loopback host.
     pub(crate) fn url(&self, target: &str) -> String {

@@ -3,7 +3,9 @@
 use crate::error::{Error, ErrorCode, Result};
 use crate::policy::Landed;
 
-use super::state::{OperationState, Response};
+use super::state::OperationState;
+use crate::policy::Response;
+pub use crate::vocabulary::EndKind;
 
 /// The end of one call driving an operation. [`End::is_final`] tells
 /// whether the operation is settled for good or may still be completed by a
@@ -50,49 +52,150 @@ pub enum End {
     },
 }
 
-impl End {
-    /// A stable lower-case name: `succeeded`, `rejected`, `conflict`,
-    /// `refused`, `not_sent`, `unknown`, `key_expired`.
-    pub fn as_str(&self) -> &'static str {
+/// What one end of a call means: the row of the ends' table every README
+/// shows (a test checks them against [`EndKind::markdown_table`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EndMeaning {
+    /// When a call ends this way.
+    pub when: &'static str,
+    /// The operation's request is never sent again.
+    pub is_final: bool,
+    /// Whether the operation may have taken effect.
+    pub landed: Landed,
+    /// What the caller gets: `None` for success, else the error's code.
+    pub error: Option<ErrorCode>,
+    /// The state the end leaves the operation in, in the journal.
+    pub state: OperationState,
+    /// What a later `execute`/`resume` of the same order does.
+    pub later: &'static str,
+}
+
+impl EndKind {
+    /// What this end means: the one table of ends.
+    pub const fn meaning(self) -> EndMeaning {
+        const FROM_JOURNAL: &str =
+            "answers the same end from the journal, without any network call";
         match self {
-            End::Succeeded(_) => "succeeded",
-            End::Rejected(_) => "rejected",
-            End::Conflict(_) => "conflict",
-            End::Refused { .. } => "refused",
-            End::NotSent { .. } => "not_sent",
-            End::Unknown { .. } => "unknown",
-            End::KeyExpired { .. } => "key_expired",
+            EndKind::Succeeded => EndMeaning {
+                when: "2xx to the operation or to a status query",
+                is_final: true,
+                landed: Landed::Yes,
+                error: None,
+                state: OperationState::Succeeded,
+                later: FROM_JOURNAL,
+            },
+            EndKind::Rejected => EndMeaning {
+                when: "a final 4xx the platform keeps (e.g. 402)",
+                is_final: true,
+                landed: Landed::Yes,
+                error: Some(ErrorCode::Rejected),
+                state: OperationState::Rejected,
+                later: FROM_JOURNAL,
+            },
+            EndKind::Conflict => EndMeaning {
+                when: "409 `idempotency_conflict`",
+                is_final: true,
+                landed: Landed::No,
+                error: Some(ErrorCode::IdempotencyConflict),
+                state: OperationState::Conflict,
+                later: FROM_JOURNAL,
+            },
+            EndKind::KeyExpired => EndMeaning {
+                when: "unknown, and the key older than the platform's retention",
+                is_final: true,
+                landed: Landed::Maybe,
+                error: Some(ErrorCode::KeyExpired),
+                state: OperationState::Unknown,
+                later: "never sends the request again: asks the platform for its status (when a status path is known) and settles it from the answer, else ends `key_expired` again; reconcile by hand",
+            },
+            EndKind::Unknown => EndMeaning {
+                when: "limits reached and an attempt may have landed",
+                is_final: false,
+                landed: Landed::Maybe,
+                error: Some(ErrorCode::OutcomeUnknown),
+                state: OperationState::Unknown,
+                later: "drives it again with the same key, asking its status first when a status path is known",
+            },
+            EndKind::Refused => EndMeaning {
+                when: "every answer came before the platform's idempotency step (401, 429, a clock answer not believed)",
+                is_final: false,
+                landed: Landed::No,
+                error: Some(ErrorCode::Refused),
+                state: OperationState::Pending,
+                later: "sends it again with the same key",
+            },
+            EndKind::NotSent => EndMeaning {
+                when: "nothing reached the platform",
+                is_final: false,
+                landed: Landed::No,
+                error: Some(ErrorCode::Transport),
+                state: OperationState::Pending,
+                later: "sends it again with the same key",
+            },
         }
     }
 
-    /// Whether the operation is settled for good: it is never sent again
-    /// (succeeded, rejected, conflict, key expired). Otherwise a later
-    /// `execute`/`resume` with the same key may complete it.
+    /// The table of ends as Markdown, as every README shows it: end,
+    /// when, final, landed, error code, journal state, what a later call
+    /// does.
+    pub fn markdown_table() -> String {
+        let mut out = String::from(
+            "| end | when | final | landed | error code | journal state | a later `execute`/`resume` |\n\
+             | --- | --- | --- | --- | --- | --- | --- |\n",
+        );
+        for kind in EndKind::ALL {
+            let m = kind.meaning();
+            out.push_str(&format!(
+                "| `{}` | {} | {} | {} | {} | `{}` | {} |\n",
+                kind.as_str(),
+                m.when,
+                if m.is_final { "yes" } else { "no" },
+                m.landed.as_str(),
+                m.error
+                    .map_or("none (success)".to_owned(), |c| format!("`{c}`")),
+                m.state.as_str(),
+                m.later,
+            ));
+        }
+        out
+    }
+}
+
+impl End {
+    /// The end's kind.
+    pub fn kind(&self) -> EndKind {
+        match self {
+            End::Succeeded(_) => EndKind::Succeeded,
+            End::Rejected(_) => EndKind::Rejected,
+            End::Conflict(_) => EndKind::Conflict,
+            End::Refused { .. } => EndKind::Refused,
+            End::NotSent { .. } => EndKind::NotSent,
+            End::Unknown { .. } => EndKind::Unknown,
+            End::KeyExpired { .. } => EndKind::KeyExpired,
+        }
+    }
+
+    /// A stable lower-case name: `succeeded`, `rejected`, `conflict`,
+    /// `refused`, `not_sent`, `unknown`, `key_expired`.
+    pub fn as_str(&self) -> &'static str {
+        self.kind().as_str()
+    }
+
+    /// Whether the operation's request is never sent again (succeeded,
+    /// rejected, conflict, key expired); see [`EndKind::meaning`] for what
+    /// a later call does.
     pub fn is_final(&self) -> bool {
-        matches!(
-            self,
-            End::Succeeded(_) | End::Rejected(_) | End::Conflict(_) | End::KeyExpired { .. }
-        )
+        self.kind().meaning().is_final
     }
 
     /// Whether the operation may have taken effect.
     pub fn landed(&self) -> Landed {
-        match self {
-            End::Succeeded(_) | End::Rejected(_) => Landed::Yes,
-            End::Conflict(_) | End::Refused { .. } | End::NotSent { .. } => Landed::No,
-            End::Unknown { .. } | End::KeyExpired { .. } => Landed::Maybe,
-        }
+        self.kind().meaning().landed
     }
 
     /// The state this end leaves the operation in.
     pub fn state(&self) -> OperationState {
-        match self {
-            End::Succeeded(_) => OperationState::Succeeded,
-            End::Rejected(_) => OperationState::Rejected,
-            End::Conflict(_) => OperationState::Conflict,
-            End::Refused { .. } | End::NotSent { .. } => OperationState::Pending,
-            End::Unknown { .. } | End::KeyExpired { .. } => OperationState::Unknown,
-        }
+        self.kind().meaning().state
     }
 
     /// The answer a final end keeps (succeeded, rejected, conflict).
@@ -211,8 +314,13 @@ mod tests {
         for end in ends {
             let is_final = end.is_final();
             let name = end.as_str();
+            let error = end.kind().meaning().error;
             let e = end.into_result("o", "k", 1).unwrap_err();
             assert_eq!(e.code().is_final(), is_final, "{name}");
+            assert_eq!(Some(e.code()), error, "{name}: the table states its code");
         }
+        let ok = End::Succeeded(Response::default());
+        assert_eq!(ok.kind().meaning().error, None);
+        assert!(ok.into_result("o", "k", 1).is_ok());
     }
 }

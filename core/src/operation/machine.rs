@@ -5,18 +5,17 @@ use std::time::Duration;
 
 use crate::error::Result;
 use crate::policy::{
-    decide, decide_status_query, error_code_from_body, Action, AttemptResult, ClockOffset,
-    Decision, Failure, Landed,
+    decide, decide_status_query, error_code_from_body, Action, ClockOffset, Decision, Failure,
+    Landed,
 };
 use crate::protocol::{FrozenRequest, Signer};
 
 use super::end::End;
 use super::limits::{CallSetup, Progress};
 use super::spec::FrozenOperation;
-use super::state::{OperationState, Response};
-use super::step::{
-    Attempt, AttemptKind, CallTime, Entropy, NextAction, Persist, Reaction, Reply, Step,
-};
+use super::state::OperationState;
+use super::step::{Attempt, AttemptKind, CallTime, Entropy, NextAction, Persist, Reaction, Step};
+use crate::policy::{Reply, Response};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Target {
@@ -283,25 +282,11 @@ impl Operation {
             Reply::Response(r) => Some(r.status),
             _ => None,
         };
-        let headers = match &reply {
-            Reply::Response(r) => r.header_pairs(),
-            _ => Vec::new(),
-        };
-        let result = match &reply {
-            Reply::Response(r) => AttemptResult::Response {
-                status: r.status,
-                error_code: error_code.as_deref(),
-                headers: &headers,
-            },
-            Reply::NotSent(_) => AttemptResult::NotSent,
-            Reply::SentNoResponse(_) => AttemptResult::SentNoResponse,
-        };
         let platform_now = self.setup.clock.apply(now.unix);
         let decision = match kind {
-            AttemptKind::Operation => decide(&result, self.query.is_some(), platform_now),
-            AttemptKind::StatusQuery => decide_status_query(&result, platform_now),
+            AttemptKind::Operation => decide(&reply, self.query.is_some(), platform_now),
+            AttemptKind::StatusQuery => decide_status_query(&reply, platform_now),
         };
-        drop(headers);
         self.last_was_timeout = matches!(reply, Reply::SentNoResponse(_));
         // A status answer says the operation landed (2xx) or nothing
         // certain; "not found" does not undo an earlier "maybe".

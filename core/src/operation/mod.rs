@@ -13,13 +13,15 @@ mod step;
 #[cfg(test)]
 mod tests;
 
-pub use end::{End, Outcome};
+pub use crate::policy::{Reply, ReplyKind, Response};
+pub use end::{End, EndKind, EndMeaning, Outcome};
 pub use limits::{
     CallLimits, CallSetup, Progress, DEFAULT_MAX_CLOCK_OFFSET_SECS, PLATFORM_KEY_RETENTION_SECS,
 };
 pub use machine::Operation;
 pub use spec::{FrozenOperation, OperationSpec};
-pub use state::{OperationState, Response};
+pub use state::OperationState;
 pub use step::{
-    Attempt, AttemptKind, CallTime, Entropy, NextAction, OsEntropy, Persist, Reaction, Reply, Step,
+    Attempt, AttemptKind, CallTime, Entropy, NextAction, OsEntropy, Persist, Reaction, Step,
+    StepKind,
 };

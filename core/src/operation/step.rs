@@ -1,5 +1,6 @@
-//! What the machine and its driver exchange: the steps it asks for, the
-//! replies it is told, the inputs of time and randomness.
+//! What the machine and its driver exchange: the steps it asks for and
+//! the inputs of time and randomness (the replies it is told are
+//! [`crate::policy::Reply`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,7 +9,7 @@ use crate::protocol::nonce::fill_random;
 use crate::protocol::{Nonce, NonceSource, OsNonceSource};
 
 use super::end::End;
-use super::state::Response;
+pub use crate::vocabulary::{AttemptKind, NextAction, StepKind};
 
 /// The two clocks a call reads: wall time for signing and key age, and the
 /// time elapsed since the call started for the deadline.
@@ -41,29 +42,6 @@ impl Entropy for OsEntropy {
         let mut b = [0u8; 8];
         fill_random(&mut b);
         u64::from_ne_bytes(b)
-    }
-}
-
-/// What an attempt is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum AttemptKind {
-    /// The operation's own request (same method, path, body and key every
-    /// time).
-    Operation,
-    /// A signed GET of the operation's status path.
-    StatusQuery,
-}
-
-impl AttemptKind {
-    /// Every kind.
-    pub const ALL: [AttemptKind; 2] = [AttemptKind::Operation, AttemptKind::StatusQuery];
-
-    /// A stable lower-case name: `operation`, `status_query`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AttemptKind::Operation => "operation",
-            AttemptKind::StatusQuery => "status_query",
-        }
     }
 }
 
@@ -120,59 +98,14 @@ pub enum Step {
     End(End),
 }
 
-/// What one attempt produced, as the caller saw it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Reply {
-    /// A response came back.
-    Response(Response),
-    /// The request was never sent: nothing reached the platform.
-    NotSent(String),
-    /// The request was (or may have been) sent and no response came back.
-    SentNoResponse(String),
-}
-
-/// What the machine decided after an attempt.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum NextAction {
-    /// The call ended with the platform's answer.
-    Settle,
-    /// Retry at once with a fresh signature.
-    RetryNow,
-    /// Retry after a backoff or `Retry-After`.
-    RetryLater,
-    /// Adjust the clock offset and retry at once.
-    AdjustClock,
-    /// Query the operation's status.
-    QueryStatus,
-    /// Query the status again after a backoff.
-    QueryLater,
-    /// Give up: attempts, deadline, retry budget or `Retry-After` limits
-    /// reached, or an answer that may not be believed.
-    GiveUp,
-}
-
-impl NextAction {
-    /// Every action.
-    pub const ALL: [NextAction; 7] = [
-        NextAction::Settle,
-        NextAction::RetryNow,
-        NextAction::RetryLater,
-        NextAction::AdjustClock,
-        NextAction::QueryStatus,
-        NextAction::QueryLater,
-        NextAction::GiveUp,
-    ];
-
-    /// A stable lower-case name.
-    pub fn as_str(self) -> &'static str {
+impl Step {
+    /// The step's kind.
+    pub fn kind(&self) -> StepKind {
         match self {
-            NextAction::Settle => "settle",
-            NextAction::RetryNow => "retry_now",
-            NextAction::RetryLater => "retry_later",
-            NextAction::AdjustClock => "adjust_clock",
-            NextAction::QueryStatus => "query_status",
-            NextAction::QueryLater => "query_later",
-            NextAction::GiveUp => "give_up",
+            Step::Persist(_) => StepKind::Persist,
+            Step::Send(_) => StepKind::Send,
+            Step::Wait(_) => StepKind::Wait,
+            Step::End(_) => StepKind::End,
         }
     }
 }

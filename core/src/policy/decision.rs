@@ -2,60 +2,27 @@
 //! own request ([`decide`]) and for a status query ([`decide_status_query`]).
 
 use super::clock::server_time_from_headers;
+use super::error_body::error_code_from_body;
+use super::reply::{Reply, Response};
 use super::retry_after::parse_retry_after;
 use crate::protocol::headers;
+pub use crate::vocabulary::{DecisionKind, Landed};
 
-/// What one attempt produced.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AttemptResult<'a> {
-    /// An HTTP response came back.
-    Response {
-        /// Its status.
-        status: u16,
-        /// The `error.code` of its JSON error body, if any.
-        error_code: Option<&'a str>,
-        /// Its headers (names compare case-insensitively).
-        headers: &'a [(&'a str, &'a str)],
-    },
-    /// The request was never sent (connection refused, DNS failure, TLS
-    /// failure before the request): nothing reached the platform.
-    NotSent,
-    /// The request was sent, or may have been, and no response came back
-    /// (timeout, reset).
-    SentNoResponse,
+/// What the decisions read of a response: its status, the `error.code` of
+/// its body and its headers.
+struct Answer<'a> {
+    status: u16,
+    error_code: Option<String>,
+    headers: Vec<(&'a str, &'a str)>,
 }
 
-/// Whether the operation may have taken effect on the platform, as far as
-/// one answer tells. Ordered `No < Maybe < Yes`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Landed {
-    /// It did not: the answer came before the platform's idempotency step
-    /// (authentication, replay cache, rate limit), nothing was sent, or the
-    /// key is held by another request.
-    No,
-    /// It may have: keep the key, never re-key, learn the outcome (status
-    /// query or a retry with the same key).
-    Maybe,
-    /// It did: the platform ran it or is running it under this key (a 2xx,
-    /// a final refusal it stored, `idempotency_in_progress`).
-    Yes,
-}
-
-impl Landed {
-    /// A stable lower-case name: `no`, `maybe`, `yes`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Landed::No => "no",
-            Landed::Maybe => "maybe",
-            Landed::Yes => "yes",
+impl<'a> Answer<'a> {
+    fn of(response: &'a Response) -> Answer<'a> {
+        Answer {
+            status: response.status,
+            error_code: error_code_from_body(&response.body),
+            headers: response.header_pairs(),
         }
-    }
-
-    /// The value with this name.
-    pub fn from_name(name: &str) -> Option<Landed> {
-        [Landed::No, Landed::Maybe, Landed::Yes]
-            .into_iter()
-            .find(|l| l.as_str() == name)
     }
 }
 
@@ -69,6 +36,16 @@ pub enum Failure {
     /// came before the platform's idempotency step: nothing happened, and the
     /// operation may be sent again later with the same key.
     Rejected,
+}
+
+impl Failure {
+    /// The error code an operation that stops this way ends with.
+    pub fn code(self) -> crate::ErrorCode {
+        match self {
+            Failure::IdempotencyConflict => crate::ErrorCode::IdempotencyConflict,
+            Failure::Rejected => crate::ErrorCode::Rejected,
+        }
+    }
 }
 
 /// What to do after one attempt.
@@ -105,33 +82,24 @@ pub enum Action {
 }
 
 impl Action {
-    /// Every action's name, in declaration order (the C ABI numbers its
-    /// decision kinds 1, 2, ... in this order).
-    pub const NAMES: [&'static str; 8] = [
-        "done",
-        "fail",
-        "retry_now",
-        "retry_backoff",
-        "retry_after",
-        "adjust_clock_retry",
-        "query_status",
-        "send_operation",
-    ];
-
-    /// A stable lower-case name (`done`, `fail`, `retry_now`,
-    /// `retry_backoff`, `retry_after`, `adjust_clock_retry`, `query_status`,
-    /// `send_operation`).
-    pub fn as_str(self) -> &'static str {
+    /// The action's kind.
+    pub fn kind(self) -> DecisionKind {
         match self {
-            Action::Done { .. } => "done",
-            Action::Fail(_) => "fail",
-            Action::RetryNow => "retry_now",
-            Action::RetryBackoff => "retry_backoff",
-            Action::RetryAfter { .. } => "retry_after",
-            Action::AdjustClockRetry { .. } => "adjust_clock_retry",
-            Action::QueryStatus => "query_status",
-            Action::SendOperation => "send_operation",
+            Action::Done { .. } => DecisionKind::Done,
+            Action::Fail(_) => DecisionKind::Fail,
+            Action::RetryNow => DecisionKind::RetryNow,
+            Action::RetryBackoff => DecisionKind::RetryBackoff,
+            Action::RetryAfter { .. } => DecisionKind::RetryAfter,
+            Action::AdjustClockRetry { .. } => DecisionKind::AdjustClockRetry,
+            Action::QueryStatus => DecisionKind::QueryStatus,
+            Action::SendOperation => DecisionKind::SendOperation,
         }
+    }
+
+    /// The stable lower-case name of the action's kind
+    /// ([`DecisionKind::as_str`]).
+    pub fn as_str(self) -> &'static str {
+        self.kind().as_str()
     }
 }
 
@@ -157,25 +125,22 @@ impl Decision {
 /// `has_status_path` tells whether the operation's status can be queried;
 /// `platform_now_unix` is the platform's clock (local time plus the learnt
 /// offset), which resolves a `Retry-After` given as an HTTP date.
-pub fn decide(
-    result: &AttemptResult<'_>,
-    has_status_path: bool,
-    platform_now_unix: u64,
-) -> Decision {
+pub fn decide(reply: &Reply, has_status_path: bool, platform_now_unix: u64) -> Decision {
     let unknown = if has_status_path {
         Decision::new(Action::QueryStatus, Landed::Maybe)
     } else {
         Decision::new(Action::RetryBackoff, Landed::Maybe)
     };
-    let (status, error_code, response_headers) = match *result {
-        AttemptResult::NotSent => return Decision::new(Action::RetryBackoff, Landed::No),
-        AttemptResult::SentNoResponse => return unknown,
-        AttemptResult::Response {
-            status,
-            error_code,
-            headers,
-        } => (status, error_code, headers),
+    let answer = match reply {
+        Reply::NotSent(_) => return Decision::new(Action::RetryBackoff, Landed::No),
+        Reply::SentNoResponse(_) => return unknown,
+        Reply::Response(r) => Answer::of(r),
     };
+    let (status, error_code, response_headers) = (
+        answer.status,
+        answer.error_code.as_deref(),
+        &answer.headers[..],
+    );
     let landed = landed_by_answer(status, error_code);
     let action = match status {
         200..=299 => Action::Done {
@@ -207,17 +172,18 @@ pub fn decide(
 /// is asked again after a backoff (or `Retry-After`), and says nothing about
 /// whether the operation landed. The caller applies the key-expiry rule to
 /// [`Action::SendOperation`].
-pub fn decide_status_query(result: &AttemptResult<'_>, platform_now_unix: u64) -> Decision {
-    let (status, error_code, response_headers) = match *result {
-        AttemptResult::NotSent | AttemptResult::SentNoResponse => {
+pub fn decide_status_query(reply: &Reply, platform_now_unix: u64) -> Decision {
+    let answer = match reply {
+        Reply::NotSent(_) | Reply::SentNoResponse(_) => {
             return Decision::new(Action::RetryBackoff, Landed::Maybe)
         }
-        AttemptResult::Response {
-            status,
-            error_code,
-            headers,
-        } => (status, error_code, headers),
+        Reply::Response(r) => Answer::of(r),
     };
+    let (status, error_code, response_headers) = (
+        answer.status,
+        answer.error_code.as_deref(),
+        &answer.headers[..],
+    );
     match status {
         200..=299 => Decision::new(Action::Done { replayed: false }, Landed::Yes),
         404 => Decision::new(Action::SendOperation, Landed::No),
@@ -278,32 +244,20 @@ pub fn landed_by_answer(status: u16, error_code: Option<&str>) -> Landed {
 mod tests {
     use super::*;
 
-    fn response(status: u16, code: Option<&str>) -> Decision {
-        decide(
-            &AttemptResult::Response {
-                status,
-                error_code: code,
-                headers: &[],
-            },
-            true,
-            0,
-        )
+    fn reply(status: u16, code: Option<&str>, headers: &[(&str, &str)]) -> Reply {
+        let headers = headers
+            .iter()
+            .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+            .collect();
+        Reply::Response(Response::new(
+            status,
+            headers,
+            super::super::error_body(code),
+        ))
     }
 
-    #[test]
-    fn names_follow_declaration_order() {
-        let actions = [
-            Action::Done { replayed: false },
-            Action::Fail(Failure::Rejected),
-            Action::RetryNow,
-            Action::RetryBackoff,
-            Action::RetryAfter { seconds: 1 },
-            Action::AdjustClockRetry { server_time: 1 },
-            Action::QueryStatus,
-            Action::SendOperation,
-        ];
-        let names: Vec<&str> = actions.iter().map(|a| a.as_str()).collect();
-        assert_eq!(names, Action::NAMES);
+    fn response(status: u16, code: Option<&str>) -> Decision {
+        decide(&reply(status, code, &[]), true, 0)
     }
 
     #[test]
@@ -328,16 +282,7 @@ mod tests {
 
     #[test]
     fn status_query_rules() {
-        let q = |status, code| {
-            decide_status_query(
-                &AttemptResult::Response {
-                    status,
-                    error_code: code,
-                    headers: &[],
-                },
-                0,
-            )
-        };
+        let q = |status, code| decide_status_query(&reply(status, code, &[]), 0);
         assert_eq!(q(404, None).action, Action::SendOperation);
         assert_eq!(q(404, None).landed, Landed::No);
         assert_eq!(q(200, None).action, Action::Done { replayed: false });
@@ -350,15 +295,7 @@ mod tests {
     fn retry_after_dates_use_the_platform_clock() {
         // 1994-11-06 08:49:37 GMT is 784111777.
         let headers = [("Retry-After", "Sun, 06 Nov 1994 08:49:37 GMT")];
-        let d = decide(
-            &AttemptResult::Response {
-                status: 503,
-                error_code: None,
-                headers: &headers,
-            },
-            true,
-            784_111_776,
-        );
+        let d = decide(&reply(503, None, &headers), true, 784_111_776);
         assert_eq!(d.action, Action::RetryAfter { seconds: 1 });
     }
 }

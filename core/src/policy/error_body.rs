@@ -6,6 +6,17 @@ pub fn error_code_from_body(body: &[u8]) -> Option<String> {
     value.get("error")?.get("code")?.as_str().map(str::to_owned)
 }
 
+/// The protocol's error body carrying `code` (`{"error":{"code":...}}`),
+/// for a caller that knows an answer's error code but not its body; an
+/// empty body for `None`. [`error_code_from_body`] reads `code` back.
+pub fn error_body(code: Option<&str>) -> Vec<u8> {
+    code.map_or_else(Vec::new, |code| {
+        serde_json::json!({ "error": { "code": code } })
+            .to_string()
+            .into_bytes()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -19,5 +30,12 @@ mod tests {
         assert_eq!(error_code_from_body(br#"{"error":{"code":7}}"#), None);
         assert_eq!(error_code_from_body(b"<html>"), None);
         assert_eq!(error_code_from_body(b""), None);
+        for code in ["nonce_reused", "a \"quoted\" \\ code", ""] {
+            assert_eq!(
+                error_code_from_body(&error_body(Some(code))).as_deref(),
+                Some(code)
+            );
+        }
+        assert_eq!(error_body(None), b"");
     }
 }

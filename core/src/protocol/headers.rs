@@ -1,15 +1,39 @@
 //! Header names of protocol v1.
 
+use std::ffi::CStr;
+
+/// Every header a signed attempt carries and the signer sets, in this
+/// order (a request without an idempotency key carries the first four), as
+/// static C strings: the one spelling of each, which the C ABI hands out
+/// (`payidem_signed_header_name`) and the `&str` constants below read.
+pub const SIGNED_C: [&CStr; 5] = [
+    c"X-Api-Key",
+    c"X-Timestamp",
+    c"X-Nonce",
+    c"X-Signature",
+    c"Idempotency-Key",
+];
+
+const fn text(name: &'static CStr) -> &'static str {
+    match std::str::from_utf8(name.to_bytes()) {
+        Ok(text) => text,
+        Err(_) => panic!("a header name is ASCII"),
+    }
+}
+
 /// The key id that selects the secret.
-pub const API_KEY: &str = "X-Api-Key";
+pub const API_KEY: &str = text(SIGNED_C[0]);
 /// Unix seconds of the attempt.
-pub const TIMESTAMP: &str = "X-Timestamp";
+pub const TIMESTAMP: &str = text(SIGNED_C[1]);
 /// The attempt's one-time UUID v4.
-pub const NONCE: &str = "X-Nonce";
+pub const NONCE: &str = text(SIGNED_C[2]);
 /// HMAC-SHA256 of the canonical string, lower-case hex.
-pub const SIGNATURE: &str = "X-Signature";
+pub const SIGNATURE: &str = text(SIGNED_C[3]);
 /// The operation's idempotency key; on every POST.
-pub const IDEMPOTENCY_KEY: &str = "Idempotency-Key";
+pub const IDEMPOTENCY_KEY: &str = text(SIGNED_C[4]);
+/// [`SIGNED_C`] as text: a caller's own values of these headers are never
+/// sent.
+pub const SIGNED: [&str; 5] = [API_KEY, TIMESTAMP, NONCE, SIGNATURE, IDEMPOTENCY_KEY];
 /// Set to `true` on a response the platform replayed from its store.
 pub const IDEMPOTENT_REPLAYED: &str = "Idempotent-Replayed";
 /// The server's clock in Unix seconds.

@@ -209,8 +209,9 @@ unsafe fn next_step(
 /// may be NULL when `body_len` is 0; `reason` and `err_out` may be NULL.
 /// Threads: one thread at a time on `call`.
 /// Errors: `PAYIDEM_INVALID_ARGUMENT` naming `call`, `outcome` (not a
-/// `payidem_attempt_outcome`), `headers[i].name`, `headers[i].value`,
-/// `body` or `reason`; nothing is reported then (report again).
+/// `payidem_attempt_outcome`), `status` (a response's status outside
+/// 100..=999), `headers[i].name`, `headers[i].value`, `body` or `reason`;
+/// nothing is reported then (report again).
 #[no_mangle]
 pub unsafe extern "C" fn payidem_call_report(
     call: *mut payidem_call,
@@ -376,9 +377,72 @@ pub unsafe extern "C" fn payidem_client_url(
     len_out: *mut usize,
     err_out: *mut *mut payidem_error,
 ) -> payidem_result {
+    client_text(
+        client,
+        path,
+        "path",
+        buf,
+        buf_len,
+        len_out,
+        err_out,
+        |c, path| Ok(c.url(path)),
+    )
+}
+
+/// Writes the request target of the absolute `url` relative to the
+/// client's base URL (its path below the base URL's path prefix, with its
+/// query), the path to begin an operation with, and a NUL into `buf`;
+/// `*len_out` (when given) receives its length without the NUL, also on
+/// `PAYIDEM_BUFFER_TOO_SMALL`. The core decides whether `url` is under the
+/// base URL: scheme and host compare without case, a default port equals no
+/// port (`https://h:443/x` is `https://h/x`), paths compare as their
+/// percent-encoded text, and a URL with credentials is refused. A signed
+/// request is never sent elsewhere.
+///
+/// Ownership: `buf` is caller memory, written only on success.
+/// NULL: `client` and `url` must not be NULL; `buf` may be NULL only with
+/// `buf_len` 0; `len_out` and `err_out` may be NULL.
+/// Threads: safe from any number of threads on one client.
+/// Errors: `PAYIDEM_INVALID_ARGUMENT` naming `client`, `url` (no absolute
+/// URL under the base URL) or `buf`; `PAYIDEM_BUFFER_TOO_SMALL` naming
+/// `buf`.
+#[no_mangle]
+pub unsafe extern "C" fn payidem_client_target_of(
+    client: *const payidem_client,
+    url: *const c_char,
+    buf: *mut c_char,
+    buf_len: usize,
+    len_out: *mut usize,
+    err_out: *mut *mut payidem_error,
+) -> payidem_result {
+    client_text(
+        client,
+        url,
+        "url",
+        buf,
+        buf_len,
+        len_out,
+        err_out,
+        |c, url| c.target_of(url),
+    )
+}
+
+/// Writes what `text` makes of the client and the string argument `arg`
+/// (named `name`) into `buf`, as `payidem_client_url` and
+/// `payidem_client_target_of` promise.
+unsafe fn client_text(
+    client: *const payidem_client,
+    arg: *const c_char,
+    name: &'static str,
+    buf: *mut c_char,
+    buf_len: usize,
+    len_out: *mut usize,
+    err_out: *mut *mut payidem_error,
+    text: impl FnOnce(&payidem::Client, &str) -> payidem::Result<String>,
+) -> payidem_result {
     guard(err_out, || {
         let client = handle(client, "client")?;
-        let path = req_str(path, "path")?;
-        write_text(&client.inner.url(path), buf, buf_len, len_out, "buf")
+        let arg = req_str(arg, name)?;
+        write_text(&text(&client.inner, arg)?, buf, buf_len, len_out, "buf")
     })
 }

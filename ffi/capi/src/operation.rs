@@ -3,22 +3,19 @@
 
 use std::ffi::{c_char, CString};
 use std::ptr;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use payidem::operation::{
-    Attempt, AttemptKind, CallTime, End, NextAction, Operation, OsEntropy, Reaction, Reply,
-    Response, Step,
+    Attempt, AttemptKind, CallTime, End, Operation, OsEntropy, Reaction, Reply, ReplyKind, Step,
 };
 use payidem::policy::Landed;
 use payidem::{Error, Outcome};
 
 use crate::boundary::{guard, guard_value};
-use crate::client::{payidem_attempt_kind, payidem_next_action};
 use crate::error::{payidem_error, FfiError};
 use crate::headers::{payidem_header, read_headers};
 use crate::outcome::payidem_outcome;
-use crate::policy::{payidem_attempt_outcome, payidem_landed};
 use crate::result::payidem_result;
 use crate::signing::payidem_signer;
 use crate::text::{bytes, c_string, handle, opt_str, out};
@@ -58,119 +55,9 @@ pub struct payidem_reaction {
     pub landed: u32,
 }
 
-impl From<NextAction> for payidem_next_action {
-    fn from(n: NextAction) -> payidem_next_action {
-        match n {
-            NextAction::Settle => payidem_next_action::PAYIDEM_NEXT_SETTLE,
-            NextAction::RetryNow => payidem_next_action::PAYIDEM_NEXT_RETRY_NOW,
-            NextAction::RetryLater => payidem_next_action::PAYIDEM_NEXT_RETRY_LATER,
-            NextAction::AdjustClock => payidem_next_action::PAYIDEM_NEXT_ADJUST_CLOCK,
-            NextAction::QueryStatus => payidem_next_action::PAYIDEM_NEXT_QUERY_STATUS,
-            NextAction::QueryLater => payidem_next_action::PAYIDEM_NEXT_QUERY_LATER,
-            NextAction::GiveUp => payidem_next_action::PAYIDEM_NEXT_GIVE_UP,
-        }
-    }
-}
-
-impl From<AttemptKind> for payidem_attempt_kind {
-    fn from(k: AttemptKind) -> payidem_attempt_kind {
-        match k {
-            AttemptKind::Operation => payidem_attempt_kind::PAYIDEM_ATTEMPT_KIND_OPERATION,
-            AttemptKind::StatusQuery => payidem_attempt_kind::PAYIDEM_ATTEMPT_KIND_STATUS_QUERY,
-        }
-    }
-}
-
-const LANDED_ALL: [Landed; 3] = [Landed::No, Landed::Maybe, Landed::Yes];
-
 /// A duration in whole milliseconds, rounded up.
 pub(crate) fn ceil_ms(d: Duration) -> u64 {
     u64::try_from(d.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX)
-}
-
-/// The static C name of the core value whose C number is `number`.
-fn static_name<T: Copy>(
-    cache: &'static OnceLock<Vec<(u32, CString)>>,
-    all: &[T],
-    number_of: impl Fn(T) -> u32,
-    name_of: impl Fn(T) -> &'static str,
-    number: u32,
-) -> *const c_char {
-    let names = cache.get_or_init(|| {
-        all.iter()
-            .map(|&v| (number_of(v), c_string(name_of(v))))
-            .collect()
-    });
-    names
-        .iter()
-        .find(|(n, _)| *n == number)
-        .map_or(ptr::null(), |(_, name)| name.as_ptr())
-}
-
-/// The stable name of a `payidem_next_action` value (`"settle"`,
-/// `"retry_now"`, `"retry_later"`, `"adjust_clock"`, `"query_status"`,
-/// `"query_later"`, `"give_up"`), as the core library names it; NULL for a
-/// number that is no action.
-///
-/// Ownership: the string is static; never free it.
-/// NULL: never takes a pointer.
-/// Threads: safe from any thread.
-/// Errors: none; an unknown number gives NULL.
-#[no_mangle]
-pub extern "C" fn payidem_next_action_name(action: u32) -> *const c_char {
-    static NAMES: OnceLock<Vec<(u32, CString)>> = OnceLock::new();
-    guard_value(ptr::null(), || {
-        static_name(
-            &NAMES,
-            &NextAction::ALL,
-            |a| payidem_next_action::from(a) as u32,
-            NextAction::as_str,
-            action,
-        )
-    })
-}
-
-/// The stable name of a `payidem_landed` value (`"no"`, `"maybe"`,
-/// `"yes"`), as the core library names it; NULL for a number that is none.
-///
-/// Ownership: the string is static; never free it.
-/// NULL: never takes a pointer.
-/// Threads: safe from any thread.
-/// Errors: none; an unknown number gives NULL.
-#[no_mangle]
-pub extern "C" fn payidem_landed_name(landed: u32) -> *const c_char {
-    static NAMES: OnceLock<Vec<(u32, CString)>> = OnceLock::new();
-    guard_value(ptr::null(), || {
-        static_name(
-            &NAMES,
-            &LANDED_ALL,
-            |l| payidem_landed::from(l) as u32,
-            Landed::as_str,
-            landed,
-        )
-    })
-}
-
-/// The stable name of a `payidem_attempt_kind` value (`"operation"`,
-/// `"status_query"`), as the core library names it; NULL for a number that
-/// is no kind.
-///
-/// Ownership: the string is static; never free it.
-/// NULL: never takes a pointer.
-/// Threads: safe from any thread.
-/// Errors: none; an unknown number gives NULL.
-#[no_mangle]
-pub extern "C" fn payidem_attempt_kind_name(kind: u32) -> *const c_char {
-    static NAMES: OnceLock<Vec<(u32, CString)>> = OnceLock::new();
-    guard_value(ptr::null(), || {
-        static_name(
-            &NAMES,
-            &AttemptKind::ALL,
-            |k| payidem_attempt_kind::from(k) as u32,
-            AttemptKind::as_str,
-            kind,
-        )
-    })
 }
 
 // ---------------------------------------------------------------------------
@@ -324,7 +211,7 @@ pub unsafe extern "C" fn payidem_step_persist_first(step: *const payidem_step) -
 #[no_mangle]
 pub unsafe extern "C" fn payidem_step_attempt_kind(step: *const payidem_step) -> u32 {
     guard_value(0, || match step_ref(step) {
-        Some(StepBody::Send { kind, .. }) => payidem_attempt_kind::from(*kind) as u32,
+        Some(StepBody::Send { kind, .. }) => kind.number(),
         _ => 0,
     })
 }
@@ -533,7 +420,7 @@ pub unsafe extern "C" fn payidem_step_end_final(step: *const payidem_step) -> bo
 #[no_mangle]
 pub unsafe extern "C" fn payidem_step_end_landed(step: *const payidem_step) -> u32 {
     guard_value(0, || match step_ref(step) {
-        Some(StepBody::End { landed, .. }) => payidem_landed::from(*landed) as u32,
+        Some(StepBody::End { landed, .. }) => landed.number(),
         _ => 0,
     })
 }
@@ -609,7 +496,9 @@ pub unsafe extern "C" fn payidem_step_free(step: *mut payidem_step) {
 // ---------------------------------------------------------------------------
 // Replies reported by the caller (shared with `call.rs`).
 
-/// The reply a caller reports, from C arguments.
+/// The reply a caller reports, from C arguments: the one reading of a
+/// reply in the C ABI (`payidem_operation_handle`, `payidem_call_report`,
+/// `payidem_decide`), by the core's [`Reply::reported`].
 pub(crate) unsafe fn read_reply(
     outcome: u32,
     status: u16,
@@ -620,32 +509,22 @@ pub(crate) unsafe fn read_reply(
     reason: *const c_char,
 ) -> Result<Reply, FfiError> {
     let reason = opt_str(reason, "reason")?;
-    match outcome {
-        x if x == payidem_attempt_outcome::PAYIDEM_ATTEMPT_RESPONSE as u32 => {
-            let headers = read_headers(headers, header_count, "headers")?
-                .into_iter()
-                .map(|(n, v)| (n.into_owned(), v.into_owned()))
-                .collect();
-            let body = bytes(body, body_len, "body")?.to_vec();
-            Ok(Reply::Response(Response::new(status, headers, body)))
-        }
-        x if x == payidem_attempt_outcome::PAYIDEM_ATTEMPT_NOT_SENT as u32 => Ok(Reply::NotSent(
-            reason
-                .unwrap_or("the caller's HTTP client sent nothing")
-                .to_owned(),
-        )),
-        x if x == payidem_attempt_outcome::PAYIDEM_ATTEMPT_SENT_NO_RESPONSE as u32 => {
-            Ok(Reply::SentNoResponse(
-                reason
-                    .unwrap_or("the caller's HTTP client got no response")
-                    .to_owned(),
-            ))
-        }
-        other => Err(FfiError::invalid(
+    let kind = ReplyKind::from_number(outcome).ok_or_else(|| {
+        FfiError::invalid(
             "outcome",
-            format!("{other} is not a payidem_attempt_outcome"),
-        )),
-    }
+            format!("{outcome} is not a payidem_attempt_outcome"),
+        )
+    })?;
+    let (headers, body) = if kind == ReplyKind::Response {
+        let headers = read_headers(headers, header_count, "headers")?
+            .into_iter()
+            .map(|(n, v)| (n.into_owned(), v.into_owned()))
+            .collect();
+        (headers, bytes(body, body_len, "body")?.to_vec())
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    Ok(Reply::reported(kind, status, headers, body, reason)?)
 }
 
 // ---------------------------------------------------------------------------
@@ -826,8 +705,9 @@ pub unsafe extern "C" fn payidem_operation_persisted(
 /// NULL.
 /// Threads: one thread at a time on `op`.
 /// Errors: `PAYIDEM_INVALID_ARGUMENT` naming `op`, `outcome` (not a
-/// `payidem_attempt_outcome`), `headers[i].name`, `headers[i].value`,
-/// `body` or `reason`; nothing is reported then.
+/// `payidem_attempt_outcome`), `status` (a response's status outside
+/// 100..=999), `headers[i].name`, `headers[i].value`, `body` or `reason`;
+/// nothing is reported then.
 #[no_mangle]
 pub unsafe extern "C" fn payidem_operation_handle(
     op: *mut payidem_operation,
@@ -866,10 +746,10 @@ pub unsafe extern "C" fn payidem_operation_handle(
 
 fn reaction_of(r: &Reaction) -> payidem_reaction {
     payidem_reaction {
-        next: payidem_next_action::from(r.next) as u32,
+        next: r.next.number(),
         wait_ms: r.wait.map_or(0, ceil_ms),
         status: r.status.unwrap_or(0),
-        landed: payidem_landed::from(r.landed) as u32,
+        landed: r.landed.number(),
     }
 }
 
@@ -923,10 +803,7 @@ pub unsafe extern "C" fn payidem_operation_attempts(op: *const payidem_operation
 /// Errors: none.
 #[no_mangle]
 pub unsafe extern "C" fn payidem_operation_landed(op: *const payidem_operation) -> u32 {
-    guard_value(0, || {
-        op.as_ref()
-            .map_or(0, |o| payidem_landed::from(o.machine.landed()) as u32)
-    })
+    guard_value(0, || op.as_ref().map_or(0, |o| o.machine.landed().number()))
 }
 
 /// Frees an operation.

@@ -5,16 +5,16 @@
 use std::ffi::{c_char, CStr, CString};
 use std::ptr;
 
-use payidem::operation::{AttemptKind, NextAction};
-use payidem::policy::Landed;
-
 use super::*;
 use crate::call::*;
+use crate::client::{payidem_attempt_kind, payidem_next_action};
 use crate::client::{
     payidem_client, payidem_client_free, payidem_client_new, payidem_client_status,
 };
 use crate::error::{payidem_error_code, payidem_error_field, payidem_error_free};
+use crate::names::{payidem_landed_name, payidem_next_action_name};
 use crate::outcome::{payidem_outcome_free, payidem_outcome_http_status};
+use crate::policy::{payidem_attempt_outcome, payidem_landed};
 use crate::signing::{payidem_signer_free, payidem_signer_new};
 
 const SECRET: &[u8] = b"0123456789abcdef0123";
@@ -407,38 +407,6 @@ fn abandon_gives_the_ends_own_result() {
         payidem_step_free(end);
         payidem_operation_free(op);
         payidem_signer_free(s);
-    }
-}
-
-#[test]
-fn names_are_cores_for_every_number() {
-    for a in NextAction::ALL {
-        let n = payidem_next_action::from(a) as u32;
-        assert_eq!(
-            text(payidem_next_action_name(n)).as_deref(),
-            Some(a.as_str())
-        );
-    }
-    for k in AttemptKind::ALL {
-        let n = payidem_attempt_kind::from(k) as u32;
-        assert_eq!(
-            text(payidem_attempt_kind_name(n)).as_deref(),
-            Some(k.as_str())
-        );
-    }
-    for l in [Landed::No, Landed::Maybe, Landed::Yes] {
-        let n = payidem_landed::from(l) as u32;
-        assert_eq!(text(payidem_landed_name(n)).as_deref(), Some(l.as_str()));
-        assert_eq!(Landed::from_name(l.as_str()), Some(l));
-    }
-    for unknown in [0, 8, 99, u32::MAX] {
-        assert!(payidem_next_action_name(unknown).is_null());
-    }
-    for unknown in [0, 3, u32::MAX] {
-        assert!(payidem_attempt_kind_name(unknown).is_null());
-    }
-    for unknown in [3, u32::MAX] {
-        assert!(payidem_landed_name(unknown).is_null());
     }
 }
 

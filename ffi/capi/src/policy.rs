@@ -4,13 +4,13 @@
 use std::ffi::c_char;
 
 use payidem::policy::{
-    decide, decide_status_query, error_code_from_body, Action, AttemptResult, Decision, Failure,
-    Landed,
+    decide, decide_status_query, error_body, error_code_from_body, Action, Decision, Landed, Reply,
 };
 
 use crate::boundary::guard;
 use crate::error::{payidem_error, FfiError};
-use crate::headers::{payidem_header, read_headers};
+use crate::headers::payidem_header;
+use crate::operation::read_reply;
 use crate::result::payidem_result;
 use crate::signing::write_text;
 use crate::text::{bytes, opt_str, out};
@@ -121,10 +121,7 @@ impl From<Decision> for payidem_decision {
             Action::Done { replayed } => out.replayed = replayed,
             Action::Fail(failure) => {
                 out.kind = payidem_decision_kind::PAYIDEM_DECISION_FAIL;
-                out.failure = match failure {
-                    Failure::IdempotencyConflict => payidem_result::PAYIDEM_IDEMPOTENCY_CONFLICT,
-                    Failure::Rejected => payidem_result::PAYIDEM_REJECTED,
-                };
+                out.failure = failure.code().into();
             }
             Action::RetryNow => out.kind = payidem_decision_kind::PAYIDEM_DECISION_RETRY_NOW,
             Action::RetryBackoff => {
@@ -167,8 +164,9 @@ impl From<Decision> for payidem_decision {
 /// or `value` may be NULL; `err_out` may be NULL.
 /// Threads: safe from any thread.
 /// Errors: `PAYIDEM_INVALID_ARGUMENT` naming `outcome` (not a
-/// `payidem_attempt_outcome`), `error_code`, `headers[i].name`,
-/// `headers[i].value` or `decision_out`.
+/// `payidem_attempt_outcome`), `status` (a response's status outside
+/// 100..=999), `error_code`, `headers[i].name`, `headers[i].value` or
+/// `decision_out`.
 #[no_mangle]
 pub unsafe extern "C" fn payidem_decide(
     outcome: u32,
@@ -238,65 +236,22 @@ unsafe fn decide_with(
     headers: *const payidem_header,
     header_count: usize,
     decision_out: *mut payidem_decision,
-    rule: impl FnOnce(&AttemptResult<'_>) -> Decision,
+    rule: impl FnOnce(&Reply) -> Decision,
 ) -> Result<(), FfiError> {
     let slot = out(decision_out, "decision_out")?;
-    let owned = read_headers(headers, header_count, "headers")?;
-    let pairs: Vec<(&str, &str)> = owned.iter().map(|(n, v)| (&**n, &**v)).collect();
-    let error_code = opt_str(error_code, "error_code")?;
-    let result = match outcome {
-        x if x == payidem_attempt_outcome::PAYIDEM_ATTEMPT_RESPONSE as u32 => {
-            AttemptResult::Response {
-                status,
-                error_code,
-                headers: &pairs,
-            }
-        }
-        x if x == payidem_attempt_outcome::PAYIDEM_ATTEMPT_NOT_SENT as u32 => {
-            AttemptResult::NotSent
-        }
-        x if x == payidem_attempt_outcome::PAYIDEM_ATTEMPT_SENT_NO_RESPONSE as u32 => {
-            AttemptResult::SentNoResponse
-        }
-        other => {
-            return Err(FfiError::invalid(
-                "outcome",
-                format!("{other} is not a payidem_attempt_outcome"),
-            ))
-        }
-    };
-    slot.write(rule(&result).into());
+    let body = error_body(opt_str(error_code, "error_code")?);
+    let reply = read_reply(
+        outcome,
+        status,
+        headers,
+        header_count,
+        body.as_ptr(),
+        body.len(),
+        std::ptr::null(),
+    )?;
+    slot.write(rule(&reply).into());
     Ok(())
 }
-
-/// The stable name of a `payidem_decision_kind` (`done`, `fail`,
-/// `retry_now`, `retry_backoff`, `retry_after`, `adjust_clock_retry`,
-/// `query_status`, `send_operation`: the core's names); NULL for a number
-/// that is no decision kind.
-///
-/// Ownership: a static string; never free it.
-/// NULL: never takes a pointer.
-/// Threads: safe from any thread.
-/// Errors: none (NULL for an unknown number).
-#[no_mangle]
-pub extern "C" fn payidem_decision_kind_name(kind: u32) -> *const c_char {
-    match kind {
-        1..=8 => DECISION_KIND_NAMES[kind as usize - 1].as_ptr(),
-        _ => std::ptr::null(),
-    }
-}
-
-/// Core's action names as C strings, in the C kinds' order.
-const DECISION_KIND_NAMES: [&std::ffi::CStr; 8] = [
-    c"done",
-    c"fail",
-    c"retry_now",
-    c"retry_backoff",
-    c"retry_after",
-    c"adjust_clock_retry",
-    c"query_status",
-    c"send_operation",
-];
 
 /// Writes the `error.code` of a protocol error body
 /// (`{"error": {"code": "...", ...}}`) and a NUL into `buf`; `*len_out`
@@ -327,62 +282,4 @@ pub unsafe extern "C" fn payidem_error_code_from_body(
         }
         write_text(&code, buf, buf_len, len_out, "buf")
     })
-}
-
-#[cfg(test)]
-mod names_tests {
-    use super::*;
-
-    #[test]
-    fn decision_kind_names_are_the_cores() {
-        let kinds: [(Action, payidem_decision_kind); 8] = [
-            (
-                Action::Done { replayed: false },
-                payidem_decision_kind::PAYIDEM_DECISION_DONE,
-            ),
-            (
-                Action::Fail(Failure::Rejected),
-                payidem_decision_kind::PAYIDEM_DECISION_FAIL,
-            ),
-            (
-                Action::RetryNow,
-                payidem_decision_kind::PAYIDEM_DECISION_RETRY_NOW,
-            ),
-            (
-                Action::RetryBackoff,
-                payidem_decision_kind::PAYIDEM_DECISION_RETRY_BACKOFF,
-            ),
-            (
-                Action::RetryAfter { seconds: 1 },
-                payidem_decision_kind::PAYIDEM_DECISION_RETRY_AFTER,
-            ),
-            (
-                Action::AdjustClockRetry { server_time: 1 },
-                payidem_decision_kind::PAYIDEM_DECISION_ADJUST_CLOCK_RETRY,
-            ),
-            (
-                Action::QueryStatus,
-                payidem_decision_kind::PAYIDEM_DECISION_QUERY_STATUS,
-            ),
-            (
-                Action::SendOperation,
-                payidem_decision_kind::PAYIDEM_DECISION_SEND_OPERATION,
-            ),
-        ];
-        for (action, kind) in kinds {
-            let decision = Decision {
-                action,
-                landed: Landed::Maybe,
-            };
-            assert_eq!(payidem_decision::from(decision).kind, kind);
-            let name = unsafe { std::ffi::CStr::from_ptr(payidem_decision_kind_name(kind as u32)) };
-            assert_eq!(name.to_str().unwrap(), action.as_str());
-        }
-        assert_eq!(
-            DECISION_KIND_NAMES.map(|n| n.to_str().unwrap()),
-            Action::NAMES
-        );
-        assert!(payidem_decision_kind_name(0).is_null());
-        assert!(payidem_decision_kind_name(9).is_null());
-    }
 }

@@ -103,30 +103,15 @@ impl payidem_result {
         }
     }
 
-    /// The same name as a NUL-terminated C string.
+    /// The same name as a NUL-terminated C string: core's for codes 1 to
+    /// 99.
     fn c_name(self) -> &'static std::ffi::CStr {
         match self {
             payidem_result::PAYIDEM_OK => c"ok",
-            payidem_result::PAYIDEM_INVALID_ARGUMENT => c"invalid_argument",
-            payidem_result::PAYIDEM_IDEMPOTENCY_CONFLICT => c"idempotency_conflict",
-            payidem_result::PAYIDEM_REJECTED => c"rejected",
-            payidem_result::PAYIDEM_OUTCOME_UNKNOWN => c"outcome_unknown",
-            payidem_result::PAYIDEM_KEY_EXPIRED => c"key_expired",
-            payidem_result::PAYIDEM_OPERATION_BUSY => c"operation_busy",
-            payidem_result::PAYIDEM_TRANSPORT_ERROR => c"transport_error",
-            payidem_result::PAYIDEM_JOURNAL_ERROR => c"journal_error",
-            payidem_result::PAYIDEM_MISSING_SIGNATURE => c"missing_signature",
-            payidem_result::PAYIDEM_UNKNOWN_API_KEY => c"unknown_api_key",
-            payidem_result::PAYIDEM_TIMESTAMP_OUT_OF_WINDOW => c"timestamp_out_of_window",
-            payidem_result::PAYIDEM_INVALID_SIGNATURE => c"invalid_signature",
-            payidem_result::PAYIDEM_NONCE_REUSED => c"nonce_reused",
-            payidem_result::PAYIDEM_REPLAY_CACHE_FULL => c"replay_cache_full",
-            payidem_result::PAYIDEM_IDEMPOTENCY_KEY_REQUIRED => c"idempotency_key_required",
-            payidem_result::PAYIDEM_INTERNAL_ERROR => c"internal_error",
-            payidem_result::PAYIDEM_CANCELLED => c"cancelled",
-            payidem_result::PAYIDEM_REFUSED => c"refused",
-            payidem_result::PAYIDEM_REPLAY_STORE_UNAVAILABLE => c"replay_store_unavailable",
             payidem_result::PAYIDEM_BUFFER_TOO_SMALL => c"buffer_too_small",
+            other => other
+                .error_code()
+                .map_or(c"internal_error", ErrorCode::c_name),
         }
     }
 

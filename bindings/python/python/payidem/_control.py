@@ -8,6 +8,7 @@ import math
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Tuple
 
+from . import _native
 from .client import Client
 from .errors import InvalidArgument
 from .operation import Attempt, Call, _relative_path
@@ -30,7 +31,7 @@ DEADLINE_HEADER = "Payidem-Deadline"
 """The request header shortening the client's deadline for this call, in
 seconds (optional)."""
 
-IDEMPOTENCY_KEY_HEADER = "Idempotency-Key"
+IDEMPOTENCY_KEY_HEADER: str = _native.IDEMPOTENCY_KEY_HEADER
 
 # Never sent as the caller gave them: the control headers (read, then
 # dropped), the headers the machine signs and sets, and the framing the HTTP
@@ -41,11 +42,7 @@ _DROPPED = frozenset(
         ORDER_ID_HEADER,
         STATUS_PATH_HEADER,
         DEADLINE_HEADER,
-        IDEMPOTENCY_KEY_HEADER,
-        "X-Api-Key",
-        "X-Timestamp",
-        "X-Nonce",
-        "X-Signature",
+        *_native.SIGNED_HEADERS,
         "Content-Length",
         "Transfer-Encoding",
     )

@@ -20,6 +20,10 @@ __all__ = [
     "MEMORY_JOURNAL",
     "NEXT_ACTIONS",
     "OPERATION_STATES",
+    "SETTLED_STATES",
+    "SIGNED_HEADERS",
+    "UNRESOLVED_STATES",
+    "IDEMPOTENCY_KEY_HEADER",
     "Operation",
     "PROTOCOL",
     "REPLY_KINDS",
@@ -60,6 +64,14 @@ NEXT_ACTIONS: List[str]
 """The core's next actions (``payidem.NextAction``), in order."""
 OPERATION_STATES: List[str]
 """The core's journal states (``payidem.OperationState``), in order."""
+SETTLED_STATES: List[str]
+"""The journal states the core calls settled (``is_settled``), in order."""
+UNRESOLVED_STATES: List[str]
+"""The journal states the core calls unresolved (``is_unresolved``)."""
+SIGNED_HEADERS: List[str]
+"""The headers the core's signer sets on every attempt (never the caller's)."""
+IDEMPOTENCY_KEY_HEADER: str
+"""The core's name of the idempotency-key header."""
 LANDED: List[str]
 DECISION_KINDS: List[str]
 """The core's landed values (``payidem.Landed``), in order."""

@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass, field
 from typing import (
     Any,
+    FrozenSet,
     Iterable,
     Iterator,
     List,
@@ -132,8 +133,9 @@ _check_names(CallStepKind, _native.CALL_STEP_KINDS, "call step kind")
 
 _ATTEMPT_KINDS = frozenset(_native.ATTEMPT_KINDS)
 _NEXT_ACTIONS = frozenset(_native.NEXT_ACTIONS)
-_SETTLED: Tuple[OperationState, ...] = ("succeeded", "rejected", "conflict")
-_UNRESOLVED: Tuple[OperationState, ...] = ("in_flight", "unknown")
+# The core's is_settled / is_unresolved, read once.
+_SETTLED: FrozenSet[str] = frozenset(_native.SETTLED_STATES)
+_UNRESOLVED: FrozenSet[str] = frozenset(_native.UNRESOLVED_STATES)
 
 
 class Headers(Mapping[str, str]):

@@ -522,7 +522,7 @@ static int runs_through_call(const cJSON *vector) {
 }
 
 /* The longest settled retention the settings allow (about 31 years). */
-#define SETTLED_RETENTION_S 1000000000.0 /* the longest the settings allow */
+#define SETTLED_RETENTION_S 1000000000.0
 
 /* The options of a client for a vector's setup, over `journal_path`. */
 static char *client_options(const cJSON *setup, const char *journal_path) {

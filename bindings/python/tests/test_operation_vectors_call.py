@@ -20,7 +20,7 @@ from test_operation_vectors import V, Clock, _reply, check_end, check_send, chec
 
 # The vectors' clocks are in the past: a settled row's time must stay after
 # the journal's purge horizon (the longest retention the settings allow).
-SETTLED_RETENTION = 1e9  # seconds: the longest the settings allow
+SETTLED_RETENTION = 1e9
 
 
 def _runs_through_call(case: Dict[str, Any]) -> bool:

@@ -63,6 +63,7 @@ mod clock;
 mod integrity;
 mod location;
 mod memory;
+mod open;
 mod owner;
 mod postgres;
 mod rules;
@@ -80,6 +81,7 @@ pub(crate) use integrity::{RowAuth, SealRecord, StoredMacs};
 pub(crate) use location::create_private_dirs;
 pub use location::{default_journal_path, MEMORY_JOURNAL};
 pub use memory::MemoryJournal;
+pub use open::{open, JournalChoice, JournalOpenOptions, OpenedJournal};
 pub use owner::process_owner;
 pub use sqlite::{DurabilityStats, SqliteJournal, SqliteJournalOptions, SCHEMA_VERSION};
 #[doc(hidden)]

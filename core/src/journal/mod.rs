@@ -60,6 +60,7 @@
 //! docs/postgres-journal.md.
 
 mod clock;
+mod engine;
 mod integrity;
 mod location;
 mod memory;

@@ -97,6 +97,8 @@ impl Holder {
 /// What a stored row's lease becomes with an update.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum LeaseChange<'a> {
+    /// Unchanged.
+    Keep,
     /// Held by this lease (taken, or extended by its holder).
     Hold(&'a Lease),
     /// Free.
@@ -119,6 +121,8 @@ pub(crate) enum Intent {
     Release,
     /// `reconcile`.
     Reconcile,
+    /// [`undo_attempt`].
+    Undo,
 }
 
 /// One transaction of a store: every read locks what it reads until the
@@ -285,20 +289,25 @@ impl Guard {
     }
 }
 
+/// The work of one transaction: it may run on another caller's thread
+/// (SQLite's shared transactions) and run again after a lost connection
+/// (PostgreSQL), so it owns what it needs.
+pub(crate) type Body<T> = Box<dyn FnMut(&Guard, &mut dyn Tx) -> Result<T> + Send>;
+
 /// A journal store. Every [`Journal`] method of a `Storage` is the
 /// engine's.
 pub(crate) trait Storage: Send + Sync {
+    /// The latest Unix time the store keeps (a purge horizon is capped
+    /// to it).
+    const LATEST: u64;
+
     /// The handle's authentication, scope and name.
     fn guard(&self) -> &Guard;
 
     /// Runs `body` in one transaction, committed when it answers `Ok` (and
     /// made durable as `intent` needs), rolled back otherwise.
-    fn transact<T>(
-        &self,
-        intent: Intent,
-        action: &str,
-        body: &mut dyn FnMut(&mut dyn Tx) -> Result<T>,
-    ) -> Result<T>;
+    fn transact<T: Send + 'static>(&self, intent: Intent, action: &str, body: Body<T>)
+        -> Result<T>;
 
     /// The row of `order_id` as stored, outside a transaction.
     fn row(&self, order_id: &str) -> Result<Option<Row>>;
@@ -334,52 +343,61 @@ fn open<S: Storage>(
 ) -> Result<Opened> {
     rules::check_now(now)?;
     rules::check_lease(lease)?;
-    let g = store.guard();
-    g.check_writable()?;
+    store.guard().check_writable()?;
     let (state, attempts) = if first_attempt {
         (OperationState::InFlight, 1)
     } else {
         (OperationState::Pending, 0)
     };
-    let record = OperationRecord {
-        operation: operation.clone(),
-        state,
-        attempts,
-        created_at: now,
-        updated_at: now,
-        response: None,
-    };
-    let (row_mac, state_mac) = g.auth().macs(g.scope.as_ref(), &record)?;
-    let row = Row {
-        record,
-        scope: g.scope.clone(),
-        holder: Holder::default(),
-        row_mac,
-        state_mac,
-    };
     let action = format!("open order id {:?}", operation.order_id);
-    store.transact(Intent::Open { first_attempt }, &action, &mut |tx| {
-        if let Some(existing) = g.load(tx, &operation.order_id)? {
-            rules::same_request(&existing.record.operation, operation)?;
-            return g.resume(tx, existing, lease, now);
-        }
-        if let Some(other) = tx.key_holder(&operation.idempotency_key)? {
-            return Err(rules::key_taken(operation, &other));
-        }
-        tx.insert(&row, lease, now)?;
-        Ok(Opened::Created(row.record.clone()))
-    })
+    let (operation, lease) = (operation.clone(), lease.clone());
+    let intent = Intent::Open { first_attempt };
+    store.transact(
+        intent,
+        &action,
+        Box::new(move |g, tx| {
+            if let Some(existing) = g.load(tx, &operation.order_id)? {
+                rules::same_request(&existing.record.operation, &operation)?;
+                return g.resume(tx, existing, &lease, now);
+            }
+            if let Some(other) = tx.key_holder(&operation.idempotency_key)? {
+                return Err(rules::key_taken(&operation, &other));
+            }
+            let record = OperationRecord {
+                operation: operation.clone(),
+                state,
+                attempts,
+                created_at: now,
+                updated_at: now,
+                response: None,
+            };
+            let (row_mac, state_mac) = g.auth().macs(g.scope.as_ref(), &record)?;
+            let row = Row {
+                record,
+                scope: g.scope.clone(),
+                holder: Holder::default(),
+                row_mac,
+                state_mac,
+            };
+            tx.insert(&row, &lease, now)?;
+            Ok(Opened::Created(row.record))
+        }),
+    )
 }
 
 fn claim<S: Storage>(store: &S, order_id: &str, lease: &Lease, now: u64) -> Result<Opened> {
     rules::check_now(now)?;
     rules::check_lease(lease)?;
-    let g = store.guard();
     let action = format!("claim order id {order_id:?}");
-    store.transact(Intent::Claim, &action, &mut |tx| {
-        let row = g.existing(tx, order_id)?;
-        g.resume(tx, row, lease, now)
-    })
+    let (order_id, lease) = (order_id.to_owned(), lease.clone());
+    store.transact(
+        Intent::Claim,
+        &action,
+        Box::new(move |g, tx| {
+            let row = g.existing(tx, &order_id)?;
+            g.resume(tx, row, &lease, now)
+        }),
+    )
 }
 
 fn record_attempt<S: Storage>(
@@ -390,19 +408,60 @@ fn record_attempt<S: Storage>(
     now: u64,
 ) -> Result<()> {
     rules::check_now(now)?;
-    let g = store.guard();
-    g.check_writable()?;
+    store.guard().check_writable()?;
     let action = format!("record an attempt of order id {order_id:?}");
-    store.transact(Intent::RecordAttempt, &action, &mut |tx| {
-        let row = g.held(tx, order_id, lease)?;
-        let state = RowState {
-            state: OperationState::InFlight,
-            attempts,
-            updated_at: now,
-            response: row.record.response.as_ref(),
-        };
-        g.write(tx, &row, &state, LeaseChange::Hold(lease))
-    })
+    let (order_id, lease) = (order_id.to_owned(), lease.clone());
+    store.transact(
+        Intent::RecordAttempt,
+        &action,
+        Box::new(move |g, tx| {
+            let row = g.held(tx, &order_id, &lease)?;
+            let state = RowState {
+                state: OperationState::InFlight,
+                attempts,
+                updated_at: now,
+                response: row.record.response.as_ref(),
+            };
+            g.write(tx, &row, &state, LeaseChange::Hold(&lease))
+        }),
+    )
+}
+
+/// Puts an operation whose attempt could not be made durable back where
+/// it stood before (`state`, `attempts`: nothing was sent), if `lease`
+/// still holds it in flight with `attempted` attempts. For a store that
+/// finds out after its commit that a durable write is not durable.
+pub(crate) fn undo_attempt<S: Storage>(
+    store: &S,
+    order_id: &str,
+    lease: &Lease,
+    attempted: u32,
+    before: (OperationState, u32),
+) -> Result<()> {
+    let action = format!("undo the attempt of order id {order_id:?}");
+    let (order_id, lease) = (order_id.to_owned(), lease.clone());
+    store.transact(
+        Intent::Undo,
+        &action,
+        Box::new(move |g, tx| {
+            let Some(row) = g.load(tx, &order_id)? else {
+                return Ok(());
+            };
+            let record = &row.record;
+            if !row.holder.held_by(&lease)
+                || record.state != OperationState::InFlight
+                || record.attempts != attempted
+            {
+                return Ok(());
+            }
+            let state = RowState {
+                state: before.0,
+                attempts: before.1,
+                ..RowState::of(record)
+            };
+            g.write(tx, &row, &state, LeaseChange::Keep)
+        }),
+    )
 }
 
 fn finish<S: Storage>(
@@ -415,29 +474,38 @@ fn finish<S: Storage>(
 ) -> Result<()> {
     rules::check_now(now)?;
     rules::check_finish_state(state)?;
-    let g = store.guard();
-    g.check_writable()?;
+    store.guard().check_writable()?;
     let action = format!("finish order id {order_id:?}");
-    store.transact(Intent::Finish, &action, &mut |tx| {
-        let row = g.held(tx, order_id, lease)?;
-        let new = RowState {
-            state,
-            attempts: row.record.attempts,
-            updated_at: now,
-            response,
-        };
-        g.write(tx, &row, &new, LeaseChange::Clear)
-    })
+    let (order_id, lease, response) = (order_id.to_owned(), lease.clone(), response.cloned());
+    store.transact(
+        Intent::Finish,
+        &action,
+        Box::new(move |g, tx| {
+            let row = g.held(tx, &order_id, &lease)?;
+            let new = RowState {
+                state,
+                attempts: row.record.attempts,
+                updated_at: now,
+                response: response.as_ref(),
+            };
+            g.write(tx, &row, &new, LeaseChange::Clear)
+        }),
+    )
 }
 
 fn release<S: Storage>(store: &S, order_id: &str, lease: &Lease) -> Result<()> {
     let action = format!("release order id {order_id:?}");
-    store.transact(Intent::Release, &action, &mut |tx| {
-        if tx.load(order_id)?.is_none() {
-            return Err(rules::unknown_order(order_id));
-        }
-        tx.release(order_id, lease)
-    })
+    let (order_id, lease) = (order_id.to_owned(), lease.clone());
+    store.transact(
+        Intent::Release,
+        &action,
+        Box::new(move |_, tx| {
+            if tx.load(&order_id)?.is_none() {
+                return Err(rules::unknown_order(&order_id));
+            }
+            tx.release(&order_id, &lease)
+        }),
+    )
 }
 
 fn reconcile<S: Storage>(
@@ -450,38 +518,42 @@ fn reconcile<S: Storage>(
 ) -> Result<Reconciliation> {
     rules::check_now(now)?;
     rules::check_reconciliation(state, by, reference)?;
-    let g = store.guard();
-    g.check_writable()?;
+    store.guard().check_writable()?;
     let action = format!("reconcile order id {order_id:?}");
-    store.transact(Intent::Reconcile, &action, &mut |tx| {
-        let row = g.existing(tx, order_id)?;
-        let previous = row.record.state;
-        let key = &row.record.operation.idempotency_key;
-        if previous.is_settled() {
-            return Err(rules::already_settled(order_id, previous));
-        }
-        if row.holder.blocks(now) {
-            return Err(rules::busy(order_id, key));
-        }
-        let new = RowState {
-            state,
-            attempts: row.record.attempts,
-            updated_at: now,
-            response: row.record.response.as_ref(),
-        };
-        g.write(tx, &row, &new, LeaseChange::Clear)?;
-        let reconciliation = Reconciliation {
-            order_id: order_id.to_owned(),
-            idempotency_key: key.clone(),
-            previous_state: previous,
-            state,
-            by: by.to_owned(),
-            at: now,
-            reference: reference.to_owned(),
-        };
-        tx.reconciled(&reconciliation)?;
-        Ok(reconciliation)
-    })
+    let (order_id, by, reference) = (order_id.to_owned(), by.to_owned(), reference.to_owned());
+    store.transact(
+        Intent::Reconcile,
+        &action,
+        Box::new(move |g, tx| {
+            let row = g.existing(tx, &order_id)?;
+            let previous = row.record.state;
+            let key = &row.record.operation.idempotency_key;
+            if previous.is_settled() {
+                return Err(rules::already_settled(&order_id, previous));
+            }
+            if row.holder.blocks(now) {
+                return Err(rules::busy(&order_id, key));
+            }
+            let new = RowState {
+                state,
+                attempts: row.record.attempts,
+                updated_at: now,
+                response: row.record.response.as_ref(),
+            };
+            g.write(tx, &row, &new, LeaseChange::Clear)?;
+            let reconciliation = Reconciliation {
+                order_id: order_id.clone(),
+                idempotency_key: key.clone(),
+                previous_state: previous,
+                state,
+                by: by.clone(),
+                at: now,
+                reference: reference.clone(),
+            };
+            tx.reconciled(&reconciliation)?;
+            Ok(reconciliation)
+        }),
+    )
 }
 
 fn list<S: Storage>(store: &S, states: &[OperationState]) -> Result<Vec<OperationRecord>> {
@@ -522,7 +594,7 @@ fn list_every<S: Storage>(store: &S) -> Result<Vec<Listed>> {
 fn purge_settled<S: Storage>(store: &S, before: u64) -> Result<usize> {
     let g = store.guard();
     g.check_writable()?;
-    let horizon = g.auth().purge_horizon(before);
+    let horizon = g.auth().purge_horizon(before.min(S::LATEST));
     let purged = store.purge(before, horizon.as_ref())?;
     if let Some((horizon, _)) = horizon {
         g.auth

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use super::engine::{Guard, Holder, Inspection, Intent, LeaseChange, Read, Row, Storage, Tx};
+use super::engine::{Body, Guard, Holder, Inspection, Intent, LeaseChange, Read, Row, Storage, Tx};
 use super::{Lease, Reconciliation, RowAuth, RowState, StoredClockOffset};
 use crate::error::Result;
 use crate::operation::OperationState;
@@ -95,6 +95,7 @@ impl Tx for State {
             row.record.response = state.response.cloned();
             row.state_mac = state_mac.map(str::to_owned);
             match lease {
+                LeaseChange::Keep => {}
                 LeaseChange::Hold(lease) => row.holder = Holder::of(lease),
                 LeaseChange::Clear => row.holder = Default::default(),
             }
@@ -118,17 +119,14 @@ impl Tx for State {
 }
 
 impl Storage for MemoryJournal {
+    const LATEST: u64 = u64::MAX;
+
     fn guard(&self) -> &Guard {
         &self.guard
     }
 
-    fn transact<T>(
-        &self,
-        _intent: Intent,
-        _action: &str,
-        body: &mut dyn FnMut(&mut dyn Tx) -> Result<T>,
-    ) -> Result<T> {
-        body(&mut *self.lock())
+    fn transact<T>(&self, _intent: Intent, _action: &str, mut body: Body<T>) -> Result<T> {
+        body(&self.guard, &mut *self.lock())
     }
 
     fn row(&self, order_id: &str) -> Result<Option<Row>> {

@@ -9,25 +9,22 @@
 //! without waiting for anyone.
 
 mod batch;
+mod file;
 mod group;
+mod rows;
 mod schema;
 
-use std::any::Any;
 use std::collections::HashMap;
 use std::fmt;
-use std::fs::File;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use rusqlite::ffi::ErrorCode as SqliteCode;
-use rusqlite::{
-    params, Connection, OpenFlags, OptionalExtension, Row, Transaction, TransactionBehavior,
-};
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Transaction};
 
-use batch::Job;
 use group::GroupCommit;
+use rows::{sql_time, RawReconciliation, RawRow, COLUMNS, RECONCILIATION_COLUMNS, SELECT_ONE};
 
 pub use group::DurabilityStats;
 #[doc(hidden)]
@@ -35,15 +32,12 @@ pub use group::{SyncHook, SyncPoint};
 pub use schema::SCHEMA_VERSION;
 
 use super::engine::{
-    self, Body, Expiry, Guard, Holder, Inspection, Intent, LeaseChange, Read, Row as Stored,
-    Storage, Tx, Unreadable,
+    self, Body, Guard, Inspection, Intent, LeaseChange, Read, Row as Stored, Storage, Tx,
+    Unreadable,
 };
-use super::{
-    rules, JournalKey, JournalScope, Lease, OperationRecord, Reconciliation, RowAuth, RowState,
-    StoredClockOffset,
-};
+use super::{rules, JournalKey, JournalScope, Lease, Reconciliation, RowState, StoredClockOffset};
 use crate::error::{Error, ErrorCode, Result};
-use crate::operation::{FrozenOperation, OperationState, Response};
+use crate::operation::OperationState;
 
 /// How a [`SqliteJournal`] waits and behaves.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -179,215 +173,6 @@ impl Context {
     }
 }
 
-/// Columns of an [`OperationRecord`] plus its lease, in [`RawRow::read`]'s order.
-macro_rules! columns {
-    () => {
-        "order_id, idempotency_key, method, path, body, body_sha256, status_path, state, attempts, \
-         created_at, updated_at, response_status, response_headers, response_body, response_replayed, \
-         lease_owner, lease_expires, row_mac, platform, key_id, state_mac"
-    };
-}
-/// The columns of schema 3, in [`RawRow::read_v3`]'s order.
-const COLUMNS_V3: &str =
-    "order_id, idempotency_key, method, path, body, body_sha256, status_path, \
-     state, attempts, created_at, updated_at, response_status, response_headers, response_body, \
-     response_replayed, lease_owner, lease_expires, row_mac";
-const COLUMNS: &str = columns!();
-const SELECT_ONE: &str = concat!(
-    "SELECT ",
-    columns!(),
-    " FROM operations WHERE order_id = ?1"
-);
-
-/// A row as stored, before its values are checked.
-struct RawRow {
-    order_id: String,
-    idempotency_key: String,
-    method: String,
-    path: String,
-    body: Vec<u8>,
-    body_sha256: String,
-    status_path: Option<String>,
-    state: String,
-    attempts: i64,
-    created_at: i64,
-    updated_at: i64,
-    response_status: Option<i64>,
-    response_headers: Option<String>,
-    response_body: Option<Vec<u8>>,
-    response_replayed: Option<i64>,
-    lease_owner: Option<String>,
-    lease_expires: Option<i64>,
-    row_mac: Option<String>,
-    platform: Option<String>,
-    key_id: Option<String>,
-    state_mac: Option<String>,
-}
-
-impl RawRow {
-    /// A row of [`COLUMNS`].
-    fn read(row: &Row<'_>) -> rusqlite::Result<RawRow> {
-        RawRow::read_columns(row, true)
-    }
-
-    /// A row of a schema 3 journal ([`COLUMNS_V3`]).
-    fn read_v3(row: &Row<'_>) -> rusqlite::Result<RawRow> {
-        RawRow::read_columns(row, false)
-    }
-
-    fn read_columns(row: &Row<'_>, current: bool) -> rusqlite::Result<RawRow> {
-        let since_v4 = |i: usize| -> rusqlite::Result<Option<String>> {
-            if current {
-                row.get(i)
-            } else {
-                Ok(None)
-            }
-        };
-        Ok(RawRow {
-            order_id: row.get(0)?,
-            idempotency_key: row.get(1)?,
-            method: row.get(2)?,
-            path: row.get(3)?,
-            body: row.get(4)?,
-            body_sha256: row.get(5)?,
-            status_path: row.get(6)?,
-            state: row.get(7)?,
-            attempts: row.get(8)?,
-            created_at: row.get(9)?,
-            updated_at: row.get(10)?,
-            response_status: row.get(11)?,
-            response_headers: row.get(12)?,
-            response_body: row.get(13)?,
-            response_replayed: row.get(14)?,
-            lease_owner: row.get(15)?,
-            lease_expires: row.get(16)?,
-            row_mac: row.get(17)?,
-            platform: since_v4(18)?,
-            key_id: since_v4(19)?,
-            state_mac: since_v4(20)?,
-        })
-    }
-
-    fn check(self, ctx: &Context) -> Result<Stored> {
-        let order_id = self.order_id;
-        let corrupt =
-            |what: &str| ctx.refused(format!("corrupt row for order id {order_id:?}: {what}"));
-        let state =
-            OperationState::from_name(&self.state).ok_or_else(|| corrupt("unknown state"))?;
-        let attempts =
-            u32::try_from(self.attempts).map_err(|_| corrupt("attempts out of range"))?;
-        let created_at =
-            u64::try_from(self.created_at).map_err(|_| corrupt("negative created_at"))?;
-        let updated_at =
-            u64::try_from(self.updated_at).map_err(|_| corrupt("negative updated_at"))?;
-        let lease_expires = match self.lease_expires {
-            Some(t) => Some(u64::try_from(t).map_err(|_| corrupt("negative lease_expires"))?),
-            None => None,
-        };
-        let response = match self.response_status {
-            None => None,
-            Some(status) => {
-                let status =
-                    u16::try_from(status).map_err(|_| corrupt("response status out of range"))?;
-                let headers = match self.response_headers {
-                    Some(json) => serde_json::from_str::<Vec<(String, String)>>(&json)
-                        .map_err(|_| corrupt("response headers are not a JSON array of pairs"))?,
-                    None => Vec::new(),
-                };
-                Some(Response {
-                    status,
-                    headers,
-                    body: self.response_body.unwrap_or_default(),
-                    replayed: self.response_replayed.unwrap_or(0) != 0,
-                })
-            }
-        };
-        Ok(Stored {
-            record: OperationRecord {
-                operation: FrozenOperation {
-                    order_id,
-                    idempotency_key: self.idempotency_key,
-                    method: self.method,
-                    path: self.path,
-                    body: self.body,
-                    body_sha256: self.body_sha256,
-                    status_path: self.status_path,
-                },
-                state,
-                attempts,
-                created_at,
-                updated_at,
-                response,
-            },
-            scope: JournalScope::of_columns(self.platform, self.key_id),
-            holder: Holder {
-                owner: self.lease_owner,
-                expiry: Expiry::At(lease_expires),
-            },
-            row_mac: self.row_mac,
-            state_mac: self.state_mac,
-        })
-    }
-}
-
-const RECONCILIATION_COLUMNS: &str =
-    "order_id, idempotency_key, previous_state, state, reconciled_by, reconciled_at, reference";
-
-/// A reconciliation row as stored, before its values are checked.
-struct RawReconciliation {
-    order_id: String,
-    idempotency_key: String,
-    previous_state: String,
-    state: String,
-    by: String,
-    at: i64,
-    reference: String,
-}
-
-impl RawReconciliation {
-    fn read(row: &Row<'_>) -> rusqlite::Result<RawReconciliation> {
-        Ok(RawReconciliation {
-            order_id: row.get(0)?,
-            idempotency_key: row.get(1)?,
-            previous_state: row.get(2)?,
-            state: row.get(3)?,
-            by: row.get(4)?,
-            at: row.get(5)?,
-            reference: row.get(6)?,
-        })
-    }
-
-    fn check(self, ctx: &Context) -> Result<Reconciliation> {
-        let order_id = self.order_id;
-        let corrupt = |what: &str| {
-            ctx.refused(format!(
-                "corrupt reconciliation of order id {order_id:?}: {what}"
-            ))
-        };
-        let previous_state = OperationState::from_name(&self.previous_state)
-            .ok_or_else(|| corrupt("unknown previous state"))?;
-        let state = OperationState::from_name(&self.state)
-            .filter(|s| s.is_settled())
-            .ok_or_else(|| corrupt("unknown or unsettled state"))?;
-        let at = u64::try_from(self.at).map_err(|_| corrupt("negative reconciled_at"))?;
-        Ok(Reconciliation {
-            order_id,
-            idempotency_key: self.idempotency_key,
-            previous_state,
-            state,
-            by: self.by,
-            at,
-            reference: self.reference,
-        })
-    }
-}
-
-/// A Unix time as SQLite stores it; callers check it is at most
-/// [`rules::MAX_TIME`] first.
-fn sql_time(t: u64) -> i64 {
-    i64::try_from(t).unwrap_or(i64::MAX)
-}
-
 /// WAL pages after which a commit of this connection checkpoints.
 const CHECKPOINT_PAGES: i64 = 4000;
 
@@ -440,7 +225,7 @@ impl SqliteJournal {
         // this connection checkpoints, never what a checkpoint syncs.
         db.pragma_update(None, "wal_autocheckpoint", CHECKPOINT_PAGES)
             .map_err(|e| ctx.db("set the checkpoint interval", e))?;
-        let wal = open_wal(&db, &ctx)?;
+        let wal = file::open_wal(&db, &ctx)?;
         Ok(SqliteJournal {
             ctx,
             conn: Mutex::new(db),
@@ -449,65 +234,6 @@ impl SqliteJournal {
             pending: Mutex::new(batch::Pending::default()),
             hook: None,
             migrated_from,
-            guard: Guard::new(auth, options.scope, path.display().to_string()),
-        })
-    }
-
-    /// [`SqliteJournal::open`] with [`SqliteJournalOptions::read_only`].
-    /// A file without a `-wal` file beside it (closed by its last writer, a
-    /// copy, a read-only mount), or whose `-shm` file cannot be created, is
-    /// read as immutable: nothing is created beside it.
-    fn open_read_only(
-        path: &Path,
-        ctx: Context,
-        options: SqliteJournalOptions,
-    ) -> Result<SqliteJournal> {
-        if !path.is_file() {
-            return Err(ctx.refused("no journal file there (read-only: nothing is created)"));
-        }
-        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        // Without a WAL file nobody has the journal open for writing (the
-        // last connection removes it): read it as immutable, which creates
-        // no -wal or -shm file. Otherwise read it through the live WAL.
-        let wal_exists = Path::new(&format!("{}-wal", path.display())).exists();
-        // The first read opens the WAL index: it fails where the -shm file
-        // cannot be created.
-        let plain = if wal_exists {
-            Connection::open_with_flags(path, flags).and_then(|db| schema::version(&db).map(|_| db))
-        } else {
-            Err(rusqlite::Error::InvalidQuery)
-        };
-        let db = match plain {
-            Ok(db) => db,
-            Err(_) => {
-                let uri = format!("file:{}?immutable=1", uri_path(path));
-                Connection::open_with_flags(&uri, flags | OpenFlags::SQLITE_OPEN_URI)
-                    .map_err(|e| ctx.db("open the file read-only", e))?
-            }
-        };
-        db.busy_timeout(options.busy_timeout)
-            .map_err(|e| ctx.db("set the busy timeout", e))?;
-        schema::check_readable(&db, &ctx)?;
-        let found = schema::seal_record(&db).map_err(|e| ctx.db("read the seal", e))?;
-        let auth = match (options.journal_key.as_ref(), found) {
-            // Nothing to authenticate, and nothing may be written.
-            (Some(_), None) => RowAuth::Keyless { sealed: false },
-            (key, found) => {
-                RowAuth::decide(key, found, true)
-                    .map_err(|why| ctx.refused(why))?
-                    .auth
-            }
-        };
-        let wal =
-            File::open(path).map_err(|e| ctx.refused(format!("cannot open the file: {e}")))?;
-        Ok(SqliteJournal {
-            ctx,
-            conn: Mutex::new(db),
-            group: GroupCommit::new(wal),
-            durable_leases: Mutex::new(HashMap::new()),
-            pending: Mutex::new(batch::Pending::default()),
-            hook: None,
-            migrated_from: None,
             guard: Guard::new(auth, options.scope, path.display().to_string()),
         })
     }
@@ -558,125 +284,6 @@ impl SqliteJournal {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Runs `f` in a `BEGIN IMMEDIATE` transaction committed with
-    /// `synchronous=NORMAL` (in the WAL, not fsync'd); nothing of `f` is
-    /// written if it fails. Returns `f`'s value and the commit's number in
-    /// the group commit's sequence.
-    ///
-    /// Writes of concurrent callers share transactions: a caller queues its
-    /// work, then takes the connection; whoever takes it runs every queued
-    /// work in one transaction (each in its own savepoint, so one caller's
-    /// failure rolls back only its own changes) and commits once, and the
-    /// callers whose work it ran find their results when they get the
-    /// connection in turn. A caller alone runs its work in its own
-    /// transaction, exactly as without batching.
-    fn write<T: Send + 'static>(
-        &self,
-        action: &str,
-        f: impl FnOnce(&SqliteJournal, &Transaction<'_>) -> Result<T> + Send + 'static,
-    ) -> Result<(T, u64)> {
-        let job = Job::new(
-            action,
-            Box::new(move |j: &SqliteJournal, tx: &Transaction<'_>| {
-                f(j, tx).map(|v| Box::new(v) as Box<dyn Any + Send>)
-            }),
-        );
-        batch::submit(&self.pending, &job, &|| self.lock(), &|conn, jobs| {
-            self.run_batch(conn, jobs)
-        });
-        let out = job.take_out();
-        match out {
-            Some(Ok((value, seq))) => match value.downcast::<T>() {
-                Ok(value) => Ok((*value, seq)),
-                Err(_) => Err(Error::new(
-                    ErrorCode::Internal,
-                    format!(
-                        "journal {}: cannot {action}: a result of another type came back",
-                        self.ctx.path
-                    ),
-                )),
-            },
-            Some(Err(e)) => Err(e),
-            None => Err(Error::new(
-                ErrorCode::Internal,
-                format!(
-                    "journal {}: cannot {action}: the write was lost by its batch",
-                    self.ctx.path
-                ),
-            )),
-        }
-    }
-
-    /// Runs `jobs` in one transaction under the connection's lock and
-    /// leaves each job's result in it.
-    fn run_batch(&self, mut conn: MutexGuard<'_, Connection>, jobs: Vec<Arc<Job>>) {
-        let fail_all = |jobs: &[Arc<Job>], e: &rusqlite::Error| {
-            for job in jobs {
-                job.complete(Err(self.ctx.db_ref(&job.action, e)));
-            }
-        };
-        let tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
-            Ok(tx) => tx,
-            Err(e) => return fail_all(&jobs, &e),
-        };
-        let alone = jobs.len() == 1;
-        let mut results: Vec<Result<Box<dyn Any + Send>>> = Vec::with_capacity(jobs.len());
-        for job in &jobs {
-            let (work, action) = (job.take_work(), job.action.clone());
-            let Some(work) = work else {
-                results.push(Err(Error::new(
-                    ErrorCode::Internal,
-                    format!(
-                        "journal {}: cannot {action}: its work was already taken",
-                        self.ctx.path
-                    ),
-                )));
-                continue;
-            };
-            if !alone {
-                if let Err(e) = tx.execute_batch("SAVEPOINT payidem_write") {
-                    results.push(Err(self.ctx.db(&action, e)));
-                    continue;
-                }
-            }
-            let result = catch_unwind(AssertUnwindSafe(|| work(self, &tx))).unwrap_or_else(|_| {
-                Err(Error::new(
-                    ErrorCode::Internal,
-                    format!(
-                        "journal {}: cannot {action}: the write panicked",
-                        self.ctx.path
-                    ),
-                ))
-            });
-            if !alone {
-                let end = if result.is_ok() {
-                    "RELEASE payidem_write"
-                } else {
-                    "ROLLBACK TO payidem_write; RELEASE payidem_write"
-                };
-                if let Err(e) = tx.execute_batch(end) {
-                    // The transaction's state is unknown: write nothing.
-                    drop(tx);
-                    return fail_all(&jobs, &e);
-                }
-            }
-            results.push(result);
-        }
-        let seq = if results.iter().any(Result::is_ok) {
-            if let Err(e) = tx.commit() {
-                return fail_all(&jobs, &e);
-            }
-            self.group.committed()
-        } else {
-            // Nothing to keep (a failed work may have written before it
-            // failed): roll back.
-            drop(tx);
-            0
-        };
-        for (job, result) in jobs.iter().zip(results) {
-            job.complete(result.map(|v| (v, seq)));
-        }
-    }
     /// Forgets that `owner` (any owner when `None`) made `order_id`
     /// durable: its call ended.
     fn forget_lease(&self, order_id: &str, owner: Option<&str>) {
@@ -922,41 +529,6 @@ impl Tx for SqliteTx<'_> {
     }
 }
 
-/// `path` as the path of a `file:` URI: `%`, `?`, `#` and every byte
-/// beyond ASCII or below a space percent-encoded.
-fn uri_path(path: &Path) -> String {
-    let text = path.to_string_lossy();
-    let mut out = String::with_capacity(text.len());
-    for b in text.bytes() {
-        if b.is_ascii_graphic() && !matches!(b, b'%' | b'?' | b'#') {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
-fn open_wal(db: &Connection, ctx: &Context) -> Result<File> {
-    let Some(main) = db.path().filter(|p| !p.is_empty()) else {
-        return Err(ctx.refused("the database has no file name"));
-    };
-    let wal_path = format!("{main}-wal");
-    let wal = File::open(&wal_path).map_err(|e| {
-        ctx.refused(format!(
-            "cannot open the WAL file {wal_path} to fsync it: {e}"
-        ))
-    })?;
-    if let Some(dir) = Path::new(&wal_path).parent() {
-        // Some file systems refuse to fsync a directory; SQLite then does
-        // without as well.
-        if let Ok(dir) = File::open(dir) {
-            let _ = dir.sync_all();
-        }
-    }
-    Ok(wal)
-}
-
 impl Storage for SqliteJournal {
     const LATEST: u64 = rules::MAX_TIME;
 
@@ -1168,79 +740,5 @@ impl Storage for SqliteJournal {
             .collect::<rusqlite::Result<Vec<_>>>()
         })
         .map_err(|e| self.ctx.db(action, e))
-    }
-}
-
-#[cfg(test)]
-mod batch_tests {
-    use super::*;
-    use crate::journal::{Journal, Opened};
-    use std::time::Instant;
-
-    fn op(order_id: &str) -> FrozenOperation {
-        FrozenOperation {
-            order_id: order_id.into(),
-            idempotency_key: format!("key-{order_id}"),
-            method: "POST".into(),
-            path: "/payments".into(),
-            body: b"{}".to_vec(),
-            body_sha256: crate::protocol::body_sha256_hex(b"{}"),
-            status_path: None,
-        }
-    }
-
-    fn lease(owner: &str) -> Lease {
-        Lease {
-            owner: owner.into(),
-            expires_at: 1_000,
-        }
-    }
-
-    /// Queued writes of several callers run in one transaction; one that
-    /// fails leaves the others' changes in place and its own out.
-    #[test]
-    fn one_failing_write_in_a_batch_changes_only_itself() {
-        let dir = tempfile::tempdir().unwrap();
-        let journal = SqliteJournal::open(
-            dir.path().join("j.sqlite3"),
-            SqliteJournalOptions::default(),
-        )
-        .unwrap();
-        journal.open(&op("taken"), &lease("a"), 10).unwrap();
-        let held = journal.lock();
-        std::thread::scope(|s| {
-            let mut callers = Vec::new();
-            for i in 0..4 {
-                let journal = &journal;
-                callers.push(s.spawn(move || {
-                    journal.open(&op(&format!("new-{i}")), &lease(&format!("o{i}")), 10)
-                }));
-            }
-            // Another owner's lease is live: this open fails with
-            // operation_busy, after its read, inside the batch.
-            let journal_ref = &journal;
-            let busy = s.spawn(move || journal_ref.open(&op("taken"), &lease("b"), 11));
-            let started = Instant::now();
-            while batch::queued(&journal.pending) < 5 {
-                assert!(
-                    started.elapsed() < Duration::from_secs(10),
-                    "callers never queued"
-                );
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            let before = journal.group.committed();
-            drop(held);
-            for caller in callers {
-                assert!(matches!(caller.join().unwrap(), Ok(Opened::Created(_))));
-            }
-            let e = busy.join().unwrap().unwrap_err();
-            assert_eq!(e.code(), ErrorCode::OperationBusy);
-            // One transaction for all five: one commit between the two
-            // readings (each reading numbers a commit of its own).
-            assert_eq!(journal.group.committed(), before + 2);
-        });
-        for i in 0..4 {
-            assert!(journal.get(&format!("new-{i}")).unwrap().is_some());
-        }
     }
 }

@@ -49,6 +49,9 @@ pub(crate) struct Holder {
     /// When it expires: a Unix time compared with the caller's `now`, or
     /// whether it expired by the store's own clock.
     pub expiry: Expiry,
+    /// How many times it was taken, for a store that fences stale
+    /// holders by it (0 otherwise).
+    pub epoch: i64,
 }
 
 /// When a lease expires.
@@ -56,6 +59,8 @@ pub(crate) struct Holder {
 pub(crate) enum Expiry {
     /// At this Unix time (`None`: no expiry stored).
     At(Option<u64>),
+    /// Whether it expired by the store's clock.
+    Expired(bool),
 }
 
 impl Default for Expiry {
@@ -70,6 +75,7 @@ impl Holder {
         Holder {
             owner: Some(lease.owner.clone()),
             expiry: Expiry::At(Some(rules::stored_expiry(lease))),
+            epoch: 0,
         }
     }
 
@@ -78,6 +84,7 @@ impl Holder {
         let owner = self.owner.as_deref();
         match self.expiry {
             Expiry::At(at) => rules::lease_free(owner, at, lease, now),
+            Expiry::Expired(expired) => rules::lease_free_at(owner, expired, lease),
         }
     }
 
@@ -86,6 +93,7 @@ impl Holder {
         let owner = self.owner.as_deref();
         match self.expiry {
             Expiry::At(at) => rules::lease_blocks(owner, at, now),
+            Expiry::Expired(expired) => rules::lease_blocks_at(owner, expired),
         }
     }
 
@@ -99,28 +107,36 @@ impl Holder {
 pub(crate) enum LeaseChange<'a> {
     /// Unchanged.
     Keep,
-    /// Held by this lease (taken, or extended by its holder).
-    Hold(&'a Lease),
+    /// Extended by its holder from `now` (the second field).
+    Extend(&'a Lease, u64),
     /// Free.
     Clear,
+    /// Free, and every earlier holder fenced off (a reconciliation).
+    Fence,
 }
 
-/// What a transaction is for, so that a store can make it durable or
-/// read it back after a lost commit as it must.
+/// What a transaction is for, so that a store can make it durable,
+/// remember the leases it took, or read it back after a lost commit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Intent {
+pub(crate) enum Intent<'a> {
     /// `open` (`first_attempt`: `open_to_send`).
-    Open { first_attempt: bool },
+    Open {
+        order_id: &'a str,
+        owner: &'a str,
+        first_attempt: bool,
+    },
     /// `claim`.
-    Claim,
+    Claim { order_id: &'a str, owner: &'a str },
+    /// `claim_next`.
+    ClaimNext { owner: &'a str },
     /// `record_attempt`.
-    RecordAttempt,
+    RecordAttempt { order_id: &'a str, owner: &'a str },
     /// `finish`.
-    Finish,
+    Finish { order_id: &'a str, owner: &'a str },
     /// `release`.
-    Release,
+    Release { order_id: &'a str, owner: &'a str },
     /// `reconcile`.
-    Reconcile,
+    Reconcile { order_id: &'a str },
     /// [`undo_attempt`].
     Undo,
 }
@@ -132,8 +148,11 @@ pub(crate) trait Tx {
     fn load(&mut self, order_id: &str) -> Result<Option<Row>>;
     /// The order id holding `idempotency_key`, if any.
     fn key_holder(&mut self, idempotency_key: &str) -> Result<Option<String>>;
-    /// Inserts a new row.
-    fn insert(&mut self, row: &Row, lease: &Lease, now: u64) -> Result<()>;
+    /// Inserts a new row held by `lease`; `false` (nothing written) when
+    /// its order id or idempotency key is already stored.
+    fn insert(&mut self, row: &Row, lease: &Lease, now: u64) -> Result<bool>;
+    /// Gives the lease of `order_id` to `lease` from `now`.
+    fn take_lease(&mut self, order_id: &str, lease: &Lease, now: u64) -> Result<()>;
     /// Writes the state part of `order_id`'s row (with its state MAC) and
     /// changes its lease.
     fn update(
@@ -143,10 +162,31 @@ pub(crate) trait Tx {
         state_mac: Option<&str>,
         lease: LeaseChange<'_>,
     ) -> Result<()>;
-    /// Frees the lease of `order_id` if `lease` holds it.
-    fn release(&mut self, order_id: &str, lease: &Lease) -> Result<()>;
-    /// Keeps a reconciliation.
-    fn reconciled(&mut self, reconciliation: &Reconciliation) -> Result<()>;
+    /// Frees the lease of `order_id` if `lease` holds it; `false` when no
+    /// such row is stored.
+    fn release(&mut self, order_id: &str, lease: &Lease) -> Result<bool>;
+    /// Keeps a reconciliation; answers the time it was stored with.
+    fn reconciled(&mut self, reconciliation: &Reconciliation) -> Result<u64>;
+    /// Whether `lease`, which holds `row`, holds it under the epoch this
+    /// handle took it with (a store that fences stale holders).
+    fn current(&self, _row: &Row, _lease: &Lease) -> bool {
+        true
+    }
+    /// Takes the oldest unsettled row of `scope` whose lease is free, in
+    /// one statement (a store with [`Storage::CLAIMS_NEXT`]).
+    fn claim_next(
+        &mut self,
+        _lease: &Lease,
+        _now: u64,
+        _scope: Option<&JournalScope>,
+    ) -> Result<Option<Row>> {
+        Ok(None)
+    }
+    /// The last reconciliation of `order_id` as `state` by `by` with
+    /// `reference`, to read a reconciliation back after a lost commit.
+    fn find_reconciliation(&mut self, _found: &Reconciliation) -> Result<Option<Reconciliation>> {
+        Ok(None)
+    }
 }
 
 /// A row that read back valid, or why it did not.
@@ -197,7 +237,7 @@ impl Guard {
         }
     }
 
-    fn auth(&self) -> RwLockReadGuard<'_, RowAuth> {
+    pub(crate) fn auth(&self) -> RwLockReadGuard<'_, RowAuth> {
         self.auth.read().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -245,7 +285,7 @@ impl Guard {
     /// The existing row of `order_id` if `lease` holds it.
     fn held(&self, tx: &mut dyn Tx, order_id: &str, lease: &Lease) -> Result<Row> {
         let row = self.existing(tx, order_id)?;
-        if !row.holder.held_by(lease) {
+        if !row.holder.held_by(lease) || !tx.current(&row, lease) {
             let key = &row.record.operation.idempotency_key;
             return Err(rules::lease_lost(order_id, key));
         }
@@ -270,13 +310,7 @@ impl Guard {
         if !row.holder.free_for(lease, now) {
             return Err(rules::busy(&op.order_id, &op.idempotency_key));
         }
-        let state = RowState::of(&row.record);
-        tx.update(
-            &op.order_id,
-            &state,
-            row.state_mac.as_deref(),
-            LeaseChange::Hold(lease),
-        )
+        tx.take_lease(&op.order_id, lease, now)
     }
 
     /// A settled row answered as it is; an unsettled one taken.
@@ -294,6 +328,26 @@ impl Guard {
 /// (PostgreSQL), so it owns what it needs.
 pub(crate) type Body<T> = Box<dyn FnMut(&Guard, &mut dyn Tx) -> Result<T> + Send>;
 
+/// A transaction's body, and how to tell after a lost commit whether it
+/// was committed: `Some` is the committed result, `None` (not committed)
+/// runs the body again. Only a store that can lose a commit's answer
+/// (PostgreSQL) reads it back.
+pub(crate) struct Work<T> {
+    pub body: Body<T>,
+    pub read_back: Body<Option<T>>,
+}
+
+impl<T: 'static> Work<T> {
+    /// A body that may simply run again after a lost commit (taking a
+    /// lease its owner already holds, releasing, purging).
+    fn again(body: Body<T>) -> Work<T> {
+        Work {
+            body,
+            read_back: Box::new(|_, _| Ok(None)),
+        }
+    }
+}
+
 /// A journal store. Every [`Journal`] method of a `Storage` is the
 /// engine's.
 pub(crate) trait Storage: Send + Sync {
@@ -301,13 +355,21 @@ pub(crate) trait Storage: Send + Sync {
     /// to it).
     const LATEST: u64;
 
+    /// Whether [`Tx::claim_next`] takes over an operation in one statement
+    /// (otherwise the engine lists and claims).
+    const CLAIMS_NEXT: bool = false;
+
     /// The handle's authentication, scope and name.
     fn guard(&self) -> &Guard;
 
     /// Runs `body` in one transaction, committed when it answers `Ok` (and
     /// made durable as `intent` needs), rolled back otherwise.
-    fn transact<T: Send + 'static>(&self, intent: Intent, action: &str, body: Body<T>)
-        -> Result<T>;
+    fn transact<T: Send + 'static>(
+        &self,
+        intent: Intent<'_>,
+        action: &str,
+        work: Work<T>,
+    ) -> Result<T>;
 
     /// The row of `order_id` as stored, outside a transaction.
     fn row(&self, order_id: &str) -> Result<Option<Row>>;
@@ -350,54 +412,114 @@ fn open<S: Storage>(
         (OperationState::Pending, 0)
     };
     let action = format!("open order id {:?}", operation.order_id);
+    let intent = Intent::Open {
+        order_id: &operation.order_id,
+        owner: &lease.owner,
+        first_attempt,
+    };
     let (operation, lease) = (operation.clone(), lease.clone());
-    let intent = Intent::Open { first_attempt };
-    store.transact(
-        intent,
-        &action,
-        Box::new(move |g, tx| {
-            if let Some(existing) = g.load(tx, &operation.order_id)? {
-                rules::same_request(&existing.record.operation, &operation)?;
-                return g.resume(tx, existing, &lease, now);
-            }
-            if let Some(other) = tx.key_holder(&operation.idempotency_key)? {
-                return Err(rules::key_taken(&operation, &other));
-            }
-            let record = OperationRecord {
-                operation: operation.clone(),
-                state,
-                attempts,
-                created_at: now,
-                updated_at: now,
-                response: None,
-            };
-            let (row_mac, state_mac) = g.auth().macs(g.scope.as_ref(), &record)?;
-            let row = Row {
-                record,
-                scope: g.scope.clone(),
-                holder: Holder::default(),
-                row_mac,
-                state_mac,
-            };
-            tx.insert(&row, &lease, now)?;
-            Ok(Opened::Created(row.record))
-        }),
-    )
+    // Run again after a lost commit: the owner takes its own lease again.
+    let work = Work::again(Box::new(move |g, tx| {
+        if let Some(existing) = g.load(tx, &operation.order_id)? {
+            rules::same_request(&existing.record.operation, &operation)?;
+            return g.resume(tx, existing, &lease, now);
+        }
+        let record = OperationRecord {
+            operation: operation.clone(),
+            state,
+            attempts,
+            created_at: now,
+            updated_at: now,
+            response: None,
+        };
+        let (row_mac, state_mac) = g.auth().macs(g.scope.as_ref(), &record)?;
+        let row = Row {
+            record,
+            scope: g.scope.clone(),
+            holder: Holder::default(),
+            row_mac,
+            state_mac,
+        };
+        if tx.insert(&row, &lease, now)? {
+            return Ok(Opened::Created(row.record));
+        }
+        // The order id appeared since it was read (another instance
+        // inserted it and still holds its row), or the key is another
+        // order id's.
+        let op = &operation;
+        match tx.key_holder(&op.idempotency_key)? {
+            Some(other) if other != op.order_id => Err(rules::key_taken(op, &other)),
+            _ => Err(Error::new(
+                ErrorCode::OperationBusy,
+                format!(
+                    "order id {:?} is being created by another call",
+                    op.order_id
+                ),
+            )
+            .with_operation(&op.order_id, &op.idempotency_key)),
+        }
+    }));
+    store.transact(intent, &action, work)
 }
 
 fn claim<S: Storage>(store: &S, order_id: &str, lease: &Lease, now: u64) -> Result<Opened> {
     rules::check_now(now)?;
     rules::check_lease(lease)?;
     let action = format!("claim order id {order_id:?}");
+    let intent = Intent::Claim {
+        order_id,
+        owner: &lease.owner,
+    };
     let (order_id, lease) = (order_id.to_owned(), lease.clone());
-    store.transact(
-        Intent::Claim,
-        &action,
-        Box::new(move |g, tx| {
-            let row = g.existing(tx, &order_id)?;
-            g.resume(tx, row, &lease, now)
-        }),
-    )
+    let work = Work::again(Box::new(move |g, tx| {
+        let row = g.existing(tx, &order_id)?;
+        g.resume(tx, row, &lease, now)
+    }));
+    store.transact(intent, &action, work)
+}
+
+/// `claim_next`: one statement for a store that has it; otherwise the
+/// unsettled operations, oldest first, claimed until one is free.
+fn claim_next<S: Storage>(store: &S, lease: &Lease, now: u64) -> Result<Option<Opened>> {
+    rules::check_now(now)?;
+    rules::check_lease(lease)?;
+    if S::CLAIMS_NEXT {
+        let intent = Intent::ClaimNext {
+            owner: &lease.owner,
+        };
+        let lease = lease.clone();
+        // A row failing its MAC rolls the claim back: its lease stays as
+        // it was and nothing is sent.
+        let work = Work::again(Box::new(move |g, tx| {
+            match tx.claim_next(&lease, now, g.scope.as_ref())? {
+                Some(row) => Ok(Some(Opened::Resumable(g.verified(row)?.record))),
+                None => Ok(None),
+            }
+        }));
+        return store.transact(intent, "claim the next operation to take over", work);
+    }
+    let unsettled = [
+        OperationState::Pending,
+        OperationState::InFlight,
+        OperationState::Unknown,
+    ];
+    for record in list(store, &unsettled)? {
+        match claim(store, &record.operation.order_id, lease, now) {
+            Ok(opened @ Opened::Resumable(_)) => return Ok(Some(opened)),
+            // Settled or purged since the listing, or held by a live call.
+            Ok(_) => continue,
+            Err(e)
+                if matches!(
+                    e.code(),
+                    ErrorCode::OperationBusy | ErrorCode::InvalidArgument
+                ) =>
+            {
+                continue
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(None)
 }
 
 fn record_attempt<S: Storage>(
@@ -410,27 +532,36 @@ fn record_attempt<S: Storage>(
     rules::check_now(now)?;
     store.guard().check_writable()?;
     let action = format!("record an attempt of order id {order_id:?}");
-    let (order_id, lease) = (order_id.to_owned(), lease.clone());
-    store.transact(
-        Intent::RecordAttempt,
-        &action,
-        Box::new(move |g, tx| {
-            let row = g.held(tx, &order_id, &lease)?;
-            let state = RowState {
-                state: OperationState::InFlight,
-                attempts,
-                updated_at: now,
-                response: row.record.response.as_ref(),
-            };
-            g.write(tx, &row, &state, LeaseChange::Hold(&lease))
-        }),
-    )
+    let intent = Intent::RecordAttempt {
+        order_id,
+        owner: &lease.owner,
+    };
+    let (id, held) = (order_id.to_owned(), lease.clone());
+    let body: Body<()> = Box::new(move |g, tx| {
+        let row = g.held(tx, &id, &held)?;
+        let state = RowState {
+            state: OperationState::InFlight,
+            attempts,
+            updated_at: now,
+            response: row.record.response.as_ref(),
+        };
+        g.write(tx, &row, &state, LeaseChange::Extend(&held, now))
+    });
+    let (id, held) = (order_id.to_owned(), lease.clone());
+    // Committed when the row is in flight with these attempts under this
+    // lease.
+    let read_back: Body<Option<()>> = Box::new(move |g, tx| {
+        let row = g.held(tx, &id, &held)?;
+        let r = &row.record;
+        Ok((r.state == OperationState::InFlight && r.attempts == attempts).then_some(()))
+    });
+    store.transact(intent, &action, Work { body, read_back })
 }
 
 /// Puts an operation whose attempt could not be made durable back where
-/// it stood before (`state`, `attempts`: nothing was sent), if `lease`
-/// still holds it in flight with `attempted` attempts. For a store that
-/// finds out after its commit that a durable write is not durable.
+/// it stood before (`before`: state and attempts; nothing was sent), if
+/// `lease` still holds it in flight with `attempted` attempts. For a store
+/// that finds out after its commit that a durable write is not durable.
 pub(crate) fn undo_attempt<S: Storage>(
     store: &S,
     order_id: &str,
@@ -440,28 +571,25 @@ pub(crate) fn undo_attempt<S: Storage>(
 ) -> Result<()> {
     let action = format!("undo the attempt of order id {order_id:?}");
     let (order_id, lease) = (order_id.to_owned(), lease.clone());
-    store.transact(
-        Intent::Undo,
-        &action,
-        Box::new(move |g, tx| {
-            let Some(row) = g.load(tx, &order_id)? else {
-                return Ok(());
-            };
-            let record = &row.record;
-            if !row.holder.held_by(&lease)
-                || record.state != OperationState::InFlight
-                || record.attempts != attempted
-            {
-                return Ok(());
-            }
-            let state = RowState {
-                state: before.0,
-                attempts: before.1,
-                ..RowState::of(record)
-            };
-            g.write(tx, &row, &state, LeaseChange::Keep)
-        }),
-    )
+    let work = Work::again(Box::new(move |g, tx| {
+        let Some(row) = g.load(tx, &order_id)? else {
+            return Ok(());
+        };
+        let record = &row.record;
+        if !row.holder.held_by(&lease)
+            || record.state != OperationState::InFlight
+            || record.attempts != attempted
+        {
+            return Ok(());
+        }
+        let state = RowState {
+            state: before.0,
+            attempts: before.1,
+            ..RowState::of(record)
+        };
+        g.write(tx, &row, &state, LeaseChange::Keep)
+    }));
+    store.transact(Intent::Undo, &action, work)
 }
 
 fn finish<S: Storage>(
@@ -476,36 +604,56 @@ fn finish<S: Storage>(
     rules::check_finish_state(state)?;
     store.guard().check_writable()?;
     let action = format!("finish order id {order_id:?}");
-    let (order_id, lease, response) = (order_id.to_owned(), lease.clone(), response.cloned());
-    store.transact(
-        Intent::Finish,
-        &action,
-        Box::new(move |g, tx| {
-            let row = g.held(tx, &order_id, &lease)?;
-            let new = RowState {
-                state,
-                attempts: row.record.attempts,
-                updated_at: now,
-                response: response.as_ref(),
-            };
-            g.write(tx, &row, &new, LeaseChange::Clear)
-        }),
-    )
+    let intent = Intent::Finish {
+        order_id,
+        owner: &lease.owner,
+    };
+    let (id, held, response) = (order_id.to_owned(), lease.clone(), response.cloned());
+    let body: Body<()> = Box::new(move |g, tx| {
+        let row = g.held(tx, &id, &held)?;
+        let new = RowState {
+            state,
+            attempts: row.record.attempts,
+            updated_at: now,
+            response: response.as_ref(),
+        };
+        g.write(tx, &row, &new, LeaseChange::Clear)
+    });
+    let (id, held) = (order_id.to_owned(), lease.clone());
+    // Not committed while this lease still holds it; committed when it is
+    // free under the same epoch, in the state written.
+    let read_back: Body<Option<()>> = Box::new(move |g, tx| {
+        let row = g.existing(tx, &id)?;
+        let current = tx.current(&row, &held);
+        if row.holder.held_by(&held) && current {
+            Ok(None)
+        } else if row.holder.owner.is_none() && current && row.record.state == state {
+            Ok(Some(()))
+        } else {
+            Err(rules::lease_lost(
+                &id,
+                &row.record.operation.idempotency_key,
+            ))
+        }
+    });
+    store.transact(intent, &action, Work { body, read_back })
 }
 
 fn release<S: Storage>(store: &S, order_id: &str, lease: &Lease) -> Result<()> {
     let action = format!("release order id {order_id:?}");
+    let intent = Intent::Release {
+        order_id,
+        owner: &lease.owner,
+    };
     let (order_id, lease) = (order_id.to_owned(), lease.clone());
-    store.transact(
-        Intent::Release,
-        &action,
-        Box::new(move |_, tx| {
-            if tx.load(&order_id)?.is_none() {
-                return Err(rules::unknown_order(&order_id));
-            }
-            tx.release(&order_id, &lease)
-        }),
-    )
+    // Releasing again is harmless: run it once more.
+    let work = Work::again(Box::new(move |_, tx| {
+        if !tx.release(&order_id, &lease)? {
+            return Err(rules::unknown_order(&order_id));
+        }
+        Ok(())
+    }));
+    store.transact(intent, &action, work)
 }
 
 fn reconcile<S: Storage>(
@@ -520,40 +668,51 @@ fn reconcile<S: Storage>(
     rules::check_reconciliation(state, by, reference)?;
     store.guard().check_writable()?;
     let action = format!("reconcile order id {order_id:?}");
-    let (order_id, by, reference) = (order_id.to_owned(), by.to_owned(), reference.to_owned());
-    store.transact(
-        Intent::Reconcile,
-        &action,
-        Box::new(move |g, tx| {
-            let row = g.existing(tx, &order_id)?;
-            let previous = row.record.state;
-            let key = &row.record.operation.idempotency_key;
-            if previous.is_settled() {
-                return Err(rules::already_settled(&order_id, previous));
-            }
-            if row.holder.blocks(now) {
-                return Err(rules::busy(&order_id, key));
-            }
-            let new = RowState {
-                state,
-                attempts: row.record.attempts,
-                updated_at: now,
-                response: row.record.response.as_ref(),
-            };
-            g.write(tx, &row, &new, LeaseChange::Clear)?;
-            let reconciliation = Reconciliation {
-                order_id: order_id.clone(),
-                idempotency_key: key.clone(),
-                previous_state: previous,
-                state,
-                by: by.clone(),
-                at: now,
-                reference: reference.clone(),
-            };
-            tx.reconciled(&reconciliation)?;
-            Ok(reconciliation)
-        }),
-    )
+    let intent = Intent::Reconcile { order_id };
+    let wanted = Reconciliation {
+        order_id: order_id.to_owned(),
+        idempotency_key: String::new(),
+        previous_state: state,
+        state,
+        by: by.to_owned(),
+        at: now,
+        reference: reference.to_owned(),
+    };
+    let asked = wanted.clone();
+    let body: Body<Reconciliation> = Box::new(move |g, tx| {
+        let order_id = &asked.order_id;
+        let row = g.existing(tx, order_id)?;
+        let previous = row.record.state;
+        let key = &row.record.operation.idempotency_key;
+        if previous.is_settled() {
+            return Err(rules::already_settled(order_id, previous));
+        }
+        if row.holder.blocks(now) {
+            return Err(rules::busy(order_id, key));
+        }
+        let new = RowState {
+            state,
+            attempts: row.record.attempts,
+            updated_at: now,
+            response: row.record.response.as_ref(),
+        };
+        g.write(tx, &row, &new, LeaseChange::Fence)?;
+        let mut reconciliation = Reconciliation {
+            idempotency_key: key.clone(),
+            previous_state: previous,
+            ..asked.clone()
+        };
+        reconciliation.at = tx.reconciled(&reconciliation)?;
+        Ok(reconciliation)
+    });
+    // Committed when the operation is in the state written and the
+    // reconciliation is stored.
+    let read_back: Body<Option<Reconciliation>> =
+        Box::new(move |_, tx| match tx.load(&wanted.order_id)? {
+            Some(row) if row.record.state == state => tx.find_reconciliation(&wanted),
+            _ => Ok(None),
+        });
+    store.transact(intent, &action, Work { body, read_back })
 }
 
 fn list<S: Storage>(store: &S, states: &[OperationState]) -> Result<Vec<OperationRecord>> {
@@ -661,6 +820,10 @@ impl<S: Storage> Journal for S {
 
     fn claim(&self, order_id: &str, lease: &Lease, now: u64) -> Result<Opened> {
         claim(self, order_id, lease, now)
+    }
+
+    fn claim_next(&self, lease: &Lease, now: u64) -> Result<Option<Opened>> {
+        claim_next(self, lease, now)
     }
 
     fn record_attempt(&self, order_id: &str, lease: &Lease, attempts: u32, now: u64) -> Result<()> {

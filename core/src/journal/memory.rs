@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use super::engine::{Body, Guard, Holder, Inspection, Intent, LeaseChange, Read, Row, Storage, Tx};
+use super::engine::{Guard, Holder, Inspection, Intent, LeaseChange, Read, Row, Storage, Tx, Work};
 use super::{Lease, Reconciliation, RowAuth, RowState, StoredClockOffset};
 use crate::error::Result;
 use crate::operation::OperationState;
@@ -70,14 +70,24 @@ impl Tx for State {
         Ok(self.keys.get(idempotency_key).cloned())
     }
 
-    fn insert(&mut self, row: &Row, lease: &Lease, _now: u64) -> Result<()> {
+    fn insert(&mut self, row: &Row, lease: &Lease, _now: u64) -> Result<bool> {
         let op = &row.record.operation;
+        if self.keys.contains_key(&op.idempotency_key) || self.rows.contains_key(&op.order_id) {
+            return Ok(false);
+        }
         self.keys
             .insert(op.idempotency_key.clone(), op.order_id.clone());
         let mut row = row.clone();
         row.holder = Holder::of(lease);
         self.next_seq += 1;
         self.rows.insert(op.order_id.clone(), (row, self.next_seq));
+        Ok(true)
+    }
+
+    fn take_lease(&mut self, order_id: &str, lease: &Lease, _now: u64) -> Result<()> {
+        if let Some((row, _)) = self.rows.get_mut(order_id) {
+            row.holder = Holder::of(lease);
+        }
         Ok(())
     }
 
@@ -96,25 +106,26 @@ impl Tx for State {
             row.state_mac = state_mac.map(str::to_owned);
             match lease {
                 LeaseChange::Keep => {}
-                LeaseChange::Hold(lease) => row.holder = Holder::of(lease),
-                LeaseChange::Clear => row.holder = Default::default(),
+                LeaseChange::Extend(lease, _) => row.holder = Holder::of(lease),
+                LeaseChange::Clear | LeaseChange::Fence => row.holder = Holder::default(),
             }
         }
         Ok(())
     }
 
-    fn release(&mut self, order_id: &str, lease: &Lease) -> Result<()> {
-        if let Some((row, _)) = self.rows.get_mut(order_id) {
-            if row.holder.owner.as_deref() == Some(lease.owner.as_str()) {
-                row.holder = Default::default();
-            }
+    fn release(&mut self, order_id: &str, lease: &Lease) -> Result<bool> {
+        let Some((row, _)) = self.rows.get_mut(order_id) else {
+            return Ok(false);
+        };
+        if row.holder.owner.as_deref() == Some(lease.owner.as_str()) {
+            row.holder = Holder::default();
         }
-        Ok(())
+        Ok(true)
     }
 
-    fn reconciled(&mut self, reconciliation: &Reconciliation) -> Result<()> {
+    fn reconciled(&mut self, reconciliation: &Reconciliation) -> Result<u64> {
         self.reconciliations.push(reconciliation.clone());
-        Ok(())
+        Ok(reconciliation.at)
     }
 }
 
@@ -125,8 +136,8 @@ impl Storage for MemoryJournal {
         &self.guard
     }
 
-    fn transact<T>(&self, _intent: Intent, _action: &str, mut body: Body<T>) -> Result<T> {
-        body(&self.guard, &mut *self.lock())
+    fn transact<T>(&self, _: Intent<'_>, _: &str, mut work: Work<T>) -> Result<T> {
+        (work.body)(&self.guard, &mut *self.lock())
     }
 
     fn row(&self, order_id: &str) -> Result<Option<Row>> {

@@ -32,8 +32,8 @@ pub use group::{SyncHook, SyncPoint};
 pub use schema::SCHEMA_VERSION;
 
 use super::engine::{
-    self, Body, Guard, Inspection, Intent, LeaseChange, Read, Row as Stored, Storage, Tx,
-    Unreadable,
+    self, Guard, Inspection, Intent, LeaseChange, Read, Row as Stored, Storage, Tx, Unreadable,
+    Work,
 };
 use super::{rules, JournalKey, JournalScope, Lease, Reconciliation, RowState, StoredClockOffset};
 use crate::error::{Error, ErrorCode, Result};
@@ -379,6 +379,15 @@ struct SqliteTx<'a> {
 }
 
 impl SqliteTx<'_> {
+    /// Whether `order_id` is stored.
+    fn stored(&self, order_id: &str) -> Result<bool> {
+        self.tx
+            .prepare_cached("SELECT 1 FROM operations WHERE order_id = ?1")
+            .and_then(|mut stmt| stmt.query_row([order_id], |_| Ok(())).optional())
+            .map(|found| found.is_some())
+            .map_err(|e| self.j.ctx.db(self.action, e))
+    }
+
     fn run(&self, sql: &str, params: &[&dyn rusqlite::ToSql]) -> Result<usize> {
         self.tx
             .prepare_cached(sql)
@@ -411,13 +420,14 @@ impl Tx for SqliteTx<'_> {
             .map_err(|e| self.j.ctx.db(self.action, e))
     }
 
-    fn insert(&mut self, row: &Stored, lease: &Lease, _now: u64) -> Result<()> {
+    fn insert(&mut self, row: &Stored, lease: &Lease, _now: u64) -> Result<bool> {
         let (op, record, scope) = (&row.record.operation, &row.record, row.scope.as_ref());
-        self.run(
+        let inserted = self.run(
             "INSERT INTO operations (order_id, idempotency_key, method, path, body, body_sha256,
                  status_path, state, attempts, created_at, updated_at, lease_owner, lease_expires,
                  row_mac, platform, key_id, state_mac)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?13, ?9, ?9, ?10, ?11, ?12, ?14, ?15, ?16)",
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?13, ?9, ?9, ?10, ?11, ?12, ?14, ?15, ?16)
+             ON CONFLICT DO NOTHING",
             params![
                 op.order_id,
                 op.idempotency_key,
@@ -436,9 +446,19 @@ impl Tx for SqliteTx<'_> {
                 scope.map(|s| &s.key_id),
                 row.state_mac,
             ],
+        )? == 1;
+        if inserted {
+            self.done.inserted = true;
+            self.done.held = Some((op.order_id.clone(), lease.clone(), record.attempts));
+        }
+        Ok(inserted)
+    }
+
+    fn take_lease(&mut self, order_id: &str, lease: &Lease, _now: u64) -> Result<()> {
+        self.run(
+            "UPDATE operations SET lease_owner = ?2, lease_expires = ?3 WHERE order_id = ?1",
+            params![order_id, lease.owner, sql_time(rules::stored_expiry(lease))],
         )?;
-        self.done.inserted = true;
-        self.done.held = Some((op.order_id.clone(), lease.clone(), record.attempts));
         Ok(())
     }
 
@@ -453,7 +473,7 @@ impl Tx for SqliteTx<'_> {
         let response = state.response;
         let (lease_sql, owner, expires) = match lease {
             LeaseChange::Keep => ("", None, None),
-            LeaseChange::Hold(lease) => {
+            LeaseChange::Extend(lease, _) => {
                 self.done.held = Some((order_id.to_owned(), lease.clone(), state.attempts));
                 let expires = sql_time(rules::stored_expiry(lease));
                 (
@@ -462,7 +482,7 @@ impl Tx for SqliteTx<'_> {
                     Some(expires),
                 )
             }
-            LeaseChange::Clear => {
+            LeaseChange::Clear | LeaseChange::Fence => {
                 self.done.cleared = Some(order_id.to_owned());
                 (", lease_owner = NULL, lease_expires = NULL", None, None)
             }
@@ -500,17 +520,17 @@ impl Tx for SqliteTx<'_> {
         Ok(())
     }
 
-    fn release(&mut self, order_id: &str, lease: &Lease) -> Result<()> {
-        self.run(
+    fn release(&mut self, order_id: &str, lease: &Lease) -> Result<bool> {
+        let released = self.run(
             "UPDATE operations SET lease_owner = NULL, lease_expires = NULL
              WHERE order_id = ?1 AND lease_owner = ?2",
             params![order_id, lease.owner],
         )?;
         self.done.released = Some((order_id.to_owned(), lease.owner.clone()));
-        Ok(())
+        Ok(released > 0 || self.stored(order_id)?)
     }
 
-    fn reconciled(&mut self, r: &Reconciliation) -> Result<()> {
+    fn reconciled(&mut self, r: &Reconciliation) -> Result<u64> {
         self.run(
             "INSERT INTO reconciliations (order_id, idempotency_key, previous_state, state,
                  reconciled_by, reconciled_at, reference)
@@ -525,7 +545,7 @@ impl Tx for SqliteTx<'_> {
                 r.reference
             ],
         )?;
-        Ok(())
+        Ok(r.at)
     }
 }
 
@@ -545,16 +565,17 @@ impl Storage for SqliteJournal {
     /// commit until they are on disk. Retries within a call need nothing.
     fn transact<T: Send + 'static>(
         &self,
-        intent: Intent,
+        intent: Intent<'_>,
         action: &str,
-        mut body: Body<T>,
+        mut work: Work<T>,
     ) -> Result<T> {
         let durable = matches!(
             intent,
             Intent::Open {
-                first_attempt: true
-            } | Intent::RecordAttempt
-                | Intent::Reconcile
+                first_attempt: true,
+                ..
+            } | Intent::RecordAttempt { .. }
+                | Intent::Reconcile { .. }
         );
         let arriving = durable.then(|| self.group.arrive());
         let owned = action.to_owned();
@@ -565,7 +586,7 @@ impl Storage for SqliteJournal {
                 action: &owned,
                 done: Done::default(),
             };
-            let value = body(&j.guard, &mut t)?;
+            let value = (work.body)(&j.guard, &mut t)?;
             Ok((value, t.done))
         });
         drop(arriving);
@@ -573,22 +594,22 @@ impl Storage for SqliteJournal {
         match intent {
             Intent::Open {
                 first_attempt: true,
+                ..
             } if done.inserted => {
                 self.make_durable(seq, &done, "record")?;
             }
-            Intent::RecordAttempt => {
+            Intent::RecordAttempt { .. } => {
                 let (order_id, lease, _) = done.held.as_ref().expect("a held write");
                 let pending = done.before.is_some_and(|b| b.0 == OperationState::Pending);
                 if pending || self.leases().get(order_id) != Some(&lease.owner) {
                     self.make_durable(seq, &done, "attempt")?;
                 }
             }
-            Intent::Reconcile => {
+            Intent::Reconcile { order_id } => {
                 self.group.wait(seq, self.hook.as_ref()).map_err(|why| {
                     self.ctx.refused(format!(
-                        "the reconciliation of order id {:?} was written but may not be \
-                         durable: {why}",
-                        done.cleared.as_deref().unwrap_or_default()
+                        "the reconciliation of order id {order_id:?} was written but may not \
+                         be durable: {why}"
                     ))
                 })?;
             }

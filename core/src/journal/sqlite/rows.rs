@@ -153,6 +153,7 @@ impl RawRow {
             holder: Holder {
                 owner: self.lease_owner,
                 expiry: Expiry::At(lease_expires),
+                epoch: 0,
             },
             row_mac: self.row_mac,
             state_mac: self.state_mac,

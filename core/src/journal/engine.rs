@@ -115,6 +115,16 @@ pub(crate) enum LeaseChange<'a> {
     Fence,
 }
 
+/// A new state of one row, as [`Tx::update`] stores it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct StateWrite<'a> {
+    pub order_id: &'a str,
+    pub state: &'a RowState<'a>,
+    /// The state MAC of `state` (`None` without the key).
+    pub state_mac: Option<&'a str>,
+    pub lease: LeaseChange<'a>,
+}
+
 /// What a transaction is for, so that a store can make it durable,
 /// remember the leases it took, or read it back after a lost commit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -153,15 +163,9 @@ pub(crate) trait Tx {
     fn insert(&mut self, row: &Row, lease: &Lease, now: u64) -> Result<bool>;
     /// Gives the lease of `order_id` to `lease` from `now`.
     fn take_lease(&mut self, order_id: &str, lease: &Lease, now: u64) -> Result<()>;
-    /// Writes the state part of `order_id`'s row (with its state MAC) and
-    /// changes its lease.
-    fn update(
-        &mut self,
-        order_id: &str,
-        state: &RowState<'_>,
-        state_mac: Option<&str>,
-        lease: LeaseChange<'_>,
-    ) -> Result<()>;
+    /// Writes the state part of a row (with its state MAC) and changes its
+    /// lease.
+    fn update(&mut self, write: &StateWrite<'_>) -> Result<()>;
     /// Frees the lease of `order_id` if `lease` holds it; `false` when no
     /// such row is stored.
     fn release(&mut self, order_id: &str, lease: &Lease) -> Result<bool>;
@@ -301,7 +305,12 @@ impl Guard {
         lease: LeaseChange<'_>,
     ) -> Result<()> {
         let mac = self.auth().state_mac(row.row_mac.as_deref(), state)?;
-        tx.update(&row.record.operation.order_id, state, mac.as_deref(), lease)
+        tx.update(&StateWrite {
+            order_id: &row.record.operation.order_id,
+            state,
+            state_mac: mac.as_deref(),
+            lease,
+        })
     }
 
     /// Takes `row`'s lease for `lease`, or `operation_busy`.

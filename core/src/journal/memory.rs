@@ -1,11 +1,13 @@
 //! A journal held in memory, for tests and for callers that accept losing
 //! every operation when the process ends.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use super::engine::{Guard, Holder, Inspection, Intent, LeaseChange, Read, Row, Storage, Tx, Work};
-use super::{Lease, Reconciliation, RowAuth, RowState, StoredClockOffset};
+use super::engine::{
+    Guard, Holder, Inspection, Intent, LeaseChange, Read, Row, StateWrite, Storage, Tx, Work,
+};
+use super::{Lease, Reconciliation, RowAuth, StoredClockOffset};
 use crate::error::Result;
 use crate::operation::OperationState;
 
@@ -44,8 +46,8 @@ struct State {
     next_seq: u64,
     /// Every reconciliation, oldest first; never removed.
     reconciliations: Vec<Reconciliation>,
-    /// Platform → its clock offset.
-    clock_offsets: HashMap<String, StoredClockOffset>,
+    /// Platform → its clock offset, by platform.
+    clock_offsets: BTreeMap<String, StoredClockOffset>,
 }
 
 impl MemoryJournal {
@@ -91,20 +93,15 @@ impl Tx for State {
         Ok(())
     }
 
-    fn update(
-        &mut self,
-        order_id: &str,
-        state: &RowState<'_>,
-        state_mac: Option<&str>,
-        lease: LeaseChange<'_>,
-    ) -> Result<()> {
-        if let Some((row, _)) = self.rows.get_mut(order_id) {
+    fn update(&mut self, write: &StateWrite<'_>) -> Result<()> {
+        let state = write.state;
+        if let Some((row, _)) = self.rows.get_mut(write.order_id) {
             row.record.state = state.state;
             row.record.attempts = state.attempts;
             row.record.updated_at = state.updated_at;
             row.record.response = state.response.cloned();
-            row.state_mac = state_mac.map(str::to_owned);
-            match lease {
+            row.state_mac = write.state_mac.map(str::to_owned);
+            match write.lease {
                 LeaseChange::Keep => {}
                 LeaseChange::Extend(lease, _) => row.holder = Holder::of(lease),
                 LeaseChange::Clear | LeaseChange::Fence => row.holder = Holder::default(),
@@ -176,12 +173,11 @@ impl Storage for MemoryJournal {
     }
 
     fn inspect(&self) -> Result<Inspection> {
-        let rows = self.rows(None)?;
-        let state = self.lock();
+        let reconciliations = Storage::reconciliations(self, None)?;
         Ok(Inspection {
             backend: "memory",
-            rows,
-            reconciliations: state.reconciliations.iter().cloned().map(Ok).collect(),
+            rows: self.rows(None)?,
+            reconciliations: reconciliations.into_iter().map(Ok).collect(),
             ..Inspection::default()
         })
     }
@@ -195,13 +191,7 @@ impl Storage for MemoryJournal {
 
     fn clock_offsets(&self, platform: Option<&str>) -> Result<Vec<StoredClockOffset>> {
         let state = self.lock();
-        let mut all: Vec<StoredClockOffset> = state
-            .clock_offsets
-            .values()
-            .filter(|o| platform.is_none_or(|p| o.platform == p))
-            .cloned()
-            .collect();
-        all.sort_by(|a, b| a.platform.cmp(&b.platform));
-        Ok(all)
+        let of = |o: &&StoredClockOffset| platform.is_none_or(|p| o.platform == p);
+        Ok(state.clock_offsets.values().filter(of).cloned().collect())
     }
 }

@@ -37,11 +37,10 @@ use rows::{expiry_sql, lease_seconds, pg_time, read_row, COLUMNS, RECONCILIATION
 pub use schema::POSTGRES_SCHEMA_VERSION;
 
 use super::engine::{
-    Guard, Inspection, Intent, LeaseChange, Read, Row as Stored, Storage, Tx, Unreadable, Work,
+    Guard, Inspection, Intent, LeaseChange, Read, Row as Stored, StateWrite, Storage, Tx,
+    Unreadable, Work,
 };
-use super::{
-    rules, JournalKey, JournalScope, Lease, Reconciliation, RowAuth, RowState, StoredClockOffset,
-};
+use super::{rules, JournalKey, JournalScope, Lease, Reconciliation, RowAuth, StoredClockOffset};
 use crate::error::{Error, ErrorCode, Result};
 use crate::operation::OperationState;
 
@@ -477,14 +476,9 @@ impl Tx for PgTx<'_> {
         Ok(())
     }
 
-    fn update(
-        &mut self,
-        order_id: &str,
-        state: &RowState<'_>,
-        state_mac: Option<&str>,
-        lease: LeaseChange<'_>,
-    ) -> Result<()> {
-        let (lease_sql, seconds) = match lease {
+    fn update(&mut self, write: &StateWrite<'_>) -> Result<()> {
+        let (order_id, state, state_mac) = (write.order_id, write.state, write.state_mac);
+        let (lease_sql, seconds) = match write.lease {
             LeaseChange::Keep => (String::new(), None),
             LeaseChange::Extend(lease, now) => (
                 format!(", lease_expires = {}", expiry_sql(10)),

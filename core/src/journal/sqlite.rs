@@ -32,10 +32,10 @@ pub use group::{SyncHook, SyncPoint};
 pub use schema::SCHEMA_VERSION;
 
 use super::engine::{
-    self, Guard, Inspection, Intent, LeaseChange, Read, Row as Stored, Storage, Tx, Unreadable,
-    Work,
+    self, Guard, Inspection, Intent, LeaseChange, Read, Row as Stored, StateWrite, Storage, Tx,
+    Unreadable, Work,
 };
-use super::{rules, JournalKey, JournalScope, Lease, Reconciliation, RowState, StoredClockOffset};
+use super::{rules, JournalKey, JournalScope, Lease, Reconciliation, StoredClockOffset};
 use crate::error::{Error, ErrorCode, Result};
 use crate::operation::OperationState;
 
@@ -226,16 +226,14 @@ impl SqliteJournal {
         db.pragma_update(None, "wal_autocheckpoint", CHECKPOINT_PAGES)
             .map_err(|e| ctx.db("set the checkpoint interval", e))?;
         let wal = file::open_wal(&db, &ctx)?;
-        Ok(SqliteJournal {
+        Ok(SqliteJournal::opened(
             ctx,
-            conn: Mutex::new(db),
-            group: GroupCommit::new(wal),
-            durable_leases: Mutex::new(HashMap::new()),
-            pending: Mutex::new(batch::Pending::default()),
-            hook: None,
+            db,
+            wal,
             migrated_from,
-            guard: Guard::new(auth, options.scope, path.display().to_string()),
-        })
+            auth,
+            options.scope,
+        ))
     }
 
     /// The path the journal was opened with.
@@ -462,16 +460,11 @@ impl Tx for SqliteTx<'_> {
         Ok(())
     }
 
-    fn update(
-        &mut self,
-        order_id: &str,
-        state: &RowState<'_>,
-        state_mac: Option<&str>,
-        lease: LeaseChange<'_>,
-    ) -> Result<()> {
+    fn update(&mut self, write: &StateWrite<'_>) -> Result<()> {
+        let (order_id, state, state_mac) = (write.order_id, write.state, write.state_mac);
         let headers = rules::encoded_headers(state.response)?;
         let response = state.response;
-        let (lease_sql, owner, expires) = match lease {
+        let (lease_sql, owner, expires) = match write.lease {
             LeaseChange::Keep => ("", None, None),
             LeaseChange::Extend(lease, _) => {
                 self.done.held = Some((order_id.to_owned(), lease.clone(), state.attempts));

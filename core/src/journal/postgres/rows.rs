@@ -7,7 +7,7 @@ use super::PostgresJournal;
 use crate::error::{Error, ErrorCode, Result};
 use crate::journal::engine::{Expiry, Holder, Row as Stored};
 use crate::journal::{rules, JournalScope, Lease, OperationRecord, Reconciliation};
-use crate::operation::{FrozenOperation, OperationState, Response};
+use crate::operation::{FrozenOperation, OperationState};
 
 /// Columns of a stored operation, in [`read_row`]'s order.
 pub(super) const COLUMNS: &str =
@@ -72,24 +72,13 @@ pub(super) fn read_row(target: &str, row: &Row, current: bool) -> Result<Stored>
         u64::try_from(row.get::<_, i64>(9)).map_err(|_| corrupt("created_at before 1970"))?;
     let updated_at =
         u64::try_from(row.get::<_, i64>(10)).map_err(|_| corrupt("updated_at before 1970"))?;
-    let response = match row.get::<_, Option<i32>>(11) {
-        None => None,
-        Some(status) => {
-            let status =
-                u16::try_from(status).map_err(|_| corrupt("response status out of range"))?;
-            let headers = match row.get::<_, Option<String>>(12) {
-                Some(json) => serde_json::from_str::<Vec<(String, String)>>(&json)
-                    .map_err(|_| corrupt("response headers are not a JSON array of pairs"))?,
-                None => Vec::new(),
-            };
-            Some(Response {
-                status,
-                headers,
-                body: row.get::<_, Option<Vec<u8>>>(13).unwrap_or_default(),
-                replayed: row.get::<_, Option<bool>>(14).unwrap_or(false),
-            })
-        }
-    };
+    let response = rules::stored_response(
+        row.get::<_, Option<i32>>(11).map(i64::from),
+        row.get(12),
+        row.get(13),
+        row.get::<_, Option<bool>>(14).unwrap_or(false),
+        corrupt,
+    )?;
     Ok(Stored {
         record: OperationRecord {
             operation: FrozenOperation {

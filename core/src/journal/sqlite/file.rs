@@ -11,7 +11,7 @@ use rusqlite::{Connection, OpenFlags};
 use super::{batch, schema, Context, GroupCommit, SqliteJournal, SqliteJournalOptions};
 use crate::error::Result;
 use crate::journal::engine::Guard;
-use crate::journal::RowAuth;
+use crate::journal::{JournalScope, RowAuth};
 
 impl SqliteJournal {
     /// [`SqliteJournal::open`] with [`SqliteJournalOptions::read_only`].
@@ -61,16 +61,37 @@ impl SqliteJournal {
         };
         let wal =
             File::open(path).map_err(|e| ctx.refused(format!("cannot open the file: {e}")))?;
-        Ok(SqliteJournal {
+        Ok(SqliteJournal::opened(
+            ctx,
+            db,
+            wal,
+            None,
+            auth,
+            options.scope,
+        ))
+    }
+
+    /// The handle of an opened file: `wal` is what the group commit
+    /// fsyncs, `auth` how rows are authenticated.
+    pub(super) fn opened(
+        ctx: Context,
+        db: Connection,
+        wal: File,
+        migrated_from: Option<u32>,
+        auth: RowAuth,
+        scope: Option<JournalScope>,
+    ) -> SqliteJournal {
+        let target = ctx.path.clone();
+        SqliteJournal {
             ctx,
             conn: Mutex::new(db),
             group: GroupCommit::new(wal),
             durable_leases: Mutex::new(HashMap::new()),
             pending: Mutex::new(batch::Pending::default()),
             hook: None,
-            migrated_from: None,
-            guard: Guard::new(auth, options.scope, path.display().to_string()),
-        })
+            migrated_from,
+            guard: Guard::new(auth, scope, target),
+        }
     }
 }
 

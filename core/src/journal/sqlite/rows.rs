@@ -6,8 +6,8 @@ use rusqlite::Row;
 use super::Context;
 use crate::error::Result;
 use crate::journal::engine::{Expiry, Holder, Row as Stored};
-use crate::journal::{JournalScope, OperationRecord, Reconciliation};
-use crate::operation::{FrozenOperation, OperationState, Response};
+use crate::journal::{rules, JournalScope, OperationRecord, Reconciliation};
+use crate::operation::{FrozenOperation, OperationState};
 
 /// Columns of an [`OperationRecord`] plus its lease, in [`RawRow::read`]'s order.
 macro_rules! columns {
@@ -114,24 +114,13 @@ impl RawRow {
             Some(t) => Some(u64::try_from(t).map_err(|_| corrupt("negative lease_expires"))?),
             None => None,
         };
-        let response = match self.response_status {
-            None => None,
-            Some(status) => {
-                let status =
-                    u16::try_from(status).map_err(|_| corrupt("response status out of range"))?;
-                let headers = match self.response_headers {
-                    Some(json) => serde_json::from_str::<Vec<(String, String)>>(&json)
-                        .map_err(|_| corrupt("response headers are not a JSON array of pairs"))?,
-                    None => Vec::new(),
-                };
-                Some(Response {
-                    status,
-                    headers,
-                    body: self.response_body.unwrap_or_default(),
-                    replayed: self.response_replayed.unwrap_or(0) != 0,
-                })
-            }
-        };
+        let response = rules::stored_response(
+            self.response_status,
+            self.response_headers,
+            self.response_body,
+            self.response_replayed.unwrap_or(0) != 0,
+            corrupt,
+        )?;
         Ok(Stored {
             record: OperationRecord {
                 operation: FrozenOperation {

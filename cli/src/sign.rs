@@ -3,9 +3,8 @@
 
 use std::path::Path;
 
-use payidem::protocol::{
-    IncomingRequest, NonceSource, OsNonceSource, Signer, Verifier, VerifierConfig,
-};
+use payidem::protocol::{NonceSource, OsNonceSource, Signer};
+use payidem::verifier::{IncomingRequest, Verifier, VerifierConfig};
 use serde_json::json;
 
 use crate::args::{SignArgs, VerifyArgs};

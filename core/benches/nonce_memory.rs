@@ -8,9 +8,8 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use payidem::protocol::{
-    IncomingRequest, NonceSource, OsNonceSource, Signer, Verifier, VerifierConfig,
-};
+use payidem::protocol::{NonceSource, OsNonceSource, Signer};
+use payidem::verifier::{IncomingRequest, Verifier, VerifierConfig};
 
 /// The system allocator, counting the bytes currently allocated and the
 /// peak since the last reset.

@@ -10,9 +10,8 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use hmac::{Hmac, KeyInit, Mac};
-use payidem::protocol::{
-    IncomingRequest, NonceSource, OsNonceSource, SignedAttempt, Signer, Verifier, VerifierConfig,
-};
+use payidem::protocol::{NonceSource, OsNonceSource, SignedAttempt, Signer};
+use payidem::verifier::{IncomingRequest, Verifier, VerifierConfig};
 use sha2::{Digest, Sha256};
 
 const KEY_ID: &str = "key_live_1";

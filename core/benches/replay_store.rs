@@ -15,10 +15,9 @@ use std::hint::black_box;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
-use payidem::protocol::{
-    IncomingRequest, NonceSource, OsNonceSource, SignedAttempt, Signer, Verifier, VerifierConfig,
-};
-use payidem::replay_store::{RedisStoreConfig, ReplayStore};
+use payidem::protocol::{NonceSource, OsNonceSource, SignedAttempt, Signer};
+use payidem::verifier::replay_store::{RedisStoreConfig, ReplayStore};
+use payidem::verifier::{IncomingRequest, Verifier, VerifierConfig};
 use redis_server::RedisServer;
 
 const KEY_ID: &str = "key_live_1";

@@ -13,10 +13,9 @@ mod redis_server;
 
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use payidem::protocol::{
-    IncomingRequest, NonceSource, OsNonceSource, Signer, Verifier, VerifierConfig,
-};
-use payidem::replay_store::{RedisStoreConfig, ReplayStore};
+use payidem::protocol::{NonceSource, OsNonceSource, Signer};
+use payidem::verifier::replay_store::{RedisStoreConfig, ReplayStore};
+use payidem::verifier::{IncomingRequest, Verifier, VerifierConfig};
 use redis_server::RedisServer;
 
 const KEY_ID: &str = "key_live_1";

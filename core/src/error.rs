@@ -233,11 +233,11 @@ impl Error {
     }
 
     /// The same error with every occurrence of `location` in its message
-    /// replaced by [`redact_url`](crate::redact_url)`(location)`, for an
+    /// replaced by [`redact_url`](crate::redact::redact_url)`(location)`, for an
     /// error whose message names a location (a file name that may be a
     /// mistyped URL with a password) verbatim.
     pub fn with_location_redacted(mut self, location: &str) -> Error {
-        let redacted = crate::redact_url(location);
+        let redacted = crate::redact::redact_url(location);
         if !location.is_empty() && redacted != location {
             self.0.message = self.0.message.replace(location, &redacted);
         }

@@ -5,7 +5,30 @@
 //! times and outcomes as inputs and return values and decisions, so they can
 //! be driven by any HTTP stack and tested without a network. The one
 //! exception is a verifier given a shared Redis replay store
-//! ([`replay_store`]), which asks that server about each accepted nonce.
+//! ([`verifier::replay_store`]), which asks that server about each accepted
+//! nonce; it sits above the pure protocol.
+//!
+//! # Layers
+//!
+//! Each module names only modules on its own layer or below; none names one
+//! above it (`core/tests/layers.rs` checks it on every build of the tests).
+//! From the bottom:
+//!
+//! 1. [`error`], `hex`, [`redact`], [`metrics`] (the metric model and its
+//!    Prometheus text): no other module of the crate, except `error` naming
+//!    `redact`.
+//! 2. [`protocol`]: field rules, canonical string, signing, nonces, the
+//!    in-memory nonce cache, refusals. Pure.
+//! 3. [`policy`]: retry decisions. Pure.
+//! 4. [`operation`]: one operation's state machine. Pure.
+//! 5. [`journal`]: where operations are recorded.
+//! 6. [`verifier`]: platform-side verification, its replay store and its
+//!    metrics.
+//! 7. [`client`]: the blocking client and its metrics.
+//!
+//! The items re-exported here (`payidem::Client`, `payidem::Error`, …) are
+//! for users of the crate; modules inside it name the module that defines
+//! an item, never the crate root.
 
 #![deny(missing_docs)]
 
@@ -18,7 +41,7 @@ pub mod operation;
 pub mod policy;
 pub mod protocol;
 pub mod redact;
-pub mod replay_store;
+pub mod verifier;
 
 pub use client::{CallOptions, Client, ClientConfig, JournalChoice};
 pub use error::{Error, ErrorCode, Result};

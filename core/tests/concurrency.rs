@@ -5,7 +5,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Barrier};
 use std::thread;
 
-use payidem::protocol::{IncomingRequest, Nonce, Signer, Verifier, VerifierConfig};
+use payidem::protocol::{Nonce, Signer};
+use payidem::verifier::{IncomingRequest, Verifier, VerifierConfig};
 use payidem::ErrorCode;
 
 const THREADS: usize = 16;

@@ -8,9 +8,9 @@ use payidem::policy::{
     decide, parse_retry_after, Action, AttemptResult, Failure, Landed, RetryPolicy,
 };
 use payidem::protocol::{
-    body_sha256_hex, canonical_string, CanonicalParts, IncomingRequest, Nonce, SignedAttempt,
-    Signer, Verifier, VerifierConfig,
+    body_sha256_hex, canonical_string, CanonicalParts, Nonce, SignedAttempt, Signer,
 };
+use payidem::verifier::{IncomingRequest, Verifier, VerifierConfig};
 use payidem::ErrorCode;
 use proptest::collection::vec;
 use proptest::prelude::*;

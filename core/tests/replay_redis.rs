@@ -9,8 +9,9 @@ mod redis_server;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use payidem::protocol::{IncomingRequest, Nonce, Refusal, Signer, Verifier, VerifierConfig};
-use payidem::replay_store::{RedisStoreConfig, ReplayStore, DEFAULT_KEY_PREFIX};
+use payidem::protocol::{Nonce, Refusal, Signer};
+use payidem::verifier::replay_store::{RedisStoreConfig, ReplayStore, DEFAULT_KEY_PREFIX};
+use payidem::verifier::{IncomingRequest, Verifier, VerifierConfig};
 use payidem::ErrorCode;
 use redis_server::RedisServer;
 
@@ -149,7 +150,7 @@ fn the_nonce_is_kept_until_timestamp_plus_window_plus_margin() {
         .unwrap();
     assert_eq!(
         expiry,
-        ts + 300 + payidem::replay_store::DEFAULT_MARGIN_SECONDS
+        ts + 300 + payidem::verifier::replay_store::DEFAULT_MARGIN_SECONDS
     );
     assert_eq!(redis.command(&["EXISTS", "fleet-a:epoch"]).unwrap(), "1");
     assert_eq!(
@@ -256,7 +257,7 @@ fn a_stopped_store_fails_closed_on_every_verifier_and_recovers() {
     assert!(epoch >= before_stop_timestamp(&before_stop));
     let fresh = signed(
         9,
-        epoch + payidem::replay_store::DEFAULT_EPOCH_SKEW_SECONDS + 1,
+        epoch + payidem::verifier::replay_store::DEFAULT_EPOCH_SKEW_SECONDS + 1,
     );
     verify(&a, &fresh, unix_now()).unwrap();
     assert_eq!(

@@ -7,8 +7,9 @@ mod support;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use payidem::journal::{PostgresJournal, PostgresJournalOptions};
-use payidem::protocol::{IncomingRequest, Nonce, Signer, Verifier, VerifierConfig};
-use payidem::replay_store::{RedisStoreConfig, ReplayStore};
+use payidem::protocol::{Nonce, Signer};
+use payidem::verifier::replay_store::{RedisStoreConfig, ReplayStore};
+use payidem::verifier::{IncomingRequest, Verifier, VerifierConfig};
 use payidem::{Client, ClientConfig, ErrorCode, JournalChoice};
 use support::*;
 

@@ -9,7 +9,7 @@ mod support;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use payidem::operation::OperationState;
-use payidem::protocol::{IncomingRequest, Verifier, VerifierConfig};
+use payidem::verifier::{IncomingRequest, Verifier, VerifierConfig};
 use payidem::{Client, ErrorCode};
 use support::*;
 

@@ -3,10 +3,8 @@
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use payidem::policy::{decide, Action, AttemptResult, Failure, Landed};
-use payidem::protocol::{
-    body_sha256_hex, canonical_string, CanonicalParts, IncomingRequest, Signer, Verifier,
-    VerifierConfig,
-};
+use payidem::protocol::{body_sha256_hex, canonical_string, CanonicalParts, Signer};
+use payidem::verifier::{IncomingRequest, Verifier, VerifierConfig};
 use payidem::ErrorCode;
 use serde_json::Value;
 

@@ -3,7 +3,8 @@
 //! (Before the fix `Verified` had no nonce, an empty `Idempotency-Key` header
 //! was skipped, and there was no `remove_key` or verifier-wide limit.)
 
-use payidem::protocol::{IncomingRequest, Nonce, Signer, Verifier, VerifierConfig};
+use payidem::protocol::{Nonce, Signer};
+use payidem::verifier::{IncomingRequest, Verifier, VerifierConfig};
 use payidem::ErrorCode;
 
 const T: u64 = 1_767_225_600;
@@ -118,7 +119,7 @@ fn the_verifier_wide_limit_bounds_every_key_id_together() {
     let mut v = verifier();
     assert_eq!(
         v.nonce_capacity_total(),
-        payidem::protocol::DEFAULT_NONCE_CAPACITY_TOTAL
+        payidem::verifier::DEFAULT_NONCE_CAPACITY_TOTAL
     );
     assert_eq!(
         v.set_nonce_capacity_total(0).unwrap_err().field(),
@@ -139,7 +140,7 @@ fn the_verifier_wide_limit_bounds_every_key_id_together() {
 #[test]
 fn a_window_beyond_the_bound_is_refused() {
     let e = Verifier::new(VerifierConfig {
-        window_seconds: payidem::protocol::MAX_WINDOW_SECONDS + 1,
+        window_seconds: payidem::verifier::MAX_WINDOW_SECONDS + 1,
         ..Default::default()
     })
     .unwrap_err();

@@ -3,7 +3,8 @@
 //! uses only the public API that existed before the fix, so it can be run
 //! against the old cache (where it failed, as noted on each test).
 
-use payidem::protocol::{IncomingRequest, Nonce, Signer, Verifier, VerifierConfig};
+use payidem::protocol::{Nonce, Signer};
+use payidem::verifier::{IncomingRequest, Verifier, VerifierConfig};
 use payidem::ErrorCode;
 
 const T: u64 = 1_767_225_600;

@@ -9,8 +9,8 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+use payidem::client::metrics::JournalWrite;
 use payidem::client::{Event, LogLevel};
-use payidem::metrics::JournalWrite;
 use payidem::{ErrorCode, JournalChoice};
 use payidem_e2e::*;
 use payidem_mock::{FaultKind, FaultSettings};

@@ -1,4 +1,4 @@
-//! The verifier (core/src/protocol/verifier.rs) on an IncomingRequest built
+//! The verifier (core/src/verifier/mod.rs) on an IncomingRequest built
 //! from arbitrary bytes, either raw or a correctly signed request with
 //! fuzzed edits: no panic, every refusal carries the protocol's HTTP status,
 //! and an unedited signed request verifies once and then is a replay.
@@ -6,7 +6,8 @@
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use payidem::protocol::{IncomingRequest, Nonce, Signer, Verifier, VerifierConfig};
+use payidem::protocol::{Nonce, Signer};
+use payidem::verifier::{IncomingRequest, Verifier, VerifierConfig};
 use payidem::ErrorCode;
 
 const KEY_ID: &str = "key_fuzz";

@@ -18,7 +18,7 @@ pub(crate) struct Answer {
 /// `GET /metrics`: the verifier's metrics (verdicts by code, replay-cache
 /// fill) in the Prometheus text exposition format 0.0.4, unsigned and
 /// open to every peer like `/_mock/ping`.
-pub(crate) fn metrics(verifier: &payidem::protocol::Verifier) -> Answer {
+pub(crate) fn metrics(verifier: &payidem::verifier::Verifier) -> Answer {
     Answer {
         status: 200,
         body: verifier.metrics().to_prometheus().into_bytes(),

@@ -128,7 +128,7 @@ pub struct MockConfig {
     /// Where accepted nonces are recorded: this process's memory (default),
     /// or a Redis server shared by several mock instances, which then act
     /// as one verifier fleet (`--nonce-store redis://…`).
-    pub nonce_store: payidem::replay_store::ReplayStore,
+    pub nonce_store: payidem::verifier::replay_store::ReplayStore,
     /// How long finished idempotency keys are kept.
     pub idempotency_retention_seconds: u64,
     /// The server's clock.
@@ -156,7 +156,7 @@ impl Default for MockConfig {
             keys: Vec::new(),
             window_seconds: 300,
             nonce_capacity: DEFAULT_NONCE_CAPACITY,
-            nonce_store: payidem::replay_store::ReplayStore::Memory,
+            nonce_store: payidem::verifier::replay_store::ReplayStore::Memory,
             idempotency_retention_seconds: DEFAULT_RETENTION_SECONDS,
             clock: ClockSetting::default(),
             faults: FaultSettings::none(),
@@ -273,7 +273,7 @@ impl MockConfig {
             self.nonce_capacity = n;
         }
         if let Some(url) = &file.nonce_store {
-            self.nonce_store = payidem::replay_store::ReplayStore::from_url(url)?;
+            self.nonce_store = payidem::verifier::replay_store::ReplayStore::from_url(url)?;
         }
         if let Some(c) = file.control {
             self.control = c;
@@ -313,7 +313,7 @@ mod tests {
 
     #[test]
     fn nonce_store_from_the_config_file() {
-        use payidem::replay_store::ReplayStore;
+        use payidem::verifier::replay_store::ReplayStore;
         let dir = std::env::temp_dir().join(format!("payidem-mock-cfg-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("mock.json");

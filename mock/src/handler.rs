@@ -6,7 +6,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use payidem::protocol::{IncomingRequest, Refusal, Verifier};
+use payidem::protocol::Refusal;
+use payidem::verifier::{IncomingRequest, Verifier};
 use serde_json::json;
 
 use crate::answer::Answer;

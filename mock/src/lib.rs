@@ -1,7 +1,7 @@
 //! payidem-mock: a local payment platform that speaks protocol v1.
 //!
 //! It verifies every `/v1` request with payidem's own
-//! [`payidem::protocol::Verifier`], keeps an idempotency store per key id,
+//! [`payidem::verifier::Verifier`], keeps an idempotency store per key id,
 //! runs payments and refunds, injects faults at configured rates from a
 //! seeded stream, and counts everything it did in an oracle ([`Stats`]) so
 //! end-to-end tests can prove a client never charged twice.

@@ -132,7 +132,7 @@ fn build(cli: &Cli) -> payidem::Result<MockConfig> {
         config.nonce_capacity = n;
     }
     if let Some(url) = &cli.nonce_store {
-        config.nonce_store = payidem::replay_store::ReplayStore::from_url(url)?;
+        config.nonce_store = payidem::verifier::replay_store::ReplayStore::from_url(url)?;
     }
     if let Some(ms) = cli.processing_delay_ms {
         config.processing_delay_ms = ms;

@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use payidem::protocol::{Verifier, VerifierConfig};
+use payidem::verifier::{Verifier, VerifierConfig};
 
 use crate::answer::Answer;
 use crate::clock::{ClockSetting, ServerClock};

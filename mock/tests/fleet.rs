@@ -175,7 +175,7 @@ fn mock_instances_sharing_redis_act_as_one_verifier() {
     let epoch: u64 = redis.command(&["GET", EPOCH_KEY]).unwrap().parse().unwrap();
     let fresh = sign_create(
         &fleet[2].client,
-        epoch + payidem::replay_store::DEFAULT_EPOCH_SKEW_SECONDS + 1,
+        epoch + payidem::verifier::replay_store::DEFAULT_EPOCH_SKEW_SECONDS + 1,
     );
     assert_eq!(send(&fleet[2], &fresh).status, 201);
     for mock in &fleet {

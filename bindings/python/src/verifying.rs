@@ -6,8 +6,9 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
 
-use payidem::protocol::{self, IncomingRequest, Refusal, VerifierConfig};
-use payidem::replay_store::ReplayStore;
+use payidem::protocol::Refusal;
+use payidem::verifier::replay_store::ReplayStore;
+use payidem::verifier::{self, IncomingRequest, VerifierConfig};
 use payidem::{Error, ErrorCode};
 
 use crate::convert::{
@@ -74,14 +75,14 @@ impl Verified {
 /// bodies.
 #[pyclass(frozen, module = "payidem._native")]
 pub(crate) struct Verifier {
-    inner: RwLock<protocol::Verifier>,
+    inner: RwLock<verifier::Verifier>,
     /// Whether nonces go to a shared (network) store: verification then
     /// always runs without the GIL.
     shared_store: bool,
 }
 
 impl Verifier {
-    pub(crate) fn read(&self) -> RwLockReadGuard<'_, protocol::Verifier> {
+    pub(crate) fn read(&self) -> RwLockReadGuard<'_, verifier::Verifier> {
         self.inner.read().unwrap_or_else(PoisonError::into_inner)
     }
 }
@@ -130,7 +131,7 @@ impl Verifier {
             )? as usize,
             ..VerifierConfig::default()
         };
-        let mut inner = raise(py, protocol::Verifier::with_replay_store(config, store))?;
+        let mut inner = raise(py, verifier::Verifier::with_replay_store(config, store))?;
         if let Some(total) = nonce_capacity_total {
             let total = whole(py, "nonce_capacity_total", total, usize::MAX as u64)? as usize;
             raise(py, inner.set_nonce_capacity_total(total))?;

@@ -14,8 +14,8 @@ use crate::operation::{
 };
 
 use super::events::AttemptEvent;
+use super::metrics::JournalWrite;
 use super::{unix_now, Shared};
-use crate::metrics::JournalWrite;
 
 /// What the caller of a [`Call`] does next.
 #[derive(Clone, Debug)]

@@ -10,7 +10,7 @@ use crate::policy::RetryPolicy;
 
 /// Everything a client needs except its secret, which is passed separately
 /// so that it never sits in a printable struct. Its `Debug` shows the base
-/// URL, journal and proxy through [`redact_url`](crate::redact_url) and
+/// URL, journal and proxy through [`redact_url`](crate::redact::redact_url) and
 /// never the journal key.
 #[derive(Clone)]
 pub struct ClientConfig {
@@ -89,7 +89,7 @@ pub struct ClientConfig {
 impl std::fmt::Debug for ClientConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ClientConfig")
-            .field("base_url", &crate::redact_url(&self.base_url))
+            .field("base_url", &crate::redact::redact_url(&self.base_url))
             .field("key_id", &self.key_id)
             .field("journal", &self.journal)
             .field("connect_timeout", &self.connect_timeout)
@@ -100,7 +100,10 @@ impl std::fmt::Debug for ClientConfig {
             .field("settled_retention", &self.settled_retention)
             .field("allow_insecure_http", &self.allow_insecure_http)
             // A proxy URL may carry credentials.
-            .field("proxy", &self.proxy.as_deref().map(crate::redact_url))
+            .field(
+                "proxy",
+                &self.proxy.as_deref().map(crate::redact::redact_url),
+            )
             .field("proxy_from_env", &self.proxy_from_env)
             .field("ca_bundle", &self.ca_bundle)
             .field("client_cert", &self.client_cert)

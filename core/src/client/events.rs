@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use super::metrics::{ClientMetrics, JournalWrite};
 use crate::error::{ErrorCode, Result};
-use crate::metrics::{ClientMetrics, JournalWrite, Snapshot};
+use crate::metrics::Snapshot;
 use crate::operation::{AttemptKind, End, NextAction, OperationState, Outcome};
 use crate::policy::Landed;
 
@@ -107,7 +108,7 @@ pub struct CallEndEvent {
     pub order_id: String,
     /// The operation's idempotency key.
     pub idempotency_key: String,
-    /// The end's name, one of [`crate::metrics::END_NAMES`]: the machine's
+    /// The end's name, one of [`END_NAMES`](super::metrics::END_NAMES): the machine's
     /// end, `cancelled` or `journal_error`.
     pub end: &'static str,
     /// Whether the operation is settled for good (never sent again).

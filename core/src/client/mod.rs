@@ -4,6 +4,7 @@
 mod call;
 mod config;
 mod events;
+pub mod metrics;
 mod transport;
 
 pub use crate::policy::{RetryBudget, RetryBudgetConfig};
@@ -27,13 +28,13 @@ use crate::journal::{
     Journal, JournalKey, JournalScope, Lease, Opened, OperationRecord, OutboxInsert, ParamStyle,
     PostgresJournal,
 };
-use crate::metrics::JournalWrite;
 use crate::operation::{
     CallLimits, CallSetup, End, FrozenOperation, Operation, OperationSpec, OperationState, Outcome,
     Progress, Reply, Response,
 };
 use crate::policy::ClockOffset;
 use crate::protocol::Signer;
+use metrics::JournalWrite;
 use transport::HttpTransport;
 
 /// The largest response body a call reads from one answer; a longer body

@@ -12,7 +12,7 @@ use super::{
 use crate::error::{Error, ErrorCode, Result};
 
 /// Where a client keeps its operations. Its `Debug` shows URLs and file
-/// names through [`redact_url`](crate::redact_url): never a password.
+/// names through [`redact_url`](crate::redact::redact_url): never a password.
 #[derive(Clone)]
 pub enum JournalChoice {
     /// The durable default: a SQLite file at
@@ -58,13 +58,13 @@ impl std::fmt::Debug for JournalChoice {
             // A mistyped PostgreSQL URL is taken for a file name.
             JournalChoice::Sqlite(path) => f
                 .debug_tuple("Sqlite")
-                .field(&crate::redact_url(&path.to_string_lossy()))
+                .field(&crate::redact::redact_url(&path.to_string_lossy()))
                 .finish(),
             JournalChoice::Memory => f.write_str("Memory"),
             // The URL may carry a password.
             JournalChoice::Postgres(url) => f
                 .debug_tuple("Postgres")
-                .field(&crate::redact_url(url))
+                .field(&crate::redact::redact_url(url))
                 .finish(),
             JournalChoice::Custom(_) => f.write_str("Custom(..)"),
         }
@@ -108,7 +108,7 @@ pub struct OpenedJournal {
 impl std::fmt::Debug for OpenedJournal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OpenedJournal")
-            .field("name", &crate::redact_url(&self.name))
+            .field("name", &crate::redact::redact_url(&self.name))
             .finish_non_exhaustive()
     }
 }
@@ -118,7 +118,7 @@ impl std::fmt::Debug for OpenedJournal {
 ///
 /// Errors are those of [`SqliteJournal::open`] and
 /// [`PostgresJournal::connect`]; a SQLite file's errors name it through
-/// [`redact_url`](crate::redact_url) (a mistyped PostgreSQL URL is taken
+/// [`redact_url`](crate::redact::redact_url) (a mistyped PostgreSQL URL is taken
 /// for a file name). See [`JournalOpenOptions::existing_only`] for what a
 /// tool is refused.
 pub fn open(choice: &JournalChoice, options: JournalOpenOptions) -> Result<OpenedJournal> {

@@ -43,7 +43,7 @@ impl CallLimits {
     pub fn check(&self) -> Result<()> {
         self.policy.check()?;
         if self.key_retention_secs > PLATFORM_KEY_RETENTION_SECS || self.key_retention_secs == 0 {
-            return Err(crate::Error::invalid(
+            return Err(crate::error::Error::invalid(
                 "key_retention_secs",
                 "must be 1..=172800 (48 hours)",
             ));

@@ -39,7 +39,10 @@ impl OperationSpec<'_> {
         FrozenRequest::new(self.method, self.path, &key, &[])?;
         if let Some(status_path) = self.status_path {
             fields::check_path(status_path).map_err(|e| {
-                crate::Error::invalid("status_path", e.message().trim_start_matches("path: "))
+                crate::error::Error::invalid(
+                    "status_path",
+                    e.message().trim_start_matches("path: "),
+                )
             })?;
         }
         Ok(FrozenOperation {

@@ -225,7 +225,7 @@ fn lost_responses_without_status_path_end_unknown_with_the_key() {
     assert_eq!(sent.len(), 8);
     assert!(matches!(s, End::Unknown { .. }));
     let e = s.into_result("ord-1", "create-ord-1", 8).unwrap_err();
-    assert_eq!(e.code(), crate::ErrorCode::OutcomeUnknown);
+    assert_eq!(e.code(), crate::error::ErrorCode::OutcomeUnknown);
     assert_eq!(e.idempotency_key(), Some("create-ord-1"));
 }
 
@@ -304,7 +304,7 @@ fn final_answers() {
     let e = s.into_result("ord-1", "create-ord-1", 1).unwrap_err();
     assert_eq!(
         (e.code(), e.http_status()),
-        (crate::ErrorCode::Rejected, Some(402))
+        (crate::error::ErrorCode::Rejected, Some(402))
     );
     assert!(e.body().unwrap().starts_with(b"{\"error\""));
 }
@@ -399,7 +399,7 @@ fn expired_key_is_never_posted_again() {
         assert_eq!(sent.len(), 1, "{state:?}");
         assert_eq!(sent[0].kind, AttemptKind::StatusQuery);
         let e = s.into_result("ord-1", "create-ord-1", 1).unwrap_err();
-        assert_eq!(e.code(), crate::ErrorCode::KeyExpired);
+        assert_eq!(e.code(), crate::error::ErrorCode::KeyExpired);
     }
 }
 
@@ -446,7 +446,7 @@ fn a_clock_answer_beyond_the_bound_or_over_plain_http_is_not_believed() {
     }
     assert!(!end.is_final());
     let e = end.into_result("ord-1", "create-ord-1", 1).unwrap_err();
-    assert_eq!(e.code(), crate::ErrorCode::Refused);
+    assert_eq!(e.code(), crate::error::ErrorCode::Refused);
 
     let near = [("X-Server-Time", "1767225660")];
     let untrusted = CallSetup {

@@ -14,6 +14,7 @@ use crate::boundary::{guard, guard_value};
 use crate::callback::CallbackCell;
 use crate::error::{payidem_error, FfiError};
 use crate::events::JsonCallback;
+use crate::handles::{free, give, read_or, req_bytes};
 use crate::options;
 use crate::outcome::{payidem_order_list, payidem_outcome};
 use crate::result::payidem_result;
@@ -296,10 +297,7 @@ pub unsafe extern "C" fn payidem_client_new(
 ) -> payidem_result {
     guard(err_out, || {
         let json = req_str(options_json, "options_json")?;
-        if secret.is_null() {
-            return Err(FfiError::null("secret"));
-        }
-        let secret = bytes(secret, secret_len, "secret")?;
+        let secret = req_bytes(secret, secret_len, "secret")?;
         let slot = out(client_out, "client_out")?;
         let config = options::parse(json)?;
         let callback = Arc::new(CallbackCell::new());
@@ -313,11 +311,14 @@ pub unsafe extern "C" fn payidem_client_new(
             .with_event_listener(Arc::new(move |event: &payidem::client::Event| {
                 crate::events::deliver(&listener_target, event)
             }));
-        slot.write(Box::into_raw(Box::new(payidem_client {
-            inner,
-            callback,
-            json_callback,
-        })));
+        give(
+            slot,
+            payidem_client {
+                inner,
+                callback,
+                json_callback,
+            },
+        );
         Ok(())
     })
 }
@@ -355,10 +356,8 @@ pub unsafe extern "C" fn payidem_client_set_event_callback(
     callback: payidem_event_callback,
     userdata: *mut c_void,
 ) {
-    guard_value((), || {
-        if let Some(client) = client.as_ref() {
-            (client.callback).set(callback.map(|function| EventCallback { function, userdata }));
-        }
+    read_or(client, (), |client| {
+        (client.callback).set(callback.map(|function| EventCallback { function, userdata }))
     })
 }
 
@@ -380,6 +379,25 @@ impl Cancel {
 
 pub(crate) fn deadline_of(deadline_ms: u64) -> Option<Duration> {
     (deadline_ms > 0).then(|| Duration::from_millis(deadline_ms))
+}
+
+/// Runs `call` with the options of a call given a deadline in milliseconds
+/// (0 for none) and a cancel hook (NULL for none).
+fn with_call_options<R>(
+    deadline_ms: u64,
+    cancel: payidem_cancel_callback,
+    cancel_userdata: *mut c_void,
+    call: impl FnOnce(CallOptions<'_>) -> R,
+) -> R {
+    let hook = cancel.map(|function| Cancel {
+        function,
+        userdata: cancel_userdata,
+    });
+    let poll = || hook.as_ref().is_some_and(Cancel::cancelled);
+    call(CallOptions {
+        cancel: Some(&poll),
+        deadline: deadline_of(deadline_ms),
+    })
 }
 
 /// The operation described by C arguments, each checked and named as in
@@ -428,17 +446,10 @@ unsafe fn execute(
         status_path,
     )?;
     let slot = out(outcome_out, "outcome_out")?;
-    let hook = cancel.map(|function| Cancel {
-        function,
-        userdata: cancel_userdata,
-    });
-    let poll = || hook.as_ref().is_some_and(Cancel::cancelled);
-    let options = CallOptions {
-        cancel: Some(&poll),
-        deadline: deadline_of(deadline_ms),
-    };
-    let outcome = client.inner.execute_with(&spec, options)?;
-    slot.write(Box::into_raw(Box::new(payidem_outcome::from(outcome))));
+    let outcome = with_call_options(deadline_ms, cancel, cancel_userdata, |options| {
+        client.inner.execute_with(&spec, options)
+    })?;
+    give(slot, payidem_outcome::from(outcome));
     Ok(())
 }
 
@@ -555,17 +566,10 @@ unsafe fn resume(
     let client = handle(client, "client")?;
     let order_id = req_str(order_id, "order_id")?;
     let slot = out(outcome_out, "outcome_out")?;
-    let hook = cancel.map(|function| Cancel {
-        function,
-        userdata: cancel_userdata,
-    });
-    let poll = || hook.as_ref().is_some_and(Cancel::cancelled);
-    let options = CallOptions {
-        cancel: Some(&poll),
-        deadline: deadline_of(deadline_ms),
-    };
-    let outcome = client.inner.resume_with(order_id, options)?;
-    slot.write(Box::into_raw(Box::new(payidem_outcome::from(outcome))));
+    let outcome = with_call_options(deadline_ms, cancel, cancel_userdata, |options| {
+        client.inner.resume_with(order_id, options)
+    })?;
+    give(slot, payidem_outcome::from(outcome));
     Ok(())
 }
 
@@ -687,7 +691,7 @@ pub unsafe extern "C" fn payidem_client_list_unknown(
             .into_iter()
             .map(|r| c_string(r.operation.order_id))
             .collect();
-        slot.write(Box::into_raw(Box::new(payidem_order_list { ids })));
+        give(slot, payidem_order_list { ids });
         Ok(())
     })
 }
@@ -709,9 +713,7 @@ pub unsafe extern "C" fn payidem_client_list_unknown(
 /// Errors: none.
 #[no_mangle]
 pub unsafe extern "C" fn payidem_client_free(client: *mut payidem_client) {
-    if !client.is_null() {
-        guard_value((), || drop(Box::from_raw(client)));
-    }
+    free(client);
 }
 
 /// Deletes the settled operations (succeeded, rejected, conflict) whose
@@ -775,7 +777,7 @@ pub unsafe extern "C" fn payidem_client_get(
             response,
             journal_error: None,
         };
-        slot.write(Box::into_raw(Box::new(payidem_outcome::from(outcome))));
+        give(slot, payidem_outcome::from(outcome));
         Ok(())
     })
 }

@@ -6,9 +6,9 @@ use std::ffi::{c_char, c_void};
 use payidem::client::{attempt_level, Event, LogLevel};
 use payidem::operation::NextAction;
 
-use crate::boundary::guard_value;
 use crate::callback::CallbackCell;
 use crate::client::{payidem_attempt_event, payidem_client, payidem_next_action};
+use crate::handles::read_or;
 use crate::text::c_string;
 
 /// How loud an event is: one policy for every language (a first-attempt
@@ -47,10 +47,7 @@ fn level_of(level: LogLevel) -> payidem_log_level {
 pub unsafe extern "C" fn payidem_attempt_event_level(
     event: *const payidem_attempt_event,
 ) -> payidem_log_level {
-    guard_value(payidem_log_level::PAYIDEM_LOG_WARN, || {
-        let Some(e) = event.as_ref() else {
-            return payidem_log_level::PAYIDEM_LOG_WARN;
-        };
+    read_or(event, payidem_log_level::PAYIDEM_LOG_WARN, |e| {
         let next = match e.next {
             payidem_next_action::PAYIDEM_NEXT_SETTLE => NextAction::Settle,
             payidem_next_action::PAYIDEM_NEXT_RETRY_NOW => NextAction::RetryNow,
@@ -132,11 +129,8 @@ pub unsafe extern "C" fn payidem_client_set_event_json_callback(
     callback: payidem_event_json_callback,
     userdata: *mut c_void,
 ) {
-    guard_value((), || {
-        if let Some(client) = client.as_ref() {
-            (client.json_callback)
-                .set(callback.map(|function| JsonCallback { function, userdata }));
-        }
+    read_or(client, (), |client| {
+        (client.json_callback).set(callback.map(|function| JsonCallback { function, userdata }))
     })
 }
 

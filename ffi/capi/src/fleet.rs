@@ -10,9 +10,9 @@ use payidem::journal::{OutboxValue, ParamStyle};
 use crate::boundary::guard;
 use crate::client::{payidem_client, read_spec};
 use crate::error::{payidem_error, FfiError};
+use crate::handles::{give, write_text};
 use crate::outcome::payidem_order_list;
 use crate::result::payidem_result;
-use crate::signing::write_text;
 use crate::text::{c_string, handle, out};
 
 /// The placeholder style of the outbox statement's SQL (input of
@@ -173,7 +173,7 @@ pub unsafe extern "C" fn payidem_client_take_over(
             .into_iter()
             .map(|(order_id, _)| c_string(order_id))
             .collect();
-        slot.write(Box::into_raw(Box::new(payidem_order_list { ids })));
+        give(slot, payidem_order_list { ids });
         Ok(())
     })
 }

@@ -3,10 +3,9 @@
 use std::ffi::c_char;
 
 use crate::boundary::guard;
-use crate::error::{payidem_error, FfiError};
+use crate::error::payidem_error;
+use crate::handles::{req_bytes, write_text};
 use crate::result::payidem_result;
-use crate::signing::write_text;
-use crate::text::bytes;
 
 /// Writes, in lowercase hex and a NUL into `buf`, the journal key a client
 /// derives from the API secret `secret` when it is given no journal key of
@@ -33,10 +32,7 @@ pub unsafe extern "C" fn payidem_journal_key_derive(
     err_out: *mut *mut payidem_error,
 ) -> payidem_result {
     guard(err_out, || {
-        if secret.is_null() {
-            return Err(FfiError::null("secret"));
-        }
-        let secret = bytes(secret, secret_len, "secret")?;
+        let secret = req_bytes(secret, secret_len, "secret")?;
         let hex = payidem::journal::JournalKey::derived_hex_checked(secret)?;
         write_text(&hex, buf, buf_len, len_out, "buf")
     })

@@ -24,6 +24,7 @@ pub mod client;
 pub mod error;
 pub mod events;
 pub mod fleet;
+mod handles;
 pub mod headers;
 pub mod journal_key;
 pub mod metrics;

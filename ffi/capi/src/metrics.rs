@@ -6,8 +6,8 @@ use std::sync::PoisonError;
 use crate::boundary::guard;
 use crate::client::payidem_client;
 use crate::error::{payidem_error, FfiError};
+use crate::handles::write_text;
 use crate::result::payidem_result;
-use crate::signing::write_text;
 use crate::text::handle;
 use crate::verifying::payidem_verifier;
 
@@ -23,15 +23,26 @@ pub enum payidem_metrics_format {
     PAYIDEM_METRICS_JSON = 2,
 }
 
-fn render(snapshot: &payidem::metrics::Snapshot, format: u32) -> Result<String, FfiError> {
-    match format {
-        1 => Ok(snapshot.to_prometheus()),
-        2 => Ok(snapshot.to_json()),
-        other => Err(FfiError::invalid(
-            "format",
-            format!("{other} is not a payidem_metrics_format"),
-        )),
-    }
+/// Writes `snapshot` as `format` into the caller's `buf` (see
+/// `payidem_client_metrics`).
+unsafe fn write_snapshot(
+    snapshot: &payidem::metrics::Snapshot,
+    format: u32,
+    buf: *mut c_char,
+    buf_len: usize,
+    len_out: *mut usize,
+) -> Result<(), FfiError> {
+    let text = match format {
+        1 => snapshot.to_prometheus(),
+        2 => snapshot.to_json(),
+        other => {
+            return Err(FfiError::invalid(
+                "format",
+                format!("{other} is not a payidem_metrics_format"),
+            ))
+        }
+    };
+    write_text(&text, buf, buf_len, len_out, "buf")
 }
 
 /// Writes the client's metrics (shared by every call of the client) into
@@ -61,8 +72,7 @@ pub unsafe extern "C" fn payidem_client_metrics(
 ) -> payidem_result {
     guard(err_out, || {
         let client = handle(client, "client")?;
-        let text = render(&client.inner.metrics(), format)?;
-        write_text(&text, buf, buf_len, len_out, "buf")
+        write_snapshot(&client.inner.metrics(), format, buf, buf_len, len_out)
     })
 }
 
@@ -93,7 +103,6 @@ pub unsafe extern "C" fn payidem_verifier_metrics(
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .metrics();
-        let text = render(&snapshot, format)?;
-        write_text(&text, buf, buf_len, len_out, "buf")
+        write_snapshot(&snapshot, format, buf, buf_len, len_out)
     })
 }

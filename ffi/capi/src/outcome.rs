@@ -5,10 +5,11 @@ use std::ptr;
 
 use payidem::Outcome;
 
-use crate::boundary::{guard, guard_value};
+use crate::boundary::guard;
 use crate::error::{payidem_error, FfiError};
+use crate::handles::{bytes_of, free, header_at, read_or, text_of};
 use crate::result::payidem_result;
-use crate::text::{c_string, handle, out};
+use crate::text::{c_string, handle};
 
 /// The settled outcome of an operation: the platform's 2xx answer (status,
 /// headers, body), the order id, the idempotency key and the attempts made,
@@ -58,7 +59,7 @@ impl From<Outcome> for payidem_outcome {
 /// Errors: none.
 #[no_mangle]
 pub unsafe extern "C" fn payidem_outcome_http_status(outcome: *const payidem_outcome) -> u16 {
-    guard_value(0, || outcome.as_ref().map_or(0, |o| o.status))
+    read_or(outcome, 0, |o| o.status)
 }
 
 /// The response body: sets `*body_out` and `*len_out` (the bytes are not
@@ -76,14 +77,7 @@ pub unsafe extern "C" fn payidem_outcome_body(
     body_out: *mut *const u8,
     len_out: *mut usize,
 ) -> bool {
-    guard_value(false, || match outcome.as_ref() {
-        Some(o) if !body_out.is_null() && !len_out.is_null() => {
-            body_out.write(o.body.as_ptr());
-            len_out.write(o.body.len());
-            true
-        }
-        _ => false,
-    })
+    bytes_of(outcome, body_out, len_out, |o| &o.body)
 }
 
 /// Whether the platform replayed a stored answer (`Idempotent-Replayed:
@@ -95,7 +89,7 @@ pub unsafe extern "C" fn payidem_outcome_body(
 /// Errors: none.
 #[no_mangle]
 pub unsafe extern "C" fn payidem_outcome_replayed(outcome: *const payidem_outcome) -> bool {
-    guard_value(false, || outcome.as_ref().is_some_and(|o| o.replayed))
+    read_or(outcome, false, |o| o.replayed)
 }
 
 /// The operation's idempotency key.
@@ -108,11 +102,7 @@ pub unsafe extern "C" fn payidem_outcome_replayed(outcome: *const payidem_outcom
 pub unsafe extern "C" fn payidem_outcome_idempotency_key(
     outcome: *const payidem_outcome,
 ) -> *const c_char {
-    guard_value(ptr::null(), || {
-        outcome
-            .as_ref()
-            .map_or(ptr::null(), |o| o.idempotency_key.as_ptr())
-    })
+    text_of(outcome, |o| Some(&o.idempotency_key))
 }
 
 /// The operation's order id.
@@ -125,11 +115,7 @@ pub unsafe extern "C" fn payidem_outcome_idempotency_key(
 pub unsafe extern "C" fn payidem_outcome_order_id(
     outcome: *const payidem_outcome,
 ) -> *const c_char {
-    guard_value(ptr::null(), || {
-        outcome
-            .as_ref()
-            .map_or(ptr::null(), |o| o.order_id.as_ptr())
-    })
+    text_of(outcome, |o| Some(&o.order_id))
 }
 
 /// Attempts made over every call of the operation (status queries
@@ -141,7 +127,7 @@ pub unsafe extern "C" fn payidem_outcome_order_id(
 /// Errors: none.
 #[no_mangle]
 pub unsafe extern "C" fn payidem_outcome_attempts(outcome: *const payidem_outcome) -> u32 {
-    guard_value(0, || outcome.as_ref().map_or(0, |o| o.attempts))
+    read_or(outcome, 0, |o| o.attempts)
 }
 
 /// How many response headers the outcome kept; 0 for a NULL outcome.
@@ -152,7 +138,7 @@ pub unsafe extern "C" fn payidem_outcome_attempts(outcome: *const payidem_outcom
 /// Errors: none.
 #[no_mangle]
 pub unsafe extern "C" fn payidem_outcome_header_count(outcome: *const payidem_outcome) -> usize {
-    guard_value(0, || outcome.as_ref().map_or(0, |o| o.headers.len()))
+    read_or(outcome, 0, |o| o.headers.len())
 }
 
 /// The response header at `index` (0-based, in the order received).
@@ -174,20 +160,7 @@ pub unsafe extern "C" fn payidem_outcome_header_at(
 ) -> payidem_result {
     guard(err_out, || {
         let outcome = handle(outcome, "outcome")?;
-        let name_slot = out(name_out, "name_out")?;
-        let value_slot = out(value_out, "value_out")?;
-        let (name, value) = outcome.headers.get(index).ok_or_else(|| {
-            FfiError::invalid(
-                "index",
-                format!(
-                    "is {index}; the outcome has {} headers",
-                    outcome.headers.len()
-                ),
-            )
-        })?;
-        name_slot.write(name.as_ptr());
-        value_slot.write(value.as_ptr());
-        Ok(())
+        header_at("outcome", &outcome.headers, index, name_out, value_out)
     })
 }
 
@@ -208,10 +181,9 @@ pub unsafe extern "C" fn payidem_outcome_header_at(
 pub unsafe extern "C" fn payidem_outcome_journal_error(
     outcome: *const payidem_outcome,
 ) -> *const payidem_error {
-    guard_value(ptr::null(), || {
-        outcome
-            .as_ref()
-            .and_then(|o| o.journal_error.as_deref())
+    read_or(outcome, ptr::null(), |o| {
+        o.journal_error
+            .as_deref()
             .map_or(ptr::null(), |e| e as *const payidem_error)
     })
 }
@@ -227,9 +199,7 @@ pub unsafe extern "C" fn payidem_outcome_journal_error(
 /// Errors: none.
 #[no_mangle]
 pub unsafe extern "C" fn payidem_outcome_free(outcome: *mut payidem_outcome) {
-    if !outcome.is_null() {
-        guard_value((), || drop(Box::from_raw(outcome)));
-    }
+    free(outcome);
 }
 
 /// A list of order ids (from `payidem_client_list_unknown`).
@@ -248,7 +218,7 @@ pub struct payidem_order_list {
 /// Errors: none.
 #[no_mangle]
 pub unsafe extern "C" fn payidem_order_list_len(list: *const payidem_order_list) -> usize {
-    guard_value(0, || list.as_ref().map_or(0, |l| l.ids.len()))
+    read_or(list, 0, |l| l.ids.len())
 }
 
 /// The order id at `index` (0-based, oldest operation first); NULL when
@@ -263,11 +233,7 @@ pub unsafe extern "C" fn payidem_order_list_get(
     list: *const payidem_order_list,
     index: usize,
 ) -> *const c_char {
-    guard_value(ptr::null(), || {
-        list.as_ref()
-            .and_then(|l| l.ids.get(index))
-            .map_or(ptr::null(), |id| id.as_ptr())
-    })
+    text_of(list, |l| l.ids.get(index).map(CString::as_c_str))
 }
 
 /// Frees a list of order ids.
@@ -281,7 +247,5 @@ pub unsafe extern "C" fn payidem_order_list_get(
 /// Errors: none.
 #[no_mangle]
 pub unsafe extern "C" fn payidem_order_list_free(list: *mut payidem_order_list) {
-    if !list.is_null() {
-        guard_value((), || drop(Box::from_raw(list)));
-    }
+    free(list);
 }

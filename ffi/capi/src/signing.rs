@@ -8,8 +8,12 @@ use payidem::protocol::{
     SignedAttempt, Signer,
 };
 
-use crate::boundary::{guard, guard_value};
+use crate::boundary::guard;
 use crate::error::{payidem_error, FfiError};
+/// The one text writer, [`crate::handles::write_text`], also named here for
+/// the modules that import it from this file (`call.rs`, `policy.rs`).
+pub(crate) use crate::handles::write_text;
+use crate::handles::{fill, free, give, header_at, read_or, req_bytes, text_of};
 use crate::result::payidem_result;
 use crate::text::{bytes, handle, opt_str, out, req_str};
 
@@ -111,43 +115,6 @@ fn fill_fixed<const N: usize>(field: &mut [c_char], text: &str) {
     }
 }
 
-/// Copies `text` and a NUL into `field` (the text is known to fit).
-fn fill(field: &mut [c_char], text: &str) {
-    let bytes = text.as_bytes();
-    let len = bytes.len().min(field.len() - 1);
-    // SAFETY: `len` bytes fit in `field` with room for the NUL.
-    unsafe { ptr::copy_nonoverlapping(bytes.as_ptr(), field.as_mut_ptr().cast::<u8>(), len) };
-    field[len] = 0;
-}
-
-/// Writes `text` and its NUL into the caller's `buf` of `buf_len` bytes.
-/// `*len_out` (when given) receives the text's length without the NUL, also
-/// when the buffer is too small.
-pub(crate) unsafe fn write_text(
-    text: &str,
-    buf: *mut c_char,
-    buf_len: usize,
-    len_out: *mut usize,
-    name: &str,
-) -> Result<(), FfiError> {
-    if buf.is_null() && buf_len > 0 {
-        return Err(FfiError::invalid(
-            name,
-            format!("is NULL but its length is {buf_len}"),
-        ));
-    }
-    if !len_out.is_null() {
-        len_out.write(text.len());
-    }
-    let needed = text.len() + 1;
-    if buf_len < needed {
-        return Err(FfiError::buffer_too_small(name, needed, buf_len));
-    }
-    ptr::copy_nonoverlapping(text.as_ptr(), buf.cast::<u8>(), text.len());
-    buf.add(text.len()).write(0);
-    Ok(())
-}
-
 /// Creates a signer for `key_id` (1..=128 of `[A-Za-z0-9._:-]`) and a
 /// secret of 16..=1024 bytes. The secret is copied into keyed MAC state;
 /// the caller may wipe its own copy at once.
@@ -169,13 +136,10 @@ pub unsafe extern "C" fn payidem_signer_new(
 ) -> payidem_result {
     guard(err_out, || {
         let key_id = req_str(key_id, "key_id")?;
-        if secret.is_null() {
-            return Err(FfiError::null("secret"));
-        }
-        let secret = bytes(secret, secret_len, "secret")?;
+        let secret = req_bytes(secret, secret_len, "secret")?;
         let slot = out(signer_out, "signer_out")?;
         let inner = Signer::new(key_id, secret)?;
-        slot.write(Box::into_raw(Box::new(payidem_signer { inner })));
+        give(slot, payidem_signer { inner });
         Ok(())
     })
 }
@@ -191,9 +155,7 @@ pub unsafe extern "C" fn payidem_signer_new(
 /// Errors: none.
 #[no_mangle]
 pub unsafe extern "C" fn payidem_signer_free(signer: *mut payidem_signer) {
-    if !signer.is_null() {
-        guard_value((), || drop(Box::from_raw(signer)));
-    }
+    free(signer);
 }
 
 unsafe fn sign_attempt(
@@ -256,9 +218,7 @@ pub unsafe extern "C" fn payidem_signer_sign_attempt(
             timestamp,
             None,
         )?;
-        slot.write(Box::into_raw(Box::new(payidem_signed_attempt::new(
-            &signed,
-        ))));
+        give(slot, payidem_signed_attempt::new(&signed));
         Ok(())
     })
 }
@@ -298,9 +258,7 @@ pub unsafe extern "C" fn payidem_signer_sign_attempt_with_nonce(
             timestamp,
             Some(nonce),
         )?;
-        slot.write(Box::into_raw(Box::new(payidem_signed_attempt::new(
-            &signed,
-        ))));
+        give(slot, payidem_signed_attempt::new(&signed));
         Ok(())
     })
 }
@@ -493,7 +451,7 @@ pub unsafe extern "C" fn payidem_body_sha256_hex(
 pub unsafe extern "C" fn payidem_signed_attempt_header_count(
     attempt: *const payidem_signed_attempt,
 ) -> usize {
-    guard_value(0, || attempt.as_ref().map_or(0, |a| a.headers.len()))
+    read_or(attempt, 0, |a| a.headers.len())
 }
 
 /// The header at `index` (0-based, in the order `X-Api-Key`,
@@ -516,20 +474,7 @@ pub unsafe extern "C" fn payidem_signed_attempt_header_at(
 ) -> payidem_result {
     guard(err_out, || {
         let attempt = handle(attempt, "attempt")?;
-        let name_slot = out(name_out, "name_out")?;
-        let value_slot = out(value_out, "value_out")?;
-        let (name, value) = attempt.headers.get(index).ok_or_else(|| {
-            FfiError::invalid(
-                "index",
-                format!(
-                    "is {index}; the attempt has {} headers",
-                    attempt.headers.len()
-                ),
-            )
-        })?;
-        name_slot.write(name.as_ptr());
-        value_slot.write(value.as_ptr());
-        Ok(())
+        header_at("attempt", &attempt.headers, index, name_out, value_out)
     })
 }
 
@@ -543,7 +488,7 @@ pub unsafe extern "C" fn payidem_signed_attempt_header_at(
 pub unsafe extern "C" fn payidem_signed_attempt_timestamp(
     attempt: *const payidem_signed_attempt,
 ) -> u64 {
-    guard_value(0, || attempt.as_ref().map_or(0, |a| a.timestamp))
+    read_or(attempt, 0, |a| a.timestamp)
 }
 
 /// The `X-Nonce` value.
@@ -556,11 +501,7 @@ pub unsafe extern "C" fn payidem_signed_attempt_timestamp(
 pub unsafe extern "C" fn payidem_signed_attempt_nonce(
     attempt: *const payidem_signed_attempt,
 ) -> *const c_char {
-    guard_value(ptr::null(), || {
-        attempt
-            .as_ref()
-            .map_or(ptr::null(), |a| a.headers[NONCE_INDEX].1.as_ptr())
-    })
+    text_of(attempt, |a| Some(&a.headers[NONCE_INDEX].1))
 }
 
 /// The `X-Signature` value.
@@ -573,11 +514,7 @@ pub unsafe extern "C" fn payidem_signed_attempt_nonce(
 pub unsafe extern "C" fn payidem_signed_attempt_signature(
     attempt: *const payidem_signed_attempt,
 ) -> *const c_char {
-    guard_value(ptr::null(), || {
-        attempt
-            .as_ref()
-            .map_or(ptr::null(), |a| a.headers[SIGNATURE_INDEX].1.as_ptr())
-    })
+    text_of(attempt, |a| Some(&a.headers[SIGNATURE_INDEX].1))
 }
 
 /// Frees a signed attempt.
@@ -591,7 +528,5 @@ pub unsafe extern "C" fn payidem_signed_attempt_signature(
 /// Errors: none.
 #[no_mangle]
 pub unsafe extern "C" fn payidem_signed_attempt_free(attempt: *mut payidem_signed_attempt) {
-    if !attempt.is_null() {
-        guard_value((), || drop(Box::from_raw(attempt)));
-    }
+    free(attempt);
 }

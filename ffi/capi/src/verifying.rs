@@ -1,17 +1,18 @@
 //! Platform-side verification of signed requests.
 
 use std::ffi::{c_char, CStr, CString};
-use std::ptr;
 use std::sync::{PoisonError, RwLock};
 
-use payidem::protocol::{IncomingRequest, Refusal, Verifier, VerifierConfig};
-use payidem::replay_store::ReplayStore;
+use payidem::protocol::Refusal;
+use payidem::verifier::replay_store::ReplayStore;
+use payidem::verifier::{IncomingRequest, Verifier, VerifierConfig};
 use payidem::{Error, ErrorCode};
 
-use crate::boundary::{guard, guard_value};
+use crate::boundary::guard;
 use crate::error::{
     payidem_error, payidem_error_code, payidem_error_message, payidem_error_server_time, FfiError,
 };
+use crate::handles::{bytes_of, fill, free, give, header_at, read_or, text_of};
 use crate::headers::{payidem_header, read_headers};
 use crate::result::payidem_result;
 use crate::signing::{
@@ -127,9 +128,12 @@ fn new_verifier(
         },
         store,
     )?;
-    slot.write(Box::into_raw(Box::new(payidem_verifier {
-        inner: RwLock::new(inner),
-    })));
+    give(
+        slot,
+        payidem_verifier {
+            inner: RwLock::new(inner),
+        },
+    );
     Ok(())
 }
 
@@ -154,6 +158,20 @@ unsafe fn read_secrets<'a>(
         .collect()
 }
 
+/// The verifier, key id and secrets of `payidem_verifier_add_key` and
+/// `payidem_verifier_set_secrets`, checked in that order.
+unsafe fn read_key_secrets<'a>(
+    verifier: *const payidem_verifier,
+    key_id: *const c_char,
+    secrets: *const *const u8,
+    secret_lens: *const usize,
+    count: usize,
+) -> Result<(&'a payidem_verifier, &'a str, Vec<&'a [u8]>), FfiError> {
+    let verifier = handle(verifier, "verifier")?;
+    let key_id = req_str(key_id, "key_id")?;
+    Ok((verifier, key_id, read_secrets(secrets, secret_lens, count)?))
+}
+
 /// Adds `key_id` with its `count` active secrets (each 16..=1024 bytes;
 /// several for rotation: any may match). The secrets are copied.
 ///
@@ -174,15 +192,13 @@ pub unsafe extern "C" fn payidem_verifier_add_key(
     err_out: *mut *mut payidem_error,
 ) -> payidem_result {
     guard(err_out, || {
-        let verifier = handle(verifier, "verifier")?;
-        let key_id = req_str(key_id, "key_id")?;
-        let secrets = read_secrets(secrets, secret_lens, count)?;
-        verifier
+        let (verifier, key_id, secrets) =
+            read_key_secrets(verifier, key_id, secrets, secret_lens, count)?;
+        let mut inner = verifier
             .inner
             .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .add_key(key_id, &secrets)?;
-        Ok(())
+            .unwrap_or_else(PoisonError::into_inner);
+        Ok(inner.add_key(key_id, &secrets)?)
     })
 }
 
@@ -204,15 +220,13 @@ pub unsafe extern "C" fn payidem_verifier_set_secrets(
     err_out: *mut *mut payidem_error,
 ) -> payidem_result {
     guard(err_out, || {
-        let verifier = handle(verifier, "verifier")?;
-        let key_id = req_str(key_id, "key_id")?;
-        let secrets = read_secrets(secrets, secret_lens, count)?;
-        verifier
+        let (verifier, key_id, secrets) =
+            read_key_secrets(verifier, key_id, secrets, secret_lens, count)?;
+        let inner = verifier
             .inner
             .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .set_secrets(key_id, &secrets)?;
-        Ok(())
+            .unwrap_or_else(PoisonError::into_inner);
+        Ok(inner.set_secrets(key_id, &secrets)?)
     })
 }
 
@@ -231,15 +245,6 @@ pub struct payidem_verified {
     pub nonce: [c_char; PAYIDEM_NONCE_BUF_LEN],
     /// The signed timestamp (`X-Timestamp`, Unix seconds).
     pub timestamp: u64,
-}
-
-/// Copies `text` and a NUL into `field` (the caller checked the length).
-fn fill(field: &mut [c_char], text: &str) {
-    let n = text.len().min(field.len() - 1);
-    for (slot, byte) in field.iter_mut().zip(&text.as_bytes()[..n]) {
-        *slot = *byte as c_char;
-    }
-    field[n] = 0;
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -472,9 +477,7 @@ pub unsafe extern "C" fn payidem_verifier_set_nonce_capacity_total(
 /// Errors: none.
 #[no_mangle]
 pub unsafe extern "C" fn payidem_verifier_free(verifier: *mut payidem_verifier) {
-    if !verifier.is_null() {
-        guard_value((), || drop(Box::from_raw(verifier)));
-    }
+    free(verifier);
 }
 
 /// The HTTP answer that refuses a request which failed verification (or
@@ -504,10 +507,6 @@ impl payidem_refusal {
                 .collect(),
             body: refusal.body().to_vec(),
         }
-    }
-
-    fn boxed(refusal: &Refusal) -> *mut payidem_refusal {
-        Box::into_raw(Box::new(payidem_refusal::new(refusal)))
     }
 }
 
@@ -559,7 +558,7 @@ pub unsafe extern "C" fn payidem_refusal_from_error(
         if payidem_error_server_time(error, &mut server_time) {
             core = core.with_server_time(server_time);
         }
-        slot.write(payidem_refusal::boxed(&Refusal::for_error(&core)));
+        give(slot, payidem_refusal::new(&Refusal::for_error(&core)));
         Ok(())
     })
 }
@@ -593,7 +592,7 @@ pub unsafe extern "C" fn payidem_refusal_new(
         let message = req_str(message, "message")?;
         let core = Error::new(result.error_code().unwrap_or(ErrorCode::Internal), message)
             .with_server_time(server_time);
-        slot.write(payidem_refusal::boxed(&Refusal::for_error(&core)));
+        give(slot, payidem_refusal::new(&Refusal::for_error(&core)));
         Ok(())
     })
 }
@@ -614,9 +613,10 @@ pub unsafe extern "C" fn payidem_refusal_body_too_large(
 ) -> payidem_result {
     guard(err_out, || {
         let slot = out(refusal_out, "refusal_out")?;
-        slot.write(payidem_refusal::boxed(&Refusal::body_too_large(
-            limit_bytes,
-        )));
+        give(
+            slot,
+            payidem_refusal::new(&Refusal::body_too_large(limit_bytes)),
+        );
         Ok(())
     })
 }
@@ -629,7 +629,7 @@ pub unsafe extern "C" fn payidem_refusal_body_too_large(
 /// Errors: none.
 #[no_mangle]
 pub unsafe extern "C" fn payidem_refusal_status(refusal: *const payidem_refusal) -> u16 {
-    guard_value(0, || refusal.as_ref().map_or(0, |r| r.status))
+    read_or(refusal, 0, |r| r.status)
 }
 
 /// The error code the body carries (e.g. `"nonce_reused"`,
@@ -642,9 +642,7 @@ pub unsafe extern "C" fn payidem_refusal_status(refusal: *const payidem_refusal)
 /// Errors: none.
 #[no_mangle]
 pub unsafe extern "C" fn payidem_refusal_code(refusal: *const payidem_refusal) -> *const c_char {
-    guard_value(ptr::null(), || {
-        refusal.as_ref().map_or(ptr::null(), |r| r.code.as_ptr())
-    })
+    text_of(refusal, |r| Some(&r.code))
 }
 
 /// How many headers to send (besides framing ones such as
@@ -656,7 +654,7 @@ pub unsafe extern "C" fn payidem_refusal_code(refusal: *const payidem_refusal) -
 /// Errors: none.
 #[no_mangle]
 pub unsafe extern "C" fn payidem_refusal_header_count(refusal: *const payidem_refusal) -> usize {
-    guard_value(0, || refusal.as_ref().map_or(0, |r| r.headers.len()))
+    read_or(refusal, 0, |r| r.headers.len())
 }
 
 /// The header at `index` (0-based): `Content-Type` first, then for
@@ -681,20 +679,7 @@ pub unsafe extern "C" fn payidem_refusal_header_at(
 ) -> payidem_result {
     guard(err_out, || {
         let refusal = handle(refusal, "refusal")?;
-        let name_slot = out(name_out, "name_out")?;
-        let value_slot = out(value_out, "value_out")?;
-        let (name, value) = refusal.headers.get(index).ok_or_else(|| {
-            FfiError::invalid(
-                "index",
-                format!(
-                    "is {index}; the refusal has {} headers",
-                    refusal.headers.len()
-                ),
-            )
-        })?;
-        name_slot.write(name.as_ptr());
-        value_slot.write(value.as_ptr());
-        Ok(())
+        header_at("refusal", &refusal.headers, index, name_out, value_out)
     })
 }
 
@@ -713,14 +698,7 @@ pub unsafe extern "C" fn payidem_refusal_body(
     body_out: *mut *const u8,
     len_out: *mut usize,
 ) -> bool {
-    guard_value(false, || match refusal.as_ref() {
-        Some(r) if !body_out.is_null() && !len_out.is_null() => {
-            body_out.write(r.body.as_ptr());
-            len_out.write(r.body.len());
-            true
-        }
-        _ => false,
-    })
+    bytes_of(refusal, body_out, len_out, |r| &r.body)
 }
 
 /// Frees a refusal.
@@ -734,13 +712,13 @@ pub unsafe extern "C" fn payidem_refusal_body(
 /// Errors: none.
 #[no_mangle]
 pub unsafe extern "C" fn payidem_refusal_free(refusal: *mut payidem_refusal) {
-    if !refusal.is_null() {
-        guard_value((), || drop(Box::from_raw(refusal)));
-    }
+    free(refusal);
 }
 
 #[cfg(test)]
 mod tests {
+    use std::ptr;
+
     use super::*;
     use crate::error::{payidem_error_field, payidem_error_free};
 

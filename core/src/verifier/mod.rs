@@ -1,5 +1,13 @@
 //! Platform-side verification of signed requests (protocol section 3,
-//! steps 1 to 6).
+//! steps 1 to 6), the replay store that remembers accepted nonces (in
+//! memory, or in Redis shared by a fleet) and the verifier's metrics. Built
+//! on the pure [`protocol`](crate::protocol) rules; the only part of the
+//! crate below the client that may do I/O (a shared Redis replay store).
+
+pub mod metrics;
+#[cfg(test)]
+mod refusal_tests;
+pub mod replay_store;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -7,15 +15,16 @@ use std::sync::{Arc, RwLock};
 
 use hmac::Mac;
 
-use super::canonical::{body_sha256_hex_bytes, CanonicalParts};
-use super::fields;
-use super::headers;
-use super::nonce_cache::{Budget, NonceCache, Refusal};
-use super::secret::KeyedMac;
 use crate::error::{Error, ErrorCode, Result};
 use crate::hex;
-use crate::metrics::{Snapshot, VerifierMetrics};
-use crate::replay_store::{Claim, RedisReplay, ReplayStore};
+use crate::metrics::Snapshot;
+use crate::protocol::canonical::{body_sha256_hex_bytes, CanonicalParts};
+use crate::protocol::fields;
+use crate::protocol::headers;
+use crate::protocol::nonce_cache::{Budget, NonceCache, Refusal};
+use crate::protocol::secret::KeyedMac;
+use metrics::VerifierMetrics;
+use replay_store::{Claim, RedisReplay, ReplayStore};
 
 /// Settings of a [`Verifier`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -127,7 +136,7 @@ impl Verifier {
     /// An empty verifier that records nonces in `store`: in memory
     /// ([`ReplayStore::Memory`], the same as [`Verifier::new`]), or in a
     /// Redis server shared by a fleet ([`ReplayStore::Redis`]; see
-    /// [`crate::replay_store`]). Nothing is connected here: an unreachable
+    /// [`replay_store`]). Nothing is connected here: an unreachable
     /// Redis makes each verification fail closed with
     /// `replay_store_unavailable`; [`Verifier::check_replay_store`] tests it
     /// up front. With Redis, `nonce_capacity_per_key`, `shards` and
@@ -363,7 +372,7 @@ impl Verifier {
     fn record_in_memory(
         &self,
         entry: &KeyEntry,
-        located: &super::nonce_cache::Located,
+        located: &crate::protocol::nonce_cache::Located,
         expires_at: u64,
         now: u64,
     ) -> Result<()> {

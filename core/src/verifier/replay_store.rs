@@ -1,4 +1,4 @@
-//! Where a [`Verifier`](crate::protocol::Verifier) records the nonces it
+//! Where a [`Verifier`](super::Verifier) records the nonces it
 //! accepted: in its own memory (the default, one process), or in a Redis
 //! server shared by a fleet of verifiers, so that a request accepted by one
 //! node is refused as a replay by every other node.
@@ -34,10 +34,7 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_millis(250);
 pub const DEFAULT_IO_TIMEOUT: Duration = Duration::from_millis(250);
 /// The default number of idle connections kept for reuse: 16.
 pub const DEFAULT_POOL_SIZE: usize = 16;
-/// The `Retry-After` (seconds) of every `replay_store_unavailable` refusal:
-/// the store could not answer, or the request was signed before its epoch
-/// (a fresh attempt a second later is past it, or close: the skew is 2 s).
-pub const UNAVAILABLE_RETRY_AFTER_SECONDS: u64 = 1;
+pub use crate::protocol::refusal::UNAVAILABLE_RETRY_AFTER_SECONDS;
 
 /// The longest key prefix accepted, in bytes.
 const MAX_KEY_PREFIX_BYTES: usize = 128;
@@ -143,26 +140,26 @@ impl RedisStoreConfig {
         if self.io_timeout.is_zero() {
             return Err(Error::invalid("io_timeout", "must be positive"));
         }
-        if self.margin_seconds > crate::protocol::MAX_WINDOW_SECONDS {
+        if self.margin_seconds > super::MAX_WINDOW_SECONDS {
             return Err(Error::invalid(
                 "margin_seconds",
-                format!("must be at most {}", crate::protocol::MAX_WINDOW_SECONDS),
+                format!("must be at most {}", super::MAX_WINDOW_SECONDS),
             ));
         }
-        if self.epoch_skew_seconds > crate::protocol::MAX_WINDOW_SECONDS {
+        if self.epoch_skew_seconds > super::MAX_WINDOW_SECONDS {
             return Err(Error::invalid(
                 "epoch_skew_seconds",
-                format!("must be at most {}", crate::protocol::MAX_WINDOW_SECONDS),
+                format!("must be at most {}", super::MAX_WINDOW_SECONDS),
             ));
         }
         Ok(())
     }
 
     /// The URL without user, password, query or fragment, for logs and
-    /// `Debug` ([`redact_url`](crate::redact_url), the rule of every
+    /// `Debug` ([`redact_url`](crate::redact::redact_url), the rule of every
     /// language).
     pub fn redacted_url(&self) -> String {
-        crate::redact_url(&self.url)
+        crate::redact::redact_url(&self.url)
     }
 }
 

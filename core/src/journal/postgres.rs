@@ -61,7 +61,7 @@ pub struct PostgresJournalOptions {
     /// MAC, and every read that can lead to a send or a settled answer
     /// (open, claim, claim_next, get, list, reconcile) refuses a row whose
     /// MAC is wrong, or missing once the journal is sealed
-    /// ([`PostgresJournal::seal`]), with `journal_error` naming its order
+    /// (by the first handle with a key), with `journal_error` naming its order
     /// id. Without it (the default) rows are not verified. A
     /// [`Client`](crate::Client) always connects with a key and seals the
     /// journal; see docs/journal-integrity.md.
@@ -128,14 +128,14 @@ pub enum PgPoint {
 #[doc(hidden)]
 pub type PgHook = Arc<dyn Fn(PgPoint) + Send + Sync>;
 
-/// A [`Journal`] in a PostgreSQL database, for fleets of client instances
+/// A [`Journal`](crate::journal::Journal) in a PostgreSQL database, for fleets of client instances
 /// without local state.
 ///
 /// Any number of `PostgresJournal`s, in any number of processes and hosts,
 /// may share one database; every change is one transaction, and row locks
 /// decide which call wins each lease.
 ///
-/// Durability: [`Journal::record_attempt`] commits with
+/// Durability: [`Journal::record_attempt`](crate::journal::Journal::record_attempt) commits with
 /// `synchronous_commit = on` (forced for that transaction, whatever the
 /// server, database or role default is) the first time it is called under
 /// each lease, which covers an operation's first attempt and the first
@@ -148,7 +148,7 @@ pub type PgHook = Arc<dyn Fn(PgPoint) + Send + Sync>;
 /// `now` argument of the trait's methods is not compared with anything:
 /// a lease's length is taken as `lease.expires_at - now` (both the
 /// caller's, so the caller's clock error cancels out) and starts at the
-/// database's `now()`; an `expires_at` of [`rules::MAX_TIME`] or more (or
+/// database's `now()`; an `expires_at` of `i64::MAX` or more (or
 /// more than 100 years away) never expires.
 ///
 /// Fencing: taking a lease (open, claim, claim_next) increments the row's
@@ -166,7 +166,7 @@ pub type PgHook = Arc<dyn Fn(PgPoint) + Send + Sync>;
 /// thread that runs a tokio runtime panics; callers in async code use
 /// `tokio::task::spawn_blocking`.
 ///
-/// [`Journal::release`] by a call that does not hold the lease is a no-op.
+/// [`Journal::release`](crate::journal::Journal::release) by a call that does not hold the lease is a no-op.
 pub struct PostgresJournal {
     config: Config,
     /// The TLS connector, when the URL asked for TLS.

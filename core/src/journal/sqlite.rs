@@ -76,13 +76,13 @@ impl Default for SqliteJournalOptions {
     }
 }
 
-/// A [`Journal`] in a SQLite file.
+/// A [`Journal`](crate::journal::Journal) in a SQLite file.
 ///
 /// Several `SqliteJournal`s, in one process or many, may use the same file
 /// at once; every change is one transaction holding the file's write lock,
 /// so exactly one call wins each lease.
 ///
-/// Durability: [`Journal::record_attempt`] returns only once its write, and
+/// Durability: [`Journal::record_attempt`](crate::journal::Journal::record_attempt) returns only once its write, and
 /// every write before it, is on disk (fsync'd) whenever the operation was
 /// pending or it is the first attempt recorded under that lease (a call
 /// resuming an operation). Concurrent calls of one `SqliteJournal` share
@@ -101,7 +101,7 @@ impl Default for SqliteJournalOptions {
 /// above: a checkpoint with `synchronous=OFF` copies frames out of the WAL
 /// without fsync, which breaks SQLite's own durability as well.
 ///
-/// [`Journal::release`] by a call that does not hold the lease is a no-op.
+/// [`Journal::release`](crate::journal::Journal::release) by a call that does not hold the lease is a no-op.
 pub struct SqliteJournal {
     ctx: Context,
     conn: Mutex<Connection>,

@@ -88,7 +88,7 @@ impl PostgresJournal {
     /// The statement and parameters that record `operation` as pending,
     /// without a lease, in the caller's own transaction, together with the
     /// caller's business rows (the outbox pattern), with `$n` placeholders.
-    /// Any instance's [`Journal::claim_next`] (e.g.
+    /// Any instance's [`Journal::claim_next`](crate::journal::Journal::claim_next) (e.g.
     /// [`Client::take_over`](crate::Client::take_over)) later takes and
     /// sends it, with its key and body unchanged.
     ///

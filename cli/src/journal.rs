@@ -6,8 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use payidem::journal::{
-    Journal, JournalKey, JournalScope, Listed, OperationRecord, PostgresJournal,
-    PostgresJournalOptions, SqliteJournal, SqliteJournalOptions,
+    Journal, JournalKey, JournalOpenOptions, JournalScope, Listed, OperationRecord,
 };
 use payidem::operation::OperationState;
 use payidem::{CallOptions, Client, ClientConfig, ErrorCode, JournalChoice};
@@ -123,49 +122,26 @@ fn open_keyed(
     read_only: bool,
     scope: Option<JournalScope>,
 ) -> Result<Opened, Failure> {
-    let path = match JournalChoice::from_setting(arg.journal.as_deref()) {
-        JournalChoice::Sqlite(path) => path,
-        JournalChoice::Postgres(url) => {
-            let options = PostgresJournalOptions {
-                journal_key: key.as_ref().map(|(k, _)| k.clone()),
-                scope,
-                create: false,
-                ..PostgresJournalOptions::default()
-            };
-            let journal = PostgresJournal::connect(&url, options)?;
-            return Ok(Opened {
-                name: journal.target().to_owned(),
-                journal: Arc::new(journal),
-                key_from: key.map(|(_, from)| from),
-            });
+    let opened = payidem::journal::open(
+        &JournalChoice::from_setting(arg.journal.as_deref()),
+        JournalOpenOptions {
+            journal_key: key.as_ref().map(|(k, _)| k.clone()),
+            scope,
+            existing_only: true,
+            read_only,
+        },
+    )
+    .map_err(|e| {
+        let mut failure = Failure::from(e);
+        if failure.message.ends_with("does not exist") {
+            let hint = format!(" (pass --journal PATH or set {ENV_JOURNAL})");
+            failure.message.push_str(&hint);
         }
-        JournalChoice::Memory => {
-            return Err(Failure::new(
-                Exit::Usage,
-                "a memory journal lives only inside its own process; name a journal file",
-            ))
-        }
-        JournalChoice::Default | JournalChoice::Custom(_) => {
-            payidem::journal::default_journal_path()?
-        }
-    };
-    let name = path.display().to_string();
-    if !path.exists() {
-        return Err(Failure::new(
-            Exit::Failed,
-            format!("journal {name} does not exist (pass --journal PATH or set {ENV_JOURNAL})"),
-        ));
-    }
-    let options = SqliteJournalOptions {
-        journal_key: key.as_ref().map(|(k, _)| k.clone()),
-        read_only,
-        scope,
-        ..SqliteJournalOptions::default()
-    };
-    let journal = SqliteJournal::open(&path, options)?;
+        failure
+    })?;
     Ok(Opened {
-        journal: Arc::new(journal),
-        name,
+        journal: opened.journal,
+        name: opened.name,
         key_from: key.map(|(_, from)| from),
     })
 }

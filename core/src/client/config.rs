@@ -1,73 +1,12 @@
 //! Settings of a [`Client`](super::Client).
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
-use crate::journal::{Journal, JournalKey};
+pub use crate::journal::JournalChoice;
+use crate::journal::JournalKey;
 use crate::policy::RetryBudgetConfig;
 use crate::policy::RetryPolicy;
-
-/// Where a client keeps its operations. Its `Debug` shows URLs and file
-/// names through [`redact_url`](crate::redact::redact_url): never a password.
-#[derive(Clone)]
-pub enum JournalChoice {
-    /// The durable default: a SQLite file at
-    /// [`default_journal_path`](crate::journal::default_journal_path), its
-    /// directories created owner-only (0700) and the file 0600.
-    Default,
-    /// A SQLite file (created 0600 if missing; its directory must exist).
-    Sqlite(PathBuf),
-    /// Memory only: operations are lost with the process. For tests.
-    Memory,
-    /// A PostgreSQL database shared by every instance of a fleet, by its
-    /// connection URL (`postgres://user:password@host:port/db` or
-    /// `postgresql://…`, unix sockets as `?host=/run/postgresql`); see
-    /// [`PostgresJournal`](crate::journal::PostgresJournal). The URL may
-    /// hold a password: it is never printed.
-    Postgres(String),
-    /// A journal the caller built.
-    Custom(Arc<dyn Journal>),
-}
-
-impl JournalChoice {
-    /// The choice a binding's journal setting names: none (or empty) is the
-    /// durable [`JournalChoice::Default`],
-    /// [`MEMORY_JOURNAL`](crate::journal::MEMORY_JOURNAL) is
-    /// [`JournalChoice::Memory`], a URL starting with `postgres://` or
-    /// `postgresql://` [`JournalChoice::Postgres`], anything else a SQLite
-    /// file.
-    pub fn from_setting(setting: Option<&str>) -> JournalChoice {
-        match setting {
-            None | Some("") => JournalChoice::Default,
-            Some(crate::journal::MEMORY_JOURNAL) => JournalChoice::Memory,
-            Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
-                JournalChoice::Postgres(url.to_owned())
-            }
-            Some(path) => JournalChoice::Sqlite(PathBuf::from(path)),
-        }
-    }
-}
-
-impl std::fmt::Debug for JournalChoice {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            JournalChoice::Default => f.write_str("Default"),
-            // A mistyped PostgreSQL URL is taken for a file name.
-            JournalChoice::Sqlite(path) => f
-                .debug_tuple("Sqlite")
-                .field(&crate::redact::redact_url(&path.to_string_lossy()))
-                .finish(),
-            JournalChoice::Memory => f.write_str("Memory"),
-            // The URL may carry a password.
-            JournalChoice::Postgres(url) => f
-                .debug_tuple("Postgres")
-                .field(&crate::redact::redact_url(url))
-                .finish(),
-            JournalChoice::Custom(_) => f.write_str("Custom(..)"),
-        }
-    }
-}
 
 /// Everything a client needs except its secret, which is passed separately
 /// so that it never sits in a printable struct. Its `Debug` shows the base

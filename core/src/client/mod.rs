@@ -26,8 +26,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::journal::{
-    Journal, JournalKey, JournalScope, Lease, MemoryJournal, Opened, OperationRecord, OutboxInsert,
-    ParamStyle, PostgresJournal, PostgresJournalOptions, SqliteJournal, SqliteJournalOptions,
+    Journal, JournalKey, JournalScope, Lease, Opened, OperationRecord, OutboxInsert, ParamStyle,
+    PostgresJournal,
 };
 use crate::operation::{
     CallLimits, CallSetup, End, FrozenOperation, Operation, OperationSpec, OperationState, Outcome,
@@ -251,40 +251,15 @@ impl Client {
             platform: platform.clone(),
             key_id: config.key_id.clone(),
         };
-        let sqlite = SqliteJournalOptions {
-            journal_key: Some(journal_key.clone()),
-            scope: Some(scope.clone()),
-            ..SqliteJournalOptions::default()
-        };
-        let mut postgres = None;
-        let journal: Arc<dyn Journal> = match &config.journal {
-            config::JournalChoice::Default => {
-                let path = crate::journal::default_journal_path()?;
-                crate::journal::create_private_dirs(&path)?;
-                Arc::new(SqliteJournal::open(&path, sqlite)?)
-            }
-            config::JournalChoice::Sqlite(path) => {
-                // A mistyped PostgreSQL URL lands here: its errors name it
-                // redacted.
-                let journal = SqliteJournal::open(path, sqlite)
-                    .map_err(|e| e.with_location_redacted(&path.to_string_lossy()))?;
-                Arc::new(journal)
-            }
-            config::JournalChoice::Memory => Arc::new(MemoryJournal::new()),
-            config::JournalChoice::Postgres(url) => {
-                let journal = Arc::new(PostgresJournal::connect(
-                    url,
-                    PostgresJournalOptions {
-                        journal_key: Some(journal_key.clone()),
-                        scope: Some(scope.clone()),
-                        ..PostgresJournalOptions::default()
-                    },
-                )?);
-                postgres = Some(Arc::clone(&journal));
-                journal
-            }
-            config::JournalChoice::Custom(journal) => Arc::clone(journal),
-        };
+        let opened = crate::journal::open(
+            &config.journal,
+            crate::journal::JournalOpenOptions {
+                journal_key: Some(journal_key.clone()),
+                scope: Some(scope.clone()),
+                ..crate::journal::JournalOpenOptions::default()
+            },
+        )?;
+        let (journal, postgres) = (opened.journal, opened.postgres);
         // The offset a previous process learnt, when fresh and believable.
         let stored_offset = transport
             .clock_trusted()

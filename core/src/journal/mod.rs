@@ -58,11 +58,26 @@
 //! connection, and fences every write of a lease holder by its epoch.
 //! Lease and record times come from the database clock. See
 //! docs/postgres-journal.md.
+//!
+//! # One engine over storage
+//!
+//! Every rule of a journal (same request or `idempotency_conflict`,
+//! settled, busy, lease expiry and fencing, attempts, MACs and scope,
+//! reconcile, purge horizon, list and check) lives once, in `engine.rs`.
+//! [`MemoryJournal`], [`SqliteJournal`] and [`PostgresJournal`] are storage
+//! adapters: each implements the engine's `Storage` trait (one transaction
+//! over a `Tx` that loads, inserts and updates rows; listing, purging,
+//! reconciliations, clock offsets, its own check) and gets [`Journal`] from
+//! the engine. A new backend is one such file, and passes the contract
+//! suite (core/tests/journal.rs) unchanged. [`open`] opens any of them
+//! from the user's [`JournalChoice`].
 
 mod clock;
+mod engine;
 mod integrity;
 mod location;
 mod memory;
+mod open;
 mod owner;
 mod postgres;
 mod rules;
@@ -80,6 +95,7 @@ pub(crate) use integrity::{RowAuth, SealRecord, StoredMacs};
 pub(crate) use location::create_private_dirs;
 pub use location::{default_journal_path, MEMORY_JOURNAL};
 pub use memory::MemoryJournal;
+pub use open::{open, JournalChoice, JournalOpenOptions, OpenedJournal};
 pub use owner::process_owner;
 pub use sqlite::{DurabilityStats, SqliteJournal, SqliteJournalOptions, SCHEMA_VERSION};
 #[doc(hidden)]

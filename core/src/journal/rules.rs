@@ -24,6 +24,33 @@ pub(super) fn encoded_headers(response: Option<&Response>) -> Result<Option<Stri
         .transpose()
 }
 
+/// A settled response as stored: its status (`None`: no response), its
+/// headers as [`encoded_headers`] wrote them, its body and whether it was
+/// replayed; `corrupt` names what is wrong.
+pub(super) fn stored_response(
+    status: Option<i64>,
+    headers: Option<String>,
+    body: Option<Vec<u8>>,
+    replayed: bool,
+    corrupt: impl Fn(&str) -> Error,
+) -> Result<Option<Response>> {
+    let Some(status) = status else {
+        return Ok(None);
+    };
+    let status = u16::try_from(status).map_err(|_| corrupt("response status out of range"))?;
+    let headers = match headers {
+        Some(json) => serde_json::from_str::<Vec<(String, String)>>(&json)
+            .map_err(|_| corrupt("response headers are not a JSON array of pairs"))?,
+        None => Vec::new(),
+    };
+    Ok(Some(Response {
+        status,
+        headers,
+        body: body.unwrap_or_default(),
+        replayed,
+    }))
+}
+
 /// Refuses a `now` no journal can store.
 pub(super) fn check_now(now: u64) -> Result<()> {
     if now > MAX_TIME {

@@ -9,38 +9,35 @@
 //! without waiting for anyone.
 
 mod batch;
+mod file;
 mod group;
+mod rows;
 mod schema;
 
-use std::any::Any;
 use std::collections::HashMap;
 use std::fmt;
-use std::fs::File;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use rusqlite::ffi::ErrorCode as SqliteCode;
-use rusqlite::{
-    params, Connection, OpenFlags, OptionalExtension, Row, Transaction, TransactionBehavior,
-};
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Transaction};
 
-use batch::Job;
 use group::GroupCommit;
+use rows::{sql_time, RawReconciliation, RawRow, COLUMNS, RECONCILIATION_COLUMNS, SELECT_ONE};
 
 pub use group::DurabilityStats;
 #[doc(hidden)]
 pub use group::{SyncHook, SyncPoint};
 pub use schema::SCHEMA_VERSION;
 
-use super::rules;
-use super::{
-    Journal, JournalCheck, JournalKey, JournalScope, Lease, Listed, Opened, OperationRecord,
-    Reconciliation, RowAuth, RowState, StoredClockOffset, StoredMacs,
+use super::engine::{
+    self, Guard, Inspection, Intent, LeaseChange, Read, Row as Stored, StateWrite, Storage, Tx,
+    Unreadable, Work,
 };
+use super::{rules, JournalKey, JournalScope, Lease, Reconciliation, StoredClockOffset};
 use crate::error::{Error, ErrorCode, Result};
-use crate::operation::{FrozenOperation, OperationState, Response};
+use crate::operation::OperationState;
 
 /// How a [`SqliteJournal`] waits and behaves.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -79,13 +76,13 @@ impl Default for SqliteJournalOptions {
     }
 }
 
-/// A [`Journal`] in a SQLite file.
+/// A [`Journal`](crate::journal::Journal) in a SQLite file.
 ///
 /// Several `SqliteJournal`s, in one process or many, may use the same file
 /// at once; every change is one transaction holding the file's write lock,
 /// so exactly one call wins each lease.
 ///
-/// Durability: [`Journal::record_attempt`] returns only once its write, and
+/// Durability: [`Journal::record_attempt`](crate::journal::Journal::record_attempt) returns only once its write, and
 /// every write before it, is on disk (fsync'd) whenever the operation was
 /// pending or it is the first attempt recorded under that lease (a call
 /// resuming an operation). Concurrent calls of one `SqliteJournal` share
@@ -104,7 +101,7 @@ impl Default for SqliteJournalOptions {
 /// above: a checkpoint with `synchronous=OFF` copies frames out of the WAL
 /// without fsync, which breaks SQLite's own durability as well.
 ///
-/// [`Journal::release`] by a call that does not hold the lease is a no-op.
+/// [`Journal::release`](crate::journal::Journal::release) by a call that does not hold the lease is a no-op.
 pub struct SqliteJournal {
     ctx: Context,
     conn: Mutex<Connection>,
@@ -120,10 +117,8 @@ pub struct SqliteJournal {
     hook: Option<SyncHook>,
     /// The schema version this handle migrated the file from, if it did.
     migrated_from: Option<u32>,
-    /// How rows are authenticated (decided when the journal was opened).
-    auth: RwLock<RowAuth>,
-    /// The scope of the operations this handle creates and lists.
-    scope: Option<JournalScope>,
+    /// How rows are authenticated and scoped.
+    guard: Guard,
 }
 
 impl fmt::Debug for SqliteJournal {
@@ -178,241 +173,8 @@ impl Context {
     }
 }
 
-/// Columns of an [`OperationRecord`] plus its lease, in [`RawRow::read`]'s order.
-macro_rules! columns {
-    () => {
-        "order_id, idempotency_key, method, path, body, body_sha256, status_path, state, attempts, \
-         created_at, updated_at, response_status, response_headers, response_body, response_replayed, \
-         lease_owner, lease_expires, row_mac, platform, key_id, state_mac"
-    };
-}
-/// The columns of schema 3, in [`RawRow::read_v3`]'s order.
-const COLUMNS_V3: &str =
-    "order_id, idempotency_key, method, path, body, body_sha256, status_path, \
-     state, attempts, created_at, updated_at, response_status, response_headers, response_body, \
-     response_replayed, lease_owner, lease_expires, row_mac";
-const COLUMNS: &str = columns!();
-const SELECT_ONE: &str = concat!(
-    "SELECT ",
-    columns!(),
-    " FROM operations WHERE order_id = ?1"
-);
-
-/// A row as stored, before its values are checked.
-struct RawRow {
-    order_id: String,
-    idempotency_key: String,
-    method: String,
-    path: String,
-    body: Vec<u8>,
-    body_sha256: String,
-    status_path: Option<String>,
-    state: String,
-    attempts: i64,
-    created_at: i64,
-    updated_at: i64,
-    response_status: Option<i64>,
-    response_headers: Option<String>,
-    response_body: Option<Vec<u8>>,
-    response_replayed: Option<i64>,
-    lease_owner: Option<String>,
-    lease_expires: Option<i64>,
-    row_mac: Option<String>,
-    platform: Option<String>,
-    key_id: Option<String>,
-    state_mac: Option<String>,
-}
-
-/// A checked row: the record, its scope, its lease and its MACs.
-struct Stored {
-    record: OperationRecord,
-    scope: Option<JournalScope>,
-    lease_owner: Option<String>,
-    lease_expires: Option<u64>,
-    row_mac: Option<String>,
-    state_mac: Option<String>,
-}
-
-impl Stored {
-    fn macs(&self) -> StoredMacs<'_> {
-        StoredMacs {
-            row_mac: self.row_mac.as_deref(),
-            state_mac: self.state_mac.as_deref(),
-        }
-    }
-}
-
-impl RawRow {
-    /// A row of [`COLUMNS`].
-    fn read(row: &Row<'_>) -> rusqlite::Result<RawRow> {
-        RawRow::read_columns(row, true)
-    }
-
-    /// A row of a schema 3 journal ([`COLUMNS_V3`]).
-    fn read_v3(row: &Row<'_>) -> rusqlite::Result<RawRow> {
-        RawRow::read_columns(row, false)
-    }
-
-    fn read_columns(row: &Row<'_>, current: bool) -> rusqlite::Result<RawRow> {
-        let since_v4 = |i: usize| -> rusqlite::Result<Option<String>> {
-            if current {
-                row.get(i)
-            } else {
-                Ok(None)
-            }
-        };
-        Ok(RawRow {
-            order_id: row.get(0)?,
-            idempotency_key: row.get(1)?,
-            method: row.get(2)?,
-            path: row.get(3)?,
-            body: row.get(4)?,
-            body_sha256: row.get(5)?,
-            status_path: row.get(6)?,
-            state: row.get(7)?,
-            attempts: row.get(8)?,
-            created_at: row.get(9)?,
-            updated_at: row.get(10)?,
-            response_status: row.get(11)?,
-            response_headers: row.get(12)?,
-            response_body: row.get(13)?,
-            response_replayed: row.get(14)?,
-            lease_owner: row.get(15)?,
-            lease_expires: row.get(16)?,
-            row_mac: row.get(17)?,
-            platform: since_v4(18)?,
-            key_id: since_v4(19)?,
-            state_mac: since_v4(20)?,
-        })
-    }
-
-    fn check(self, ctx: &Context) -> Result<Stored> {
-        let order_id = self.order_id;
-        let corrupt =
-            |what: &str| ctx.refused(format!("corrupt row for order id {order_id:?}: {what}"));
-        let state =
-            OperationState::from_name(&self.state).ok_or_else(|| corrupt("unknown state"))?;
-        let attempts =
-            u32::try_from(self.attempts).map_err(|_| corrupt("attempts out of range"))?;
-        let created_at =
-            u64::try_from(self.created_at).map_err(|_| corrupt("negative created_at"))?;
-        let updated_at =
-            u64::try_from(self.updated_at).map_err(|_| corrupt("negative updated_at"))?;
-        let lease_expires = match self.lease_expires {
-            Some(t) => Some(u64::try_from(t).map_err(|_| corrupt("negative lease_expires"))?),
-            None => None,
-        };
-        let response = match self.response_status {
-            None => None,
-            Some(status) => {
-                let status =
-                    u16::try_from(status).map_err(|_| corrupt("response status out of range"))?;
-                let headers = match self.response_headers {
-                    Some(json) => serde_json::from_str::<Vec<(String, String)>>(&json)
-                        .map_err(|_| corrupt("response headers are not a JSON array of pairs"))?,
-                    None => Vec::new(),
-                };
-                Some(Response {
-                    status,
-                    headers,
-                    body: self.response_body.unwrap_or_default(),
-                    replayed: self.response_replayed.unwrap_or(0) != 0,
-                })
-            }
-        };
-        Ok(Stored {
-            record: OperationRecord {
-                operation: FrozenOperation {
-                    order_id,
-                    idempotency_key: self.idempotency_key,
-                    method: self.method,
-                    path: self.path,
-                    body: self.body,
-                    body_sha256: self.body_sha256,
-                    status_path: self.status_path,
-                },
-                state,
-                attempts,
-                created_at,
-                updated_at,
-                response,
-            },
-            scope: JournalScope::of_columns(self.platform, self.key_id),
-            lease_owner: self.lease_owner,
-            lease_expires,
-            row_mac: self.row_mac,
-            state_mac: self.state_mac,
-        })
-    }
-}
-
-const RECONCILIATION_COLUMNS: &str =
-    "order_id, idempotency_key, previous_state, state, reconciled_by, reconciled_at, reference";
-
-/// A reconciliation row as stored, before its values are checked.
-struct RawReconciliation {
-    order_id: String,
-    idempotency_key: String,
-    previous_state: String,
-    state: String,
-    by: String,
-    at: i64,
-    reference: String,
-}
-
-impl RawReconciliation {
-    fn read(row: &Row<'_>) -> rusqlite::Result<RawReconciliation> {
-        Ok(RawReconciliation {
-            order_id: row.get(0)?,
-            idempotency_key: row.get(1)?,
-            previous_state: row.get(2)?,
-            state: row.get(3)?,
-            by: row.get(4)?,
-            at: row.get(5)?,
-            reference: row.get(6)?,
-        })
-    }
-
-    fn check(self, ctx: &Context) -> Result<Reconciliation> {
-        let order_id = self.order_id;
-        let corrupt = |what: &str| {
-            ctx.refused(format!(
-                "corrupt reconciliation of order id {order_id:?}: {what}"
-            ))
-        };
-        let previous_state = OperationState::from_name(&self.previous_state)
-            .ok_or_else(|| corrupt("unknown previous state"))?;
-        let state = OperationState::from_name(&self.state)
-            .filter(|s| s.is_settled())
-            .ok_or_else(|| corrupt("unknown or unsettled state"))?;
-        let at = u64::try_from(self.at).map_err(|_| corrupt("negative reconciled_at"))?;
-        Ok(Reconciliation {
-            order_id,
-            idempotency_key: self.idempotency_key,
-            previous_state,
-            state,
-            by: self.by,
-            at,
-            reference: self.reference,
-        })
-    }
-}
-
-/// A Unix time as SQLite stores it; callers check it is at most
-/// [`rules::MAX_TIME`] first.
-fn sql_time(t: u64) -> i64 {
-    i64::try_from(t).unwrap_or(i64::MAX)
-}
-
 /// WAL pages after which a commit of this connection checkpoints.
 const CHECKPOINT_PAGES: i64 = 4000;
-
-/// Where an operation stood before `record_attempt` changed it.
-#[derive(Clone)]
-struct Before {
-    state: OperationState,
-    attempts: u32,
-}
 
 impl SqliteJournal {
     /// Opens (creating if missing, readable by its owner only) the journal
@@ -463,78 +225,15 @@ impl SqliteJournal {
         // this connection checkpoints, never what a checkpoint syncs.
         db.pragma_update(None, "wal_autocheckpoint", CHECKPOINT_PAGES)
             .map_err(|e| ctx.db("set the checkpoint interval", e))?;
-        let wal = open_wal(&db, &ctx)?;
-        Ok(SqliteJournal {
+        let wal = file::open_wal(&db, &ctx)?;
+        Ok(SqliteJournal::opened(
             ctx,
-            conn: Mutex::new(db),
-            group: GroupCommit::new(wal),
-            durable_leases: Mutex::new(HashMap::new()),
-            pending: Mutex::new(batch::Pending::default()),
-            hook: None,
+            db,
+            wal,
             migrated_from,
-            auth: RwLock::new(auth),
-            scope: options.scope,
-        })
-    }
-
-    /// [`SqliteJournal::open`] with [`SqliteJournalOptions::read_only`].
-    /// A file without a `-wal` file beside it (closed by its last writer, a
-    /// copy, a read-only mount), or whose `-shm` file cannot be created, is
-    /// read as immutable: nothing is created beside it.
-    fn open_read_only(
-        path: &Path,
-        ctx: Context,
-        options: SqliteJournalOptions,
-    ) -> Result<SqliteJournal> {
-        if !path.is_file() {
-            return Err(ctx.refused("no journal file there (read-only: nothing is created)"));
-        }
-        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        // Without a WAL file nobody has the journal open for writing (the
-        // last connection removes it): read it as immutable, which creates
-        // no -wal or -shm file. Otherwise read it through the live WAL.
-        let wal_exists = Path::new(&format!("{}-wal", path.display())).exists();
-        // The first read opens the WAL index: it fails where the -shm file
-        // cannot be created.
-        let plain = if wal_exists {
-            Connection::open_with_flags(path, flags).and_then(|db| schema::version(&db).map(|_| db))
-        } else {
-            Err(rusqlite::Error::InvalidQuery)
-        };
-        let db = match plain {
-            Ok(db) => db,
-            Err(_) => {
-                let uri = format!("file:{}?immutable=1", uri_path(path));
-                Connection::open_with_flags(&uri, flags | OpenFlags::SQLITE_OPEN_URI)
-                    .map_err(|e| ctx.db("open the file read-only", e))?
-            }
-        };
-        db.busy_timeout(options.busy_timeout)
-            .map_err(|e| ctx.db("set the busy timeout", e))?;
-        schema::check_readable(&db, &ctx)?;
-        let found = schema::seal_record(&db).map_err(|e| ctx.db("read the seal", e))?;
-        let auth = match (options.journal_key.as_ref(), found) {
-            // Nothing to authenticate, and nothing may be written.
-            (Some(_), None) => RowAuth::Keyless { sealed: false },
-            (key, found) => {
-                RowAuth::decide(key, found, true)
-                    .map_err(|why| ctx.refused(why))?
-                    .auth
-            }
-        };
-        let wal =
-            File::open(path).map_err(|e| ctx.refused(format!("cannot open the file: {e}")))?;
-        Ok(SqliteJournal {
-            ctx,
-            conn: Mutex::new(db),
-            group: GroupCommit::new(wal),
-            durable_leases: Mutex::new(HashMap::new()),
-            pending: Mutex::new(batch::Pending::default()),
-            hook: None,
-            migrated_from: None,
-            auth: RwLock::new(auth),
-            scope: options.scope,
-        })
+            auth,
+            options.scope,
+        ))
     }
 
     /// The path the journal was opened with.
@@ -583,643 +282,362 @@ impl SqliteJournal {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Runs `f` in a `BEGIN IMMEDIATE` transaction committed with
-    /// `synchronous=NORMAL` (in the WAL, not fsync'd); nothing of `f` is
-    /// written if it fails. Returns `f`'s value and the commit's number in
-    /// the group commit's sequence.
-    ///
-    /// Writes of concurrent callers share transactions: a caller queues its
-    /// work, then takes the connection; whoever takes it runs every queued
-    /// work in one transaction (each in its own savepoint, so one caller's
-    /// failure rolls back only its own changes) and commits once, and the
-    /// callers whose work it ran find their results when they get the
-    /// connection in turn. A caller alone runs its work in its own
-    /// transaction, exactly as without batching.
-    fn write<T: Send + 'static>(
-        &self,
-        action: &str,
-        f: impl FnOnce(&SqliteJournal, &Transaction<'_>) -> Result<T> + Send + 'static,
-    ) -> Result<(T, u64)> {
-        let job = Job::new(
-            action,
-            Box::new(move |j: &SqliteJournal, tx: &Transaction<'_>| {
-                f(j, tx).map(|v| Box::new(v) as Box<dyn Any + Send>)
-            }),
-        );
-        batch::submit(&self.pending, &job, &|| self.lock(), &|conn, jobs| {
-            self.run_batch(conn, jobs)
-        });
-        let out = job.take_out();
-        match out {
-            Some(Ok((value, seq))) => match value.downcast::<T>() {
-                Ok(value) => Ok((*value, seq)),
-                Err(_) => Err(Error::new(
-                    ErrorCode::Internal,
-                    format!(
-                        "journal {}: cannot {action}: a result of another type came back",
-                        self.ctx.path
-                    ),
-                )),
-            },
-            Some(Err(e)) => Err(e),
-            None => Err(Error::new(
-                ErrorCode::Internal,
-                format!(
-                    "journal {}: cannot {action}: the write was lost by its batch",
-                    self.ctx.path
-                ),
-            )),
-        }
-    }
-
-    /// Runs `jobs` in one transaction under the connection's lock and
-    /// leaves each job's result in it.
-    fn run_batch(&self, mut conn: MutexGuard<'_, Connection>, jobs: Vec<Arc<Job>>) {
-        let fail_all = |jobs: &[Arc<Job>], e: &rusqlite::Error| {
-            for job in jobs {
-                job.complete(Err(self.ctx.db_ref(&job.action, e)));
-            }
-        };
-        let tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
-            Ok(tx) => tx,
-            Err(e) => return fail_all(&jobs, &e),
-        };
-        let alone = jobs.len() == 1;
-        let mut results: Vec<Result<Box<dyn Any + Send>>> = Vec::with_capacity(jobs.len());
-        for job in &jobs {
-            let (work, action) = (job.take_work(), job.action.clone());
-            let Some(work) = work else {
-                results.push(Err(Error::new(
-                    ErrorCode::Internal,
-                    format!(
-                        "journal {}: cannot {action}: its work was already taken",
-                        self.ctx.path
-                    ),
-                )));
-                continue;
-            };
-            if !alone {
-                if let Err(e) = tx.execute_batch("SAVEPOINT payidem_write") {
-                    results.push(Err(self.ctx.db(&action, e)));
-                    continue;
-                }
-            }
-            let result = catch_unwind(AssertUnwindSafe(|| work(self, &tx))).unwrap_or_else(|_| {
-                Err(Error::new(
-                    ErrorCode::Internal,
-                    format!(
-                        "journal {}: cannot {action}: the write panicked",
-                        self.ctx.path
-                    ),
-                ))
-            });
-            if !alone {
-                let end = if result.is_ok() {
-                    "RELEASE payidem_write"
-                } else {
-                    "ROLLBACK TO payidem_write; RELEASE payidem_write"
-                };
-                if let Err(e) = tx.execute_batch(end) {
-                    // The transaction's state is unknown: write nothing.
-                    drop(tx);
-                    return fail_all(&jobs, &e);
-                }
-            }
-            results.push(result);
-        }
-        let seq = if results.iter().any(Result::is_ok) {
-            if let Err(e) = tx.commit() {
-                return fail_all(&jobs, &e);
-            }
-            self.group.committed()
-        } else {
-            // Nothing to keep (a failed work may have written before it
-            // failed): roll back.
-            drop(tx);
-            0
-        };
-        for (job, result) in jobs.iter().zip(results) {
-            job.complete(result.map(|v| (v, seq)));
-        }
-    }
-
-    /// The row of `order_id`, verified, and refused when it belongs to
-    /// another scope than this handle's.
-    fn load(&self, conn: &Connection, order_id: &str, action: &str) -> Result<Option<Stored>> {
-        let raw = conn
-            .prepare_cached(SELECT_ONE)
-            .and_then(|mut stmt| stmt.query_row([order_id], RawRow::read).optional())
-            .map_err(|e| self.ctx.db(action, e))?;
-        let Some(stored) = raw.map(|r| self.verified(r)).transpose()? else {
-            return Ok(None);
-        };
-        rules::same_scope(
-            stored.scope.as_ref(),
-            self.scope.as_ref(),
-            &stored.record.operation,
-        )?;
-        Ok(Some(stored))
-    }
-
-    /// [`SqliteJournal::load`] of a row that must exist.
-    fn load_existing(&self, conn: &Connection, order_id: &str, action: &str) -> Result<Stored> {
-        self.load(conn, order_id, action)?
-            .ok_or_else(|| rules::unknown_order(order_id))
-    }
-
-    /// How rows are authenticated.
-    fn auth(&self) -> RwLockReadGuard<'_, RowAuth> {
-        self.auth.read().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// `journal_error` unless this handle may write MAC-covered fields.
-    fn check_writable(&self) -> Result<()> {
-        self.auth()
-            .check_writable()
-            .map_err(|why| self.ctx.refused(why))
-    }
-
-    /// A row checked to read back valid and, with a journal key, to carry
-    /// the right MACs.
-    fn verified(&self, raw: RawRow) -> Result<Stored> {
-        let stored = raw.check(&self.ctx)?;
-        self.auth().verify(
-            &self.ctx.path,
-            stored.scope.as_ref(),
-            &stored.record,
-            stored.macs(),
-        )?;
-        Ok(stored)
-    }
-
-    /// Stores `state` as the state of the verified row `stored` (with its
-    /// new state MAC), leaving its lease as it is.
-    fn write_state(
-        &self,
-        tx: &Transaction<'_>,
-        stored: &Stored,
-        state: &RowState<'_>,
-        action: &str,
-    ) -> Result<()> {
-        let state_mac = self.auth().state_mac(stored.row_mac.as_deref(), state)?;
-        let headers = rules::encoded_headers(state.response)?;
-        let response = state.response;
-        tx.prepare_cached(
-            "UPDATE operations SET state = ?2, attempts = ?3, updated_at = ?4, response_status = ?5,
-                 response_headers = ?6, response_body = ?7, response_replayed = ?8, state_mac = ?9
-             WHERE order_id = ?1",
-        )
-        .and_then(|mut stmt| {
-            stmt.execute(params![
-                stored.record.operation.order_id,
-                state.state.as_str(),
-                state.attempts,
-                sql_time(state.updated_at),
-                response.map(|r| r.status),
-                headers,
-                response.map(|r| r.body.as_slice()),
-                response.map(|r| r.replayed),
-                state_mac,
-            ])
-        })
-        .map_err(|e| self.ctx.db(action, e))?;
-        Ok(())
-    }
-
-    fn take_lease(
-        &self,
-        tx: &Transaction<'_>,
-        stored: &Stored,
-        lease: &Lease,
-        now: u64,
-        action: &str,
-    ) -> Result<()> {
-        let op = &stored.record.operation;
-        if !rules::lease_free(
-            stored.lease_owner.as_deref(),
-            stored.lease_expires,
-            lease,
-            now,
-        ) {
-            return Err(rules::busy(&op.order_id, &op.idempotency_key));
-        }
-        tx.prepare_cached(
-            "UPDATE operations SET lease_owner = ?2, lease_expires = ?3 WHERE order_id = ?1",
-        )
-        .and_then(|mut stmt| {
-            stmt.execute(params![
-                op.order_id,
-                lease.owner,
-                sql_time(rules::stored_expiry(lease))
-            ])
-        })
-        .map_err(|e| self.ctx.db(action, e))?;
-        Ok(())
-    }
-
-    /// Fails with `invalid_argument` if `order_id` is not journaled.
-    fn exists(&self, tx: &Transaction<'_>, order_id: &str, action: &str) -> Result<()> {
-        tx.prepare_cached("SELECT 1 FROM operations WHERE order_id = ?1")
-            .and_then(|mut stmt| stmt.query_row([order_id], |_| Ok(())).optional())
-            .map_err(|e| self.ctx.db(action, e))?
-            .ok_or_else(|| rules::unknown_order(order_id))
-    }
-
-    /// After a failed fsync: puts the operation back where it stood before
-    /// `record_attempt` (nothing was sent), if this call still holds it.
-    /// Best effort: if this write fails too, the operation stays in flight,
-    /// which is safe (resuming it makes it durable first and keeps its key).
-    fn undo_attempt(&self, order_id: &str, lease: &Lease, attempts: u32, before: &Before) {
-        let action = format!("undo the attempt of order id {order_id:?}");
-        let captured = (
-            order_id.to_owned(),
-            lease.clone(),
-            before.clone(),
-            action.clone(),
-        );
-        let _ = self.write(&action, move |j, tx| {
-            let (order_id, lease, before, action) = (
-                captured.0.as_str(),
-                &captured.1,
-                &captured.2,
-                captured.3.as_str(),
-            );
-            let Some(stored) = j.load(tx, order_id, action)? else {
-                return Ok(());
-            };
-            let record = &stored.record;
-            if !rules::lease_held(stored.lease_owner.as_deref(), lease)
-                || record.state != OperationState::InFlight
-                || record.attempts != attempts
-            {
-                return Ok(());
-            }
-            let state = RowState {
-                state: before.state,
-                attempts: before.attempts,
-                ..RowState::of(record)
-            };
-            j.write_state(tx, &stored, &state, action)
-        });
-    }
-
-    /// `open`, recording a new operation as `state` (pending, or in flight
-    /// with its first attempt for `open_to_send`); returns the commit's
-    /// number.
-    fn open_as(
-        &self,
-        operation: &FrozenOperation,
-        lease: &Lease,
-        now: u64,
-        state: OperationState,
-    ) -> Result<(Opened, u64)> {
-        rules::check_now(now)?;
-        rules::check_lease(lease)?;
-        self.check_writable()?;
-        let action = format!("open order id {:?}", operation.order_id);
-        let captured = (operation.clone(), lease.clone(), action.clone());
-        self.write(&action, move |j, tx| {
-            let (operation, lease, action) = (&captured.0, &captured.1, captured.2.as_str());
-            if let Some(stored) = j.load(tx, &operation.order_id, action)? {
-                rules::same_request(&stored.record.operation, operation)?;
-                if stored.record.state.is_settled() {
-                    return Ok(Opened::Settled(stored.record));
-                }
-                j.take_lease(tx, &stored, lease, now, action)?;
-                return Ok(Opened::Resumable(stored.record));
-            }
-            let other: Option<String> = tx
-                .prepare_cached("SELECT order_id FROM operations WHERE idempotency_key = ?1")
-                .and_then(|mut stmt| {
-                    stmt.query_row([&operation.idempotency_key], |row| row.get(0))
-                        .optional()
-                })
-                .map_err(|e| j.ctx.db(action, e))?;
-            if let Some(other) = other {
-                return Err(rules::key_taken(operation, &other));
-            }
-            let record = OperationRecord {
-                operation: operation.clone(),
-                state,
-                attempts: u32::from(state == OperationState::InFlight),
-                created_at: now,
-                updated_at: now,
-                response: None,
-            };
-            let scope = j.scope.as_ref();
-            let (row_mac, state_mac) = j.auth().macs(scope, &record)?;
-            tx.prepare_cached(
-                "INSERT INTO operations (order_id, idempotency_key, method, path, body, body_sha256, status_path,
-                     state, attempts, created_at, updated_at, lease_owner, lease_expires, row_mac,
-                     platform, key_id, state_mac)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?13, ?9, ?9, ?10, ?11, ?12, ?14, ?15, ?16)",
-            )
-            .and_then(|mut stmt| {
-                stmt.execute(params![
-                    operation.order_id,
-                    operation.idempotency_key,
-                    operation.method,
-                    operation.path,
-                    operation.body,
-                    operation.body_sha256,
-                    operation.status_path,
-                    state.as_str(),
-                    sql_time(now),
-                    lease.owner,
-                    sql_time(rules::stored_expiry(lease)),
-                    row_mac,
-                    record.attempts,
-                    scope.map(|s| &s.platform),
-                    scope.map(|s| &s.key_id),
-                    state_mac,
-                ])
-            })
-            .map_err(|e| j.ctx.db(action, e))?;
-            Ok(Opened::Created(record))
-        })
-    }
-
-    /// Forgets that `lease` made `order_id` durable (its call ended).
-    fn forget_lease(&self, order_id: &str, lease: &Lease) {
+    /// Forgets that `owner` (any owner when `None`) made `order_id`
+    /// durable: its call ended.
+    fn forget_lease(&self, order_id: &str, owner: Option<&str>) {
         let mut leases = self.leases();
-        if leases.get(order_id) == Some(&lease.owner) {
+        if owner.is_none_or(|o| leases.get(order_id).map(String::as_str) == Some(o)) {
             leases.remove(order_id);
         }
     }
-}
 
-/// `path` as the path of a `file:` URI: `%`, `?`, `#` and every byte
-/// beyond ASCII or below a space percent-encoded.
-fn uri_path(path: &Path) -> String {
-    let text = path.to_string_lossy();
-    let mut out = String::with_capacity(text.len());
-    for b in text.bytes() {
-        if b.is_ascii_graphic() && !matches!(b, b'%' | b'?' | b'#') {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
-fn open_wal(db: &Connection, ctx: &Context) -> Result<File> {
-    let Some(main) = db.path().filter(|p| !p.is_empty()) else {
-        return Err(ctx.refused("the database has no file name"));
-    };
-    let wal_path = format!("{main}-wal");
-    let wal = File::open(&wal_path).map_err(|e| {
-        ctx.refused(format!(
-            "cannot open the WAL file {wal_path} to fsync it: {e}"
-        ))
-    })?;
-    if let Some(dir) = Path::new(&wal_path).parent() {
-        // Some file systems refuse to fsync a directory; SQLite then does
-        // without as well.
-        if let Ok(dir) = File::open(dir) {
-            let _ = dir.sync_all();
-        }
-    }
-    Ok(wal)
-}
-
-impl Journal for SqliteJournal {
-    fn open(&self, operation: &FrozenOperation, lease: &Lease, now: u64) -> Result<Opened> {
-        self.open_as(operation, lease, now, OperationState::Pending)
-            .map(|(opened, _)| opened)
-    }
-
-    fn open_to_send(&self, operation: &FrozenOperation, lease: &Lease, now: u64) -> Result<Opened> {
-        let arriving = self.group.arrive();
-        let opened = self.open_as(operation, lease, now, OperationState::InFlight);
-        drop(arriving);
-        let (opened, seq) = opened?;
-        if !matches!(opened, Opened::Created(_)) {
-            return Ok(opened);
-        }
-        let order_id = &operation.order_id;
+    /// Waits until the commit `seq` that recorded an attempt of `order_id`
+    /// is on disk (the group commit); if it cannot be, puts the operation
+    /// back where it stood (`before`; nothing was sent) and fails.
+    fn make_durable(&self, seq: u64, done: &Done, what: &str) -> Result<()> {
+        let (order_id, lease, attempts) = done.held.as_ref().expect("a held write");
         self.at(SyncPoint::Written { seq });
         match self.group.wait(seq, self.hook.as_ref()) {
             Ok(()) => {
                 self.leases().insert(order_id.clone(), lease.owner.clone());
                 self.at(SyncPoint::Durable { seq });
-                Ok(opened)
-            }
-            Err(why) => {
-                let pending = Before {
-                    state: OperationState::Pending,
-                    attempts: 0,
-                };
-                self.undo_attempt(order_id, lease, 1, &pending);
-                Err(self.ctx.refused(format!(
-                    "cannot make the record of order id {order_id:?} durable: {why}"
-                )))
-            }
-        }
-    }
-
-    fn claim(&self, order_id: &str, lease: &Lease, now: u64) -> Result<Opened> {
-        rules::check_now(now)?;
-        rules::check_lease(lease)?;
-        let action = format!("claim order id {order_id:?}");
-        let captured = (order_id.to_owned(), lease.clone(), action.clone());
-        let (opened, _) = self.write(&action, move |j, tx| {
-            let (order_id, lease, action) = (captured.0.as_str(), &captured.1, captured.2.as_str());
-            let stored = j
-                .load(tx, order_id, action)?
-                .ok_or_else(|| rules::unknown_order(order_id))?;
-            if stored.record.state.is_settled() {
-                return Ok(Opened::Settled(stored.record));
-            }
-            j.take_lease(tx, &stored, lease, now, action)?;
-            Ok(Opened::Resumable(stored.record))
-        })?;
-        Ok(opened)
-    }
-
-    fn record_attempt(&self, order_id: &str, lease: &Lease, attempts: u32, now: u64) -> Result<()> {
-        rules::check_now(now)?;
-        self.check_writable()?;
-        let action = format!("record an attempt of order id {order_id:?}");
-        // Committed with NORMAL like every write. It must be on disk before
-        // anything is sent when the operation was pending (its first
-        // attempt), and also when this lease has not made it durable yet:
-        // the operation was found in flight or unknown, and that state may
-        // have been committed by a call that died, or whose fsync failed,
-        // before it reached the disk. Retries within a call need nothing.
-        let arriving = self.group.arrive();
-        let captured = (order_id.to_owned(), lease.clone(), action.clone());
-        let written = self.write(&action, move |j, tx| {
-            let (order_id, lease, action) = (captured.0.as_str(), &captured.1, captured.2.as_str());
-            let stored = j.load_existing(tx, order_id, action)?;
-            if !rules::lease_held(stored.lease_owner.as_deref(), lease) {
-                return Err(rules::lease_lost(
-                    order_id,
-                    &stored.record.operation.idempotency_key,
-                ));
-            }
-            let record = &stored.record;
-            let before = Before {
-                state: record.state,
-                attempts: record.attempts,
-            };
-            let durable_needed = before.state == OperationState::Pending
-                || j.leases().get(order_id) != Some(&lease.owner);
-            let state = RowState {
-                state: OperationState::InFlight,
-                attempts,
-                updated_at: now,
-                response: record.response.as_ref(),
-            };
-            j.write_state(tx, &stored, &state, action)?;
-            tx.prepare_cached("UPDATE operations SET lease_expires = ?2 WHERE order_id = ?1")
-                .and_then(|mut stmt| {
-                    stmt.execute(params![order_id, sql_time(rules::stored_expiry(lease))])
-                })
-                .map_err(|e| j.ctx.db(action, e))?;
-            Ok((before, durable_needed))
-        });
-        drop(arriving);
-        let ((before, durable_needed), seq) = written?;
-        if !durable_needed {
-            return Ok(());
-        }
-        self.at(SyncPoint::Written { seq });
-        match self.group.wait(seq, self.hook.as_ref()) {
-            Ok(()) => {
-                self.leases()
-                    .insert(order_id.to_owned(), lease.owner.clone());
-                self.at(SyncPoint::Durable { seq });
                 Ok(())
             }
             Err(why) => {
-                self.undo_attempt(order_id, lease, attempts, &before);
+                let before = done.before.unwrap_or((OperationState::Pending, 0));
+                // Best effort: if this fails too, the operation stays in
+                // flight, which is safe (resuming it makes it durable first
+                // and keeps its key).
+                let _ = engine::undo_attempt(self, order_id, lease, *attempts, before);
                 Err(self.ctx.refused(format!(
-                    "cannot make the attempt of order id {order_id:?} durable: {why}"
+                    "cannot make the {what} of order id {order_id:?} durable: {why}"
                 )))
             }
         }
     }
 
-    fn finish(
+    /// Every row of the `WHERE` clause `filter` over `params`, oldest first.
+    fn select(&self, filter: &str, params: &[&dyn rusqlite::ToSql]) -> Result<Vec<Read>> {
+        let action = "list operations";
+        let sql = format!("SELECT {COLUMNS} FROM operations {filter} ORDER BY created_at, rowid");
+        let conn = self.lock();
+        let raws = conn
+            .prepare(&sql)
+            .and_then(|mut stmt| {
+                stmt.query_map(params, RawRow::read)?
+                    .collect::<rusqlite::Result<Vec<RawRow>>>()
+            })
+            .map_err(|e| self.ctx.db(action, e))?;
+        Ok(raws
+            .into_iter()
+            .map(|raw| {
+                let order_id = raw.order_id.clone();
+                raw.check(&self.ctx)
+                    .map_err(|error| Unreadable { order_id, error })
+            })
+            .collect())
+    }
+
+    fn reconciliation_rows(
         &self,
-        order_id: &str,
-        lease: &Lease,
-        state: OperationState,
-        response: Option<&Response>,
-        now: u64,
-    ) -> Result<()> {
-        rules::check_now(now)?;
-        rules::check_finish_state(state)?;
-        self.check_writable()?;
-        let action = format!("finish order id {order_id:?}");
-        let captured = (
-            order_id.to_owned(),
-            lease.clone(),
-            response.cloned(),
-            action.clone(),
+        conn: &Connection,
+        order_id: Option<&str>,
+    ) -> Result<Vec<RawReconciliation>> {
+        let sql = format!(
+            "SELECT {RECONCILIATION_COLUMNS} FROM reconciliations
+             WHERE ?1 IS NULL OR order_id = ?1 ORDER BY id"
         );
-        self.write(&action, move |j, tx| {
-            let (order_id, lease, response, action) = (captured.0.as_str(), &captured.1, captured.2.as_ref(), captured.3.as_str());
-            let stored = j.load_existing(tx, order_id, action)?;
-            if !rules::lease_held(stored.lease_owner.as_deref(), lease) {
-                return Err(rules::lease_lost(order_id, &stored.record.operation.idempotency_key));
+        conn.prepare_cached(&sql)
+            .and_then(|mut stmt| {
+                stmt.query_map([order_id], RawReconciliation::read)?
+                    .collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .map_err(|e| self.ctx.db("read reconciliations", e))
+    }
+}
+
+/// What a transaction did that its durability depends on: the state the
+/// row it read first had, and the order id, lease and attempts of a row it
+/// wrote held.
+#[derive(Default)]
+struct Done {
+    before: Option<(OperationState, u32)>,
+    held: Option<(String, Lease, u32)>,
+    inserted: bool,
+    cleared: Option<String>,
+    released: Option<(String, String)>,
+}
+
+/// One transaction of the batch, for the engine.
+struct SqliteTx<'a> {
+    j: &'a SqliteJournal,
+    tx: &'a Transaction<'a>,
+    action: &'a str,
+    done: Done,
+}
+
+impl SqliteTx<'_> {
+    /// Whether `order_id` is stored.
+    fn stored(&self, order_id: &str) -> Result<bool> {
+        self.tx
+            .prepare_cached("SELECT 1 FROM operations WHERE order_id = ?1")
+            .and_then(|mut stmt| stmt.query_row([order_id], |_| Ok(())).optional())
+            .map(|found| found.is_some())
+            .map_err(|e| self.j.ctx.db(self.action, e))
+    }
+
+    fn run(&self, sql: &str, params: &[&dyn rusqlite::ToSql]) -> Result<usize> {
+        self.tx
+            .prepare_cached(sql)
+            .and_then(|mut stmt| stmt.execute(params))
+            .map_err(|e| self.j.ctx.db(self.action, e))
+    }
+}
+
+impl Tx for SqliteTx<'_> {
+    fn load(&mut self, order_id: &str) -> Result<Option<Stored>> {
+        let raw = self
+            .tx
+            .prepare_cached(SELECT_ONE)
+            .and_then(|mut stmt| stmt.query_row([order_id], RawRow::read).optional())
+            .map_err(|e| self.j.ctx.db(self.action, e))?;
+        let row = raw.map(|r| r.check(&self.j.ctx)).transpose()?;
+        if let (None, Some(row)) = (self.done.before, &row) {
+            self.done.before = Some((row.record.state, row.record.attempts));
+        }
+        Ok(row)
+    }
+
+    fn key_holder(&mut self, idempotency_key: &str) -> Result<Option<String>> {
+        self.tx
+            .prepare_cached("SELECT order_id FROM operations WHERE idempotency_key = ?1")
+            .and_then(|mut stmt| {
+                stmt.query_row([idempotency_key], |row| row.get(0))
+                    .optional()
+            })
+            .map_err(|e| self.j.ctx.db(self.action, e))
+    }
+
+    fn insert(&mut self, row: &Stored, lease: &Lease, _now: u64) -> Result<bool> {
+        let (op, record, scope) = (&row.record.operation, &row.record, row.scope.as_ref());
+        let inserted = self.run(
+            "INSERT INTO operations (order_id, idempotency_key, method, path, body, body_sha256,
+                 status_path, state, attempts, created_at, updated_at, lease_owner, lease_expires,
+                 row_mac, platform, key_id, state_mac)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?13, ?9, ?9, ?10, ?11, ?12, ?14, ?15, ?16)
+             ON CONFLICT DO NOTHING",
+            params![
+                op.order_id,
+                op.idempotency_key,
+                op.method,
+                op.path,
+                op.body,
+                op.body_sha256,
+                op.status_path,
+                record.state.as_str(),
+                sql_time(record.created_at),
+                lease.owner,
+                sql_time(rules::stored_expiry(lease)),
+                row.row_mac,
+                record.attempts,
+                scope.map(|s| &s.platform),
+                scope.map(|s| &s.key_id),
+                row.state_mac,
+            ],
+        )? == 1;
+        if inserted {
+            self.done.inserted = true;
+            self.done.held = Some((op.order_id.clone(), lease.clone(), record.attempts));
+        }
+        Ok(inserted)
+    }
+
+    fn take_lease(&mut self, order_id: &str, lease: &Lease, _now: u64) -> Result<()> {
+        self.run(
+            "UPDATE operations SET lease_owner = ?2, lease_expires = ?3 WHERE order_id = ?1",
+            params![order_id, lease.owner, sql_time(rules::stored_expiry(lease))],
+        )?;
+        Ok(())
+    }
+
+    fn update(&mut self, write: &StateWrite<'_>) -> Result<()> {
+        let (order_id, state, state_mac) = (write.order_id, write.state, write.state_mac);
+        let headers = rules::encoded_headers(state.response)?;
+        let response = state.response;
+        let (lease_sql, owner, expires) = match write.lease {
+            LeaseChange::Keep => ("", None, None),
+            LeaseChange::Extend(lease, _) => {
+                self.done.held = Some((order_id.to_owned(), lease.clone(), state.attempts));
+                let expires = sql_time(rules::stored_expiry(lease));
+                (
+                    ", lease_owner = ?10, lease_expires = ?11",
+                    Some(&lease.owner),
+                    Some(expires),
+                )
             }
-            let row = RowState {
-                state,
-                attempts: stored.record.attempts,
-                updated_at: now,
-                response,
+            LeaseChange::Clear | LeaseChange::Fence => {
+                self.done.cleared = Some(order_id.to_owned());
+                (", lease_owner = NULL, lease_expires = NULL", None, None)
+            }
+        };
+        let sql = format!(
+            "UPDATE operations SET state = ?2, attempts = ?3, updated_at = ?4, response_status = ?5,
+                 response_headers = ?6, response_body = ?7, response_replayed = ?8,
+                 state_mac = ?9{lease_sql}
+             WHERE order_id = ?1"
+        );
+        let mut values: Vec<&dyn rusqlite::ToSql> = Vec::with_capacity(11);
+        let (name, at) = (state.state.as_str(), sql_time(state.updated_at));
+        let (status, body) = (
+            response.map(|r| r.status),
+            response.map(|r| r.body.as_slice()),
+        );
+        let replayed = response.map(|r| r.replayed);
+        values.extend([
+            &order_id as &dyn rusqlite::ToSql,
+            &name,
+            &state.attempts,
+            &at,
+        ]);
+        values.extend([
+            &status as &dyn rusqlite::ToSql,
+            &headers,
+            &body,
+            &replayed,
+            &state_mac,
+        ]);
+        if owner.is_some() {
+            values.extend([&owner as &dyn rusqlite::ToSql, &expires]);
+        }
+        self.run(&sql, &values)?;
+        Ok(())
+    }
+
+    fn release(&mut self, order_id: &str, lease: &Lease) -> Result<bool> {
+        let released = self.run(
+            "UPDATE operations SET lease_owner = NULL, lease_expires = NULL
+             WHERE order_id = ?1 AND lease_owner = ?2",
+            params![order_id, lease.owner],
+        )?;
+        self.done.released = Some((order_id.to_owned(), lease.owner.clone()));
+        Ok(released > 0 || self.stored(order_id)?)
+    }
+
+    fn reconciled(&mut self, r: &Reconciliation) -> Result<u64> {
+        self.run(
+            "INSERT INTO reconciliations (order_id, idempotency_key, previous_state, state,
+                 reconciled_by, reconciled_at, reference)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![
+                r.order_id,
+                r.idempotency_key,
+                r.previous_state.as_str(),
+                r.state.as_str(),
+                r.by,
+                sql_time(r.at),
+                r.reference
+            ],
+        )?;
+        Ok(r.at)
+    }
+}
+
+impl Storage for SqliteJournal {
+    const LATEST: u64 = rules::MAX_TIME;
+
+    fn guard(&self) -> &Guard {
+        &self.guard
+    }
+
+    /// Committed with NORMAL like every write. The first attempt of an
+    /// operation (`open_to_send`, or `record_attempt` of a pending one),
+    /// the first attempt recorded under a lease that has not made the
+    /// operation durable yet (it was found in flight or unknown: its
+    /// previous driver may have died, or its fsync failed, before it
+    /// reached the disk) and a reconciliation then wait in the group
+    /// commit until they are on disk. Retries within a call need nothing.
+    fn transact<T: Send + 'static>(
+        &self,
+        intent: Intent<'_>,
+        action: &str,
+        mut work: Work<T>,
+    ) -> Result<T> {
+        let durable = matches!(
+            intent,
+            Intent::Open {
+                first_attempt: true,
+                ..
+            } | Intent::RecordAttempt { .. }
+                | Intent::Reconcile { .. }
+        );
+        let arriving = durable.then(|| self.group.arrive());
+        let owned = action.to_owned();
+        let written = self.write(action, move |j, tx| {
+            let mut t = SqliteTx {
+                j,
+                tx,
+                action: &owned,
+                done: Done::default(),
             };
-            j.write_state(tx, &stored, &row, action)?;
-            tx.prepare_cached(
-                "UPDATE operations SET lease_owner = NULL, lease_expires = NULL WHERE order_id = ?1",
-            )
-            .and_then(|mut stmt| stmt.execute([order_id]))
-            .map_err(|e| j.ctx.db(action, e))?;
-            Ok(())
-        })?;
-        self.forget_lease(order_id, lease);
-        Ok(())
+            let value = (work.body)(&j.guard, &mut t)?;
+            Ok((value, t.done))
+        });
+        drop(arriving);
+        let ((value, done), seq) = written?;
+        match intent {
+            Intent::Open {
+                first_attempt: true,
+                ..
+            } if done.inserted => {
+                self.make_durable(seq, &done, "record")?;
+            }
+            Intent::RecordAttempt { .. } => {
+                let (order_id, lease, _) = done.held.as_ref().expect("a held write");
+                let pending = done.before.is_some_and(|b| b.0 == OperationState::Pending);
+                if pending || self.leases().get(order_id) != Some(&lease.owner) {
+                    self.make_durable(seq, &done, "attempt")?;
+                }
+            }
+            Intent::Reconcile { order_id } => {
+                self.group.wait(seq, self.hook.as_ref()).map_err(|why| {
+                    self.ctx.refused(format!(
+                        "the reconciliation of order id {order_id:?} was written but may not \
+                         be durable: {why}"
+                    ))
+                })?;
+            }
+            _ => {}
+        }
+        if let Some(order_id) = &done.cleared {
+            self.forget_lease(order_id, None);
+        }
+        if let Some((order_id, owner)) = &done.released {
+            self.forget_lease(order_id, Some(owner));
+        }
+        Ok(value)
     }
 
-    fn release(&self, order_id: &str, lease: &Lease) -> Result<()> {
-        let action = format!("release order id {order_id:?}");
-        let captured = (order_id.to_owned(), lease.clone(), action.clone());
-        self.write(&action, move |j, tx| {
-            let (order_id, lease, action) = (captured.0.as_str(), &captured.1, captured.2.as_str());
-            j.exists(tx, order_id, action)?;
-            tx.prepare_cached(
-                "UPDATE operations SET lease_owner = NULL, lease_expires = NULL
-                 WHERE order_id = ?1 AND lease_owner = ?2",
-            )
-            .and_then(|mut stmt| stmt.execute(params![order_id, lease.owner]))
-            .map_err(|e| j.ctx.db(action, e))?;
-            Ok(())
-        })?;
-        self.forget_lease(order_id, lease);
-        Ok(())
-    }
-
-    fn get(&self, order_id: &str) -> Result<Option<OperationRecord>> {
+    fn row(&self, order_id: &str) -> Result<Option<Stored>> {
         let action = format!("read order id {order_id:?}");
         let conn = self.lock();
-        Ok(self.load(&conn, order_id, &action)?.map(|s| s.record))
+        let raw = conn
+            .prepare_cached(SELECT_ONE)
+            .and_then(|mut stmt| stmt.query_row([order_id], RawRow::read).optional())
+            .map_err(|e| self.ctx.db(&action, e))?;
+        raw.map(|r| r.check(&self.ctx)).transpose()
     }
 
-    fn list(&self, states: &[OperationState]) -> Result<Vec<OperationRecord>> {
-        if states.is_empty() {
-            return Ok(Vec::new());
-        }
-        let action = "list operations";
+    fn rows(&self, states: Option<&[OperationState]>) -> Result<Vec<Read>> {
+        let Some(states) = states else {
+            return self.select("", &[]);
+        };
         let names: Vec<&str> = states.iter().map(|s| s.as_str()).collect();
         let marks = vec!["?"; names.len()].join(", ");
-        let sql = format!(
-            "SELECT {COLUMNS} FROM operations WHERE state IN ({marks}) ORDER BY created_at, rowid"
-        );
-        let conn = self.lock();
-        let mut stmt = conn.prepare(&sql).map_err(|e| self.ctx.db(action, e))?;
-        let raws = stmt
-            .query_map(rusqlite::params_from_iter(names), RawRow::read)
-            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<RawRow>>>())
-            .map_err(|e| self.ctx.db(action, e))?;
-        let mut records = Vec::with_capacity(raws.len());
-        for raw in raws {
-            let stored = self.verified(raw)?;
-            if rules::scope_matches(stored.scope.as_ref(), self.scope.as_ref()) {
-                records.push(stored.record);
-            }
-        }
-        Ok(records)
+        let params: Vec<&dyn rusqlite::ToSql> = names.iter().map(|n| n as _).collect();
+        self.select(&format!("WHERE state IN ({marks})"), &params)
     }
 
-    fn list_every(&self) -> Result<Vec<Listed>> {
-        let action = "list operations";
-        let sql = format!("SELECT {COLUMNS} FROM operations ORDER BY created_at, rowid");
-        let conn = self.lock();
-        let mut stmt = conn.prepare(&sql).map_err(|e| self.ctx.db(action, e))?;
-        let raws = stmt
-            .query_map([], RawRow::read)
-            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<RawRow>>>())
-            .map_err(|e| self.ctx.db(action, e))?;
-        let mut listed = Vec::with_capacity(raws.len());
-        for raw in raws {
-            let order_id = raw.order_id.clone();
-            match self.verified(raw) {
-                Ok(stored) if rules::scope_matches(stored.scope.as_ref(), self.scope.as_ref()) => {
-                    listed.push(Listed::Valid(stored.record));
-                }
-                Ok(_) => {}
-                Err(e) => listed.push(Listed::Invalid {
-                    order_id,
-                    problem: e.message().to_owned(),
-                }),
-            }
-        }
-        Ok(listed)
-    }
-
-    fn purge_settled(&self, before: u64) -> Result<usize> {
+    fn purge(&self, before: u64, horizon: Option<&(u64, String)>) -> Result<usize> {
         let action = "purge settled operations";
         let settled: Vec<String> = OperationState::ALL
             .into_iter()
@@ -1236,11 +654,9 @@ impl Journal for SqliteJournal {
             "DELETE FROM operations WHERE state IN ({}) AND updated_at {cmp} ?1",
             settled.join(", ")
         );
-        self.check_writable()?;
-        let horizon = self.auth().purge_horizon(bound);
-        let written = horizon.clone();
+        let horizon = horizon.cloned();
         let (purged, _) = self.write(action, move |j, tx| {
-            if let Some((horizon, mac)) = &written {
+            if let Some((horizon, mac)) = &horizon {
                 tx.execute(
                     "UPDATE seal SET purged_before = ?1, purge_mac = ?2 WHERE id = 1",
                     params![sql_time(*horizon), mac],
@@ -1250,120 +666,18 @@ impl Journal for SqliteJournal {
             tx.execute(&sql, [sql_time(bound)])
                 .map_err(|e| j.ctx.db(action, e))
         })?;
-        if let Some((horizon, _)) = horizon {
-            self.auth
-                .write()
-                .unwrap_or_else(PoisonError::into_inner)
-                .set_purged_before(horizon);
-        }
         Ok(purged)
     }
 
-    fn reconcile(
-        &self,
-        order_id: &str,
-        state: OperationState,
-        by: &str,
-        reference: &str,
-        now: u64,
-    ) -> Result<Reconciliation> {
-        rules::check_now(now)?;
-        rules::check_reconciliation(state, by, reference)?;
-        self.check_writable()?;
-        let action = format!("reconcile order id {order_id:?}");
-        // A person's decision is made durable like a first attempt: it is
-        // the only record that the operation was settled by hand.
-        let arriving = self.group.arrive();
-        let captured = (
-            order_id.to_owned(),
-            by.to_owned(),
-            reference.to_owned(),
-            action.clone(),
-        );
-        let written = self.write(&action, move |j, tx| {
-            let (order_id, by, reference, action) = (captured.0.as_str(), captured.1.as_str(), captured.2.as_str(), captured.3.as_str());
-            let stored = j
-                .load(tx, order_id, action)?
-                .ok_or_else(|| rules::unknown_order(order_id))?;
-            let previous = stored.record.state;
-            let key = &stored.record.operation.idempotency_key;
-            if previous.is_settled() {
-                return Err(rules::already_settled(order_id, previous));
-            }
-            if rules::lease_blocks(stored.lease_owner.as_deref(), stored.lease_expires, now) {
-                return Err(rules::busy(order_id, key));
-            }
-            let row = RowState {
-                state,
-                attempts: stored.record.attempts,
-                updated_at: now,
-                response: stored.record.response.as_ref(),
-            };
-            j.write_state(tx, &stored, &row, action)?;
-            tx.prepare_cached(
-                "UPDATE operations SET lease_owner = NULL, lease_expires = NULL WHERE order_id = ?1",
-            )
-            .and_then(|mut stmt| stmt.execute([order_id]))
-            .map_err(|e| j.ctx.db(action, e))?;
-            tx.prepare_cached(
-                "INSERT INTO reconciliations (order_id, idempotency_key, previous_state, state,
-                     reconciled_by, reconciled_at, reference)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            )
-            .and_then(|mut stmt| {
-                stmt.execute(params![
-                    order_id,
-                    key,
-                    previous.as_str(),
-                    state.as_str(),
-                    by,
-                    sql_time(now),
-                    reference
-                ])
-            })
-            .map_err(|e| j.ctx.db(action, e))?;
-            Ok(Reconciliation {
-                order_id: order_id.to_owned(),
-                idempotency_key: key.clone(),
-                previous_state: previous,
-                state,
-                by: by.to_owned(),
-                at: now,
-                reference: reference.to_owned(),
-            })
-        });
-        drop(arriving);
-        let (reconciliation, seq) = written?;
-        self.group.wait(seq, self.hook.as_ref()).map_err(|why| {
-            self.ctx.refused(format!(
-                "the reconciliation of order id {order_id:?} was written but may not be durable: \
-                 {why}"
-            ))
-        })?;
-        Ok(reconciliation)
-    }
-
     fn reconciliations(&self, order_id: Option<&str>) -> Result<Vec<Reconciliation>> {
-        let action = "read reconciliations";
-        let sql = format!(
-            "SELECT {RECONCILIATION_COLUMNS} FROM reconciliations
-             WHERE ?1 IS NULL OR order_id = ?1 ORDER BY id"
-        );
-        let conn = self.lock();
-        let raws = conn
-            .prepare_cached(&sql)
-            .and_then(|mut stmt| {
-                stmt.query_map([order_id], RawReconciliation::read)?
-                    .collect::<rusqlite::Result<Vec<_>>>()
-            })
-            .map_err(|e| self.ctx.db(action, e))?;
+        let raws = self.reconciliation_rows(&self.lock(), order_id)?;
         raws.into_iter().map(|r| r.check(&self.ctx)).collect()
     }
 
-    fn check(&self) -> Result<JournalCheck> {
+    fn inspect(&self) -> Result<Inspection> {
         let action = "check the journal";
+        let rows = self.select("", &[])?;
         let conn = self.lock();
-        let mut problems = Vec::new();
         let integrity = conn
             .prepare("PRAGMA integrity_check")
             .and_then(|mut stmt| {
@@ -1371,63 +685,32 @@ impl Journal for SqliteJournal {
                     .collect::<rusqlite::Result<Vec<String>>>()
             })
             .map_err(|e| self.ctx.db(action, e))?;
-        if integrity != ["ok"] {
-            problems.extend(
-                integrity
-                    .into_iter()
-                    .map(|p| format!("integrity_check: {p}")),
-            );
-        }
+        let problems = if integrity == ["ok"] {
+            Vec::new()
+        } else {
+            integrity
+                .into_iter()
+                .map(|p| format!("integrity_check: {p}"))
+                .collect()
+        };
         let schema_version = schema::version(&conn).map_err(|e| self.ctx.db(action, e))?;
-        let raws = conn
-            .prepare(&format!(
-                "SELECT {COLUMNS} FROM operations ORDER BY created_at, rowid"
-            ))
-            .and_then(|mut stmt| {
-                stmt.query_map([], RawRow::read)?
-                    .collect::<rusqlite::Result<Vec<RawRow>>>()
-            })
-            .map_err(|e| self.ctx.db(action, e))?;
-        let operations = raws.len();
         let seal = schema::seal_record(&conn).map_err(|e| self.ctx.db(action, e))?;
-        let auth = self.auth().clone();
-        problems.extend(rules::seal_problem(seal.is_some(), operations > 0));
-        for raw in raws {
-            match raw.check(&self.ctx) {
-                Ok(stored) => problems.extend(rules::row_problems(
-                    &auth,
-                    stored.scope.as_ref(),
-                    &stored.record,
-                    stored.macs(),
-                )),
-                Err(e) => problems.push(e.message().to_owned()),
-            }
-        }
-        problems.extend(super::location::exposure_problem(Path::new(&self.ctx.path)));
-        let raws = conn
-            .prepare(&format!(
-                "SELECT {RECONCILIATION_COLUMNS} FROM reconciliations ORDER BY id"
-            ))
-            .and_then(|mut stmt| {
-                stmt.query_map([], RawReconciliation::read)?
-                    .collect::<rusqlite::Result<Vec<_>>>()
-            })
-            .map_err(|e| self.ctx.db(action, e))?;
-        let reconciliations = raws.len();
-        problems.extend(
-            raws.into_iter()
-                .filter_map(|r| r.check(&self.ctx).err())
-                .map(|e| e.message().to_owned()),
-        );
-        Ok(JournalCheck {
+        let reconciliations = self.reconciliation_rows(&conn, None)?;
+        Ok(Inspection {
             backend: "sqlite",
             schema_version: Some(schema_version),
             library_schema_version: Some(SCHEMA_VERSION),
             migrated_from: self.migrated_from,
-            operations,
-            reconciliations,
             problems,
-            macs_verified: auth.is_keyed(),
+            later_problems: super::location::exposure_problem(Path::new(&self.ctx.path))
+                .into_iter()
+                .collect(),
+            sealed: Some(seal.is_some()),
+            rows,
+            reconciliations: reconciliations
+                .into_iter()
+                .map(|r| r.check(&self.ctx))
+                .collect(),
         })
     }
 
@@ -1452,18 +735,8 @@ impl Journal for SqliteJournal {
         Ok(())
     }
 
-    fn clock_offset(&self, platform: &str) -> Result<Option<StoredClockOffset>> {
-        Ok(self.clock_offsets_where(Some(platform))?.into_iter().next())
-    }
-
-    fn clock_offsets(&self) -> Result<Vec<StoredClockOffset>> {
-        self.clock_offsets_where(None)
-    }
-}
-
-impl SqliteJournal {
     /// The stored clock offsets of `platform` (every one when `None`).
-    fn clock_offsets_where(&self, platform: Option<&str>) -> Result<Vec<StoredClockOffset>> {
+    fn clock_offsets(&self, platform: Option<&str>) -> Result<Vec<StoredClockOffset>> {
         let action = "read the clock offsets";
         let conn = self.lock();
         conn.prepare_cached(
@@ -1481,78 +754,5 @@ impl SqliteJournal {
             .collect::<rusqlite::Result<Vec<_>>>()
         })
         .map_err(|e| self.ctx.db(action, e))
-    }
-}
-
-#[cfg(test)]
-mod batch_tests {
-    use super::*;
-    use std::time::Instant;
-
-    fn op(order_id: &str) -> FrozenOperation {
-        FrozenOperation {
-            order_id: order_id.into(),
-            idempotency_key: format!("key-{order_id}"),
-            method: "POST".into(),
-            path: "/payments".into(),
-            body: b"{}".to_vec(),
-            body_sha256: crate::protocol::body_sha256_hex(b"{}"),
-            status_path: None,
-        }
-    }
-
-    fn lease(owner: &str) -> Lease {
-        Lease {
-            owner: owner.into(),
-            expires_at: 1_000,
-        }
-    }
-
-    /// Queued writes of several callers run in one transaction; one that
-    /// fails leaves the others' changes in place and its own out.
-    #[test]
-    fn one_failing_write_in_a_batch_changes_only_itself() {
-        let dir = tempfile::tempdir().unwrap();
-        let journal = SqliteJournal::open(
-            dir.path().join("j.sqlite3"),
-            SqliteJournalOptions::default(),
-        )
-        .unwrap();
-        journal.open(&op("taken"), &lease("a"), 10).unwrap();
-        let held = journal.lock();
-        std::thread::scope(|s| {
-            let mut callers = Vec::new();
-            for i in 0..4 {
-                let journal = &journal;
-                callers.push(s.spawn(move || {
-                    journal.open(&op(&format!("new-{i}")), &lease(&format!("o{i}")), 10)
-                }));
-            }
-            // Another owner's lease is live: this open fails with
-            // operation_busy, after its read, inside the batch.
-            let journal_ref = &journal;
-            let busy = s.spawn(move || journal_ref.open(&op("taken"), &lease("b"), 11));
-            let started = Instant::now();
-            while batch::queued(&journal.pending) < 5 {
-                assert!(
-                    started.elapsed() < Duration::from_secs(10),
-                    "callers never queued"
-                );
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            let before = journal.group.committed();
-            drop(held);
-            for caller in callers {
-                assert!(matches!(caller.join().unwrap(), Ok(Opened::Created(_))));
-            }
-            let e = busy.join().unwrap().unwrap_err();
-            assert_eq!(e.code(), ErrorCode::OperationBusy);
-            // One transaction for all five: one commit between the two
-            // readings (each reading numbers a commit of its own).
-            assert_eq!(journal.group.committed(), before + 2);
-        });
-        for i in 0..4 {
-            assert!(journal.get(&format!("new-{i}")).unwrap().is_some());
-        }
     }
 }

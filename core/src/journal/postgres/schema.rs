@@ -7,7 +7,8 @@
 //! `payidem_operations` table but no version is refused as well (it is not
 //! ours to change).
 
-use super::{read_row, Fail, PostgresJournal, COLUMNS_V2};
+use super::rows::{read_row, COLUMNS_V2};
+use super::{Fail, PostgresJournal};
 use crate::error::Result;
 use crate::journal::{JournalKey, RowAuth, SealRecord};
 

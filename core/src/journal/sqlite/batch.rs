@@ -11,9 +11,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::{self, Thread};
 
-use rusqlite::Transaction;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use crate::error::Result;
+use rusqlite::{Connection, Transaction, TransactionBehavior};
+
+use crate::error::{Error, ErrorCode, Result};
 
 use super::SqliteJournal;
 
@@ -181,6 +183,205 @@ impl Drop for Role<'_> {
                 next.waiter.unpark();
             }
             None => p.combining = false,
+        }
+    }
+}
+
+impl SqliteJournal {
+    /// Runs `f` in a `BEGIN IMMEDIATE` transaction committed with
+    /// `synchronous=NORMAL` (in the WAL, not fsync'd); nothing of `f` is
+    /// written if it fails. Returns `f`'s value and the commit's number in
+    /// the group commit's sequence.
+    ///
+    /// Writes of concurrent callers share transactions: a caller queues its
+    /// work, then takes the connection; whoever takes it runs every queued
+    /// work in one transaction (each in its own savepoint, so one caller's
+    /// failure rolls back only its own changes) and commits once, and the
+    /// callers whose work it ran find their results when they get the
+    /// connection in turn. A caller alone runs its work in its own
+    /// transaction, exactly as without batching.
+    pub(super) fn write<T: Send + 'static>(
+        &self,
+        action: &str,
+        f: impl FnOnce(&SqliteJournal, &Transaction<'_>) -> Result<T> + Send + 'static,
+    ) -> Result<(T, u64)> {
+        let job = Job::new(
+            action,
+            Box::new(move |j: &SqliteJournal, tx: &Transaction<'_>| {
+                f(j, tx).map(|v| Box::new(v) as Box<dyn Any + Send>)
+            }),
+        );
+        submit(&self.pending, &job, &|| self.lock(), &|conn, jobs| {
+            self.run_batch(conn, jobs)
+        });
+        let out = job.take_out();
+        match out {
+            Some(Ok((value, seq))) => match value.downcast::<T>() {
+                Ok(value) => Ok((*value, seq)),
+                Err(_) => Err(Error::new(
+                    ErrorCode::Internal,
+                    format!(
+                        "journal {}: cannot {action}: a result of another type came back",
+                        self.ctx.path
+                    ),
+                )),
+            },
+            Some(Err(e)) => Err(e),
+            None => Err(Error::new(
+                ErrorCode::Internal,
+                format!(
+                    "journal {}: cannot {action}: the write was lost by its batch",
+                    self.ctx.path
+                ),
+            )),
+        }
+    }
+
+    /// Runs `jobs` in one transaction under the connection's lock and
+    /// leaves each job's result in it.
+    fn run_batch(&self, mut conn: MutexGuard<'_, Connection>, jobs: Vec<Arc<Job>>) {
+        let fail_all = |jobs: &[Arc<Job>], e: &rusqlite::Error| {
+            for job in jobs {
+                job.complete(Err(self.ctx.db_ref(&job.action, e)));
+            }
+        };
+        let tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
+            Ok(tx) => tx,
+            Err(e) => return fail_all(&jobs, &e),
+        };
+        let alone = jobs.len() == 1;
+        let mut results: Vec<Result<Box<dyn Any + Send>>> = Vec::with_capacity(jobs.len());
+        for job in &jobs {
+            let (work, action) = (job.take_work(), job.action.clone());
+            let Some(work) = work else {
+                results.push(Err(Error::new(
+                    ErrorCode::Internal,
+                    format!(
+                        "journal {}: cannot {action}: its work was already taken",
+                        self.ctx.path
+                    ),
+                )));
+                continue;
+            };
+            if !alone {
+                if let Err(e) = tx.execute_batch("SAVEPOINT payidem_write") {
+                    results.push(Err(self.ctx.db(&action, e)));
+                    continue;
+                }
+            }
+            let result = catch_unwind(AssertUnwindSafe(|| work(self, &tx))).unwrap_or_else(|_| {
+                Err(Error::new(
+                    ErrorCode::Internal,
+                    format!(
+                        "journal {}: cannot {action}: the write panicked",
+                        self.ctx.path
+                    ),
+                ))
+            });
+            if !alone {
+                let end = if result.is_ok() {
+                    "RELEASE payidem_write"
+                } else {
+                    "ROLLBACK TO payidem_write; RELEASE payidem_write"
+                };
+                if let Err(e) = tx.execute_batch(end) {
+                    // The transaction's state is unknown: write nothing.
+                    drop(tx);
+                    return fail_all(&jobs, &e);
+                }
+            }
+            results.push(result);
+        }
+        let seq = if results.iter().any(Result::is_ok) {
+            if let Err(e) = tx.commit() {
+                return fail_all(&jobs, &e);
+            }
+            self.group.committed()
+        } else {
+            // Nothing to keep (a failed work may have written before it
+            // failed): roll back.
+            drop(tx);
+            0
+        };
+        for (job, result) in jobs.iter().zip(results) {
+            job.complete(result.map(|v| (v, seq)));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::journal::{Journal, Opened};
+    use crate::journal::{Lease, SqliteJournalOptions};
+    use crate::operation::FrozenOperation;
+    use std::time::Duration;
+    use std::time::Instant;
+
+    fn op(order_id: &str) -> FrozenOperation {
+        FrozenOperation {
+            order_id: order_id.into(),
+            idempotency_key: format!("key-{order_id}"),
+            method: "POST".into(),
+            path: "/payments".into(),
+            body: b"{}".to_vec(),
+            body_sha256: crate::protocol::body_sha256_hex(b"{}"),
+            status_path: None,
+        }
+    }
+
+    fn lease(owner: &str) -> Lease {
+        Lease {
+            owner: owner.into(),
+            expires_at: 1_000,
+        }
+    }
+
+    /// Queued writes of several callers run in one transaction; one that
+    /// fails leaves the others' changes in place and its own out.
+    #[test]
+    fn one_failing_write_in_a_batch_changes_only_itself() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = SqliteJournal::open(
+            dir.path().join("j.sqlite3"),
+            SqliteJournalOptions::default(),
+        )
+        .unwrap();
+        journal.open(&op("taken"), &lease("a"), 10).unwrap();
+        let held = journal.lock();
+        std::thread::scope(|s| {
+            let mut callers = Vec::new();
+            for i in 0..4 {
+                let journal = &journal;
+                callers.push(s.spawn(move || {
+                    journal.open(&op(&format!("new-{i}")), &lease(&format!("o{i}")), 10)
+                }));
+            }
+            // Another owner's lease is live: this open fails with
+            // operation_busy, after its read, inside the batch.
+            let journal_ref = &journal;
+            let busy = s.spawn(move || journal_ref.open(&op("taken"), &lease("b"), 11));
+            let started = Instant::now();
+            while queued(&journal.pending) < 5 {
+                assert!(
+                    started.elapsed() < Duration::from_secs(10),
+                    "callers never queued"
+                );
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            let before = journal.group.committed();
+            drop(held);
+            for caller in callers {
+                assert!(matches!(caller.join().unwrap(), Ok(Opened::Created(_))));
+            }
+            let e = busy.join().unwrap().unwrap_err();
+            assert_eq!(e.code(), ErrorCode::OperationBusy);
+            // One transaction for all five: one commit between the two
+            // readings (each reading numbers a commit of its own).
+            assert_eq!(journal.group.committed(), before + 2);
+        });
+        for i in 0..4 {
+            assert!(journal.get(&format!("new-{i}")).unwrap().is_some());
         }
     }
 }

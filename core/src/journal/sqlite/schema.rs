@@ -9,7 +9,8 @@
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
 
-use super::{Context, RawRow};
+use super::rows::{RawRow, COLUMNS_V3};
+use super::Context;
 use crate::error::Result;
 use crate::journal::{JournalKey, JournalScope, RowAuth, SealRecord};
 
@@ -297,7 +298,7 @@ fn check_upgradable(tx: &Connection, ctx: &Context, key: Option<&JournalKey>) ->
 
 /// Every operation row of a schema 3 journal, as stored.
 fn rows_v3(tx: &Connection, ctx: &Context) -> Result<Vec<RawRow>> {
-    tx.prepare(&format!("SELECT {} FROM operations", super::COLUMNS_V3))
+    tx.prepare(&format!("SELECT {} FROM operations", COLUMNS_V3))
         .and_then(|mut stmt| {
             stmt.query_map([], RawRow::read_v3)?
                 .collect::<rusqlite::Result<Vec<RawRow>>>()

@@ -1,0 +1,519 @@
+//! The journal's operations, each a transaction of the engine's rules
+//! over a [`Storage`], and the [`Journal`] every `Storage` is.
+
+use std::sync::PoisonError;
+
+use super::{Body, Holder, Intent, LeaseChange, Row, Storage, Work};
+use crate::error::{Error, ErrorCode, Result};
+use crate::journal::{
+    rules, Journal, JournalCheck, Lease, Listed, Opened, OperationRecord, Reconciliation, RowState,
+    StoredClockOffset,
+};
+use crate::operation::{FrozenOperation, OperationState, Response};
+
+/// `open` and `open_to_send`: a new operation recorded pending, or in
+/// flight with its first attempt.
+fn open<S: Storage>(
+    store: &S,
+    operation: &FrozenOperation,
+    lease: &Lease,
+    now: u64,
+    first_attempt: bool,
+) -> Result<Opened> {
+    rules::check_now(now)?;
+    rules::check_lease(lease)?;
+    store.guard().check_writable()?;
+    let (state, attempts) = if first_attempt {
+        (OperationState::InFlight, 1)
+    } else {
+        (OperationState::Pending, 0)
+    };
+    let action = format!("open order id {:?}", operation.order_id);
+    let intent = Intent::Open {
+        order_id: &operation.order_id,
+        owner: &lease.owner,
+        first_attempt,
+    };
+    let (operation, lease) = (operation.clone(), lease.clone());
+    // Run again after a lost commit: the owner takes its own lease again.
+    let work = Work::again(Box::new(move |g, tx| {
+        if let Some(existing) = g.load(tx, &operation.order_id)? {
+            rules::same_request(&existing.record.operation, &operation)?;
+            return g.resume(tx, existing, &lease, now);
+        }
+        let record = OperationRecord {
+            operation: operation.clone(),
+            state,
+            attempts,
+            created_at: now,
+            updated_at: now,
+            response: None,
+        };
+        let (row_mac, state_mac) = g.auth().macs(g.scope.as_ref(), &record)?;
+        let row = Row {
+            record,
+            scope: g.scope.clone(),
+            holder: Holder::default(),
+            row_mac,
+            state_mac,
+        };
+        if tx.insert(&row, &lease, now)? {
+            return Ok(Opened::Created(row.record));
+        }
+        // The order id appeared since it was read (another instance
+        // inserted it and still holds its row), or the key is another
+        // order id's.
+        let op = &operation;
+        match tx.key_holder(&op.idempotency_key)? {
+            Some(other) if other != op.order_id => Err(rules::key_taken(op, &other)),
+            _ => Err(Error::new(
+                ErrorCode::OperationBusy,
+                format!(
+                    "order id {:?} is being created by another call",
+                    op.order_id
+                ),
+            )
+            .with_operation(&op.order_id, &op.idempotency_key)),
+        }
+    }));
+    store.transact(intent, &action, work)
+}
+
+fn claim<S: Storage>(store: &S, order_id: &str, lease: &Lease, now: u64) -> Result<Opened> {
+    rules::check_now(now)?;
+    rules::check_lease(lease)?;
+    let action = format!("claim order id {order_id:?}");
+    let intent = Intent::Claim {
+        order_id,
+        owner: &lease.owner,
+    };
+    let (order_id, lease) = (order_id.to_owned(), lease.clone());
+    let work = Work::again(Box::new(move |g, tx| {
+        let row = g.existing(tx, &order_id)?;
+        g.resume(tx, row, &lease, now)
+    }));
+    store.transact(intent, &action, work)
+}
+
+/// `claim_next`: one statement for a store that has it; otherwise the
+/// unsettled operations, oldest first, claimed until one is free.
+fn claim_next<S: Storage>(store: &S, lease: &Lease, now: u64) -> Result<Option<Opened>> {
+    rules::check_now(now)?;
+    rules::check_lease(lease)?;
+    if S::CLAIMS_NEXT {
+        let intent = Intent::ClaimNext {
+            owner: &lease.owner,
+        };
+        let lease = lease.clone();
+        // A row failing its MAC rolls the claim back: its lease stays as
+        // it was and nothing is sent.
+        let work = Work::again(Box::new(move |g, tx| {
+            match tx.claim_next(&lease, now, g.scope.as_ref())? {
+                Some(row) => Ok(Some(Opened::Resumable(g.verified(row)?.record))),
+                None => Ok(None),
+            }
+        }));
+        return store.transact(intent, "claim the next operation to take over", work);
+    }
+    let unsettled = [
+        OperationState::Pending,
+        OperationState::InFlight,
+        OperationState::Unknown,
+    ];
+    for record in list(store, &unsettled)? {
+        match claim(store, &record.operation.order_id, lease, now) {
+            Ok(opened @ Opened::Resumable(_)) => return Ok(Some(opened)),
+            // Settled or purged since the listing, or held by a live call.
+            Ok(_) => continue,
+            Err(e)
+                if matches!(
+                    e.code(),
+                    ErrorCode::OperationBusy | ErrorCode::InvalidArgument
+                ) =>
+            {
+                continue
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(None)
+}
+
+fn record_attempt<S: Storage>(
+    store: &S,
+    order_id: &str,
+    lease: &Lease,
+    attempts: u32,
+    now: u64,
+) -> Result<()> {
+    rules::check_now(now)?;
+    store.guard().check_writable()?;
+    let action = format!("record an attempt of order id {order_id:?}");
+    let intent = Intent::RecordAttempt {
+        order_id,
+        owner: &lease.owner,
+    };
+    let (id, held) = (order_id.to_owned(), lease.clone());
+    let body: Body<()> = Box::new(move |g, tx| {
+        let row = g.held(tx, &id, &held)?;
+        let state = RowState {
+            state: OperationState::InFlight,
+            attempts,
+            updated_at: now,
+            response: row.record.response.as_ref(),
+        };
+        g.write(tx, &row, &state, LeaseChange::Extend(&held, now))
+    });
+    let (id, held) = (order_id.to_owned(), lease.clone());
+    // Committed when the row is in flight with these attempts under this
+    // lease.
+    let read_back: Body<Option<()>> = Box::new(move |g, tx| {
+        let row = g.held(tx, &id, &held)?;
+        let r = &row.record;
+        Ok((r.state == OperationState::InFlight && r.attempts == attempts).then_some(()))
+    });
+    store.transact(intent, &action, Work { body, read_back })
+}
+
+/// Puts an operation whose attempt could not be made durable back where
+/// it stood before (`before`: state and attempts; nothing was sent), if
+/// `lease` still holds it in flight with `attempted` attempts. For a store
+/// that finds out after its commit that a durable write is not durable.
+pub(crate) fn undo_attempt<S: Storage>(
+    store: &S,
+    order_id: &str,
+    lease: &Lease,
+    attempted: u32,
+    before: (OperationState, u32),
+) -> Result<()> {
+    let action = format!("undo the attempt of order id {order_id:?}");
+    let (order_id, lease) = (order_id.to_owned(), lease.clone());
+    let work = Work::again(Box::new(move |g, tx| {
+        let Some(row) = g.load(tx, &order_id)? else {
+            return Ok(());
+        };
+        let record = &row.record;
+        if !row.holder.held_by(&lease)
+            || record.state != OperationState::InFlight
+            || record.attempts != attempted
+        {
+            return Ok(());
+        }
+        let state = RowState {
+            state: before.0,
+            attempts: before.1,
+            ..RowState::of(record)
+        };
+        g.write(tx, &row, &state, LeaseChange::Keep)
+    }));
+    store.transact(Intent::Undo, &action, work)
+}
+
+fn finish<S: Storage>(
+    store: &S,
+    order_id: &str,
+    lease: &Lease,
+    state: OperationState,
+    response: Option<&Response>,
+    now: u64,
+) -> Result<()> {
+    rules::check_now(now)?;
+    rules::check_finish_state(state)?;
+    store.guard().check_writable()?;
+    let action = format!("finish order id {order_id:?}");
+    let intent = Intent::Finish {
+        order_id,
+        owner: &lease.owner,
+    };
+    let (id, held, response) = (order_id.to_owned(), lease.clone(), response.cloned());
+    let body: Body<()> = Box::new(move |g, tx| {
+        let row = g.held(tx, &id, &held)?;
+        let new = RowState {
+            state,
+            attempts: row.record.attempts,
+            updated_at: now,
+            response: response.as_ref(),
+        };
+        g.write(tx, &row, &new, LeaseChange::Clear)
+    });
+    let (id, held) = (order_id.to_owned(), lease.clone());
+    // Not committed while this lease still holds it; committed when it is
+    // free under the same epoch, in the state written.
+    let read_back: Body<Option<()>> = Box::new(move |g, tx| {
+        let row = g.existing(tx, &id)?;
+        let current = tx.current(&row, &held);
+        if row.holder.held_by(&held) && current {
+            Ok(None)
+        } else if row.holder.owner.is_none() && current && row.record.state == state {
+            Ok(Some(()))
+        } else {
+            Err(rules::lease_lost(
+                &id,
+                &row.record.operation.idempotency_key,
+            ))
+        }
+    });
+    store.transact(intent, &action, Work { body, read_back })
+}
+
+fn release<S: Storage>(store: &S, order_id: &str, lease: &Lease) -> Result<()> {
+    let action = format!("release order id {order_id:?}");
+    let intent = Intent::Release {
+        order_id,
+        owner: &lease.owner,
+    };
+    let (order_id, lease) = (order_id.to_owned(), lease.clone());
+    // Releasing again is harmless: run it once more.
+    let work = Work::again(Box::new(move |_, tx| {
+        if !tx.release(&order_id, &lease)? {
+            return Err(rules::unknown_order(&order_id));
+        }
+        Ok(())
+    }));
+    store.transact(intent, &action, work)
+}
+
+fn reconcile<S: Storage>(
+    store: &S,
+    order_id: &str,
+    state: OperationState,
+    by: &str,
+    reference: &str,
+    now: u64,
+) -> Result<Reconciliation> {
+    rules::check_now(now)?;
+    rules::check_reconciliation(state, by, reference)?;
+    store.guard().check_writable()?;
+    let action = format!("reconcile order id {order_id:?}");
+    let intent = Intent::Reconcile { order_id };
+    let wanted = Reconciliation {
+        order_id: order_id.to_owned(),
+        idempotency_key: String::new(),
+        previous_state: state,
+        state,
+        by: by.to_owned(),
+        at: now,
+        reference: reference.to_owned(),
+    };
+    let asked = wanted.clone();
+    let body: Body<Reconciliation> = Box::new(move |g, tx| {
+        let order_id = &asked.order_id;
+        let row = g.existing(tx, order_id)?;
+        let previous = row.record.state;
+        let key = &row.record.operation.idempotency_key;
+        if previous.is_settled() {
+            return Err(rules::already_settled(order_id, previous));
+        }
+        if row.holder.blocks(now) {
+            return Err(rules::busy(order_id, key));
+        }
+        let new = RowState {
+            state,
+            attempts: row.record.attempts,
+            updated_at: now,
+            response: row.record.response.as_ref(),
+        };
+        g.write(tx, &row, &new, LeaseChange::Fence)?;
+        let mut reconciliation = Reconciliation {
+            idempotency_key: key.clone(),
+            previous_state: previous,
+            ..asked.clone()
+        };
+        reconciliation.at = tx.reconciled(&reconciliation)?;
+        Ok(reconciliation)
+    });
+    // Committed when the operation is in the state written and the
+    // reconciliation is stored.
+    let read_back: Body<Option<Reconciliation>> =
+        Box::new(move |_, tx| match tx.load(&wanted.order_id)? {
+            Some(row) if row.record.state == state => tx.find_reconciliation(&wanted),
+            _ => Ok(None),
+        });
+    store.transact(intent, &action, Work { body, read_back })
+}
+
+fn list<S: Storage>(store: &S, states: &[OperationState]) -> Result<Vec<OperationRecord>> {
+    if states.is_empty() {
+        return Ok(Vec::new());
+    }
+    let g = store.guard();
+    let mut records = Vec::new();
+    for read in store.rows(Some(states))? {
+        let row = g.verified(read.map_err(|u| u.error)?)?;
+        if g.in_scope(&row) {
+            records.push(row.record);
+        }
+    }
+    Ok(records)
+}
+
+fn list_every<S: Storage>(store: &S) -> Result<Vec<Listed>> {
+    let g = store.guard();
+    let mut listed = Vec::new();
+    for read in store.rows(None)? {
+        let (order_id, verified) = match read {
+            Ok(row) => (row.record.operation.order_id.clone(), g.verified(row)),
+            Err(u) => (u.order_id, Err(u.error)),
+        };
+        match verified {
+            Ok(row) if g.in_scope(&row) => listed.push(Listed::Valid(row.record)),
+            Ok(_) => {}
+            Err(e) => listed.push(Listed::Invalid {
+                order_id,
+                problem: e.message().to_owned(),
+            }),
+        }
+    }
+    Ok(listed)
+}
+
+fn purge_settled<S: Storage>(store: &S, before: u64) -> Result<usize> {
+    let g = store.guard();
+    g.check_writable()?;
+    let horizon = g.auth().purge_horizon(before.min(S::LATEST));
+    let purged = store.purge(before, horizon.as_ref())?;
+    if let Some((horizon, _)) = horizon {
+        g.auth
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .set_purged_before(horizon);
+    }
+    Ok(purged)
+}
+
+fn check<S: Storage>(store: &S) -> Result<JournalCheck> {
+    let g = store.guard();
+    let found = store.inspect()?;
+    let auth = g.auth().clone();
+    let mut problems = found.problems;
+    if let Some(sealed) = found.sealed {
+        problems.extend(rules::seal_problem(sealed, !found.rows.is_empty()));
+    }
+    let operations = found.rows.len();
+    for read in found.rows {
+        match read {
+            Ok(row) if found.sealed.is_some() => problems.extend(rules::row_problems(
+                &auth,
+                row.scope.as_ref(),
+                &row.record,
+                row.macs(),
+            )),
+            Ok(row) => {
+                let op = &row.record.operation;
+                problems.extend(rules::body_problem(&op.order_id, &op.body, &op.body_sha256));
+            }
+            Err(u) => problems.push(u.error.message().to_owned()),
+        }
+    }
+    problems.extend(found.later_problems);
+    let reconciliations = found.reconciliations.len();
+    problems.extend(
+        found
+            .reconciliations
+            .into_iter()
+            .filter_map(|r| r.err())
+            .map(|e| e.message().to_owned()),
+    );
+    Ok(JournalCheck {
+        backend: found.backend,
+        schema_version: found.schema_version,
+        library_schema_version: found.library_schema_version,
+        migrated_from: found.migrated_from,
+        operations,
+        reconciliations,
+        problems,
+        macs_verified: auth.is_keyed(),
+    })
+}
+
+impl<S: Storage> Journal for S {
+    fn open(&self, operation: &FrozenOperation, lease: &Lease, now: u64) -> Result<Opened> {
+        open(self, operation, lease, now, false)
+    }
+
+    fn open_to_send(&self, operation: &FrozenOperation, lease: &Lease, now: u64) -> Result<Opened> {
+        open(self, operation, lease, now, true)
+    }
+
+    fn claim(&self, order_id: &str, lease: &Lease, now: u64) -> Result<Opened> {
+        claim(self, order_id, lease, now)
+    }
+
+    fn claim_next(&self, lease: &Lease, now: u64) -> Result<Option<Opened>> {
+        claim_next(self, lease, now)
+    }
+
+    fn record_attempt(&self, order_id: &str, lease: &Lease, attempts: u32, now: u64) -> Result<()> {
+        record_attempt(self, order_id, lease, attempts, now)
+    }
+
+    fn finish(
+        &self,
+        order_id: &str,
+        lease: &Lease,
+        state: OperationState,
+        response: Option<&Response>,
+        now: u64,
+    ) -> Result<()> {
+        finish(self, order_id, lease, state, response, now)
+    }
+
+    fn release(&self, order_id: &str, lease: &Lease) -> Result<()> {
+        release(self, order_id, lease)
+    }
+
+    fn get(&self, order_id: &str) -> Result<Option<OperationRecord>> {
+        let g = self.guard();
+        let Some(row) = self.row(order_id)? else {
+            return Ok(None);
+        };
+        let row = g.verified(row)?;
+        rules::same_scope(row.scope.as_ref(), g.scope.as_ref(), &row.record.operation)?;
+        Ok(Some(row.record))
+    }
+
+    fn list(&self, states: &[OperationState]) -> Result<Vec<OperationRecord>> {
+        list(self, states)
+    }
+
+    fn list_every(&self) -> Result<Vec<Listed>> {
+        list_every(self)
+    }
+
+    fn purge_settled(&self, before: u64) -> Result<usize> {
+        purge_settled(self, before)
+    }
+
+    fn reconcile(
+        &self,
+        order_id: &str,
+        state: OperationState,
+        by: &str,
+        reference: &str,
+        now: u64,
+    ) -> Result<Reconciliation> {
+        reconcile(self, order_id, state, by, reference, now)
+    }
+
+    fn reconciliations(&self, order_id: Option<&str>) -> Result<Vec<Reconciliation>> {
+        Storage::reconciliations(self, order_id)
+    }
+
+    fn check(&self) -> Result<JournalCheck> {
+        check(self)
+    }
+
+    fn save_clock_offset(&self, offset: &StoredClockOffset) -> Result<()> {
+        Storage::save_clock_offset(self, offset)
+    }
+
+    fn clock_offset(&self, platform: &str) -> Result<Option<StoredClockOffset>> {
+        Ok(Storage::clock_offsets(self, Some(platform))?
+            .into_iter()
+            .next())
+    }
+
+    fn clock_offsets(&self) -> Result<Vec<StoredClockOffset>> {
+        Storage::clock_offsets(self, None)
+    }
+}

@@ -1,0 +1,283 @@
+//! The connection pool and the transactions of a [`PostgresJournal`]:
+//! one short transaction per write on a pooled connection, retried on a
+//! new connection when the old one is lost, and read back when the
+//! connection was lost during COMMIT.
+
+use std::fmt;
+use std::sync::atomic::Ordering;
+use std::sync::MutexGuard;
+use std::sync::PoisonError;
+
+use postgres::error::SqlState;
+use postgres::NoTls;
+
+use super::{Conn, PgPoint, PostgresJournal};
+use crate::error::{Error, ErrorCode, Result};
+
+/// Why a transaction body stopped.
+pub(super) enum Fail {
+    /// A database error (maybe a lost connection).
+    Pg(postgres::Error),
+    /// A decision of the journal (busy, conflict, unknown order id…):
+    /// rolled back and returned as it is.
+    Journal(Error),
+}
+
+impl From<postgres::Error> for Fail {
+    fn from(e: postgres::Error) -> Fail {
+        Fail::Pg(e)
+    }
+}
+
+impl From<Error> for Fail {
+    fn from(e: Error) -> Fail {
+        Fail::Journal(e)
+    }
+}
+
+pub(super) type Body<'a, T> =
+    &'a mut dyn FnMut(&mut postgres::Client) -> std::result::Result<T, Fail>;
+pub(super) type Verify<'a, T> =
+    &'a mut dyn FnMut(&mut postgres::Client) -> std::result::Result<Option<T>, Fail>;
+
+/// `e` and its causes (`error performing TLS handshake: invalid peer
+/// certificate: UnknownIssuer`); the driver's own text names none.
+pub(super) fn with_causes(e: &postgres::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
+}
+
+/// Whether `e` means the connection (or the server) is gone: the outcome
+/// of a COMMIT it interrupted is unknown.
+pub(super) fn connection_lost(e: &postgres::Error) -> bool {
+    if e.is_closed() {
+        return true;
+    }
+    match e.code() {
+        None => e.as_db_error().is_none(),
+        Some(code) => {
+            let c = code.code();
+            c.starts_with("08") || c.starts_with("57P") || *code == SqlState::ADMIN_SHUTDOWN
+        }
+    }
+}
+
+impl PostgresJournal {
+    /// `journal_error` for a failed database call while doing `action`.
+    pub(super) fn db(&self, action: &str, e: &postgres::Error) -> Error {
+        let detail = match e.as_db_error() {
+            Some(db) => format!("{} {}: {}", db.severity(), db.code().code(), db.message()),
+            None if connection_lost(e) => format!("the connection was lost ({})", with_causes(e)),
+            None => with_causes(e),
+        };
+        Error::new(
+            ErrorCode::Journal,
+            format!("journal {}: cannot {action}: {detail}", self.target),
+        )
+    }
+
+    /// A new connection could not be opened (unreachable server, TLS
+    /// handshake, login refused).
+    pub(super) fn no_conn(&self, action: &str, e: &postgres::Error) -> Error {
+        if e.as_db_error().is_some() {
+            return self.db(action, e);
+        }
+        Error::new(
+            ErrorCode::Journal,
+            format!(
+                "journal {}: cannot {action}: no connection to the server: {}",
+                self.target,
+                with_causes(e)
+            ),
+        )
+    }
+
+    pub(super) fn refused(&self, why: impl fmt::Display) -> Error {
+        Error::new(
+            ErrorCode::Journal,
+            format!("journal {}: {why}", self.target),
+        )
+    }
+
+    pub(super) fn new_conn(&self) -> std::result::Result<Conn, postgres::Error> {
+        let mut client = match &self.tls {
+            Some(tls) => self.config.connect(tls.clone())?,
+            None => self.config.connect(NoTls)?,
+        };
+        let ms = self.options.statement_timeout.as_millis().max(1);
+        client.batch_execute(&format!(
+            "SET statement_timeout = {ms}; SET idle_in_transaction_session_timeout = {}",
+            ms.saturating_mul(3)
+        ))?;
+        let pid: i32 = client.query_one("SELECT pg_backend_pid()", &[])?.get(0);
+        Ok(Conn { client, pid })
+    }
+
+    pub(super) fn pooled(&self) -> MutexGuard<'_, Vec<Conn>> {
+        self.pool.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// An idle connection, or a new one.
+    pub(super) fn take_conn(&self, action: &str) -> Result<Conn> {
+        while let Some(conn) = self.pooled().pop() {
+            if !conn.client.is_closed() {
+                return Ok(conn);
+            }
+        }
+        self.new_conn().map_err(|e| self.no_conn(action, &e))
+    }
+
+    pub(super) fn put_back(&self, conn: Conn) {
+        if conn.client.is_closed() {
+            return;
+        }
+        let mut pool = self.pooled();
+        if pool.len() < self.options.max_idle {
+            pool.push(conn);
+        }
+    }
+    /// Runs `body` in one transaction committed with `synchronous_commit`
+    /// on (`durable`) or off. A lost connection before the COMMIT was sent
+    /// runs it again on a new connection; a lost connection during the
+    /// COMMIT calls `verify` on a new connection: `Some` is the committed
+    /// result, `None` (not committed) runs `body` once more. Nothing is
+    /// reported as written without that read-back.
+    pub(super) fn write<T>(
+        &self,
+        action: &str,
+        durable: bool,
+        body: Body<'_, T>,
+        verify: Verify<'_, T>,
+    ) -> Result<T> {
+        const TRIES: usize = 3;
+        let mut last = None;
+        for _ in 0..TRIES {
+            let mut conn = self.take_conn(action)?;
+            let begin = if durable {
+                "BEGIN; SET LOCAL synchronous_commit TO on"
+            } else {
+                "BEGIN; SET LOCAL synchronous_commit TO off"
+            };
+            let ran = conn
+                .client
+                .batch_execute(begin)
+                .map_err(Fail::Pg)
+                .and_then(|()| body(&mut conn.client));
+            let value = match ran {
+                Ok(value) => value,
+                Err(fail) => {
+                    let rolled_back =
+                        !conn.client.is_closed() && conn.client.batch_execute("ROLLBACK").is_ok();
+                    if rolled_back {
+                        self.put_back(conn);
+                    }
+                    match fail {
+                        Fail::Journal(e) => {
+                            if e.code() == ErrorCode::OperationBusy {
+                                self.stats.fenced.fetch_add(1, Ordering::Relaxed);
+                            }
+                            return Err(e);
+                        }
+                        Fail::Pg(e) if connection_lost(&e) => {
+                            last = Some(e);
+                            continue;
+                        }
+                        Fail::Pg(e) => return Err(self.db(action, &e)),
+                    }
+                }
+            };
+            if let Some(hook) = &self.hook {
+                hook(PgPoint::BeforeCommit {
+                    durable,
+                    backend_pid: conn.pid,
+                });
+            }
+            match conn.client.batch_execute("COMMIT") {
+                Ok(()) => {
+                    self.stats.commits.fetch_add(1, Ordering::Relaxed);
+                    if durable {
+                        self.stats.durable_commits.fetch_add(1, Ordering::Relaxed);
+                    }
+                    self.put_back(conn);
+                    return Ok(value);
+                }
+                Err(e) if connection_lost(&e) => {
+                    // Committed or not: only the database can tell.
+                    self.stats.unknown_commits.fetch_add(1, Ordering::Relaxed);
+                    drop(conn);
+                    match self.read_back(action, &mut *verify) {
+                        Ok(Some(value)) => {
+                            self.stats.commits.fetch_add(1, Ordering::Relaxed);
+                            if durable {
+                                self.stats.durable_commits.fetch_add(1, Ordering::Relaxed);
+                            }
+                            return Ok(value);
+                        }
+                        Ok(None) => {
+                            last = Some(e);
+                            continue;
+                        }
+                        Err(why) => {
+                            return Err(self.refused(format!(
+                                "cannot {action}: the connection was lost during COMMIT and the \
+                                 outcome cannot be read back ({why}); nothing may be sent until \
+                                 it is"
+                            )))
+                        }
+                    }
+                }
+                Err(e) => return Err(self.db(action, &e)),
+            }
+        }
+        Err(match last {
+            Some(e) => self.db(action, &e),
+            None => self.refused(format!("cannot {action}")),
+        })
+    }
+
+    /// `verify` on a new connection, in its own (read) transaction.
+    pub(super) fn read_back<T>(&self, action: &str, verify: Verify<'_, T>) -> Result<Option<T>> {
+        let mut conn = self.take_conn(action)?;
+        match verify(&mut conn.client) {
+            Ok(found) => {
+                self.put_back(conn);
+                Ok(found)
+            }
+            Err(Fail::Journal(e)) => {
+                self.put_back(conn);
+                Err(e)
+            }
+            Err(Fail::Pg(e)) => Err(self.db(action, &e)),
+        }
+    }
+
+    /// A read on a pooled connection (autocommit).
+    pub(super) fn read<T>(
+        &self,
+        action: &str,
+        f: impl Fn(&mut postgres::Client) -> std::result::Result<T, Fail>,
+    ) -> Result<T> {
+        for tries_left in (0..2).rev() {
+            let mut conn = self.take_conn(action)?;
+            match f(&mut conn.client) {
+                Ok(v) => {
+                    self.put_back(conn);
+                    return Ok(v);
+                }
+                Err(Fail::Journal(e)) => {
+                    self.put_back(conn);
+                    return Err(e);
+                }
+                Err(Fail::Pg(e)) if connection_lost(&e) && tries_left > 0 => continue,
+                Err(Fail::Pg(e)) => return Err(self.db(action, &e)),
+            }
+        }
+        Err(self.refused(format!("cannot {action}")))
+    }
+}

@@ -1,0 +1,131 @@
+//! Opening the journal file: read-only (a copy, a read-only mount) and
+//! the WAL file the group commit fsyncs.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::path::Path;
+use std::sync::Mutex;
+
+use rusqlite::{Connection, OpenFlags};
+
+use super::{batch, schema, Context, GroupCommit, SqliteJournal, SqliteJournalOptions};
+use crate::error::Result;
+use crate::journal::engine::Guard;
+use crate::journal::{JournalScope, RowAuth};
+
+impl SqliteJournal {
+    /// [`SqliteJournal::open`] with [`SqliteJournalOptions::read_only`].
+    /// A file without a `-wal` file beside it (closed by its last writer, a
+    /// copy, a read-only mount), or whose `-shm` file cannot be created, is
+    /// read as immutable: nothing is created beside it.
+    pub(super) fn open_read_only(
+        path: &Path,
+        ctx: Context,
+        options: SqliteJournalOptions,
+    ) -> Result<SqliteJournal> {
+        if !path.is_file() {
+            return Err(ctx.refused("no journal file there (read-only: nothing is created)"));
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        // Without a WAL file nobody has the journal open for writing (the
+        // last connection removes it): read it as immutable, which creates
+        // no -wal or -shm file. Otherwise read it through the live WAL.
+        let wal_exists = Path::new(&format!("{}-wal", path.display())).exists();
+        // The first read opens the WAL index: it fails where the -shm file
+        // cannot be created.
+        let plain = if wal_exists {
+            Connection::open_with_flags(path, flags).and_then(|db| schema::version(&db).map(|_| db))
+        } else {
+            Err(rusqlite::Error::InvalidQuery)
+        };
+        let db = match plain {
+            Ok(db) => db,
+            Err(_) => {
+                let uri = format!("file:{}?immutable=1", uri_path(path));
+                Connection::open_with_flags(&uri, flags | OpenFlags::SQLITE_OPEN_URI)
+                    .map_err(|e| ctx.db("open the file read-only", e))?
+            }
+        };
+        db.busy_timeout(options.busy_timeout)
+            .map_err(|e| ctx.db("set the busy timeout", e))?;
+        schema::check_readable(&db, &ctx)?;
+        let found = schema::seal_record(&db).map_err(|e| ctx.db("read the seal", e))?;
+        let auth = match (options.journal_key.as_ref(), found) {
+            // Nothing to authenticate, and nothing may be written.
+            (Some(_), None) => RowAuth::Keyless { sealed: false },
+            (key, found) => {
+                RowAuth::decide(key, found, true)
+                    .map_err(|why| ctx.refused(why))?
+                    .auth
+            }
+        };
+        let wal =
+            File::open(path).map_err(|e| ctx.refused(format!("cannot open the file: {e}")))?;
+        Ok(SqliteJournal::opened(
+            ctx,
+            db,
+            wal,
+            None,
+            auth,
+            options.scope,
+        ))
+    }
+
+    /// The handle of an opened file: `wal` is what the group commit
+    /// fsyncs, `auth` how rows are authenticated.
+    pub(super) fn opened(
+        ctx: Context,
+        db: Connection,
+        wal: File,
+        migrated_from: Option<u32>,
+        auth: RowAuth,
+        scope: Option<JournalScope>,
+    ) -> SqliteJournal {
+        let target = ctx.path.clone();
+        SqliteJournal {
+            ctx,
+            conn: Mutex::new(db),
+            group: GroupCommit::new(wal),
+            durable_leases: Mutex::new(HashMap::new()),
+            pending: Mutex::new(batch::Pending::default()),
+            hook: None,
+            migrated_from,
+            guard: Guard::new(auth, scope, target),
+        }
+    }
+}
+
+/// `path` as the path of a `file:` URI: `%`, `?`, `#` and every byte
+/// beyond ASCII or below a space percent-encoded.
+fn uri_path(path: &Path) -> String {
+    let text = path.to_string_lossy();
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_graphic() && !matches!(b, b'%' | b'?' | b'#') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+pub(super) fn open_wal(db: &Connection, ctx: &Context) -> Result<File> {
+    let Some(main) = db.path().filter(|p| !p.is_empty()) else {
+        return Err(ctx.refused("the database has no file name"));
+    };
+    let wal_path = format!("{main}-wal");
+    let wal = File::open(&wal_path).map_err(|e| {
+        ctx.refused(format!(
+            "cannot open the WAL file {wal_path} to fsync it: {e}"
+        ))
+    })?;
+    if let Some(dir) = Path::new(&wal_path).parent() {
+        // Some file systems refuse to fsync a directory; SQLite then does
+        // without as well.
+        if let Ok(dir) = File::open(dir) {
+            let _ = dir.sync_all();
+        }
+    }
+    Ok(wal)
+}

@@ -35,6 +35,18 @@ func (a *cstrings) add(field, s string) (int, error) {
 	return off, nil
 }
 
+// addParts adds the five string parts of a canonical string (method,
+// path, timestamp, nonce, idempotency key), each checked under its name,
+// and gives their offsets in that order.
+func (a *cstrings) addParts(method, path, timestamp, nonce, idempotencyKey string) (offs [5]int, err error) {
+	for i, part := range [5][2]string{{"method", method}, {"path", path}, {"timestamp", timestamp}, {"nonce", nonce}, {"idempotency_key", idempotencyKey}} {
+		if offs[i], err = a.add(part[0], part[1]); err != nil {
+			return offs, err
+		}
+	}
+	return offs, nil
+}
+
 // addOpt is add for an optional string: "" gives -1, passed as NULL.
 func (a *cstrings) addOpt(field, s string) (int, error) {
 	if s == "" {

@@ -4,9 +4,7 @@ package payidem
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -110,22 +108,14 @@ func (r *callRunner) runStep(step map[string]any, at string) {
 }
 
 func TestOperationVectorsThroughCall(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join("..", "..", "core", "tests", "vectors", "operation-v1.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var v operationVectors
-	if err := json.Unmarshal(raw, &v); err != nil {
-		t.Fatal(err)
-	}
+	loadVectorFile(t, "operation-v1.json", &v)
 	var doc struct {
 		Vectors []struct {
 			Progress map[string]any `json:"progress"`
 		} `json:"vectors"`
 	}
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		t.Fatal(err)
-	}
+	loadVectorFile(t, "operation-v1.json", &doc)
 	dir := t.TempDir()
 	ran := 0
 	for i, c := range v.Vectors {

@@ -3,12 +3,9 @@
 package payidem
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -106,14 +103,8 @@ func (r *vectorRunner) begin(state string, attempts int, firstRecorded bool) {
 }
 
 func TestOperationVectors(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join("..", "..", "core", "tests", "vectors", "operation-v1.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var v operationVectors
-	if err := json.Unmarshal(raw, &v); err != nil {
-		t.Fatal(err)
-	}
+	loadVectorFile(t, "operation-v1.json", &v)
 	if len(v.Vectors) < 30 {
 		t.Fatalf("%d operation vectors, want at least 30", len(v.Vectors))
 	}
@@ -174,31 +165,28 @@ func TestOperationVectors(t *testing.T) {
 
 // Accessors of the script's JSON values; a missing or mistyped field
 // fails the test.
-func vText(t *testing.T, m map[string]any, key, at string) string {
+func vField[T any](t *testing.T, m map[string]any, key, at string) T {
 	t.Helper()
-	s, ok := m[key].(string)
+	v, ok := m[key].(T)
 	if !ok {
 		t.Fatalf("%s: %s missing in %v", at, key, m)
 	}
-	return s
+	return v
+}
+
+func vText(t *testing.T, m map[string]any, key, at string) string {
+	t.Helper()
+	return vField[string](t, m, key, at)
 }
 
 func vNum(t *testing.T, m map[string]any, key, at string) int64 {
 	t.Helper()
-	f, ok := m[key].(float64)
-	if !ok {
-		t.Fatalf("%s: %s missing in %v", at, key, m)
-	}
-	return int64(f)
+	return int64(vField[float64](t, m, key, at))
 }
 
 func vBool(t *testing.T, m map[string]any, key, at string) bool {
 	t.Helper()
-	b, ok := m[key].(bool)
-	if !ok {
-		t.Fatalf("%s: %s missing in %v", at, key, m)
-	}
-	return b
+	return vField[bool](t, m, key, at)
 }
 
 // vectorReply is the Reply a script's "reply" stands for.

@@ -94,6 +94,15 @@ func newCOperation(op Operation) (*cOperation, error) {
 }
 
 // bytesPtr is a Go byte slice as a C buffer for one call (NULL when empty).
+// secretPtr is the secret's bytes for C, never NULL: a NULL secret would
+// name "secret" as missing, an empty one fails its length rule.
+func secretPtr(secret []byte) *C.uint8_t {
+	if len(secret) == 0 {
+		return new(C.uint8_t)
+	}
+	return (*C.uint8_t)(unsafe.Pointer(&secret[0]))
+}
+
 func bytesPtr(b []byte) *C.uint8_t {
 	if len(b) == 0 {
 		return nil

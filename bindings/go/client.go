@@ -110,20 +110,10 @@ func NewClient(cfg Config) (*Client, error) {
 		return nil, err
 	}
 	var ptr *C.payidem_client
-	var cerr *C.payidem_error
-	secret := cfg.Secret
-	if secret == nil {
-		secret = []byte{}
-	}
-	// A NULL secret would name "secret"; an empty one fails its length rule.
-	var zero byte
-	secretPtr := (*C.uint8_t)(unsafe.Pointer(&zero))
-	if len(secret) > 0 {
-		secretPtr = (*C.uint8_t)(unsafe.Pointer(&secret[0]))
-	}
-	rc := C.payidem_client_new(args.ptr(off), secretPtr, C.size_t(len(secret)), &ptr, &cerr)
-	if rc != C.PAYIDEM_OK {
-		return nil, renameOptionField(redactLocations(newError(rc, cerr, nil), cfg.JournalPath, cfg.Proxy, cfg.BaseURL))
+	if err := cResult(func(cerr **C.payidem_error) C.payidem_result {
+		return C.payidem_client_new(args.ptr(off), secretPtr(cfg.Secret), C.size_t(len(cfg.Secret)), &ptr, cerr)
+	}); err != nil {
+		return nil, renameOptionField(redactLocations(err, cfg.JournalPath, cfg.Proxy, cfg.BaseURL))
 	}
 	c := &Client{ptr: ptr, base: cfg.BaseURL}
 	if cfg.OnAttempt != nil {
@@ -242,15 +232,12 @@ func (c *Client) Resume(ctx context.Context, orderID string) (*Outcome, error) {
 // Status is the journal's record of an order (StateNotFound when absent).
 // A done ctx ends it before it starts (ErrCancelled and ctx.Err()).
 func (c *Client) Status(ctx context.Context, orderID string) (OperationStatus, error) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	var args cstrings
 	order, err := args.add("order_id", orderID)
 	if err != nil {
 		return OperationStatus{}, err
 	}
-	if err := cancelledBy(ctx); err != nil {
+	if _, err := liveContext(ctx); err != nil {
 		return OperationStatus{}, err
 	}
 	var found C.bool
@@ -272,10 +259,7 @@ func (c *Client) Status(ctx context.Context, orderID string) (OperationStatus, e
 // each, or call ResumeUnknown. A done ctx ends it before it starts
 // (ErrCancelled and ctx.Err()).
 func (c *Client) ListUnknown(ctx context.Context) ([]string, error) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	if err := cancelledBy(ctx); err != nil {
+	if _, err := liveContext(ctx); err != nil {
 		return nil, err
 	}
 	var list *C.payidem_order_list
@@ -334,10 +318,7 @@ func (c *Client) ResumeUnknown(ctx context.Context) ([]ResumeResult, error) {
 // long-running process calls this now and then. A done ctx ends it before
 // it starts (ErrCancelled and ctx.Err()).
 func (c *Client) PurgeSettled(ctx context.Context) (int, error) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	if err := cancelledBy(ctx); err != nil {
+	if _, err := liveContext(ctx); err != nil {
 		return 0, err
 	}
 	var purged C.size_t
@@ -365,15 +346,13 @@ type Response struct {
 // changes nothing on the platform, ends in the background within
 // RequestTimeout.
 func (c *Client) Get(ctx context.Context, path string) (*Response, error) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	var args cstrings
 	p, err := args.add("path", path)
 	if err != nil {
 		return nil, err
 	}
-	if err := cancelledBy(ctx); err != nil {
+	ctx, err = liveContext(ctx)
+	if err != nil {
 		return nil, err
 	}
 	type result struct {

@@ -253,10 +253,10 @@ func NewMachine(start MachineStart) (*Machine, error) {
 		return nil, err
 	}
 	var ptr *C.payidem_operation
-	var cerr *C.payidem_error
-	rc := C.payidem_operation_new(args.ptr(off), &ptr, &cerr)
-	if rc != C.PAYIDEM_OK {
-		return nil, newError(rc, cerr, nil)
+	if err := cResult(func(cerr **C.payidem_error) C.payidem_result {
+		return C.payidem_operation_new(args.ptr(off), &ptr, cerr)
+	}); err != nil {
+		return nil, err
 	}
 	m := &Machine{ptr: ptr}
 	track(m, (*Machine).Close)

@@ -240,19 +240,25 @@ func configOf(base map[string]any, c settingsCase) (Config, bool) {
 	if c.Setting == "journal_path" {
 		cfg.JournalPath = ""
 	}
+	return cfg, applyCase(&cfg, c, clientSetters)
+}
+
+// applyCase sets the case's "with" settings, then its value, on target by
+// setters; false when one of them has no setter or does not fit.
+func applyCase[T any, S ~func(*T, any) bool](target *T, c settingsCase, setters map[string]S) bool {
 	for k, v := range c.With {
-		set, ok := clientSetters[k]
-		if !ok || !set(&cfg, v) {
-			return cfg, false
+		set, ok := setters[k]
+		if !ok || !set(target, v) {
+			return false
 		}
 	}
 	if c.HasVal {
-		set, ok := clientSetters[c.Setting]
-		if !ok || !set(&cfg, c.Value) {
-			return cfg, false
+		set, ok := setters[c.Setting]
+		if !ok || !set(target, c.Value) {
+			return false
 		}
 	}
-	return cfg, true
+	return true
 }
 
 // optionOfField is the option a Config field sets (goFieldOfOption
@@ -415,22 +421,12 @@ func startOf(base map[string]any, c settingsCase) (MachineStart, bool) {
 	if !c.HasVal && (c.Setting == "now" || strings.HasPrefix(c.Setting, "setup.retry_budget.")) {
 		return s, false
 	}
-	for k, v := range c.With {
+	for k := range c.With {
 		if strings.HasPrefix(k, "setup.retry_budget.") {
 			return s, false // the other budget fields would be sent as 0
 		}
-		set, ok := startSetters[k]
-		if !ok || !set(&s, v) {
-			return s, false
-		}
 	}
-	if c.HasVal {
-		set, ok := startSetters[c.Setting]
-		if !ok || !set(&s, c.Value) {
-			return s, false
-		}
-	}
-	return s, true
+	return s, applyCase(&s, c, startSetters)
 }
 
 // Every machine-start setting of the parity vectors through Go: by a

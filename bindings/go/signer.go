@@ -67,16 +67,11 @@ func NewSigner(keyID string, secret []byte) (*Signer, error) {
 	if err != nil {
 		return nil, err
 	}
-	var zero byte
-	secretPtr := (*C.uint8_t)(unsafe.Pointer(&zero))
-	if len(secret) > 0 {
-		secretPtr = (*C.uint8_t)(unsafe.Pointer(&secret[0]))
-	}
 	var ptr *C.payidem_signer
-	var cerr *C.payidem_error
-	rc := C.payidem_signer_new(args.ptr(k), secretPtr, C.size_t(len(secret)), &ptr, &cerr)
-	if rc != C.PAYIDEM_OK {
-		return nil, newError(rc, cerr, nil)
+	if err := cResult(func(cerr **C.payidem_error) C.payidem_result {
+		return C.payidem_signer_new(args.ptr(k), secretPtr(secret), C.size_t(len(secret)), &ptr, cerr)
+	}); err != nil {
+		return nil, err
 	}
 	s := &Signer{ptr: ptr}
 	track(s, (*Signer).Close)

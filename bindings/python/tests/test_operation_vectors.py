@@ -17,7 +17,7 @@ file's ``about`` — the same logic as core/tests/operation_vectors.rs:
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 import pytest
 
@@ -46,6 +46,12 @@ def _reply(v: Dict[str, Any]) -> payidem.Reply:
     if v.get("no_response") is not None:
         return payidem.Reply.sent_no_response(v["no_response"])
     return payidem.Reply.response(v["status"], v["headers"], v["body"].encode())
+
+
+def request_of(op: Dict[str, Any]) -> Tuple[str, str, str, bytes]:
+    """A vector operation's order id, method, path and body, as
+    ``payidem.Operation`` and ``payidem.Call.begin`` take them."""
+    return op["order_id"], op["method"], op["path"], op["body"].encode()
 
 
 class Clock:
@@ -83,10 +89,7 @@ class Runner(Clock):
     ) -> payidem.Operation:
         s, op = self.setup, self.op
         return payidem.Operation(
-            op["order_id"],
-            op["method"],
-            op["path"],
-            op["body"].encode(),
+            *request_of(op),
             idempotency_key=op["idempotency_key"],
             status_path=op["status_path"],
             state=state,

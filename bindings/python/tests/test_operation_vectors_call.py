@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Optional
 import pytest
 
 import payidem
-from test_operation_vectors import V, Clock, _reply, check_end, check_send, check_wait
+from test_operation_vectors import V, Clock, _reply, check_end, check_send, check_wait, request_of
 
 # The vectors' clocks are in the past: a settled row's time must stay after
 # the journal's purge horizon (the longest retention the settings allow).
@@ -72,10 +72,7 @@ class CallRunner(Clock):
         op = self.op
         self.call = payidem.Call.begin(
             self.client,
-            op["order_id"],
-            op["method"],
-            op["path"],
-            op["body"].encode(),
+            *request_of(op),
             status_path=op["status_path"],
             idempotency_key=op["idempotency_key"],
         )

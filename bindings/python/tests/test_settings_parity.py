@@ -54,15 +54,17 @@ KEYWORDS: Dict[str, Tuple[str, str]] = {
 }
 SETTING_OF_KEYWORD = {keyword: setting for setting, (keyword, _) in KEYWORDS.items()}
 
-# payidem.Operation's limit keywords.
-SETUP_KEYWORDS: Dict[str, Tuple[str, str]] = {
-    "setup.max_attempts": ("max_attempts", PLAIN),
-    "setup.backoff_base_ms": ("backoff_base", MS),
-    "setup.backoff_cap_ms": ("backoff_cap", MS),
-    "setup.deadline_ms": ("deadline", MS),
-    "setup.key_retention_secs": ("key_retention", S),
-    "setup.max_clock_offset_secs": ("max_clock_offset", S),
+# payidem.Operation's limit keywords: those of the Client setting each
+# machine setting matches, in the same unit.
+CLIENT_SETTING_OF_SETUP = {
+    "setup.max_attempts": "retry.max_attempts",
+    "setup.backoff_base_ms": "retry.base_ms",
+    "setup.backoff_cap_ms": "retry.cap_ms",
+    "setup.deadline_ms": "retry.deadline_ms",
+    "setup.key_retention_secs": "key_retention_s",
+    "setup.max_clock_offset_secs": "max_clock_offset_s",
 }
+SETUP_KEYWORDS = {setup: KEYWORDS[client] for setup, client in CLIENT_SETTING_OF_SETUP.items()}
 SETUP_OF_KEYWORD = {keyword: setting for setting, (keyword, _) in SETUP_KEYWORDS.items()}
 
 

@@ -47,6 +47,15 @@ func (a *cstrings) addParts(method, path, timestamp, nonce, idempotencyKey strin
 	return offs, nil
 }
 
+// addJSON adds the JSON document render gives, checked under name.
+func (a *cstrings) addJSON(name string, render func() ([]byte, error)) (int, error) {
+	doc, err := render()
+	if err != nil {
+		return 0, err
+	}
+	return a.add(name, string(doc))
+}
+
 // addOpt is add for an optional string: "" gives -1, passed as NULL.
 func (a *cstrings) addOpt(field, s string) (int, error) {
 	if s == "" {

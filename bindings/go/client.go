@@ -100,12 +100,8 @@ type OperationStatus struct {
 // NewClient opens the journal and creates a client. Close it when done; a
 // finalizer closes a forgotten one.
 func NewClient(cfg Config) (*Client, error) {
-	opts, err := cfg.optionsJSON()
-	if err != nil {
-		return nil, err
-	}
 	var args cstrings
-	off, err := args.add("options_json", string(opts))
+	off, err := args.addJSON("options_json", cfg.optionsJSON)
 	if err != nil {
 		return nil, err
 	}

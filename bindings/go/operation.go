@@ -243,12 +243,8 @@ type machineBudget struct {
 // an *InvalidArgumentError naming the setting of the start document
 // (operation.order_id, progress.state, setup.max_attempts, now, ...).
 func NewMachine(start MachineStart) (*Machine, error) {
-	doc, err := start.json()
-	if err != nil {
-		return nil, err
-	}
 	var args cstrings
-	off, err := args.add("start_json", string(doc))
+	off, err := args.addJSON("start_json", start.json)
 	if err != nil {
 		return nil, err
 	}

@@ -46,22 +46,15 @@ func (r *callRunner) checkJournal(state string, attempts int, at string) {
 func (r *callRunner) runStep(step map[string]any, at string) {
 	t := r.t
 	t.Helper()
-	if _, ok := step["abandon"].(string); ok {
-		end, err := r.call.Cancel(nil)
-		if err != nil {
-			t.Fatalf("%s: Cancel: %v", at, err)
-		}
-		r.cancelled = end
+	cancel := func(string) (*End, error) { return r.call.Cancel(nil) }
+	if abandonStep(t, step, at, cancel, &r.cancelled) {
 		return
 	}
-	if reply, ok := step["reply"].(map[string]any); ok {
+	if replyStep(t, step, at, func(reply Reply) (string, error) {
 		r.lastNext = ""
-		if err := r.call.ReportAt(vectorReply(t, reply, at), r.now(), r.elapsed()); err != nil {
-			t.Fatalf("%s: ReportAt: %v", at, err)
-		}
-		if want := vText(t, step, "next", at); r.lastNext != want {
-			t.Errorf("%s: next %q, want %s", at, r.lastNext, want)
-		}
+		err := r.call.ReportAt(reply, r.now(), r.elapsed())
+		return r.lastNext, err
+	}) {
 		return
 	}
 	expect := vText(t, step, "expect", at)

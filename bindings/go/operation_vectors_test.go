@@ -189,6 +189,41 @@ func vBool(t *testing.T, m map[string]any, key, at string) bool {
 	return vField[bool](t, m, key, at)
 }
 
+// abandonStep runs a script's "abandon" step, if step is one, with abandon
+// (Machine.Abandon, or Call.Cancel), keeping its end in end.
+func abandonStep(t *testing.T, step map[string]any, at string, abandon func(reason string) (*End, error), end **End) bool {
+	t.Helper()
+	reason, ok := step["abandon"].(string)
+	if !ok {
+		return false
+	}
+	got, err := abandon(reason)
+	if err != nil {
+		t.Fatalf("%s: abandon: %v", at, err)
+	}
+	*end = got
+	return true
+}
+
+// replyStep runs a script's "reply" step, if step is one: report gives
+// the reply to the machine or call and returns the next action's name,
+// checked against the script's.
+func replyStep(t *testing.T, step map[string]any, at string, report func(Reply) (next string, err error)) bool {
+	t.Helper()
+	reply, ok := step["reply"].(map[string]any)
+	if !ok {
+		return false
+	}
+	next, err := report(vectorReply(t, reply, at))
+	if err != nil {
+		t.Fatalf("%s: reply: %v", at, err)
+	}
+	if want := vText(t, step, "next", at); next != want {
+		t.Errorf("%s: next %q, want %s", at, next, want)
+	}
+	return true
+}
+
 // vectorReply is the Reply a script's "reply" stands for.
 func vectorReply(t *testing.T, v map[string]any, at string) Reply {
 	t.Helper()
@@ -224,25 +259,16 @@ func (r *vectorRunner) runStep(signer *Signer, step map[string]any, at string) {
 		r.begin(vText(t, restart, "state", at), int(vNum(t, restart, "attempts", at)), false)
 		return
 	}
-	if reason, ok := step["abandon"].(string); ok {
-		end, err := r.machine.Abandon(reason)
-		if err != nil {
-			t.Fatalf("%s: Abandon: %v", at, err)
-		}
-		r.last = end
+	if abandonStep(t, step, at, r.machine.Abandon, &r.last) {
 		return
 	}
-	if reply, ok := step["reply"].(map[string]any); ok {
-		reaction, err := r.machine.Handle(vectorReply(t, reply, at), r.now(), r.elapsed())
-		if err != nil {
-			t.Fatalf("%s: Handle: %v", at, err)
-		}
-		if got, want := reaction.Next.String(), vText(t, step, "next", at); got != want {
-			t.Errorf("%s: next %s, want %s", at, got, want)
-		}
-		if got, want := reaction.Landed.String(), vText(t, step, "landed", at); got != want {
+	if replyStep(t, step, at, func(reply Reply) (string, error) {
+		reaction, err := r.machine.Handle(reply, r.now(), r.elapsed())
+		if got, want := reaction.Landed.String(), vText(t, step, "landed", at); err == nil && got != want {
 			t.Errorf("%s: landed %s, want %s", at, got, want)
 		}
+		return reaction.Next.String(), err
+	}) {
 		return
 	}
 	expect := vText(t, step, "expect", at)

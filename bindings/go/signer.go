@@ -93,7 +93,11 @@ func (s *Signer) Sign(method, path, idempotencyKey string, body []byte) (http.He
 
 // SignAt is Sign at the given time (any clock offset already applied).
 func (s *Signer) SignAt(t time.Time, method, path, idempotencyKey string, body []byte) (http.Header, error) {
-	signed, err := s.SignAttempt(t, method, path, idempotencyKey, body)
+	return headerOf(s.SignAttempt(t, method, path, idempotencyKey, body))
+}
+
+// headerOf is signed's headers as an http.Header (nil with err).
+func headerOf(signed SignedHeaders, err error) (http.Header, error) {
 	if err != nil {
 		return nil, err
 	}

@@ -54,6 +54,19 @@ def request_of(op: Dict[str, Any]) -> Tuple[str, str, str, bytes]:
     return op["order_id"], op["method"], op["path"], op["body"].encode()
 
 
+def limits_of(setup: Dict[str, Any]) -> Dict[str, Any]:
+    """A vector setup's limits as the keywords ``payidem.Operation`` and
+    ``payidem.Client`` share (durations in seconds)."""
+    return {
+        "max_attempts": setup["max_attempts"],
+        "backoff_base": setup["backoff_base_ms"] / 1000,
+        "backoff_cap": setup["backoff_cap_ms"] / 1000,
+        "deadline": setup["deadline_ms"] / 1000,
+        "key_retention": setup["key_retention_secs"],
+        "max_clock_offset": setup["max_clock_offset_secs"],
+    }
+
+
 class Clock:
     """A vector's clocks: wall clock = start + elapsed rounded down to
     seconds; elapsed grows only by waits."""
@@ -97,12 +110,7 @@ class Runner(Clock):
             created_at=self.created_at,
             now=self.now,
             first_recorded=first_recorded,
-            max_attempts=s["max_attempts"],
-            backoff_base=s["backoff_base_ms"] / 1000,
-            backoff_cap=s["backoff_cap_ms"] / 1000,
-            deadline=s["deadline_ms"] / 1000,
-            key_retention=s["key_retention_secs"],
-            max_clock_offset=s["max_clock_offset_secs"],
+            **limits_of(s),
             clock_offset=s["clock_offset"],
             clock_trusted=s["clock_trusted"],
             retry_budget=_budget(s["retry_budget"]),

@@ -127,17 +127,14 @@ func TestOperationVectorsThroughCall(t *testing.T) {
 		for _, journal := range []string{"memory", "SQLite"} {
 			t.Run(fmt.Sprintf("%s/%s", c.Name, journal), func(t *testing.T) {
 				s := c.Setup
+				m := s.machineSetup()
 				cfg := Config{
-					BaseURL:           "https://pay.example",
-					KeyID:             "key_test_1",
-					Secret:            []byte("0123456789abcdef0123"),
-					JournalPath:       ":memory:",
-					MaxAttempts:       s.MaxAttempts,
-					BackoffBase:       time.Duration(s.BackoffBaseMS) * time.Millisecond,
-					BackoffCap:        time.Duration(s.BackoffCapMS) * time.Millisecond,
-					Deadline:          time.Duration(s.DeadlineMS) * time.Millisecond,
-					KeyRetention:      time.Duration(s.KeyRetentionSecs) * time.Second,
-					MaxClockOffset:    time.Duration(s.MaxClockOffsetSecs) * time.Second,
+					BaseURL:     "https://pay.example",
+					KeyID:       "key_test_1",
+					Secret:      []byte("0123456789abcdef0123"),
+					JournalPath: ":memory:",
+					MaxAttempts: m.MaxAttempts, BackoffBase: m.BackoffBase, BackoffCap: m.BackoffCap,
+					Deadline: m.Deadline, KeyRetention: m.KeyRetention, MaxClockOffset: m.MaxClockOffset,
 					AllowInsecureHTTP: !s.ClockTrusted,
 					// The vectors' clocks are in the past: a settled row's
 					// time must stay after the journal's purge horizon.

@@ -14,6 +14,45 @@ import (
 // operationVectors mirrors core/tests/vectors/operation-v1.json; its
 // "about" holds the runner rules this file follows, as
 // core/tests/operation_vectors.rs does.
+// vectorSetup is a vector's "setup": the machine's limits and clock.
+type vectorSetup struct {
+	MaxAttempts        int   `json:"max_attempts"`
+	BackoffBaseMS      int64 `json:"backoff_base_ms"`
+	BackoffCapMS       int64 `json:"backoff_cap_ms"`
+	DeadlineMS         int64 `json:"deadline_ms"`
+	KeyRetentionSecs   int64 `json:"key_retention_secs"`
+	MaxClockOffsetSecs int64 `json:"max_clock_offset_secs"`
+	ClockOffset        int64 `json:"clock_offset"`
+	ClockTrusted       bool  `json:"clock_trusted"`
+	RetryBudget        *struct {
+		Capacity      uint32 `json:"capacity"`
+		RetryCost     uint32 `json:"retry_cost"`
+		TimeoutCost   uint32 `json:"timeout_cost"`
+		SuccessRefund uint32 `json:"success_refund"`
+	} `json:"retry_budget"`
+}
+
+// machineSetup is s as the machine takes it.
+func (s vectorSetup) machineSetup() MachineSetup {
+	setup := MachineSetup{
+		MaxAttempts:    s.MaxAttempts,
+		BackoffBase:    time.Duration(s.BackoffBaseMS) * time.Millisecond,
+		BackoffCap:     time.Duration(s.BackoffCapMS) * time.Millisecond,
+		Deadline:       time.Duration(s.DeadlineMS) * time.Millisecond,
+		KeyRetention:   time.Duration(s.KeyRetentionSecs) * time.Second,
+		MaxClockOffset: time.Duration(s.MaxClockOffsetSecs) * time.Second,
+		ClockOffset:    time.Duration(s.ClockOffset) * time.Second,
+		ClockUntrusted: !s.ClockTrusted,
+	}
+	if b := s.RetryBudget; b != nil {
+		setup.RetryBudget = &RetryBudget{
+			Capacity: b.Capacity, RetryCost: b.RetryCost,
+			TimeoutCost: b.TimeoutCost, SuccessRefund: b.SuccessRefund,
+		}
+	}
+	return setup
+}
+
 type operationVectors struct {
 	About   string `json:"about"`
 	Vectors []struct {
@@ -32,22 +71,7 @@ type operationVectors struct {
 			AgeSecs       int64  `json:"age_secs"`
 			FirstRecorded bool   `json:"first_recorded"`
 		} `json:"progress"`
-		Setup struct {
-			MaxAttempts        int   `json:"max_attempts"`
-			BackoffBaseMS      int64 `json:"backoff_base_ms"`
-			BackoffCapMS       int64 `json:"backoff_cap_ms"`
-			DeadlineMS         int64 `json:"deadline_ms"`
-			KeyRetentionSecs   int64 `json:"key_retention_secs"`
-			MaxClockOffsetSecs int64 `json:"max_clock_offset_secs"`
-			ClockOffset        int64 `json:"clock_offset"`
-			ClockTrusted       bool  `json:"clock_trusted"`
-			RetryBudget        *struct {
-				Capacity      uint32 `json:"capacity"`
-				RetryCost     uint32 `json:"retry_cost"`
-				TimeoutCost   uint32 `json:"timeout_cost"`
-				SuccessRefund uint32 `json:"success_refund"`
-			} `json:"retry_budget"`
-		} `json:"setup"`
+		Setup  vectorSetup      `json:"setup"`
 		Now    int64            `json:"now"`
 		Script []map[string]any `json:"script"`
 	} `json:"vectors"`
@@ -127,23 +151,7 @@ func TestOperationVectors(t *testing.T) {
 			if c.Operation.StatusPath != nil {
 				op.StatusPath = *c.Operation.StatusPath
 			}
-			s := c.Setup
-			setup := MachineSetup{
-				MaxAttempts:    s.MaxAttempts,
-				BackoffBase:    time.Duration(s.BackoffBaseMS) * time.Millisecond,
-				BackoffCap:     time.Duration(s.BackoffCapMS) * time.Millisecond,
-				Deadline:       time.Duration(s.DeadlineMS) * time.Millisecond,
-				KeyRetention:   time.Duration(s.KeyRetentionSecs) * time.Second,
-				MaxClockOffset: time.Duration(s.MaxClockOffsetSecs) * time.Second,
-				ClockOffset:    time.Duration(s.ClockOffset) * time.Second,
-				ClockUntrusted: !s.ClockTrusted,
-			}
-			if b := s.RetryBudget; b != nil {
-				setup.RetryBudget = &RetryBudget{
-					Capacity: b.Capacity, RetryCost: b.RetryCost,
-					TimeoutCost: b.TimeoutCost, SuccessRefund: b.SuccessRefund,
-				}
-			}
+			setup := c.Setup.machineSetup()
 			r := &vectorRunner{
 				t:           t,
 				op:          op,

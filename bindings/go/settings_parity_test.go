@@ -123,6 +123,18 @@ func integer(v any) (int64, bool) {
 // cannot hold it (see Config: a Go zero is absent, a string is no number).
 type goSetter func(cfg *Config, v any) bool
 
+// zeroSetter gives an explicit 0 to the Config field name through
+// Config.ZeroSettings, and any other value to set.
+func zeroSetter(name string, set goSetter) goSetter {
+	return func(cfg *Config, v any) bool {
+		if n, ok := integer(v); ok && n == 0 {
+			cfg.ZeroSettings = append(cfg.ZeroSettings, name)
+			return true
+		}
+		return set(cfg, v)
+	}
+}
+
 func durationSetter(field func(*Config) *time.Duration, unit time.Duration) goSetter {
 	return func(cfg *Config, v any) bool {
 		n, ok := integer(v)
@@ -207,6 +219,21 @@ var clientSetters = map[string]goSetter{
 	"ca_bundle":           textSetter(func(c *Config) *string { return &c.CABundle }),
 	"client_cert":         textSetter(func(c *Config) *string { return &c.ClientCert }),
 	"client_key":          textSetter(func(c *Config) *string { return &c.ClientKey }),
+}
+
+func init() {
+	for option, set := range clientSetters {
+		if field, numeric := goFieldOfOption[option]; numeric && isNumericOption(option) {
+			clientSetters[option] = zeroSetter(field, set)
+		}
+	}
+}
+
+// isNumericOption tells whether option takes a number (a duration, a
+// count): those are the ones a Go zero leaves absent.
+func isNumericOption(option string) bool {
+	return strings.HasSuffix(option, "_ms") || strings.HasSuffix(option, "_s") ||
+		strings.HasPrefix(option, "retry_budget.") || option == "retry.max_attempts"
 }
 
 func hexDecode(s string) ([]byte, error) {
@@ -460,4 +487,43 @@ func TestSettingsParityStart(t *testing.T) {
 		t.Fatalf("%d cases, %d through MachineStart", len(v.Start.Cases), typed)
 	}
 	t.Logf("%d start cases, %d through MachineStart", len(v.Start.Cases), typed)
+}
+
+// Config.ZeroSettings sends an explicit 0, which the library judges: a
+// zero BackoffBase retries without waiting, a zero ConnectTimeout is
+// refused by name, an unknown name is refused as ZeroSettings.
+func TestConfigZeroSettings(t *testing.T) {
+	base := Config{BaseURL: "https://pay.example", KeyID: "key_test_1", JournalPath: JournalMemory}
+	cfg := base
+	cfg.ZeroSettings = []string{"BackoffBase", "RetryBudget.RetryCost"}
+	raw, err := cfg.optionsJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	resolved, err := resolveSettings(raw, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Retry       map[string]any `json:"retry"`
+		RetryBudget map[string]any `json:"retry_budget"`
+	}
+	if err := json.Unmarshal([]byte(resolved), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Retry["base_ms"] != 0.0 || doc.RetryBudget["retry_cost"] != 0.0 {
+		t.Fatalf("explicit zeros not taken: %s", resolved)
+	}
+	cfg.BackoffBase = 2 * time.Second // a value that is set wins
+	if raw, _ := cfg.optionsJSON(); !strings.Contains(string(raw), `"base_ms":2000`) {
+		t.Fatalf("BackoffBase lost: %s", raw)
+	}
+	for name, field := range map[string]string{"ConnectTimeout": "ConnectTimeout", "Nonsense": "ZeroSettings"} {
+		cfg := base
+		cfg.ZeroSettings = []string{name}
+		var ia *InvalidArgumentError
+		if err := cfg.Check(); !errors.As(err, &ia) || ia.Field != field {
+			t.Errorf("ZeroSettings %s: %v, want an invalid %s", name, err, field)
+		}
+	}
 }

@@ -333,8 +333,9 @@ func checkSettingsCase(t *testing.T, c settingsCase, resolved string, err error)
 
 // Every client setting of the parity vectors through Go: by a Config when
 // Go's types can hold the case (NewClient's path: optionsJSON, then the
-// library), else by the same JSON every language passes (an explicit 0, a
-// wrong type, an unknown key: Config cannot say them).
+// library; an explicit 0 through Config.ZeroSettings), else by the same
+// JSON every language passes (a wrong type, an unknown key: Config cannot
+// say them).
 func TestSettingsParityClient(t *testing.T) {
 	v := loadSettingsVectors(t)
 	typed := 0

@@ -299,6 +299,24 @@ func optionOfField(field string) string {
 	return field
 }
 
+// runSettingsCases checks every case of part: through Go's types by typed
+// when they can state it (ok), else by the JSON document every language
+// passes; it returns how many went through Go's types.
+func runSettingsCases(t *testing.T, part settingsPart, start bool, typed func(settingsCase) (string, bool, error)) int {
+	t.Helper()
+	n := 0
+	for _, c := range part.Cases {
+		resolved, ok, err := typed(c)
+		if ok {
+			n++
+		} else {
+			resolved, err = resolveSettings(rawDocument(part.Base, c), start)
+		}
+		checkSettingsCase(t, c, resolved, err)
+	}
+	return n
+}
+
 func checkSettingsCase(t *testing.T, c settingsCase, resolved string, err error) {
 	t.Helper()
 	if c.Expect.Error != "" {
@@ -338,27 +356,23 @@ func checkSettingsCase(t *testing.T, c settingsCase, resolved string, err error)
 // say them).
 func TestSettingsParityClient(t *testing.T) {
 	v := loadSettingsVectors(t)
-	typed := 0
-	for _, c := range v.Client.Cases {
-		var resolved string
-		var err error
-		if cfg, ok := configOf(v.Client.Base, c); ok {
-			typed++
-			var raw []byte
-			if raw, err = cfg.optionsJSON(); err == nil {
-				resolved, err = resolveSettings(raw, false)
-				err = renameOptionField(err)
-			}
-			if c.Expect.Error != "" {
-				if checkErr := cfg.Check(); checkErr == nil || checkErr.Error() != err.Error() {
-					t.Errorf("%s/%s: Check gives %v, the library %v", c.Setting, c.Case, checkErr, err)
-				}
-			}
-		} else {
-			resolved, err = resolveSettings(rawDocument(v.Client.Base, c), false)
+	typed := runSettingsCases(t, v.Client, false, func(c settingsCase) (resolved string, ok bool, err error) {
+		cfg, ok := configOf(v.Client.Base, c)
+		if !ok {
+			return "", false, nil
 		}
-		checkSettingsCase(t, c, resolved, err)
-	}
+		var raw []byte
+		if raw, err = cfg.optionsJSON(); err == nil {
+			resolved, err = resolveSettings(raw, false)
+			err = renameOptionField(err)
+		}
+		if c.Expect.Error != "" {
+			if checkErr := cfg.Check(); checkErr == nil || checkErr.Error() != err.Error() {
+				t.Errorf("%s/%s: Check gives %v, the library %v", c.Setting, c.Case, checkErr, err)
+			}
+		}
+		return resolved, true, err
+	})
 	if len(v.Client.Cases) < 100 || typed < len(v.Client.Cases)/2 {
 		t.Fatalf("%d cases, %d through Config", len(v.Client.Cases), typed)
 	}
@@ -462,28 +476,24 @@ func startOf(base map[string]any, c settingsCase) (MachineStart, bool) {
 // by the same JSON every language passes.
 func TestSettingsParityStart(t *testing.T) {
 	v := loadSettingsVectors(t)
-	typed := 0
-	for _, c := range v.Start.Cases {
-		var resolved string
-		var err error
-		if s, ok := startOf(v.Start.Base, c); ok {
-			typed++
-			var raw []byte
-			if raw, err = s.json(); err == nil {
-				resolved, err = resolveSettings(raw, true)
-			}
-			m, machineErr := NewMachine(s)
-			if (machineErr == nil) != (err == nil) {
-				t.Errorf("%s/%s: NewMachine gives %v, the library %v", c.Setting, c.Case, machineErr, err)
-			}
-			if m != nil {
-				m.Close()
-			}
-		} else {
-			resolved, err = resolveSettings(rawDocument(v.Start.Base, c), true)
+	typed := runSettingsCases(t, v.Start, true, func(c settingsCase) (resolved string, ok bool, err error) {
+		s, ok := startOf(v.Start.Base, c)
+		if !ok {
+			return "", false, nil
 		}
-		checkSettingsCase(t, c, resolved, err)
-	}
+		var raw []byte
+		if raw, err = s.json(); err == nil {
+			resolved, err = resolveSettings(raw, true)
+		}
+		m, machineErr := NewMachine(s)
+		if (machineErr == nil) != (err == nil) {
+			t.Errorf("%s/%s: NewMachine gives %v, the library %v", c.Setting, c.Case, machineErr, err)
+		}
+		if m != nil {
+			m.Close()
+		}
+		return resolved, true, err
+	})
 	if len(v.Start.Cases) < 80 || typed < len(v.Start.Cases)/3 {
 		t.Fatalf("%d cases, %d through MachineStart", len(v.Start.Cases), typed)
 	}

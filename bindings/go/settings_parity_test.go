@@ -299,16 +299,31 @@ func optionOfField(field string) string {
 	return field
 }
 
+// typedCase is a case stated with Go's types: doc renders the document
+// the Go API passes; check compares the Go API's own answer with the
+// library's error (nil when the library took the case).
+type typedCase struct {
+	doc   func() ([]byte, error)
+	check func(err error)
+}
+
 // runSettingsCases checks every case of part: through Go's types by typed
 // when they can state it (ok), else by the JSON document every language
 // passes; it returns how many went through Go's types.
-func runSettingsCases(t *testing.T, part settingsPart, start bool, typed func(settingsCase) (string, bool, error)) int {
+func runSettingsCases(t *testing.T, part settingsPart, start bool, typed func(settingsCase) (typedCase, bool)) int {
 	t.Helper()
 	n := 0
 	for _, c := range part.Cases {
-		resolved, ok, err := typed(c)
-		if ok {
+		var resolved string
+		var err error
+		if tc, ok := typed(c); ok {
 			n++
+			var raw []byte
+			if raw, err = tc.doc(); err == nil {
+				resolved, err = resolveSettings(raw, start)
+			}
+			err = renameOptionField(err)
+			tc.check(err)
 		} else {
 			resolved, err = resolveSettings(rawDocument(part.Base, c), start)
 		}
@@ -356,22 +371,16 @@ func checkSettingsCase(t *testing.T, c settingsCase, resolved string, err error)
 // say them).
 func TestSettingsParityClient(t *testing.T) {
 	v := loadSettingsVectors(t)
-	typed := runSettingsCases(t, v.Client, false, func(c settingsCase) (resolved string, ok bool, err error) {
+	typed := runSettingsCases(t, v.Client, false, func(c settingsCase) (typedCase, bool) {
 		cfg, ok := configOf(v.Client.Base, c)
-		if !ok {
-			return "", false, nil
-		}
-		var raw []byte
-		if raw, err = cfg.optionsJSON(); err == nil {
-			resolved, err = resolveSettings(raw, false)
-			err = renameOptionField(err)
-		}
-		if c.Expect.Error != "" {
+		return typedCase{doc: cfg.optionsJSON, check: func(err error) {
+			if c.Expect.Error == "" {
+				return
+			}
 			if checkErr := cfg.Check(); checkErr == nil || checkErr.Error() != err.Error() {
 				t.Errorf("%s/%s: Check gives %v, the library %v", c.Setting, c.Case, checkErr, err)
 			}
-		}
-		return resolved, true, err
+		}}, ok
 	})
 	if len(v.Client.Cases) < 100 || typed < len(v.Client.Cases)/2 {
 		t.Fatalf("%d cases, %d through Config", len(v.Client.Cases), typed)
@@ -476,23 +485,17 @@ func startOf(base map[string]any, c settingsCase) (MachineStart, bool) {
 // by the same JSON every language passes.
 func TestSettingsParityStart(t *testing.T) {
 	v := loadSettingsVectors(t)
-	typed := runSettingsCases(t, v.Start, true, func(c settingsCase) (resolved string, ok bool, err error) {
+	typed := runSettingsCases(t, v.Start, true, func(c settingsCase) (typedCase, bool) {
 		s, ok := startOf(v.Start.Base, c)
-		if !ok {
-			return "", false, nil
-		}
-		var raw []byte
-		if raw, err = s.json(); err == nil {
-			resolved, err = resolveSettings(raw, true)
-		}
-		m, machineErr := NewMachine(s)
-		if (machineErr == nil) != (err == nil) {
-			t.Errorf("%s/%s: NewMachine gives %v, the library %v", c.Setting, c.Case, machineErr, err)
-		}
-		if m != nil {
-			m.Close()
-		}
-		return resolved, true, err
+		return typedCase{doc: s.json, check: func(err error) {
+			m, machineErr := NewMachine(s)
+			if (machineErr == nil) != (err == nil) {
+				t.Errorf("%s/%s: NewMachine gives %v, the library %v", c.Setting, c.Case, machineErr, err)
+			}
+			if m != nil {
+				m.Close()
+			}
+		}}, ok
 	})
 	if len(v.Start.Cases) < 80 || typed < len(v.Start.Cases)/3 {
 		t.Fatalf("%d cases, %d through MachineStart", len(v.Start.Cases), typed)

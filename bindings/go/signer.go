@@ -15,6 +15,7 @@ import (
 	"encoding/hex"
 	"io"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -138,12 +139,21 @@ func (s *Signer) SignAttempt(t time.Time, method, path, idempotencyKey string, b
 	p := (*C.char)(unsafe.Pointer(&buf[len(method)+1]))
 	k := (*C.char)(unsafe.Pointer(&buf[len(method)+len(path)+2]))
 
+	// By hand rather than through s.call: a closure would move out and
+	// cerr to the heap, one more allocation on the hottest path.
 	var out C.payidem_signed_headers
-	if err := s.call(func(h *C.payidem_signer, cerr **C.payidem_error) C.payidem_result {
-		return C.payidem_signer_sign_into(h, m, p, k, bytesPtr(body), C.size_t(len(body)),
-			C.uint64_t(ts), &out, cerr)
-	}); err != nil {
-		return SignedHeaders{}, err
+	var cerr *C.payidem_error
+	s.mu.RLock()
+	if s.ptr == nil {
+		s.mu.RUnlock()
+		return SignedHeaders{}, ErrClosed
+	}
+	rc := C.payidem_signer_sign_into(s.ptr, m, p, k, bytesPtr(body), C.size_t(len(body)),
+		C.uint64_t(ts), &out, &cerr)
+	s.mu.RUnlock()
+	runtime.KeepAlive(s)
+	if rc != C.PAYIDEM_OK {
+		return SignedHeaders{}, newError(rc, cerr, nil)
 	}
 	return signedFromC(&out), nil
 }

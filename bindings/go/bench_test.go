@@ -116,13 +116,7 @@ func (p *pureGoSigner) sign(t time.Time, method, path, key string, body []byte) 
 }
 
 func (p *pureGoSigner) header(t time.Time, method, path, key string, body []byte) (http.Header, error) {
-	s, err := p.sign(t, method, path, key, body)
-	if err != nil {
-		return nil, err
-	}
-	h := make(http.Header, 5)
-	s.SetOn(h)
-	return h, nil
+	return headerOf(p.sign(t, method, path, key, body))
 }
 
 var (

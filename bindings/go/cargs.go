@@ -35,6 +35,27 @@ func (a *cstrings) add(field, s string) (int, error) {
 	return off, nil
 }
 
+// addParts adds the five string parts of a canonical string (method,
+// path, timestamp, nonce, idempotency key), each checked under its name,
+// and gives their offsets in that order.
+func (a *cstrings) addParts(method, path, timestamp, nonce, idempotencyKey string) (offs [5]int, err error) {
+	for i, part := range [5][2]string{{"method", method}, {"path", path}, {"timestamp", timestamp}, {"nonce", nonce}, {"idempotency_key", idempotencyKey}} {
+		if offs[i], err = a.add(part[0], part[1]); err != nil {
+			return offs, err
+		}
+	}
+	return offs, nil
+}
+
+// addJSON adds the JSON document render gives, checked under name.
+func (a *cstrings) addJSON(name string, render func() ([]byte, error)) (int, error) {
+	doc, err := render()
+	if err != nil {
+		return 0, err
+	}
+	return a.add(name, string(doc))
+}
+
 // addOpt is add for an optional string: "" gives -1, passed as NULL.
 func (a *cstrings) addOpt(field, s string) (int, error) {
 	if s == "" {
@@ -82,6 +103,15 @@ func newCOperation(op Operation) (*cOperation, error) {
 }
 
 // bytesPtr is a Go byte slice as a C buffer for one call (NULL when empty).
+// secretPtr is the secret's bytes for C, never NULL: a NULL secret would
+// name "secret" as missing, an empty one fails its length rule.
+func secretPtr(secret []byte) *C.uint8_t {
+	if len(secret) == 0 {
+		return new(C.uint8_t)
+	}
+	return (*C.uint8_t)(unsafe.Pointer(&secret[0]))
+}
+
 func bytesPtr(b []byte) *C.uint8_t {
 	if len(b) == 0 {
 		return nil

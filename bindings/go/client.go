@@ -11,7 +11,6 @@ import "C"
 import (
 	"context"
 	"net/http"
-	"runtime"
 	"runtime/cgo"
 	"sync"
 	"time"
@@ -101,38 +100,23 @@ type OperationStatus struct {
 // NewClient opens the journal and creates a client. Close it when done; a
 // finalizer closes a forgotten one.
 func NewClient(cfg Config) (*Client, error) {
-	opts, err := cfg.optionsJSON()
-	if err != nil {
-		return nil, err
-	}
 	var args cstrings
-	off, err := args.add("options_json", string(opts))
+	off, err := args.addJSON("options_json", cfg.optionsJSON)
 	if err != nil {
 		return nil, err
 	}
 	var ptr *C.payidem_client
-	var cerr *C.payidem_error
-	secret := cfg.Secret
-	if secret == nil {
-		secret = []byte{}
-	}
-	// A NULL secret would name "secret"; an empty one fails its length rule.
-	var zero byte
-	secretPtr := (*C.uint8_t)(unsafe.Pointer(&zero))
-	if len(secret) > 0 {
-		secretPtr = (*C.uint8_t)(unsafe.Pointer(&secret[0]))
-	}
-	rc := C.payidem_client_new(args.ptr(off), secretPtr, C.size_t(len(secret)), &ptr, &cerr)
-	if rc != C.PAYIDEM_OK {
-		return nil, renameOptionField(redactLocations(newError(rc, cerr, nil), cfg.JournalPath, cfg.Proxy, cfg.BaseURL))
+	if err := cResult(func(cerr **C.payidem_error) C.payidem_result {
+		return C.payidem_client_new(args.ptr(off), secretPtr(cfg.Secret), C.size_t(len(cfg.Secret)), &ptr, cerr)
+	}); err != nil {
+		return nil, renameOptionField(redactLocations(err, cfg.JournalPath, cfg.Proxy, cfg.BaseURL))
 	}
 	c := &Client{ptr: ptr, base: cfg.BaseURL}
 	if cfg.OnAttempt != nil {
 		c.event = cgo.NewHandle(cfg.OnAttempt)
 		C.payidem_go_set_event_handle(ptr, C.uintptr_t(c.event))
 	}
-	liveHandles.Add(1)
-	runtime.SetFinalizer(c, (*Client).Close)
+	track(c, (*Client).Close)
 	return c, nil
 }
 
@@ -149,19 +133,13 @@ func renameOptionField(err error) error {
 // Close waits for running calls, then closes the journal and wipes the
 // secret. Later calls fail with ErrClosed. Calling it again does nothing.
 func (c *Client) Close() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.ptr == nil {
-		return nil
-	}
-	C.payidem_client_free(c.ptr)
-	c.ptr = nil
-	if c.event != 0 {
-		c.event.Delete()
-		c.event = 0
-	}
-	liveHandles.Add(-1)
-	runtime.SetFinalizer(c, nil)
+	release(&c.mu, &c.ptr, c, func(h *C.payidem_client) {
+		C.payidem_client_free(h)
+		if c.event != 0 {
+			c.event.Delete()
+			c.event = 0
+		}
+	})
 	return nil
 }
 
@@ -202,21 +180,29 @@ func (c *Client) Execute(ctx context.Context, op Operation) (*Outcome, error) {
 	}
 	args := &cop.args
 	order, method, path, key, status := cop.order, cop.method, cop.path, cop.key, cop.status
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if c.ptr == nil {
-		return nil, ErrClosed
-	}
-	deadlineMS, handle, release := callControl(ctx)
-	defer release()
+	return c.drive(ctx, func(h *C.payidem_client, deadlineMS C.uint64_t, handle C.uintptr_t, out **C.payidem_outcome, cerr **C.payidem_error) C.payidem_result {
+		return C.payidem_go_execute(h, args.ptr(order), args.ptr(method), args.ptr(path),
+			bytesPtr(op.Body), C.size_t(len(op.Body)), args.ptr(key), args.ptr(status),
+			deadlineMS, handle, out, cerr)
+	})
+}
+
+// drive runs one journaled call (execute or resume) with the client's live
+// handle under ctx's deadline and cancel hook and takes its outcome; its
+// error carries ctx.Err() when ctx ended it.
+func (c *Client) drive(ctx context.Context, f func(h *C.payidem_client, deadlineMS C.uint64_t, handle C.uintptr_t, out **C.payidem_outcome, cerr **C.payidem_error) C.payidem_result) (*Outcome, error) {
 	var out *C.payidem_outcome
-	var cerr *C.payidem_error
-	rc := C.payidem_go_execute(c.ptr, args.ptr(order), args.ptr(method), args.ptr(path),
-		bytesPtr(op.Body), C.size_t(len(op.Body)), args.ptr(key), args.ptr(status),
-		C.uint64_t(deadlineMS), C.uintptr_t(handle), &out, &cerr)
-	runtime.KeepAlive(c)
-	if rc != C.PAYIDEM_OK {
-		return nil, newError(rc, cerr, ctx.Err())
+	err := c.use(func(h *C.payidem_client) error {
+		deadlineMS, handle, release := callControl(ctx)
+		defer release()
+		var cerr *C.payidem_error
+		if rc := f(h, C.uint64_t(deadlineMS), C.uintptr_t(handle), &out, &cerr); rc != C.PAYIDEM_OK {
+			return newError(rc, cerr, ctx.Err())
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return takeOutcome(out), nil
 }
@@ -234,51 +220,29 @@ func (c *Client) Resume(ctx context.Context, orderID string) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if c.ptr == nil {
-		return nil, ErrClosed
-	}
-	deadlineMS, handle, release := callControl(ctx)
-	defer release()
-	var out *C.payidem_outcome
-	var cerr *C.payidem_error
-	rc := C.payidem_go_resume(c.ptr, args.ptr(order), C.uint64_t(deadlineMS),
-		C.uintptr_t(handle), &out, &cerr)
-	runtime.KeepAlive(c)
-	if rc != C.PAYIDEM_OK {
-		return nil, newError(rc, cerr, ctx.Err())
-	}
-	return takeOutcome(out), nil
+	return c.drive(ctx, func(h *C.payidem_client, deadlineMS C.uint64_t, handle C.uintptr_t, out **C.payidem_outcome, cerr **C.payidem_error) C.payidem_result {
+		return C.payidem_go_resume(h, args.ptr(order), deadlineMS, handle, out, cerr)
+	})
 }
 
 // Status is the journal's record of an order (StateNotFound when absent).
 // A done ctx ends it before it starts (ErrCancelled and ctx.Err()).
 func (c *Client) Status(ctx context.Context, orderID string) (OperationStatus, error) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	var args cstrings
 	order, err := args.add("order_id", orderID)
 	if err != nil {
 		return OperationStatus{}, err
 	}
-	if err := cancelledBy(ctx); err != nil {
+	if _, err := liveContext(ctx); err != nil {
 		return OperationStatus{}, err
-	}
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if c.ptr == nil {
-		return OperationStatus{}, ErrClosed
 	}
 	var found C.bool
 	var state C.payidem_operation_state
 	var attempts C.uint32_t
-	var cerr *C.payidem_error
-	rc := C.payidem_client_status(c.ptr, args.ptr(order), &found, &state, &attempts, &cerr)
-	runtime.KeepAlive(c)
-	if rc != C.PAYIDEM_OK {
-		return OperationStatus{}, newError(rc, cerr, nil)
+	if err := c.call(func(h *C.payidem_client, cerr **C.payidem_error) C.payidem_result {
+		return C.payidem_client_status(h, args.ptr(order), &found, &state, &attempts, cerr)
+	}); err != nil {
+		return OperationStatus{}, err
 	}
 	if !found {
 		return OperationStatus{State: StateNotFound}, nil
@@ -291,23 +255,14 @@ func (c *Client) Status(ctx context.Context, orderID string) (OperationStatus, e
 // each, or call ResumeUnknown. A done ctx ends it before it starts
 // (ErrCancelled and ctx.Err()).
 func (c *Client) ListUnknown(ctx context.Context) ([]string, error) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	if err := cancelledBy(ctx); err != nil {
+	if _, err := liveContext(ctx); err != nil {
 		return nil, err
 	}
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if c.ptr == nil {
-		return nil, ErrClosed
-	}
 	var list *C.payidem_order_list
-	var cerr *C.payidem_error
-	rc := C.payidem_client_list_unknown(c.ptr, &list, &cerr)
-	runtime.KeepAlive(c)
-	if rc != C.PAYIDEM_OK {
-		return nil, newError(rc, cerr, nil)
+	if err := c.call(func(h *C.payidem_client, cerr **C.payidem_error) C.payidem_result {
+		return C.payidem_client_list_unknown(h, &list, cerr)
+	}); err != nil {
+		return nil, err
 	}
 	defer C.payidem_order_list_free(list)
 	n := int(C.payidem_order_list_len(list))
@@ -359,23 +314,14 @@ func (c *Client) ResumeUnknown(ctx context.Context) ([]ResumeResult, error) {
 // long-running process calls this now and then. A done ctx ends it before
 // it starts (ErrCancelled and ctx.Err()).
 func (c *Client) PurgeSettled(ctx context.Context) (int, error) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	if err := cancelledBy(ctx); err != nil {
+	if _, err := liveContext(ctx); err != nil {
 		return 0, err
 	}
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if c.ptr == nil {
-		return 0, ErrClosed
-	}
 	var purged C.size_t
-	var cerr *C.payidem_error
-	rc := C.payidem_client_purge_settled(c.ptr, &purged, &cerr)
-	runtime.KeepAlive(c)
-	if rc != C.PAYIDEM_OK {
-		return 0, newError(rc, cerr, nil)
+	if err := c.call(func(h *C.payidem_client, cerr **C.payidem_error) C.payidem_result {
+		return C.payidem_client_purge_settled(h, &purged, cerr)
+	}); err != nil {
+		return 0, err
 	}
 	return int(purged), nil
 }
@@ -396,15 +342,13 @@ type Response struct {
 // changes nothing on the platform, ends in the background within
 // RequestTimeout.
 func (c *Client) Get(ctx context.Context, path string) (*Response, error) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	var args cstrings
 	p, err := args.add("path", path)
 	if err != nil {
 		return nil, err
 	}
-	if err := cancelledBy(ctx); err != nil {
+	ctx, err = liveContext(ctx)
+	if err != nil {
 		return nil, err
 	}
 	type result struct {
@@ -412,17 +356,11 @@ func (c *Client) Get(ctx context.Context, path string) (*Response, error) {
 		err  error
 	}
 	get := func() result {
-		c.mu.RLock()
-		defer c.mu.RUnlock()
-		if c.ptr == nil {
-			return result{err: ErrClosed}
-		}
 		var out *C.payidem_outcome
-		var cerr *C.payidem_error
-		rc := C.payidem_client_get(c.ptr, args.ptr(p), &out, &cerr)
-		runtime.KeepAlive(c)
-		if rc != C.PAYIDEM_OK {
-			return result{err: newError(rc, cerr, nil)}
+		if err := c.call(func(h *C.payidem_client, cerr **C.payidem_error) C.payidem_result {
+			return C.payidem_client_get(h, args.ptr(p), &out, cerr)
+		}); err != nil {
+			return result{err: err}
 		}
 		defer C.payidem_outcome_free(out)
 		return result{resp: responseOf(out)}

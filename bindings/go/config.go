@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -133,6 +134,15 @@ type Config struct {
 	// 0: longer than any call (Deadline + RequestTimeout + 30s). A live
 	// call that outlasts a shorter lease stops with ErrOperationBusy.
 	LeaseTTL time.Duration
+	// ZeroSettings names numeric fields (as errors name them: "BackoffBase",
+	// "MaxClockOffset", "RetryBudget.RetryCost", ...) whose zero value is
+	// an explicit 0 for the library rather than "not set": BackoffBase
+	// retries without waiting, MaxClockOffset never adjusts the clock. The
+	// library judges that 0 as in every language (a zero ConnectTimeout is
+	// ErrInvalidArgument naming it). A named field that is not zero keeps
+	// its value; a name that is no Config field is ErrInvalidArgument
+	// naming "ZeroSettings".
+	ZeroSettings []string
 	// OnAttempt, when set, receives every attempt's event, on the goroutine
 	// that made the call. It must be safe for concurrent use, and must not
 	// call Close, Execute or Resume on the same client (that can deadlock).
@@ -153,11 +163,11 @@ func (c Config) String() string {
 		"ConnectTimeout:%v RequestTimeout:%v MaxAttempts:%d BackoffBase:%v BackoffCap:%v "+
 		"Deadline:%v KeyRetention:%v SettledRetention:%v RetryBudget:%s OnAttempt:%t "+
 		"AllowInsecureHTTP:%t Proxy:%q ProxyFromEnv:%t CABundle:%q ClientCert:%q ClientKey:%q "+
-		"MaxClockOffset:%v LeaseTTL:%v}",
+		"MaxClockOffset:%v LeaseTTL:%v ZeroSettings:%q}",
 		RedactURL(c.BaseURL), c.KeyID, RedactURL(c.JournalPath), c.ConnectTimeout, c.RequestTimeout,
 		c.MaxAttempts, c.BackoffBase, c.BackoffCap, c.Deadline, c.KeyRetention, c.SettledRetention,
 		budget, c.OnAttempt != nil, c.AllowInsecureHTTP, RedactURL(c.Proxy), c.ProxyFromEnv,
-		c.CABundle, c.ClientCert, c.ClientKey, c.MaxClockOffset, c.LeaseTTL)
+		c.CABundle, c.ClientCert, c.ClientKey, c.MaxClockOffset, c.LeaseTTL, c.ZeroSettings)
 }
 
 // GoString is String, for %#v.
@@ -305,7 +315,42 @@ func (c *Config) optionsJSON() ([]byte, error) {
 		o.Retry = &retry
 	}
 	o.RetryBudget = c.RetryBudget.options()
-	return json.Marshal(o)
+	doc, err := json.Marshal(o)
+	if err != nil || len(c.ZeroSettings) == 0 {
+		return doc, err
+	}
+	return withZeros(doc, c.ZeroSettings)
+}
+
+// withZeros is the options document doc with an explicit 0 for each Config
+// field of names that doc leaves absent.
+func withZeros(doc []byte, names []string) ([]byte, error) {
+	var m map[string]any
+	if err := json.Unmarshal(doc, &m); err != nil {
+		return nil, err
+	}
+	for _, name := range names {
+		option := ""
+		for o, field := range goFieldOfOption {
+			if field == name {
+				option = o
+			}
+		}
+		if option == "" {
+			return nil, invalid("ZeroSettings", fmt.Sprintf("%q is no Config field", name))
+		}
+		parent, last := m, option
+		if group, key, nested := strings.Cut(option, "."); nested {
+			if _, ok := m[group].(map[string]any); !ok {
+				m[group] = map[string]any{}
+			}
+			parent, last = m[group].(map[string]any), key
+		}
+		if _, given := parent[last]; !given {
+			parent[last] = 0
+		}
+	}
+	return json.Marshal(m)
 }
 
 // options is the budget as the library's retry_budget object (zero fields

@@ -138,3 +138,29 @@ func liveContext(ctx context.Context) (context.Context, error) {
 	}
 	return ctx, cancelledBy(ctx)
 }
+
+// use runs f with the signer's live handle under its read lock (Close
+// waits for it); ErrClosed after Close.
+func (s *Signer) use(f func(h *C.payidem_signer) error) error {
+	return withLive(s.mu.RLocker(), &s.ptr, s, f)
+}
+
+// call is use for a single C call: its result becomes the error.
+func (s *Signer) call(f func(h *C.payidem_signer, cerr **C.payidem_error) C.payidem_result) error {
+	return s.use(func(h *C.payidem_signer) error {
+		return cResult(func(cerr **C.payidem_error) C.payidem_result { return f(h, cerr) })
+	})
+}
+
+// use runs f with the machine's live handle, its methods serialized;
+// ErrClosed after Close.
+func (m *Machine) use(f func(h *C.payidem_operation) error) error {
+	return withLive(&m.mu, &m.ptr, m, f)
+}
+
+// call is use for a single C call: its result becomes the error.
+func (m *Machine) call(f func(h *C.payidem_operation, cerr **C.payidem_error) C.payidem_result) error {
+	return m.use(func(h *C.payidem_operation) error {
+		return cResult(func(cerr **C.payidem_error) C.payidem_result { return f(h, cerr) })
+	})
+}

@@ -11,7 +11,6 @@ import "C"
 import (
 	"encoding/json"
 	"net/http"
-	"runtime"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -244,24 +243,19 @@ type machineBudget struct {
 // an *InvalidArgumentError naming the setting of the start document
 // (operation.order_id, progress.state, setup.max_attempts, now, ...).
 func NewMachine(start MachineStart) (*Machine, error) {
-	doc, err := start.json()
-	if err != nil {
-		return nil, err
-	}
 	var args cstrings
-	off, err := args.add("start_json", string(doc))
+	off, err := args.addJSON("start_json", start.json)
 	if err != nil {
 		return nil, err
 	}
 	var ptr *C.payidem_operation
-	var cerr *C.payidem_error
-	rc := C.payidem_operation_new(args.ptr(off), &ptr, &cerr)
-	if rc != C.PAYIDEM_OK {
-		return nil, newError(rc, cerr, nil)
+	if err := cResult(func(cerr **C.payidem_error) C.payidem_result {
+		return C.payidem_operation_new(args.ptr(off), &ptr, cerr)
+	}); err != nil {
+		return nil, err
 	}
 	m := &Machine{ptr: ptr}
-	liveHandles.Add(1)
-	runtime.SetFinalizer(m, (*Machine).Close)
+	track(m, (*Machine).Close)
 	return m, nil
 }
 
@@ -314,15 +308,7 @@ func (s MachineStart) json() ([]byte, error) {
 // Close frees the machine; later calls fail with ErrClosed. Calling it
 // again does nothing.
 func (m *Machine) Close() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.ptr == nil {
-		return nil
-	}
-	C.payidem_operation_free(m.ptr)
-	m.ptr = nil
-	liveHandles.Add(-1)
-	runtime.SetFinalizer(m, nil)
+	release(&m.mu, &m.ptr, m, func(h *C.payidem_operation) { C.payidem_operation_free(h) })
 	return nil
 }
 
@@ -351,59 +337,36 @@ func (m *Machine) Poll(s *Signer, now time.Time, elapsed time.Duration) (Step, e
 	if s == nil {
 		return Step{}, invalid("signer", "must not be nil")
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.ptr == nil {
-		return Step{}, ErrClosed
-	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.ptr == nil {
-		return Step{}, ErrClosed
-	}
 	var step *C.payidem_step
-	var cerr *C.payidem_error
-	rc := C.payidem_operation_poll(m.ptr, s.ptr, unixOf(now), msOf(elapsed), &step, &cerr)
-	runtime.KeepAlive(m)
-	runtime.KeepAlive(s)
-	if rc != C.PAYIDEM_OK {
-		return Step{}, newError(rc, cerr, nil)
+	if err := m.use(func(mh *C.payidem_operation) error {
+		return s.call(func(sh *C.payidem_signer, cerr **C.payidem_error) C.payidem_result {
+			return C.payidem_operation_poll(mh, sh, unixOf(now), msOf(elapsed), &step, cerr)
+		})
+	}); err != nil {
+		return Step{}, err
 	}
 	return takeStep(step, nil), nil
 }
 
 // Persisted confirms that the record a StepPersist asked for is made.
 func (m *Machine) Persisted() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.ptr == nil {
-		return ErrClosed
-	}
-	var cerr *C.payidem_error
-	rc := C.payidem_operation_persisted(m.ptr, &cerr)
-	runtime.KeepAlive(m)
-	if rc != C.PAYIDEM_OK {
-		return newError(rc, cerr, nil)
-	}
-	return nil
+	return m.call(func(h *C.payidem_operation, cerr **C.payidem_error) C.payidem_result {
+		return C.payidem_operation_persisted(h, cerr)
+	})
 }
 
 // Handle tells the machine what the attempt of the last StepSend produced,
 // at wall time now and elapsed into the call, and returns its reaction. A
 // response's Idempotent-Replayed: true header marks it replayed.
 func (m *Machine) Handle(r Reply, now time.Time, elapsed time.Duration) (Reaction, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.ptr == nil {
-		return Reaction{}, ErrClosed
-	}
 	var out C.payidem_reaction
-	err := withReply(r, func(a replyArgs, cerr **C.payidem_error) C.payidem_result {
-		return C.payidem_operation_handle(m.ptr, a.outcome, a.status, a.headers.ptr,
-			C.size_t(a.headers.count), a.body, a.bodyLen, a.reason,
-			unixOf(now), msOf(elapsed), &out, cerr)
+	err := m.use(func(h *C.payidem_operation) error {
+		return withReply(r, func(a replyArgs, cerr **C.payidem_error) C.payidem_result {
+			return C.payidem_operation_handle(h, a.outcome, a.status, a.headers.ptr,
+				C.size_t(a.headers.count), a.body, a.bodyLen, a.reason,
+				unixOf(now), msOf(elapsed), &out, cerr)
+		})
 	})
-	runtime.KeepAlive(m)
 	if err != nil {
 		return Reaction{}, err
 	}
@@ -424,17 +387,11 @@ func (m *Machine) Abandon(reason string) (*End, error) {
 	if err != nil {
 		return nil, err
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.ptr == nil {
-		return nil, ErrClosed
-	}
 	var step *C.payidem_step
-	var cerr *C.payidem_error
-	rc := C.payidem_operation_abandon(m.ptr, args.ptr(off), &step, &cerr)
-	runtime.KeepAlive(m)
-	if rc != C.PAYIDEM_OK {
-		return nil, newError(rc, cerr, nil)
+	if err := m.call(func(h *C.payidem_operation, cerr **C.payidem_error) C.payidem_result {
+		return C.payidem_operation_abandon(h, args.ptr(off), &step, cerr)
+	}); err != nil {
+		return nil, err
 	}
 	s := takeStep(step, nil)
 	if s.End == nil {
@@ -446,26 +403,22 @@ func (m *Machine) Abandon(reason string) (*End, error) {
 // Attempts is the number of attempts over every call so far (the
 // journal's count, status queries included).
 func (m *Machine) Attempts() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.ptr == nil {
-		return 0
-	}
-	n := int(C.payidem_operation_attempts(m.ptr))
-	runtime.KeepAlive(m)
+	n := 0
+	_ = m.use(func(h *C.payidem_operation) error {
+		n = int(C.payidem_operation_attempts(h))
+		return nil
+	})
 	return n
 }
 
 // Landed tells whether the operation may have taken effect, over every
 // attempt so far (LandedNo after Close).
 func (m *Machine) Landed() Landed {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.ptr == nil {
-		return LandedNo
-	}
-	l := Landed(C.payidem_operation_landed(m.ptr))
-	runtime.KeepAlive(m)
+	l := LandedNo
+	_ = m.use(func(h *C.payidem_operation) error {
+		l = Landed(C.payidem_operation_landed(h))
+		return nil
+	})
 	return l
 }
 

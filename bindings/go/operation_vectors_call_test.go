@@ -4,9 +4,7 @@ package payidem
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -48,22 +46,15 @@ func (r *callRunner) checkJournal(state string, attempts int, at string) {
 func (r *callRunner) runStep(step map[string]any, at string) {
 	t := r.t
 	t.Helper()
-	if _, ok := step["abandon"].(string); ok {
-		end, err := r.call.Cancel(nil)
-		if err != nil {
-			t.Fatalf("%s: Cancel: %v", at, err)
-		}
-		r.cancelled = end
+	cancel := func(string) (*End, error) { return r.call.Cancel(nil) }
+	if abandonStep(t, step, at, cancel, &r.cancelled) {
 		return
 	}
-	if reply, ok := step["reply"].(map[string]any); ok {
+	if replyStep(t, step, at, func(reply Reply) (string, error) {
 		r.lastNext = ""
-		if err := r.call.ReportAt(vectorReply(t, reply, at), r.now(), r.elapsed()); err != nil {
-			t.Fatalf("%s: ReportAt: %v", at, err)
-		}
-		if want := vText(t, step, "next", at); r.lastNext != want {
-			t.Errorf("%s: next %q, want %s", at, r.lastNext, want)
-		}
+		err := r.call.ReportAt(reply, r.now(), r.elapsed())
+		return r.lastNext, err
+	}) {
 		return
 	}
 	expect := vText(t, step, "expect", at)
@@ -110,22 +101,14 @@ func (r *callRunner) runStep(step map[string]any, at string) {
 }
 
 func TestOperationVectorsThroughCall(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join("..", "..", "core", "tests", "vectors", "operation-v1.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var v operationVectors
-	if err := json.Unmarshal(raw, &v); err != nil {
-		t.Fatal(err)
-	}
+	loadVectorFile(t, "operation-v1.json", &v)
 	var doc struct {
 		Vectors []struct {
 			Progress map[string]any `json:"progress"`
 		} `json:"vectors"`
 	}
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		t.Fatal(err)
-	}
+	loadVectorFile(t, "operation-v1.json", &doc)
 	dir := t.TempDir()
 	ran := 0
 	for i, c := range v.Vectors {
@@ -144,17 +127,14 @@ func TestOperationVectorsThroughCall(t *testing.T) {
 		for _, journal := range []string{"memory", "SQLite"} {
 			t.Run(fmt.Sprintf("%s/%s", c.Name, journal), func(t *testing.T) {
 				s := c.Setup
+				m := s.machineSetup()
 				cfg := Config{
-					BaseURL:           "https://pay.example",
-					KeyID:             "key_test_1",
-					Secret:            []byte("0123456789abcdef0123"),
-					JournalPath:       ":memory:",
-					MaxAttempts:       s.MaxAttempts,
-					BackoffBase:       time.Duration(s.BackoffBaseMS) * time.Millisecond,
-					BackoffCap:        time.Duration(s.BackoffCapMS) * time.Millisecond,
-					Deadline:          time.Duration(s.DeadlineMS) * time.Millisecond,
-					KeyRetention:      time.Duration(s.KeyRetentionSecs) * time.Second,
-					MaxClockOffset:    time.Duration(s.MaxClockOffsetSecs) * time.Second,
+					BaseURL:     "https://pay.example",
+					KeyID:       "key_test_1",
+					Secret:      []byte("0123456789abcdef0123"),
+					JournalPath: ":memory:",
+					MaxAttempts: m.MaxAttempts, BackoffBase: m.BackoffBase, BackoffCap: m.BackoffCap,
+					Deadline: m.Deadline, KeyRetention: m.KeyRetention, MaxClockOffset: m.MaxClockOffset,
 					AllowInsecureHTTP: !s.ClockTrusted,
 					// The vectors' clocks are in the past: a settled row's
 					// time must stay after the journal's purge horizon.

@@ -3,12 +3,9 @@
 package payidem
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -17,6 +14,45 @@ import (
 // operationVectors mirrors core/tests/vectors/operation-v1.json; its
 // "about" holds the runner rules this file follows, as
 // core/tests/operation_vectors.rs does.
+// vectorSetup is a vector's "setup": the machine's limits and clock.
+type vectorSetup struct {
+	MaxAttempts        int   `json:"max_attempts"`
+	BackoffBaseMS      int64 `json:"backoff_base_ms"`
+	BackoffCapMS       int64 `json:"backoff_cap_ms"`
+	DeadlineMS         int64 `json:"deadline_ms"`
+	KeyRetentionSecs   int64 `json:"key_retention_secs"`
+	MaxClockOffsetSecs int64 `json:"max_clock_offset_secs"`
+	ClockOffset        int64 `json:"clock_offset"`
+	ClockTrusted       bool  `json:"clock_trusted"`
+	RetryBudget        *struct {
+		Capacity      uint32 `json:"capacity"`
+		RetryCost     uint32 `json:"retry_cost"`
+		TimeoutCost   uint32 `json:"timeout_cost"`
+		SuccessRefund uint32 `json:"success_refund"`
+	} `json:"retry_budget"`
+}
+
+// machineSetup is s as the machine takes it.
+func (s vectorSetup) machineSetup() MachineSetup {
+	setup := MachineSetup{
+		MaxAttempts:    s.MaxAttempts,
+		BackoffBase:    time.Duration(s.BackoffBaseMS) * time.Millisecond,
+		BackoffCap:     time.Duration(s.BackoffCapMS) * time.Millisecond,
+		Deadline:       time.Duration(s.DeadlineMS) * time.Millisecond,
+		KeyRetention:   time.Duration(s.KeyRetentionSecs) * time.Second,
+		MaxClockOffset: time.Duration(s.MaxClockOffsetSecs) * time.Second,
+		ClockOffset:    time.Duration(s.ClockOffset) * time.Second,
+		ClockUntrusted: !s.ClockTrusted,
+	}
+	if b := s.RetryBudget; b != nil {
+		setup.RetryBudget = &RetryBudget{
+			Capacity: b.Capacity, RetryCost: b.RetryCost,
+			TimeoutCost: b.TimeoutCost, SuccessRefund: b.SuccessRefund,
+		}
+	}
+	return setup
+}
+
 type operationVectors struct {
 	About   string `json:"about"`
 	Vectors []struct {
@@ -35,22 +71,7 @@ type operationVectors struct {
 			AgeSecs       int64  `json:"age_secs"`
 			FirstRecorded bool   `json:"first_recorded"`
 		} `json:"progress"`
-		Setup struct {
-			MaxAttempts        int   `json:"max_attempts"`
-			BackoffBaseMS      int64 `json:"backoff_base_ms"`
-			BackoffCapMS       int64 `json:"backoff_cap_ms"`
-			DeadlineMS         int64 `json:"deadline_ms"`
-			KeyRetentionSecs   int64 `json:"key_retention_secs"`
-			MaxClockOffsetSecs int64 `json:"max_clock_offset_secs"`
-			ClockOffset        int64 `json:"clock_offset"`
-			ClockTrusted       bool  `json:"clock_trusted"`
-			RetryBudget        *struct {
-				Capacity      uint32 `json:"capacity"`
-				RetryCost     uint32 `json:"retry_cost"`
-				TimeoutCost   uint32 `json:"timeout_cost"`
-				SuccessRefund uint32 `json:"success_refund"`
-			} `json:"retry_budget"`
-		} `json:"setup"`
+		Setup  vectorSetup      `json:"setup"`
 		Now    int64            `json:"now"`
 		Script []map[string]any `json:"script"`
 	} `json:"vectors"`
@@ -106,14 +127,8 @@ func (r *vectorRunner) begin(state string, attempts int, firstRecorded bool) {
 }
 
 func TestOperationVectors(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join("..", "..", "core", "tests", "vectors", "operation-v1.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var v operationVectors
-	if err := json.Unmarshal(raw, &v); err != nil {
-		t.Fatal(err)
-	}
+	loadVectorFile(t, "operation-v1.json", &v)
 	if len(v.Vectors) < 30 {
 		t.Fatalf("%d operation vectors, want at least 30", len(v.Vectors))
 	}
@@ -136,23 +151,7 @@ func TestOperationVectors(t *testing.T) {
 			if c.Operation.StatusPath != nil {
 				op.StatusPath = *c.Operation.StatusPath
 			}
-			s := c.Setup
-			setup := MachineSetup{
-				MaxAttempts:    s.MaxAttempts,
-				BackoffBase:    time.Duration(s.BackoffBaseMS) * time.Millisecond,
-				BackoffCap:     time.Duration(s.BackoffCapMS) * time.Millisecond,
-				Deadline:       time.Duration(s.DeadlineMS) * time.Millisecond,
-				KeyRetention:   time.Duration(s.KeyRetentionSecs) * time.Second,
-				MaxClockOffset: time.Duration(s.MaxClockOffsetSecs) * time.Second,
-				ClockOffset:    time.Duration(s.ClockOffset) * time.Second,
-				ClockUntrusted: !s.ClockTrusted,
-			}
-			if b := s.RetryBudget; b != nil {
-				setup.RetryBudget = &RetryBudget{
-					Capacity: b.Capacity, RetryCost: b.RetryCost,
-					TimeoutCost: b.TimeoutCost, SuccessRefund: b.SuccessRefund,
-				}
-			}
+			setup := c.Setup.machineSetup()
 			r := &vectorRunner{
 				t:           t,
 				op:          op,
@@ -174,31 +173,63 @@ func TestOperationVectors(t *testing.T) {
 
 // Accessors of the script's JSON values; a missing or mistyped field
 // fails the test.
-func vText(t *testing.T, m map[string]any, key, at string) string {
+func vField[T any](t *testing.T, m map[string]any, key, at string) T {
 	t.Helper()
-	s, ok := m[key].(string)
+	v, ok := m[key].(T)
 	if !ok {
 		t.Fatalf("%s: %s missing in %v", at, key, m)
 	}
-	return s
+	return v
+}
+
+func vText(t *testing.T, m map[string]any, key, at string) string {
+	t.Helper()
+	return vField[string](t, m, key, at)
 }
 
 func vNum(t *testing.T, m map[string]any, key, at string) int64 {
 	t.Helper()
-	f, ok := m[key].(float64)
-	if !ok {
-		t.Fatalf("%s: %s missing in %v", at, key, m)
-	}
-	return int64(f)
+	return int64(vField[float64](t, m, key, at))
 }
 
 func vBool(t *testing.T, m map[string]any, key, at string) bool {
 	t.Helper()
-	b, ok := m[key].(bool)
+	return vField[bool](t, m, key, at)
+}
+
+// abandonStep runs a script's "abandon" step, if step is one, with abandon
+// (Machine.Abandon, or Call.Cancel), keeping its end in end.
+func abandonStep(t *testing.T, step map[string]any, at string, abandon func(reason string) (*End, error), end **End) bool {
+	t.Helper()
+	reason, ok := step["abandon"].(string)
 	if !ok {
-		t.Fatalf("%s: %s missing in %v", at, key, m)
+		return false
 	}
-	return b
+	got, err := abandon(reason)
+	if err != nil {
+		t.Fatalf("%s: abandon: %v", at, err)
+	}
+	*end = got
+	return true
+}
+
+// replyStep runs a script's "reply" step, if step is one: report gives
+// the reply to the machine or call and returns the next action's name,
+// checked against the script's.
+func replyStep(t *testing.T, step map[string]any, at string, report func(Reply) (next string, err error)) bool {
+	t.Helper()
+	reply, ok := step["reply"].(map[string]any)
+	if !ok {
+		return false
+	}
+	next, err := report(vectorReply(t, reply, at))
+	if err != nil {
+		t.Fatalf("%s: reply: %v", at, err)
+	}
+	if want := vText(t, step, "next", at); next != want {
+		t.Errorf("%s: next %q, want %s", at, next, want)
+	}
+	return true
 }
 
 // vectorReply is the Reply a script's "reply" stands for.
@@ -236,25 +267,16 @@ func (r *vectorRunner) runStep(signer *Signer, step map[string]any, at string) {
 		r.begin(vText(t, restart, "state", at), int(vNum(t, restart, "attempts", at)), false)
 		return
 	}
-	if reason, ok := step["abandon"].(string); ok {
-		end, err := r.machine.Abandon(reason)
-		if err != nil {
-			t.Fatalf("%s: Abandon: %v", at, err)
-		}
-		r.last = end
+	if abandonStep(t, step, at, r.machine.Abandon, &r.last) {
 		return
 	}
-	if reply, ok := step["reply"].(map[string]any); ok {
-		reaction, err := r.machine.Handle(vectorReply(t, reply, at), r.now(), r.elapsed())
-		if err != nil {
-			t.Fatalf("%s: Handle: %v", at, err)
-		}
-		if got, want := reaction.Next.String(), vText(t, step, "next", at); got != want {
-			t.Errorf("%s: next %s, want %s", at, got, want)
-		}
-		if got, want := reaction.Landed.String(), vText(t, step, "landed", at); got != want {
+	if replyStep(t, step, at, func(reply Reply) (string, error) {
+		reaction, err := r.machine.Handle(reply, r.now(), r.elapsed())
+		if got, want := reaction.Landed.String(), vText(t, step, "landed", at); err == nil && got != want {
 			t.Errorf("%s: landed %s, want %s", at, got, want)
 		}
+		return reaction.Next.String(), err
+	}) {
 		return
 	}
 	expect := vText(t, step, "expect", at)

@@ -123,6 +123,18 @@ func integer(v any) (int64, bool) {
 // cannot hold it (see Config: a Go zero is absent, a string is no number).
 type goSetter func(cfg *Config, v any) bool
 
+// zeroSetter gives an explicit 0 to the Config field name through
+// Config.ZeroSettings, and any other value to set.
+func zeroSetter(name string, set goSetter) goSetter {
+	return func(cfg *Config, v any) bool {
+		if n, ok := integer(v); ok && n == 0 {
+			cfg.ZeroSettings = append(cfg.ZeroSettings, name)
+			return true
+		}
+		return set(cfg, v)
+	}
+}
+
 func durationSetter(field func(*Config) *time.Duration, unit time.Duration) goSetter {
 	return func(cfg *Config, v any) bool {
 		n, ok := integer(v)
@@ -209,6 +221,21 @@ var clientSetters = map[string]goSetter{
 	"client_key":          textSetter(func(c *Config) *string { return &c.ClientKey }),
 }
 
+func init() {
+	for option, set := range clientSetters {
+		if field, numeric := goFieldOfOption[option]; numeric && isNumericOption(option) {
+			clientSetters[option] = zeroSetter(field, set)
+		}
+	}
+}
+
+// isNumericOption tells whether option takes a number (a duration, a
+// count): those are the ones a Go zero leaves absent.
+func isNumericOption(option string) bool {
+	return strings.HasSuffix(option, "_ms") || strings.HasSuffix(option, "_s") ||
+		strings.HasPrefix(option, "retry_budget.") || option == "retry.max_attempts"
+}
+
 func hexDecode(s string) ([]byte, error) {
 	if s == "" {
 		return nil, nil
@@ -240,19 +267,25 @@ func configOf(base map[string]any, c settingsCase) (Config, bool) {
 	if c.Setting == "journal_path" {
 		cfg.JournalPath = ""
 	}
+	return cfg, applyCase(&cfg, c, clientSetters)
+}
+
+// applyCase sets the case's "with" settings, then its value, on target by
+// setters; false when one of them has no setter or does not fit.
+func applyCase[T any, S ~func(*T, any) bool](target *T, c settingsCase, setters map[string]S) bool {
 	for k, v := range c.With {
-		set, ok := clientSetters[k]
-		if !ok || !set(&cfg, v) {
-			return cfg, false
+		set, ok := setters[k]
+		if !ok || !set(target, v) {
+			return false
 		}
 	}
 	if c.HasVal {
-		set, ok := clientSetters[c.Setting]
-		if !ok || !set(&cfg, c.Value) {
-			return cfg, false
+		set, ok := setters[c.Setting]
+		if !ok || !set(target, c.Value) {
+			return false
 		}
 	}
-	return cfg, true
+	return true
 }
 
 // optionOfField is the option a Config field sets (goFieldOfOption
@@ -264,6 +297,39 @@ func optionOfField(field string) string {
 		}
 	}
 	return field
+}
+
+// typedCase is a case stated with Go's types: doc renders the document
+// the Go API passes; check compares the Go API's own answer with the
+// library's error (nil when the library took the case).
+type typedCase struct {
+	doc   func() ([]byte, error)
+	check func(err error)
+}
+
+// runSettingsCases checks every case of part: through Go's types by typed
+// when they can state it (ok), else by the JSON document every language
+// passes; it returns how many went through Go's types.
+func runSettingsCases(t *testing.T, part settingsPart, start bool, typed func(settingsCase) (typedCase, bool)) int {
+	t.Helper()
+	n := 0
+	for _, c := range part.Cases {
+		var resolved string
+		var err error
+		if tc, ok := typed(c); ok {
+			n++
+			var raw []byte
+			if raw, err = tc.doc(); err == nil {
+				resolved, err = resolveSettings(raw, start)
+			}
+			err = renameOptionField(err)
+			tc.check(err)
+		} else {
+			resolved, err = resolveSettings(rawDocument(part.Base, c), start)
+		}
+		checkSettingsCase(t, c, resolved, err)
+	}
+	return n
 }
 
 func checkSettingsCase(t *testing.T, c settingsCase, resolved string, err error) {
@@ -300,31 +366,22 @@ func checkSettingsCase(t *testing.T, c settingsCase, resolved string, err error)
 
 // Every client setting of the parity vectors through Go: by a Config when
 // Go's types can hold the case (NewClient's path: optionsJSON, then the
-// library), else by the same JSON every language passes (an explicit 0, a
-// wrong type, an unknown key: Config cannot say them).
+// library; an explicit 0 through Config.ZeroSettings), else by the same
+// JSON every language passes (a wrong type, an unknown key: Config cannot
+// say them).
 func TestSettingsParityClient(t *testing.T) {
 	v := loadSettingsVectors(t)
-	typed := 0
-	for _, c := range v.Client.Cases {
-		var resolved string
-		var err error
-		if cfg, ok := configOf(v.Client.Base, c); ok {
-			typed++
-			var raw []byte
-			if raw, err = cfg.optionsJSON(); err == nil {
-				resolved, err = resolveSettings(raw, false)
-				err = renameOptionField(err)
+	typed := runSettingsCases(t, v.Client, false, func(c settingsCase) (typedCase, bool) {
+		cfg, ok := configOf(v.Client.Base, c)
+		return typedCase{doc: cfg.optionsJSON, check: func(err error) {
+			if c.Expect.Error == "" {
+				return
 			}
-			if c.Expect.Error != "" {
-				if checkErr := cfg.Check(); checkErr == nil || checkErr.Error() != err.Error() {
-					t.Errorf("%s/%s: Check gives %v, the library %v", c.Setting, c.Case, checkErr, err)
-				}
+			if checkErr := cfg.Check(); checkErr == nil || checkErr.Error() != err.Error() {
+				t.Errorf("%s/%s: Check gives %v, the library %v", c.Setting, c.Case, checkErr, err)
 			}
-		} else {
-			resolved, err = resolveSettings(rawDocument(v.Client.Base, c), false)
-		}
-		checkSettingsCase(t, c, resolved, err)
-	}
+		}}, ok
+	})
 	if len(v.Client.Cases) < 100 || typed < len(v.Client.Cases)/2 {
 		t.Fatalf("%d cases, %d through Config", len(v.Client.Cases), typed)
 	}
@@ -415,22 +472,12 @@ func startOf(base map[string]any, c settingsCase) (MachineStart, bool) {
 	if !c.HasVal && (c.Setting == "now" || strings.HasPrefix(c.Setting, "setup.retry_budget.")) {
 		return s, false
 	}
-	for k, v := range c.With {
+	for k := range c.With {
 		if strings.HasPrefix(k, "setup.retry_budget.") {
 			return s, false // the other budget fields would be sent as 0
 		}
-		set, ok := startSetters[k]
-		if !ok || !set(&s, v) {
-			return s, false
-		}
 	}
-	if c.HasVal {
-		set, ok := startSetters[c.Setting]
-		if !ok || !set(&s, c.Value) {
-			return s, false
-		}
-	}
-	return s, true
+	return s, applyCase(&s, c, startSetters)
 }
 
 // Every machine-start setting of the parity vectors through Go: by a
@@ -438,16 +485,9 @@ func startOf(base map[string]any, c settingsCase) (MachineStart, bool) {
 // by the same JSON every language passes.
 func TestSettingsParityStart(t *testing.T) {
 	v := loadSettingsVectors(t)
-	typed := 0
-	for _, c := range v.Start.Cases {
-		var resolved string
-		var err error
-		if s, ok := startOf(v.Start.Base, c); ok {
-			typed++
-			var raw []byte
-			if raw, err = s.json(); err == nil {
-				resolved, err = resolveSettings(raw, true)
-			}
+	typed := runSettingsCases(t, v.Start, true, func(c settingsCase) (typedCase, bool) {
+		s, ok := startOf(v.Start.Base, c)
+		return typedCase{doc: s.json, check: func(err error) {
 			m, machineErr := NewMachine(s)
 			if (machineErr == nil) != (err == nil) {
 				t.Errorf("%s/%s: NewMachine gives %v, the library %v", c.Setting, c.Case, machineErr, err)
@@ -455,13 +495,49 @@ func TestSettingsParityStart(t *testing.T) {
 			if m != nil {
 				m.Close()
 			}
-		} else {
-			resolved, err = resolveSettings(rawDocument(v.Start.Base, c), true)
-		}
-		checkSettingsCase(t, c, resolved, err)
-	}
+		}}, ok
+	})
 	if len(v.Start.Cases) < 80 || typed < len(v.Start.Cases)/3 {
 		t.Fatalf("%d cases, %d through MachineStart", len(v.Start.Cases), typed)
 	}
 	t.Logf("%d start cases, %d through MachineStart", len(v.Start.Cases), typed)
+}
+
+// Config.ZeroSettings sends an explicit 0, which the library judges: a
+// zero BackoffBase retries without waiting, a zero ConnectTimeout is
+// refused by name, an unknown name is refused as ZeroSettings.
+func TestConfigZeroSettings(t *testing.T) {
+	base := Config{BaseURL: "https://pay.example", KeyID: "key_test_1", JournalPath: JournalMemory}
+	cfg := base
+	cfg.ZeroSettings = []string{"BackoffBase", "RetryBudget.RetryCost"}
+	raw, err := cfg.optionsJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	resolved, err := resolveSettings(raw, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Retry       map[string]any `json:"retry"`
+		RetryBudget map[string]any `json:"retry_budget"`
+	}
+	if err := json.Unmarshal([]byte(resolved), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Retry["base_ms"] != 0.0 || doc.RetryBudget["retry_cost"] != 0.0 {
+		t.Fatalf("explicit zeros not taken: %s", resolved)
+	}
+	cfg.BackoffBase = 2 * time.Second // a value that is set wins
+	if raw, _ := cfg.optionsJSON(); !strings.Contains(string(raw), `"base_ms":2000`) {
+		t.Fatalf("BackoffBase lost: %s", raw)
+	}
+	for name, field := range map[string]string{"ConnectTimeout": "ConnectTimeout", "Nonsense": "ZeroSettings"} {
+		cfg := base
+		cfg.ZeroSettings = []string{name}
+		var ia *InvalidArgumentError
+		if err := cfg.Check(); !errors.As(err, &ia) || ia.Field != field {
+			t.Errorf("ZeroSettings %s: %v, want an invalid %s", name, err, field)
+		}
+	}
 }

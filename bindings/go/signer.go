@@ -68,35 +68,21 @@ func NewSigner(keyID string, secret []byte) (*Signer, error) {
 	if err != nil {
 		return nil, err
 	}
-	var zero byte
-	secretPtr := (*C.uint8_t)(unsafe.Pointer(&zero))
-	if len(secret) > 0 {
-		secretPtr = (*C.uint8_t)(unsafe.Pointer(&secret[0]))
-	}
 	var ptr *C.payidem_signer
-	var cerr *C.payidem_error
-	rc := C.payidem_signer_new(args.ptr(k), secretPtr, C.size_t(len(secret)), &ptr, &cerr)
-	if rc != C.PAYIDEM_OK {
-		return nil, newError(rc, cerr, nil)
+	if err := cResult(func(cerr **C.payidem_error) C.payidem_result {
+		return C.payidem_signer_new(args.ptr(k), secretPtr(secret), C.size_t(len(secret)), &ptr, cerr)
+	}); err != nil {
+		return nil, err
 	}
 	s := &Signer{ptr: ptr}
-	liveHandles.Add(1)
-	runtime.SetFinalizer(s, (*Signer).Close)
+	track(s, (*Signer).Close)
 	return s, nil
 }
 
 // Close waits for running calls and wipes the secret; later calls fail with
 // ErrClosed. Calling it again does nothing.
 func (s *Signer) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ptr == nil {
-		return nil
-	}
-	C.payidem_signer_free(s.ptr)
-	s.ptr = nil
-	liveHandles.Add(-1)
-	runtime.SetFinalizer(s, nil)
+	release(&s.mu, &s.ptr, s, func(h *C.payidem_signer) { C.payidem_signer_free(h) })
 	return nil
 }
 
@@ -108,7 +94,11 @@ func (s *Signer) Sign(method, path, idempotencyKey string, body []byte) (http.He
 
 // SignAt is Sign at the given time (any clock offset already applied).
 func (s *Signer) SignAt(t time.Time, method, path, idempotencyKey string, body []byte) (http.Header, error) {
-	signed, err := s.SignAttempt(t, method, path, idempotencyKey, body)
+	return headerOf(s.SignAttempt(t, method, path, idempotencyKey, body))
+}
+
+// headerOf is signed's headers as an http.Header (nil with err).
+func headerOf(signed SignedHeaders, err error) (http.Header, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -149,6 +139,8 @@ func (s *Signer) SignAttempt(t time.Time, method, path, idempotencyKey string, b
 	p := (*C.char)(unsafe.Pointer(&buf[len(method)+1]))
 	k := (*C.char)(unsafe.Pointer(&buf[len(method)+len(path)+2]))
 
+	// By hand rather than through s.call: a closure would move out and
+	// cerr to the heap, one more allocation on the hottest path.
 	var out C.payidem_signed_headers
 	var cerr *C.payidem_error
 	s.mu.RLock()
@@ -257,26 +249,17 @@ func readAndRestoreBody(r *http.Request) ([]byte, error) {
 // nonce is fresh. Returns the 64-hex-digit signature.
 func (s *Signer) SignParts(method, path, timestamp, nonce, idempotencyKey string, body []byte) (string, error) {
 	var args cstrings
-	offs := [5]int{}
-	var err error
-	for i, part := range [5][2]string{{"method", method}, {"path", path}, {"timestamp", timestamp}, {"nonce", nonce}, {"idempotency_key", idempotencyKey}} {
-		if offs[i], err = args.add(part[0], part[1]); err != nil {
-			return "", err
-		}
+	offs, err := args.addParts(method, path, timestamp, nonce, idempotencyKey)
+	if err != nil {
+		return "", err
 	}
 	var sig [C.PAYIDEM_SIGNATURE_BUF_LEN]byte
-	var cerr *C.payidem_error
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.ptr == nil {
-		return "", ErrClosed
-	}
-	rc := C.payidem_signer_sign_parts(s.ptr, args.ptr(offs[0]), args.ptr(offs[1]), args.ptr(offs[2]),
-		args.ptr(offs[3]), args.ptr(offs[4]), bytesPtr(body), C.size_t(len(body)),
-		(*C.char)(unsafe.Pointer(&sig[0])), C.size_t(len(sig)), &cerr)
-	runtime.KeepAlive(s)
-	if rc != C.PAYIDEM_OK {
-		return "", newError(rc, cerr, nil)
+	if err := s.call(func(h *C.payidem_signer, cerr **C.payidem_error) C.payidem_result {
+		return C.payidem_signer_sign_parts(h, args.ptr(offs[0]), args.ptr(offs[1]), args.ptr(offs[2]),
+			args.ptr(offs[3]), args.ptr(offs[4]), bytesPtr(body), C.size_t(len(body)),
+			(*C.char)(unsafe.Pointer(&sig[0])), C.size_t(len(sig)), cerr)
+	}); err != nil {
+		return "", err
 	}
 	return string(sig[:len(sig)-1]), nil
 }
@@ -286,29 +269,14 @@ func (s *Signer) SignParts(method, path, timestamp, nonce, idempotencyKey string
 // hex, joined by newlines. Every part is checked first.
 func CanonicalString(method, path, timestamp, nonce, idempotencyKey string, body []byte) (string, error) {
 	var args cstrings
-	offs := [5]int{}
-	var err error
-	for i, part := range [5][2]string{{"method", method}, {"path", path}, {"timestamp", timestamp}, {"nonce", nonce}, {"idempotency_key", idempotencyKey}} {
-		if offs[i], err = args.add(part[0], part[1]); err != nil {
-			return "", err
-		}
+	offs, err := args.addParts(method, path, timestamp, nonce, idempotencyKey)
+	if err != nil {
+		return "", err
 	}
-	var n C.size_t
-	var cerr *C.payidem_error
-	rc := C.payidem_canonical_string(args.ptr(offs[0]), args.ptr(offs[1]), args.ptr(offs[2]),
-		args.ptr(offs[3]), args.ptr(offs[4]), bytesPtr(body), C.size_t(len(body)), nil, 0, &n, &cerr)
-	if rc == C.PAYIDEM_BUFFER_TOO_SMALL {
-		C.payidem_error_free(cerr)
-		cerr = nil
-		buf := make([]byte, int(n)+1)
-		rc = C.payidem_canonical_string(args.ptr(offs[0]), args.ptr(offs[1]), args.ptr(offs[2]),
-			args.ptr(offs[3]), args.ptr(offs[4]), bytesPtr(body), C.size_t(len(body)),
-			(*C.char)(unsafe.Pointer(&buf[0])), C.size_t(len(buf)), &n, &cerr)
-		if rc == C.PAYIDEM_OK {
-			return string(buf[:n]), nil
-		}
-	}
-	return "", newError(rc, cerr, nil)
+	return readText(256+len(path)+len(idempotencyKey), func(buf *C.char, n C.size_t, l *C.size_t, cerr **C.payidem_error) C.payidem_result {
+		return C.payidem_canonical_string(args.ptr(offs[0]), args.ptr(offs[1]), args.ptr(offs[2]),
+			args.ptr(offs[3]), args.ptr(offs[4]), bytesPtr(body), C.size_t(len(body)), buf, n, l, cerr)
+	})
 }
 
 // BodySHA256Hex is the body's SHA-256 as 64 lower-case hex digits.

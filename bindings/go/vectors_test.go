@@ -13,34 +13,44 @@ import (
 	"time"
 )
 
+// loadVectorFile decodes core/tests/vectors/<name> into v.
+func loadVectorFile(t *testing.T, name string, v any) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "core", "tests", "vectors", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// signCase is what a signing vector signs, valid or not.
+type signCase struct {
+	Name           string `json:"name"`
+	SecretB64      string `json:"secret_b64"`
+	Method         string `json:"method"`
+	Path           string `json:"path"`
+	Timestamp      string `json:"timestamp"`
+	Nonce          string `json:"nonce"`
+	IdempotencyKey string `json:"idempotency_key"`
+	BodyB64        string `json:"body_b64"`
+}
+
 // vectors mirrors core/tests/vectors/protocol-v1.json.
 type vectors struct {
 	Sign []struct {
-		Name           string `json:"name"`
-		SecretB64      string `json:"secret_b64"`
-		Method         string `json:"method"`
-		Path           string `json:"path"`
-		Timestamp      string `json:"timestamp"`
-		Nonce          string `json:"nonce"`
-		IdempotencyKey string `json:"idempotency_key"`
-		BodyB64        string `json:"body_b64"`
-		Expect         struct {
+		signCase
+		Expect struct {
 			Canonical  string `json:"canonical"`
 			BodySHA256 string `json:"body_sha256"`
 			Signature  string `json:"signature"`
 		} `json:"expect"`
 	} `json:"sign"`
 	SignInvalid []struct {
-		Name           string `json:"name"`
-		SecretB64      string `json:"secret_b64"`
-		Method         string `json:"method"`
-		Path           string `json:"path"`
-		Timestamp      string `json:"timestamp"`
-		Nonce          string `json:"nonce"`
-		IdempotencyKey string `json:"idempotency_key"`
-		BodyB64        string `json:"body_b64"`
-		ExpectError    string `json:"expect_error"`
-		Field          string `json:"field"`
+		signCase
+		ExpectError string `json:"expect_error"`
+		Field       string `json:"field"`
 	} `json:"sign_invalid"`
 	VerifySequence struct {
 		KeysB64       map[string][]string `json:"keys_b64"`
@@ -80,14 +90,8 @@ type vectors struct {
 
 func loadVectors(t *testing.T) vectors {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("..", "..", "core", "tests", "vectors", "protocol-v1.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var v vectors
-	if err := json.Unmarshal(raw, &v); err != nil {
-		t.Fatal(err)
-	}
+	loadVectorFile(t, "protocol-v1.json", &v)
 	if len(v.Sign) == 0 || len(v.SignInvalid) == 0 || len(v.VerifySequence.Requests) == 0 || len(v.Decide) == 0 {
 		t.Fatal("a vector group is empty")
 	}

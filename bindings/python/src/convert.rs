@@ -492,6 +492,13 @@ fn by_setting(py: Python<'_>, e: payidem::settings::SettingError) -> PyErr {
     err
 }
 
+/// Keyword values as the settings document takes them: each one given.
+fn present<'a, 'py>(
+    values: &'a [(&'static str, Bound<'py, PyAny>)],
+) -> Vec<(&'static str, Option<&'a Bound<'py, PyAny>>)> {
+    values.iter().map(|(k, v)| (*k, Some(v))).collect()
+}
+
 /// The keywords `kwargs` gives, each one of `table`'s (another is the
 /// `TypeError` Python raises for an unexpected keyword of `function`).
 fn keywords<'py>(
@@ -523,9 +530,7 @@ pub(crate) fn resolve_client_settings(
     kwargs: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<String> {
     let values = keywords(kwargs, CLIENT_KEYWORDS, "resolve_client_settings")?;
-    let given: Vec<(&str, Option<&Bound<'_, PyAny>>)> =
-        values.iter().map(|(k, v)| (*k, Some(v))).collect();
-    let doc = settings_doc(CLIENT_KEYWORDS, &given);
+    let doc = settings_doc(CLIENT_KEYWORDS, &present(&values));
     let mut config =
         payidem::settings::client::client_config(&doc).map_err(|e| setting_error(py, e))?;
     if let Some((_, key)) = values.iter().find(|(k, _)| *k == "journal_key") {
@@ -560,9 +565,10 @@ pub(crate) fn resolve_setup_settings(
     py: Python<'_>,
     kwargs: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<String> {
-    let values = keywords(kwargs, SETUP_KEYWORDS, "resolve_setup_settings")?;
-    let given: Vec<_> = values.iter().map(|(k, v)| (*k, Some(v))).collect();
-    let setup = setup_of(py, &given)?;
+    let setup = setup_of(
+        py,
+        &present(&keywords(kwargs, SETUP_KEYWORDS, "resolve_setup_settings")?),
+    )?;
     let start = payidem::settings::start::Start {
         operation: payidem::OperationSpec {
             order_id: "o",

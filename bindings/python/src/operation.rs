@@ -159,6 +159,14 @@ fn elapsed(py: Python<'_>, value: f64) -> PyResult<Duration> {
 #[pyclass(frozen, module = "payidem._native", name = "RetryBudget")]
 pub(crate) struct NativeRetryBudget {
     inner: Arc<RetryBudget>,
+    #[pyo3(get)]
+    capacity: u32,
+    #[pyo3(get)]
+    retry_cost: u32,
+    #[pyo3(get)]
+    timeout_cost: u32,
+    #[pyo3(get)]
+    success_refund: u32,
 }
 
 #[pymethods]
@@ -185,29 +193,15 @@ impl NativeRetryBudget {
         count("retry_cost", retry_cost, &mut c.retry_cost)?;
         count("timeout_cost", timeout_cost, &mut c.timeout_cost)?;
         count("success_refund", success_refund, &mut c.success_refund)?;
+        let inner = Arc::new(RetryBudget::new(c));
+        let c = inner.config();
         Ok(NativeRetryBudget {
-            inner: Arc::new(RetryBudget::new(c)),
+            capacity: c.capacity,
+            retry_cost: c.retry_cost,
+            timeout_cost: c.timeout_cost,
+            success_refund: c.success_refund,
+            inner,
         })
-    }
-
-    #[getter]
-    fn capacity(&self) -> u32 {
-        self.inner.config().capacity
-    }
-
-    #[getter]
-    fn retry_cost(&self) -> u32 {
-        self.inner.config().retry_cost
-    }
-
-    #[getter]
-    fn timeout_cost(&self) -> u32 {
-        self.inner.config().timeout_cost
-    }
-
-    #[getter]
-    fn success_refund(&self) -> u32 {
-        self.inner.config().success_refund
     }
 
     /// Tokens left now.

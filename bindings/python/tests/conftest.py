@@ -125,6 +125,11 @@ class Mock:
             self.process.wait(timeout=10)
 
 
+
+#: The ``make_client`` fixture's type: a client of the mock, keywords as
+#: :class:`payidem.Client`'s.
+MakeClient = Callable[..., payidem.Client]
+
 @pytest.fixture(scope="session")
 def mock_server() -> Iterator[Mock]:
     server = Mock()
@@ -158,7 +163,7 @@ def fast_options(**overrides: Any) -> Dict[str, Any]:
 
 
 @pytest.fixture
-def make_client(mock: Mock) -> Iterator[Callable[..., payidem.Client]]:
+def make_client(mock: Mock) -> Iterator[MakeClient]:
     made = []
 
     def make(**overrides: Any) -> payidem.Client:

@@ -19,7 +19,7 @@ import pytest
 
 import payidem
 from payidem import _native
-from conftest import MOCK_KEY_ID, MOCK_SECRET, PYTHON, Mock, fast_options, new_order, payment, status_path
+from conftest import MakeClient, MOCK_KEY_ID, MOCK_SECRET, PYTHON, Mock, fast_options, new_order, payment, status_path
 
 
 def send_with_http_client(attempt: payidem.Attempt, timeout: float) -> payidem.Reply:
@@ -59,9 +59,7 @@ def _attempt() -> payidem.Attempt:
     return payidem.Attempt("operation", 1, "POST", "/v1/payments", (), b"{}")
 
 
-def test_a_call_journals_before_it_hands_out_the_first_attempt(
-    mock: Mock, make_client: Callable[..., payidem.Client]
-) -> None:
+def test_a_call_journals_before_it_hands_out_the_first_attempt(mock: Mock, make_client: MakeClient) -> None:
     client = make_client()
     order = new_order("call")
     call = payidem.Call.begin(client, order, "POST", "/v1/payments", payment(order))
@@ -89,9 +87,7 @@ def test_a_call_journals_before_it_hands_out_the_first_attempt(
     assert isinstance(step, payidem.DoneStep) and step.result() == outcome
 
 
-def test_run_drives_a_call_through_lost_answers(
-    mock: Mock, make_client: Callable[..., payidem.Client]
-) -> None:
+def test_run_drives_a_call_through_lost_answers(mock: Mock, make_client: MakeClient) -> None:
     mock.faults(timeout_504_after_commit=1.0)
     events: List[payidem.AttemptEvent] = []
     client = make_client(on_attempt=events.append)
@@ -108,9 +104,7 @@ def test_run_drives_a_call_through_lost_answers(
     assert mock.payments_created(order) == 1
 
 
-def test_cancel_keeps_the_key_and_frees_the_lease(
-    mock: Mock, make_client: Callable[..., payidem.Client]
-) -> None:
+def test_cancel_keeps_the_key_and_frees_the_lease(mock: Mock, make_client: MakeClient) -> None:
     client = make_client()
     order = new_order("call-cancel")
     call = payidem.Call.begin(client, order, "POST", "/v1/payments", payment(order))
@@ -131,9 +125,7 @@ def test_cancel_keeps_the_key_and_frees_the_lease(
     assert mock.payments_created(order) == 1
 
 
-def test_an_exception_in_send_cancels_the_call(
-    mock: Mock, make_client: Callable[..., payidem.Client]
-) -> None:
+def test_an_exception_in_send_cancels_the_call(mock: Mock, make_client: MakeClient) -> None:
     client = make_client()
     order = new_order("call-raise")
 
@@ -148,7 +140,7 @@ def test_an_exception_in_send_cancels_the_call(
     assert status is not None and status.state == "unknown"
 
 
-def test_bad_input_names_its_field(make_client: Callable[..., payidem.Client]) -> None:
+def test_bad_input_names_its_field(make_client: MakeClient) -> None:
     client = make_client()
     with pytest.raises(payidem.InvalidArgument) as info:
         payidem.Call.begin(client, "bad id", "POST", "/v1/payments", b"{}")

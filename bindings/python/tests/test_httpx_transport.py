@@ -11,7 +11,7 @@ from typing import Any, Callable, List
 import pytest
 
 import payidem
-from conftest import Mock, clear_faults_after_first_try, closed_port_url, holding_mock, new_order, payment, status_path
+from conftest import MakeClient, Mock, clear_faults_after_first_try, closed_port_url, holding_mock, new_order, payment, status_path
 
 httpx = pytest.importorskip("httpx")
 
@@ -45,9 +45,7 @@ class Failing(httpx.BaseTransport):
         raise self.error
 
 
-def test_a_lost_answer_is_retried_with_a_fresh_signature_and_pays_once(
-    mock: Mock, make_client: Callable[..., payidem.Client]
-) -> None:
+def test_a_lost_answer_is_retried_with_a_fresh_signature_and_pays_once(mock: Mock, make_client: MakeClient) -> None:
     mock.faults(drop_after_commit=1.0)
     client = make_client(on_attempt=clear_faults_after_first_try(mock))
     recording = Recording(httpx.HTTPTransport())
@@ -68,9 +66,7 @@ def test_a_lost_answer_is_retried_with_a_fresh_signature_and_pays_once(
     assert all("Payidem-Order-Id" not in req.headers for req in recording.requests)
 
 
-def test_a_504_after_commit_is_settled_by_the_status_query(
-    mock: Mock, make_client: Callable[..., payidem.Client]
-) -> None:
+def test_a_504_after_commit_is_settled_by_the_status_query(mock: Mock, make_client: MakeClient) -> None:
     mock.faults(timeout_504_after_commit=1.0)
     client = make_client()
     recording = Recording(httpx.HTTPTransport())
@@ -84,9 +80,7 @@ def test_a_504_after_commit_is_settled_by_the_status_query(
     assert mock.payments_created(order) == 1
 
 
-def test_a_final_refusal_is_the_response(
-    mock: Mock, make_client: Callable[..., payidem.Client]
-) -> None:
+def test_a_final_refusal_is_the_response(mock: Mock, make_client: MakeClient) -> None:
     client = make_client()
     order = new_order("hx-402")
     with httpx.Client(transport=PayidemTransport(client)) as http:
@@ -99,7 +93,7 @@ def test_a_final_refusal_is_the_response(
     assert again.status_code == 402 and again.json() == r.json()
 
 
-def test_connect_errors_are_not_sent(make_client: Callable[..., payidem.Client]) -> None:
+def test_connect_errors_are_not_sent(make_client: MakeClient) -> None:
     url = closed_port_url()
     client = make_client(base_url=url, max_attempts=2)
     order = new_order("hx-closed")
@@ -121,7 +115,7 @@ def test_connect_errors_are_not_sent(make_client: Callable[..., payidem.Client])
     ],
 )
 def test_transport_errors_map_to_not_sent_or_maybe_landed(
-    mock: Mock, make_client: Callable[..., payidem.Client], error: Exception, state: str, raised: type
+    mock: Mock, make_client: MakeClient, error: Exception, state: str, raised: type
 ) -> None:
     client = make_client(max_attempts=2)
     failing = Failing(error)
@@ -135,9 +129,7 @@ def test_transport_errors_map_to_not_sent_or_maybe_landed(
     assert status is not None and status.state == state
 
 
-def test_the_async_transport_pays_once(
-    mock: Mock, make_client: Callable[..., payidem.Client]
-) -> None:
+def test_the_async_transport_pays_once(mock: Mock, make_client: MakeClient) -> None:
     mock.faults(drop_after_commit=1.0)
     client = make_client(on_attempt=clear_faults_after_first_try(mock))
     order = new_order("hx-async")
@@ -155,7 +147,7 @@ def test_the_async_transport_pays_once(
 
 
 def test_a_cancelled_task_cancels_the_call_and_keeps_the_key(
-    make_client: Callable[..., payidem.Client],
+    make_client: MakeClient,
 ) -> None:
     with holding_mock(3000, make_client, request_timeout=10.0) as (server, client):
         order = new_order("hx-cancel")

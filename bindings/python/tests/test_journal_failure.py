@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterator, List
 import pytest
 
 import payidem
-from conftest import Mock, new_order, payment
+from conftest import MakeClient, Mock, new_order, payment
 
 
 @pytest.fixture
@@ -35,7 +35,7 @@ def file_size_limit() -> Iterator[Callable[[bool], None]]:
 
 def test_a_2xx_whose_journal_write_fails_reaches_the_caller(
     mock: Mock,
-    make_client: Callable[..., payidem.Client],
+    make_client: MakeClient,
     tmp_path: Path,
     file_size_limit: Callable[[bool], None],
 ) -> None:

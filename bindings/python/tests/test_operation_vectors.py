@@ -17,7 +17,7 @@ file's ``about`` — the same logic as core/tests/operation_vectors.rs:
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 import pytest
 
@@ -46,6 +46,25 @@ def _reply(v: Dict[str, Any]) -> payidem.Reply:
     if v.get("no_response") is not None:
         return payidem.Reply.sent_no_response(v["no_response"])
     return payidem.Reply.response(v["status"], v["headers"], v["body"].encode())
+
+
+def request_of(op: Dict[str, Any]) -> Tuple[str, str, str, bytes]:
+    """A vector operation's order id, method, path and body, as
+    ``payidem.Operation`` and ``payidem.Call.begin`` take them."""
+    return op["order_id"], op["method"], op["path"], op["body"].encode()
+
+
+def limits_of(setup: Dict[str, Any]) -> Dict[str, Any]:
+    """A vector setup's limits as the keywords ``payidem.Operation`` and
+    ``payidem.Client`` share (durations in seconds)."""
+    return {
+        "max_attempts": setup["max_attempts"],
+        "backoff_base": setup["backoff_base_ms"] / 1000,
+        "backoff_cap": setup["backoff_cap_ms"] / 1000,
+        "deadline": setup["deadline_ms"] / 1000,
+        "key_retention": setup["key_retention_secs"],
+        "max_clock_offset": setup["max_clock_offset_secs"],
+    }
 
 
 class Clock:
@@ -83,10 +102,7 @@ class Runner(Clock):
     ) -> payidem.Operation:
         s, op = self.setup, self.op
         return payidem.Operation(
-            op["order_id"],
-            op["method"],
-            op["path"],
-            op["body"].encode(),
+            *request_of(op),
             idempotency_key=op["idempotency_key"],
             status_path=op["status_path"],
             state=state,
@@ -94,12 +110,7 @@ class Runner(Clock):
             created_at=self.created_at,
             now=self.now,
             first_recorded=first_recorded,
-            max_attempts=s["max_attempts"],
-            backoff_base=s["backoff_base_ms"] / 1000,
-            backoff_cap=s["backoff_cap_ms"] / 1000,
-            deadline=s["deadline_ms"] / 1000,
-            key_retention=s["key_retention_secs"],
-            max_clock_offset=s["max_clock_offset_secs"],
+            **limits_of(s),
             clock_offset=s["clock_offset"],
             clock_trusted=s["clock_trusted"],
             retry_budget=_budget(s["retry_budget"]),

@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Optional
 import pytest
 
 import payidem
-from test_operation_vectors import V, Clock, _reply, check_end, check_send, check_wait
+from test_operation_vectors import V, Clock, _reply, check_end, check_send, check_wait, limits_of, request_of
 
 # The vectors' clocks are in the past: a settled row's time must stay after
 # the journal's purge horizon (the longest retention the settings allow).
@@ -49,12 +49,7 @@ def _client(setup: Dict[str, Any], journal: str, events: List[payidem.AttemptEve
         b"0123456789abcdef0123",
         journal=journal,
         allow_insecure_http=not trusted,
-        max_attempts=setup["max_attempts"],
-        backoff_base=setup["backoff_base_ms"] / 1000,
-        backoff_cap=setup["backoff_cap_ms"] / 1000,
-        deadline=setup["deadline_ms"] / 1000,
-        key_retention=setup["key_retention_secs"],
-        max_clock_offset=setup["max_clock_offset_secs"],
+        **limits_of(setup),
         settled_retention=SETTLED_RETENTION,
         on_attempt=events.append,
         **budget,
@@ -72,10 +67,7 @@ class CallRunner(Clock):
         op = self.op
         self.call = payidem.Call.begin(
             self.client,
-            op["order_id"],
-            op["method"],
-            op["path"],
-            op["body"].encode(),
+            *request_of(op),
             status_path=op["status_path"],
             idempotency_key=op["idempotency_key"],
         )

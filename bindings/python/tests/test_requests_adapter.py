@@ -10,7 +10,7 @@ from typing import Any, Callable, Dict, Iterator, List, Tuple
 import pytest
 
 import payidem
-from conftest import Mock, clear_faults_after_first_try, closed_port_url, holding_mock, new_order, payment, status_path
+from conftest import MakeClient, Mock, clear_faults_after_first_try, closed_port_url, holding_mock, new_order, payment, status_path
 
 requests = pytest.importorskip("requests")
 
@@ -42,7 +42,7 @@ def session_for(client: payidem.Client, url: str) -> Any:
 
 
 @pytest.fixture
-def adapter_session(mock: Mock, make_client: Callable[..., payidem.Client]) -> Tuple[payidem.Client, Any]:
+def adapter_session(mock: Mock, make_client: MakeClient) -> Tuple[payidem.Client, Any]:
     """A default client of the mock and a session sending through its
     adapter."""
     client = make_client()
@@ -50,7 +50,7 @@ def adapter_session(mock: Mock, make_client: Callable[..., payidem.Client]) -> T
 
 
 def test_a_lost_answer_is_retried_with_a_fresh_signature_and_pays_once(
-    mock: Mock, make_client: Callable[..., payidem.Client], sent: Sent
+    mock: Mock, make_client: MakeClient, sent: Sent
 ) -> None:
     # The first answer is lost after the payment was made; the hook clears
     # the fault once the machine has seen it.
@@ -77,7 +77,7 @@ def test_a_lost_answer_is_retried_with_a_fresh_signature_and_pays_once(
 
 
 def test_a_504_after_commit_is_settled_by_the_status_query(
-    mock: Mock, make_client: Callable[..., payidem.Client], sent: Sent
+    mock: Mock, make_client: MakeClient, sent: Sent
 ) -> None:
     mock.faults(timeout_504_after_commit=1.0)
     client = make_client()
@@ -112,9 +112,7 @@ def test_a_final_refusal_is_the_response_and_is_never_sent_again(
     assert not again.is_redirect
 
 
-def test_an_unsettled_end_raises_the_payidem_error(
-    mock: Mock, make_client: Callable[..., payidem.Client]
-) -> None:
+def test_an_unsettled_end_raises_the_payidem_error(mock: Mock, make_client: MakeClient) -> None:
     client = make_client(secret=b"not-the-mock-secret-0123456789")
     order = new_order("rq-401")
     with pytest.raises(payidem.Refused) as info:
@@ -127,7 +125,7 @@ def test_an_unsettled_end_raises_the_payidem_error(
     assert mock.payments_created(order) == 0
 
 
-def test_a_refused_connection_is_not_sent(make_client: Callable[..., payidem.Client]) -> None:
+def test_a_refused_connection_is_not_sent(make_client: MakeClient) -> None:
     url = closed_port_url()
     client = make_client(base_url=url, max_attempts=2)
     order = new_order("rq-closed")
@@ -141,7 +139,7 @@ def test_a_refused_connection_is_not_sent(make_client: Callable[..., payidem.Cli
 
 
 def test_a_read_timeout_keeps_the_key_and_asks_the_status(
-    make_client: Callable[..., payidem.Client],
+    make_client: MakeClient,
 ) -> None:
     # The mock runs the payment, then holds the answer past the timeout.
     with holding_mock(1500, make_client, request_timeout=0.5) as (server, client):
@@ -181,7 +179,7 @@ def test_bad_requests_are_refused_before_anything_is_journaled(
     assert sent == []
 
 
-def test_urllib3_never_retries(make_client: Callable[..., payidem.Client]) -> None:
+def test_urllib3_never_retries(make_client: MakeClient) -> None:
     from urllib3.util.retry import Retry
 
     adapter = PayidemAdapter(make_client())
@@ -194,7 +192,7 @@ def test_urllib3_never_retries(make_client: Callable[..., payidem.Client]) -> No
 
 
 def test_the_body_and_caller_headers_are_sent_as_given(
-    mock: Mock, make_client: Callable[..., payidem.Client], sent: Sent
+    mock: Mock, make_client: MakeClient, sent: Sent
 ) -> None:
     client = make_client()
     order = new_order("rq-body")

@@ -14,7 +14,7 @@ from typing import Callable, Iterator, List
 import pytest
 
 import payidem
-from conftest import MOCK_KEY_ID, MOCK_SECRET, Mock, fast_options, new_order, payment
+from conftest import MakeClient, MOCK_KEY_ID, MOCK_SECRET, Mock, fast_options, new_order, payment
 
 requests = pytest.importorskip("requests")
 
@@ -150,7 +150,7 @@ def env_proxy(monkeypatch: pytest.MonkeyPatch) -> Iterator[ForgingProxy]:
 
 
 def test_the_adapter_ignores_environment_proxies_unless_the_client_opted_in(
-    mock: Mock, make_client: Callable[..., payidem.Client], env_proxy: ForgingProxy
+    mock: Mock, make_client: MakeClient, env_proxy: ForgingProxy
 ) -> None:
     # requests itself would send through the proxy (trust_env).
     assert requests.Session().merge_environment_settings(
@@ -181,7 +181,7 @@ def test_the_adapter_ignores_environment_proxies_unless_the_client_opted_in(
 
 
 def test_the_adapter_uses_the_clients_own_proxy(
-    mock: Mock, make_client: Callable[..., payidem.Client], monkeypatch: pytest.MonkeyPatch
+    mock: Mock, make_client: MakeClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
         monkeypatch.delenv(name, raising=False)

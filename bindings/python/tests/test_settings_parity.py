@@ -7,7 +7,8 @@ Cases go through the conversion ``payidem.Client`` and ``payidem.Operation``
 use (their keywords, durations in seconds:
 ``_native.resolve_client_settings``, ``_native.resolve_setup_settings``)
 when a keyword sets every setting of the case, else through the JSON every
-language passes (``_native.resolve_settings_json``)."""
+language passes (``_native.resolve_settings_json``); the wrong-type cases
+also through the public ``payidem.Client`` and ``payidem.Operation``."""
 
 from __future__ import annotations
 
@@ -18,8 +19,10 @@ from typing import Any, Dict, Optional, Tuple
 import pytest
 
 from conftest import VECTORS
+import payidem
 from payidem import _native
 from payidem.errors import InvalidArgument
+from payidem.operation import Operation
 
 V = json.loads((VECTORS.parent / "settings-v1.json").read_text())
 
@@ -51,15 +54,17 @@ KEYWORDS: Dict[str, Tuple[str, str]] = {
 }
 SETTING_OF_KEYWORD = {keyword: setting for setting, (keyword, _) in KEYWORDS.items()}
 
-# payidem.Operation's limit keywords.
-SETUP_KEYWORDS: Dict[str, Tuple[str, str]] = {
-    "setup.max_attempts": ("max_attempts", PLAIN),
-    "setup.backoff_base_ms": ("backoff_base", MS),
-    "setup.backoff_cap_ms": ("backoff_cap", MS),
-    "setup.deadline_ms": ("deadline", MS),
-    "setup.key_retention_secs": ("key_retention", S),
-    "setup.max_clock_offset_secs": ("max_clock_offset", S),
+# payidem.Operation's limit keywords: those of the Client setting each
+# machine setting matches, in the same unit.
+CLIENT_SETTING_OF_SETUP = {
+    "setup.max_attempts": "retry.max_attempts",
+    "setup.backoff_base_ms": "retry.base_ms",
+    "setup.backoff_cap_ms": "retry.cap_ms",
+    "setup.deadline_ms": "retry.deadline_ms",
+    "setup.key_retention_secs": "key_retention_s",
+    "setup.max_clock_offset_secs": "max_clock_offset_s",
 }
+SETUP_KEYWORDS = {setup: KEYWORDS[client] for setup, client in CLIENT_SETTING_OF_SETUP.items()}
 SETUP_OF_KEYWORD = {keyword: setting for setting, (keyword, _) in SETUP_KEYWORDS.items()}
 
 
@@ -168,3 +173,42 @@ def test_most_cases_go_through_the_keywords() -> None:
     assert len(CLIENT_CASES) > 100 and len(START_CASES) > 80
     assert len(typed) > 0.8 * len(CLIENT_CASES), len(typed)
     assert len(setup) >= 36, len(setup)
+
+
+def wrong_type_cases(cases: Any, base: Dict[str, Any], table: Dict[str, Tuple[str, str]]) -> Any:
+    """The wrong-type cases a public keyword can state."""
+    return [c for c in cases if c["case"] == "wrong_type" and keywords_of(c, base, table) is not None]
+
+
+CLIENT_WRONG_TYPES = wrong_type_cases(CLIENT_CASES, V["client"]["base"], KEYWORDS)
+START_WRONG_TYPES = wrong_type_cases(START_CASES, {}, SETUP_KEYWORDS)
+
+
+def test_wrong_types_reach_the_public_keywords() -> None:
+    assert len(CLIENT_WRONG_TYPES) >= 15 and len(START_WRONG_TYPES) >= 6
+
+
+@pytest.mark.parametrize("case", CLIENT_WRONG_TYPES, ids=case_id)
+def test_client_wrong_type_through_payidem_client(case: Dict[str, Any]) -> None:
+    """payidem.Client gives the core's answer for a wrong type (an
+    InvalidArgument naming the setting), which is also the TypeError its
+    README promises."""
+    kwargs = keywords_of(case, V["client"]["base"], KEYWORDS)
+    assert kwargs is not None
+    if case["setting"] != "journal_path":
+        kwargs["journal"] = ":memory:"
+    with pytest.raises(InvalidArgument) as caught:
+        payidem.Client(secret=b"s" * 32, **kwargs)
+    assert isinstance(caught.value, TypeError)
+    field = SETTING_OF_KEYWORD.get(caught.value.field or "", caught.value.field)
+    assert (caught.value.code, field) == (case["expect"]["error"], case["expect"]["field"]), case
+
+
+@pytest.mark.parametrize("case", START_WRONG_TYPES, ids=case_id)
+def test_start_wrong_type_through_payidem_operation(case: Dict[str, Any]) -> None:
+    kwargs = keywords_of(case, {}, SETUP_KEYWORDS)
+    assert kwargs is not None
+    with pytest.raises(InvalidArgument) as caught:
+        Operation("ord-1", "POST", "/v1/payments", b"{}", **kwargs)
+    field = SETUP_OF_KEYWORD.get(caught.value.field or "", caught.value.field)
+    assert (caught.value.code, field) == (case["expect"]["error"], case["expect"]["field"]), case

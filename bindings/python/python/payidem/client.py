@@ -9,7 +9,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 from . import _native
 from ._delegate import NativeResource, native_attribute
 from ._types import AttemptEvent, ClientDefaults, Headers, OperationStatus, Outcome, Response, _outcome, _status
-from .errors import Error, InvalidArgument
+from .errors import Error, InvalidArgument, _WrongType
 from .events import Event, _listener
 from .metrics import MetricsSnapshot, metrics, prometheus_text
 
@@ -93,9 +93,20 @@ def freeze_body(body: Body) -> bytes:
     )
 
 
+def _wrong_type(name: str, what: str, value: object) -> _WrongType:
+    """The error for setting ``name`` given ``value``, not ``what``."""
+    return _WrongType(f"{name}: must be {what}, not {type(value).__name__}", field=name)
+
+
+def _text(name: str, value: str) -> str:
+    if not isinstance(value, str):
+        raise _wrong_type(name, "a str", value)
+    return value
+
+
 def _seconds(name: str, value: Union[int, float]) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number of seconds, not {type(value).__name__}")
+        raise _wrong_type(name, "a number of seconds", value)
     return float(value)
 
 
@@ -105,19 +116,19 @@ def _optional_seconds(name: str, value: Optional[Union[int, float]]) -> Optional
 
 def _count(name: str, value: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+        raise _wrong_type(name, "an int", value)
     return value
 
 
 def _flag(name: str, value: bool) -> bool:
     if not isinstance(value, bool):
-        raise TypeError(f"{name} must be a bool, not {type(value).__name__}")
+        raise _wrong_type(name, "a bool", value)
     return value
 
 
 def _optional_text(name: str, value: Optional[str]) -> Optional[str]:
     if value is not None and not isinstance(value, str):
-        raise TypeError(f"{name} must be a str or None, not {type(value).__name__}")
+        raise _wrong_type(name, "a str or None", value)
     return value
 
 
@@ -125,7 +136,7 @@ def _optional_path(name: str, value: Union[str, "os.PathLike[str]", None]) -> Op
     if value is None:
         return None
     if not isinstance(value, (str, os.PathLike)):
-        raise TypeError(f"{name} must be a path or None, not {type(value).__name__}")
+        raise _wrong_type(name, "a path or None", value)
     return os.fsdecode(os.fspath(value))
 
 
@@ -135,7 +146,7 @@ def _journal_setting(journal: Union[str, "os.PathLike[str]", None]) -> Optional[
     if journal is None:
         return None
     if not isinstance(journal, (str, os.PathLike)):
-        raise TypeError(f"journal must be a path, ':memory:' or None, not {type(journal).__name__}")
+        raise _wrong_type("journal", "a path, ':memory:' or None", journal)
     return os.fsdecode(os.fspath(journal))
 
 
@@ -235,14 +246,14 @@ class Client(NativeResource):
         if not isinstance(secret, bytes):
             raise TypeError(f"secret must be bytes, not {type(secret).__name__}")
         if journal_key is not None and not isinstance(journal_key, bytes):
-            raise TypeError(f"journal_key must be bytes or None, not {type(journal_key).__name__}")
+            raise _wrong_type("journal_key", "bytes or None", journal_key)
         if on_attempt is not None and not callable(on_attempt):
             raise TypeError("on_attempt must be callable or None")
         if on_event is not None and not callable(on_event):
             raise TypeError("on_event must be callable or None")
         self._native = _native.Client(
-            base_url,
-            key_id,
+            _text("base_url", base_url),
+            _text("key_id", key_id),
             secret,
             journal=_journal_setting(journal),
             connect_timeout=_seconds("connect_timeout", connect_timeout),

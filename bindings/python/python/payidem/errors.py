@@ -164,6 +164,12 @@ class InvalidArgument(Error):
         self.field = field
 
 
+class _WrongType(InvalidArgument, TypeError):
+    """A setting given a value of the wrong Python type: the core's answer
+    (``invalid_argument`` naming the setting, as in every language) that is
+    also the :class:`TypeError` Python code expects for a wrong type."""
+
+
 class _WithResponse(Error):
     """An error that may carry the platform's answer (``status``, ``body``)."""
 

@@ -28,8 +28,8 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use super::{
-    count, flag, millis, ms, number, object, required, seconds, set, shape, text, unsigned,
-    SettingError, ATTEMPTS, COUNT, KEY_RETENTION_SECS, MS, OFFSET_SECS, POSITIVE_MS, SECS, UNIX,
+    count, flag, ms, number, object, required, seconds, set, shape, text, unsigned, SettingError,
+    COUNT, KEY_RETENTION_SECS, OFFSET_SECS, SECS, UNIX,
 };
 use crate::operation::{
     CallLimits, CallSetup, FrozenOperation, OperationSpec, OperationState, Progress,
@@ -247,24 +247,15 @@ fn progress(value: &Value, now: u64) -> Result<Progress, SettingError> {
 pub fn setup(value: &Value) -> Result<CallSetup, SettingError> {
     let s: SetupObject = shape(value, "setup", "setup.", |s: &SetupObject| &s.unknown)?;
     let mut limits = CallLimits::default();
-    // The retry settings have the client's `retry` rules under their own names.
-    let p = &mut limits.policy;
-    set(
-        &mut p.base,
-        millis(s.backoff_base_ms.as_ref(), "setup.backoff_base_ms", MS)?,
-    );
-    set(
-        &mut p.cap,
-        millis(s.backoff_cap_ms.as_ref(), "setup.backoff_cap_ms", MS)?,
-    );
-    set(
-        &mut p.deadline,
-        millis(s.deadline_ms.as_ref(), "setup.deadline_ms", POSITIVE_MS)?,
-    );
-    set(
-        &mut p.max_attempts,
-        count(s.max_attempts.as_ref(), "setup.max_attempts", ATTEMPTS)?,
-    );
+    super::retry(
+        &mut limits.policy,
+        [
+            (s.backoff_base_ms.as_ref(), "setup.backoff_base_ms"),
+            (s.backoff_cap_ms.as_ref(), "setup.backoff_cap_ms"),
+            (s.max_attempts.as_ref(), "setup.max_attempts"),
+            (s.deadline_ms.as_ref(), "setup.deadline_ms"),
+        ],
+    )?;
     set(
         &mut limits.key_retention_secs,
         unsigned(

@@ -386,6 +386,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_slot_makes_its_argument_only_when_set_and_ignores_a_panicking_callback() {
+        let slot: Slot<dyn Fn(&u32) -> u32 + Send + Sync> = Slot::new();
+        slot.call(|| -> u32 { panic!("made with no callback set") }, |_, _| {});
+        let seen = std::sync::Mutex::new(Vec::new());
+        let record = |f: &(dyn Fn(&u32) -> u32 + Send + Sync + 'static), n: u32| {
+            let v = f(&n);
+            seen.lock().unwrap().push(v);
+        };
+        slot.set(Some(Arc::new(|n: &u32| n + 1)));
+        slot.call(|| 41, record);
+        slot.set(Some(Arc::new(|_: &u32| -> u32 {
+            panic!("a broken logger")
+        })));
+        slot.call(|| 1, record);
+        slot.set(None);
+        slot.call(|| 2, record);
+        assert_eq!(*seen.lock().unwrap(), vec![42]);
+    }
+
+    #[test]
     fn the_level_policy_is_debug_for_first_successes_info_for_retries_warn_for_give_ups() {
         assert_eq!(
             attempt_level(1, NextAction::Settle, Some(201)),

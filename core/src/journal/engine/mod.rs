@@ -265,8 +265,15 @@ impl Guard {
 
     /// `row` verified (with the key) and in this handle's scope.
     fn verified(&self, row: Row) -> Result<Row> {
-        self.auth()
-            .verify(&self.target, row.scope.as_ref(), &row.record, row.macs())?;
+        let checked = self
+            .auth()
+            .check(row.scope.as_ref(), &row.record, row.macs());
+        if let Err(why) = checked {
+            let op = &row.record.operation;
+            return Err(self
+                .refused(why)
+                .with_operation(&op.order_id, &op.idempotency_key));
+        }
         Ok(row)
     }
 

@@ -40,10 +40,10 @@ pub enum Failure {
 
 impl Failure {
     /// The error code an operation that stops this way ends with.
-    pub fn code(self) -> crate::ErrorCode {
+    pub fn code(self) -> crate::error::ErrorCode {
         match self {
-            Failure::IdempotencyConflict => crate::ErrorCode::IdempotencyConflict,
-            Failure::Rejected => crate::ErrorCode::Rejected,
+            Failure::IdempotencyConflict => crate::error::ErrorCode::IdempotencyConflict,
+            Failure::Rejected => crate::error::ErrorCode::Rejected,
         }
     }
 }

@@ -136,7 +136,7 @@ fn drive(op: &mut Operation, replies: Vec<Reply>) -> (Vec<Attempt>, End, Duratio
 }
 
 /// A pending operation without a status path, started at `NOW` with `setup`.
-fn pending_with(setup: CallSetup) -> crate::Result<Operation> {
+fn pending_with(setup: CallSetup) -> crate::error::Result<Operation> {
     Operation::start(
         &operation(None),
         progress(OperationState::Pending, NOW),

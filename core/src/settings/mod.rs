@@ -168,23 +168,26 @@ pub(crate) fn seconds(value: Option<&Value>, field: &str, range: Range) -> Setti
     Ok(unsigned(value, field, range)?.map(Duration::from_secs))
 }
 
-/// Sets `policy`'s present retry settings, given as (JSON value, field
-/// name) in the order base delay (ms), delay cap (ms), attempts, deadline
-/// (ms): the client's `retry` object and a machine's `setup` hold the same
-/// settings, with the same rules, under their own names.
+/// Sets `policy`'s present retry settings: `values` and the `fields`
+/// naming them, both in the order base delay (ms), delay cap (ms),
+/// attempts, deadline (ms). The client's `retry` object and a machine's
+/// `setup` hold the same settings, with the same rules, under their own
+/// names.
 pub(crate) fn retry(
     policy: &mut RetryPolicy,
-    [base, cap, attempts, deadline]: [(Option<&Value>, &str); 4],
+    values: [&Option<Value>; 4],
+    fields: [&str; 4],
 ) -> Result<(), SettingError> {
-    set(&mut policy.base, millis(base.0, base.1, MS)?);
-    set(&mut policy.cap, millis(cap.0, cap.1, MS)?);
+    let [base, cap, attempts, deadline] = values.map(Option::as_ref);
+    set(&mut policy.base, millis(base, fields[0], MS)?);
+    set(&mut policy.cap, millis(cap, fields[1], MS)?);
     set(
         &mut policy.max_attempts,
-        count(attempts.0, attempts.1, ATTEMPTS)?,
+        count(attempts, fields[2], ATTEMPTS)?,
     );
     set(
         &mut policy.deadline,
-        millis(deadline.0, deadline.1, POSITIVE_MS)?,
+        millis(deadline, fields[3], POSITIVE_MS)?,
     );
     Ok(())
 }

@@ -36,6 +36,14 @@ use crate::operation::{
 };
 use crate::policy::{ClockOffset, RetryBudget, RetryBudgetConfig};
 
+/// The setup's retry settings' paths, in [`super::retry`]'s order.
+const RETRY_FIELDS: [&str; 4] = [
+    "setup.backoff_base_ms",
+    "setup.backoff_cap_ms",
+    "setup.max_attempts",
+    "setup.deadline_ms",
+];
+
 /// Every setting's JSON path, for errors naming it.
 pub const FIELDS: &[&str] = &[
     "start_json",
@@ -247,15 +255,13 @@ fn progress(value: &Value, now: u64) -> Result<Progress, SettingError> {
 pub fn setup(value: &Value) -> Result<CallSetup, SettingError> {
     let s: SetupObject = shape(value, "setup", "setup.", |s: &SetupObject| &s.unknown)?;
     let mut limits = CallLimits::default();
-    super::retry(
-        &mut limits.policy,
-        [
-            (s.backoff_base_ms.as_ref(), "setup.backoff_base_ms"),
-            (s.backoff_cap_ms.as_ref(), "setup.backoff_cap_ms"),
-            (s.max_attempts.as_ref(), "setup.max_attempts"),
-            (s.deadline_ms.as_ref(), "setup.deadline_ms"),
-        ],
-    )?;
+    let values = [
+        &s.backoff_base_ms,
+        &s.backoff_cap_ms,
+        &s.max_attempts,
+        &s.deadline_ms,
+    ];
+    super::retry(&mut limits.policy, values, RETRY_FIELDS)?;
     set(
         &mut limits.key_retention_secs,
         unsigned(

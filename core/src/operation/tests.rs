@@ -80,6 +80,12 @@ fn response(status: u16, headers: &[(&str, &str)], body: &str) -> Reply {
     })
 }
 
+/// The platform's 401 `timestamp_out_of_window`, telling its clock in
+/// the header `clock`.
+fn out_of_window(clock: &[(&str, &str)]) -> Reply {
+    response(401, clock, &err("timestamp_out_of_window"))
+}
+
 fn err(code: &str) -> String {
     format!(r#"{{"error":{{"code":"{code}","message":"m"}}}}"#)
 }
@@ -276,23 +282,14 @@ fn clock_skew_adjusts_once() {
     let skew = [("X-Server-Time", "1767225900")];
     let (sent, s, _) = drive(
         &mut op,
-        vec![
-            response(401, &skew, &err("timestamp_out_of_window")),
-            response(201, &[], "{}"),
-        ],
+        vec![out_of_window(&skew), response(201, &[], "{}")],
     );
     assert!(matches!(s, End::Succeeded(_)));
     assert_eq!(header(&sent[1], "X-Timestamp"), Some("1767225900"));
     assert_eq!(op.clock_offset().seconds(), 300);
 
     let mut op = start(OperationState::Pending, None);
-    let (_, s, _) = drive(
-        &mut op,
-        vec![
-            response(401, &skew, &err("timestamp_out_of_window")),
-            response(401, &skew, &err("timestamp_out_of_window")),
-        ],
-    );
+    let (_, s, _) = drive(&mut op, vec![out_of_window(&skew), out_of_window(&skew)]);
     assert!(
         matches!(s, End::Refused { response: ref r, .. } if r.status == 401),
         "{s:?}"
@@ -307,8 +304,8 @@ fn second_skew_after_a_possible_landing_is_unknown() {
         &mut op,
         vec![
             response(500, &[], ""),
-            response(401, &skew, &err("timestamp_out_of_window")),
-            response(401, &skew, &err("timestamp_out_of_window")),
+            out_of_window(&skew),
+            out_of_window(&skew),
         ],
     );
     assert!(matches!(s, End::Unknown { .. }), "{s:?}");
@@ -437,7 +434,7 @@ fn run_with(setup: CallSetup, replies: Vec<Reply>) -> (Vec<Attempt>, End) {
 #[test]
 fn a_clock_answer_beyond_the_bound_or_over_plain_http_is_not_believed() {
     let far = [("X-Server-Time", "1767229200")];
-    let refusal = || response(401, &far, &err("timestamp_out_of_window"));
+    let refusal = || out_of_window(&far);
     let (sent, end) = run_with(setup(CallLimits::default()), vec![refusal()]);
     assert_eq!(sent.len(), 1);
     match &end {
@@ -456,10 +453,7 @@ fn a_clock_answer_beyond_the_bound_or_over_plain_http_is_not_believed() {
         clock_trusted: false,
         ..setup(CallLimits::default())
     };
-    let (_, end) = run_with(
-        untrusted,
-        vec![response(401, &near, &err("timestamp_out_of_window"))],
-    );
+    let (_, end) = run_with(untrusted, vec![out_of_window(&near)]);
     assert!(
         matches!(&end, End::Refused { reason, .. } if reason.contains("plain http")),
         "{end:?}"

@@ -42,7 +42,27 @@ pub trait Vocabulary: Copy + Eq + 'static {
 /// Debug, PartialEq, Eq, Hash`, the inherent `ALL` (every value, in the
 /// order written, which is number order), `as_str`, `c_name`, `number`,
 /// `from_name` and `from_number`, and the [`Vocabulary`] trait.
+///
+/// `enum Kind: kind of "path::Enum" { ... }` declares the kind of a data
+/// enum: each variant is documented as a link to `path::Enum`'s variant of
+/// the same name.
 macro_rules! vocabulary {
+    (
+        $(#[$meta:meta])*
+        $vis:vis enum $Name:ident: kind of $of:literal {
+            $($Variant:ident = $number:literal => $name:literal,)+
+        }
+    ) => {
+        vocabulary! {
+            $(#[$meta])*
+            $vis enum $Name {
+                $(
+                    #[doc = concat!("[`", $of, "::", stringify!($Variant), "`].")]
+                    $Variant = $number => $name,
+                )+
+            }
+        }
+    };
     (
         $(#[$meta:meta])*
         $vis:vis enum $Name:ident {
@@ -219,14 +239,10 @@ vocabulary! {
 
 vocabulary! {
     /// The kind of a [`Step`](crate::operation::Step), without its data.
-    pub enum StepKind {
-        /// [`crate::operation::Step::Persist`].
+    pub enum StepKind: kind of "crate::operation::Step" {
         Persist = 1 => "persist",
-        /// [`crate::operation::Step::Send`].
         Send = 2 => "send",
-        /// [`crate::operation::Step::Wait`].
         Wait = 3 => "wait",
-        /// [`crate::operation::Step::End`].
         End = 4 => "end",
     }
 }
@@ -255,20 +271,13 @@ vocabulary! {
 vocabulary! {
     /// The kind of an [`End`](crate::operation::End), without its data; [`EndKind::meaning`] is
     /// the one statement of what each end means.
-    pub enum EndKind {
-        /// [`crate::operation::End::Succeeded`].
+    pub enum EndKind: kind of "crate::operation::End" {
         Succeeded = 1 => "succeeded",
-        /// [`crate::operation::End::Rejected`].
         Rejected = 2 => "rejected",
-        /// [`crate::operation::End::Conflict`].
         Conflict = 3 => "conflict",
-        /// [`crate::operation::End::Refused`].
         Refused = 4 => "refused",
-        /// [`crate::operation::End::NotSent`].
         NotSent = 5 => "not_sent",
-        /// [`crate::operation::End::Unknown`].
         Unknown = 6 => "unknown",
-        /// [`crate::operation::End::KeyExpired`].
         KeyExpired = 7 => "key_expired",
     }
 }
@@ -294,22 +303,14 @@ vocabulary! {
 vocabulary! {
     /// The kind of an [`Action`](crate::policy::Action), without its data (the C ABI's
     /// `payidem_decision_kind`).
-    pub enum DecisionKind {
-        /// [`crate::policy::Action::Done`].
+    pub enum DecisionKind: kind of "crate::policy::Action" {
         Done = 1 => "done",
-        /// [`crate::policy::Action::Fail`].
         Fail = 2 => "fail",
-        /// [`crate::policy::Action::RetryNow`].
         RetryNow = 3 => "retry_now",
-        /// [`crate::policy::Action::RetryBackoff`].
         RetryBackoff = 4 => "retry_backoff",
-        /// [`crate::policy::Action::RetryAfter`].
         RetryAfter = 5 => "retry_after",
-        /// [`crate::policy::Action::AdjustClockRetry`].
         AdjustClockRetry = 6 => "adjust_clock_retry",
-        /// [`crate::policy::Action::QueryStatus`].
         QueryStatus = 7 => "query_status",
-        /// [`crate::policy::Action::SendOperation`].
         SendOperation = 8 => "send_operation",
     }
 }
@@ -317,24 +318,18 @@ vocabulary! {
 vocabulary! {
     /// The kind of a [`Reply`](crate::policy::Reply), without its data (the C ABI's
     /// `payidem_attempt_outcome`).
-    pub enum ReplyKind {
-        /// [`crate::policy::Reply::Response`].
+    pub enum ReplyKind: kind of "crate::policy::Reply" {
         Response = 1 => "response",
-        /// [`crate::policy::Reply::NotSent`].
         NotSent = 2 => "not_sent",
-        /// [`crate::policy::Reply::SentNoResponse`].
         SentNoResponse = 3 => "sent_no_response",
     }
 }
 
 vocabulary! {
     /// The kind of a [`CallStep`](crate::client::CallStep), without its data.
-    pub enum CallStepKind {
-        /// [`crate::client::CallStep::Send`].
+    pub enum CallStepKind: kind of "crate::client::CallStep" {
         Send = 1 => "send",
-        /// [`crate::client::CallStep::Wait`].
         Wait = 2 => "wait",
-        /// [`crate::client::CallStep::Done`].
         Done = 3 => "done",
     }
 }

@@ -237,31 +237,53 @@ fn micros(d: Duration) -> u64 {
 /// thread caused it.
 pub type EventListener = Arc<dyn Fn(&Event) + Send + Sync>;
 
+/// A callback that may be set, replaced or removed at any time, from any
+/// thread; it is called without holding the slot's lock.
+pub(crate) struct Slot<T: ?Sized>(RwLock<Option<Arc<T>>>);
+
+impl<T: ?Sized> Slot<T> {
+    pub(crate) fn new() -> Slot<T> {
+        Slot(RwLock::new(None))
+    }
+
+    /// Sets the callback (`None`: removes it).
+    pub(crate) fn set(&self, callback: Option<Arc<T>>) {
+        *self.0.write().unwrap_or_else(PoisonError::into_inner) = callback;
+    }
+
+    /// Calls the callback, if one is set, through `call` with the argument
+    /// `arg` makes (made only then). A panic in the call is caught and
+    /// ignored: a failing logger must not abandon a payment half-way.
+    pub(crate) fn call<A>(&self, arg: impl FnOnce() -> A, call: impl FnOnce(&T, A)) {
+        let callback = self
+            .0
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(callback) = callback {
+            let arg = arg();
+            let _ = catch_unwind(AssertUnwindSafe(|| call(&callback, arg)));
+        }
+    }
+}
+
 /// A client's metrics and event listener.
 pub(crate) struct Observer {
     pub(crate) metrics: ClientMetrics,
-    listener: RwLock<Option<EventListener>>,
+    listener: Slot<dyn Fn(&Event) + Send + Sync>,
 }
 
 impl Observer {
     pub(crate) fn new() -> Observer {
         Observer {
             metrics: ClientMetrics::new(),
-            listener: RwLock::new(None),
+            listener: Slot::new(),
         }
     }
 
     fn deliver(&self, event: impl FnOnce() -> Event) {
-        let listener = self
-            .listener
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        if let Some(listener) = listener {
-            let event = event();
-            // A failing logger must not abandon a payment half-way.
-            let _ = catch_unwind(AssertUnwindSafe(|| listener(&event)));
-        }
+        self.listener
+            .call(event, |listener, event| listener(&event));
     }
 
     /// Counts an attempt and hands it to the listener.
@@ -348,12 +370,7 @@ impl Client {
     /// journal failures. Independent of the per-attempt
     /// [`Client::with_event_hook`]. A panicking listener is ignored.
     pub fn set_event_listener(&self, listener: Option<EventListener>) {
-        *self
-            .shared
-            .observer
-            .listener
-            .write()
-            .unwrap_or_else(PoisonError::into_inner) = listener;
+        self.shared.observer.listener.set(listener);
     }
 
     /// The client with `listener` receiving every [`Event`] (see
@@ -367,6 +384,26 @@ impl Client {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_slot_makes_its_argument_only_when_set_and_ignores_a_panicking_callback() {
+        let slot: Slot<dyn Fn(&u32) -> u32 + Send + Sync> = Slot::new();
+        slot.call(|| -> u32 { panic!("made with no callback set") }, |_, _| {});
+        let seen = std::sync::Mutex::new(Vec::new());
+        let record = |f: &(dyn Fn(&u32) -> u32 + Send + Sync + 'static), n: u32| {
+            let v = f(&n);
+            seen.lock().unwrap().push(v);
+        };
+        slot.set(Some(Arc::new(|n: &u32| n + 1)));
+        slot.call(|| 41, record);
+        slot.set(Some(Arc::new(|_: &u32| -> u32 {
+            panic!("a broken logger")
+        })));
+        slot.call(|| 1, record);
+        slot.set(None);
+        slot.call(|| 2, record);
+        assert_eq!(*seen.lock().unwrap(), vec![42]);
+    }
 
     #[test]
     fn the_level_policy_is_debug_for_first_successes_info_for_retries_warn_for_give_ups() {

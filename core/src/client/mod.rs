@@ -21,7 +21,7 @@ pub use transport::LiteralResolver;
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::error::{Error, ErrorCode, Result};
@@ -98,7 +98,7 @@ pub(crate) struct Shared {
     /// This client instance's random id, part of every lease owner id.
     instance: String,
     calls: AtomicU64,
-    hook: RwLock<Option<EventHook>>,
+    hook: events::Slot<dyn Fn(&AttemptEvent) + Send + Sync>,
     /// Metrics and the event listener.
     observer: events::Observer,
     /// Leases of this client's ended calls that the journal failed to
@@ -204,15 +204,7 @@ impl Shared {
 
     fn emit(&self, event: &events::AttemptEvent) {
         self.observer.attempt(event);
-        let hook = self
-            .hook
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        if let Some(hook) = hook {
-            // A failing logger must not abandon a payment half-way.
-            let _ = catch_unwind(AssertUnwindSafe(|| hook(event)));
-        }
+        self.hook.call(|| event, |hook, event| hook(event));
     }
 }
 
@@ -290,7 +282,7 @@ impl Client {
                 postgres,
                 instance: format!("{:016x}", u64::from_ne_bytes(instance)),
                 calls: AtomicU64::new(0),
-                hook: RwLock::new(None),
+                hook: events::Slot::new(),
                 observer: events::Observer::new(),
                 orphan_leases: Mutex::new(HashMap::new()),
             }),
@@ -302,11 +294,7 @@ impl Client {
     /// The client with `hook` receiving every attempt's event (also for the
     /// clones that share it).
     pub fn with_event_hook(self, hook: EventHook) -> Client {
-        *self
-            .shared
-            .hook
-            .write()
-            .unwrap_or_else(PoisonError::into_inner) = Some(hook);
+        self.shared.hook.set(Some(hook));
         self
     }
 

@@ -11,7 +11,7 @@ use sha2::Sha256;
 use zeroize::Zeroizing;
 
 use super::{JournalScope, OperationRecord};
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, Result};
 use crate::operation::{FrozenOperation, OperationState, Response};
 
 type HmacSha256 = Hmac<Sha256>;
@@ -452,6 +452,19 @@ impl RowAuth {
         }
     }
 
+    /// A keyed handle's key, journal id and purge horizon; `None` without
+    /// the key.
+    fn keyed(&self) -> Option<(&JournalKey, &str, u64)> {
+        match self {
+            RowAuth::Keyed {
+                key,
+                journal_id,
+                purged_before,
+            } => Some((key, journal_id, *purged_before)),
+            RowAuth::Keyless { .. } => None,
+        }
+    }
+
     /// Whether rows are verified (the handle has the key).
     pub(crate) fn is_keyed(&self) -> bool {
         matches!(self, RowAuth::Keyed { .. })
@@ -518,16 +531,11 @@ impl RowAuth {
         record: &OperationRecord,
         macs: StoredMacs<'_>,
     ) -> std::result::Result<(), String> {
-        let RowAuth::Keyed {
-            key,
-            journal_id,
-            purged_before,
-        } = self
-        else {
+        let Some((key, journal_id, purged_before)) = self.keyed() else {
             return Ok(());
         };
         key.check_row(journal_id, scope, record, macs)?;
-        if record.state.is_settled() && record.updated_at < *purged_before {
+        if record.state.is_settled() && record.updated_at < purged_before {
             return Err(format!(
                 "the row of order id {:?} was settled before the journal's purge horizon, so it \
                  was purged: it was re-inserted (from a backup or an export); refused, nothing is \
@@ -538,34 +546,12 @@ impl RowAuth {
         Ok(())
     }
 
-    /// [`RowAuth::check`] as a `journal_error` from the journal `target`.
-    pub(crate) fn verify(
-        &self,
-        target: &str,
-        scope: Option<&JournalScope>,
-        record: &OperationRecord,
-        macs: StoredMacs<'_>,
-    ) -> Result<()> {
-        self.check(scope, record, macs).map_err(|why| {
-            let op = &record.operation;
-            Error::new(ErrorCode::Journal, format!("journal {target}: {why}"))
-                .with_operation(&op.order_id, &op.idempotency_key)
-        })
-    }
-
     /// The purge horizon and its MAC after purging settled operations
     /// last changed before `before` (the horizon never moves back); `None`
     /// without a key.
     pub(crate) fn purge_horizon(&self, before: u64) -> Option<(u64, String)> {
-        let RowAuth::Keyed {
-            key,
-            journal_id,
-            purged_before,
-        } = self
-        else {
-            return None;
-        };
-        let horizon = (*purged_before).max(before);
+        let (key, journal_id, purged_before) = self.keyed()?;
+        let horizon = purged_before.max(before);
         Some((horizon, key.purge_mac(journal_id, horizon)))
     }
 
@@ -649,6 +635,7 @@ fn unhex32(text: &str) -> Option<[u8; 32]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::ErrorCode;
 
     fn op() -> FrozenOperation {
         FrozenOperation {

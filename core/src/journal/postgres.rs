@@ -636,9 +636,9 @@ impl Storage for PostgresJournal {
     ) -> Result<T> {
         let durable = match intent {
             Intent::Open { first_attempt, .. } => first_attempt,
-            Intent::RecordAttempt { order_id, owner } => {
-                !self.recall(order_id, owner).is_some_and(|t| t.durable)
-            }
+            Intent::RecordAttempt { order_id, lease } => !self
+                .recall(order_id, &lease.owner)
+                .is_some_and(|t| t.durable),
             Intent::Reconcile { .. } => true,
             _ => false,
         };
@@ -658,26 +658,28 @@ impl Storage for PostgresJournal {
         );
         let seen = seen.into_inner();
         match intent {
-            Intent::Open { owner, .. }
-            | Intent::Claim { owner, .. }
-            | Intent::ClaimNext { owner } => {
+            Intent::Open { lease, .. }
+            | Intent::Claim { lease, .. }
+            | Intent::ClaimNext { lease } => {
                 if let (Ok(_), Some((order_id, epoch))) = (&written, seen.took) {
                     let durable = durable && seen.inserted;
                     let taken = Taken { epoch, durable };
-                    self.taken().insert((order_id, owner.to_owned()), taken);
+                    self.taken().insert((order_id, lease.owner.clone()), taken);
                 }
             }
-            Intent::RecordAttempt { order_id, owner } if written.is_ok() => {
+            Intent::RecordAttempt { order_id, lease } if written.is_ok() => {
                 let epoch = seen.read_epoch.unwrap_or_default();
                 let taken = Taken {
                     epoch,
                     durable: true,
                 };
                 self.taken()
-                    .insert((order_id.to_owned(), owner.to_owned()), taken);
+                    .insert((order_id.to_owned(), lease.owner.clone()), taken);
             }
-            Intent::Finish { order_id, owner } if written.is_ok() => self.forget(order_id, owner),
-            Intent::Release { order_id, owner } => self.forget(order_id, owner),
+            Intent::Finish { order_id, lease } if written.is_ok() => {
+                self.forget(order_id, &lease.owner)
+            }
+            Intent::Release { order_id, lease } => self.forget(order_id, &lease.owner),
             _ => {}
         }
         written

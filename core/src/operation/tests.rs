@@ -80,15 +80,26 @@ fn response(status: u16, headers: &[(&str, &str)], body: &str) -> Reply {
     })
 }
 
+/// The platform's 401 `timestamp_out_of_window`, telling its clock in
+/// the header `clock`.
+fn out_of_window(clock: &[(&str, &str)]) -> Reply {
+    response(401, clock, &err("timestamp_out_of_window"))
+}
+
 fn err(code: &str) -> String {
     format!(r#"{{"error":{{"code":"{code}","message":"m"}}}}"#)
+}
+
+/// The signer and the counting entropy every machine here is polled with.
+fn keys() -> (Signer, Counting) {
+    let signer = Signer::new("key_live_1", b"0123456789abcdef0123").unwrap();
+    (signer, Counting(AtomicU64::new(1)))
 }
 
 /// Drives `op` against scripted replies; returns the attempts sent and
 /// the settlement. Waits advance the elapsed clock.
 fn drive(op: &mut Operation, replies: Vec<Reply>) -> (Vec<Attempt>, End, Duration) {
-    let signer = Signer::new("key_live_1", b"0123456789abcdef0123").unwrap();
-    let entropy = Counting(AtomicU64::new(1));
+    let (signer, entropy) = keys();
     let mut replies = replies.into_iter();
     let mut sent = Vec::new();
     let mut elapsed = Duration::ZERO;
@@ -128,6 +139,23 @@ fn drive(op: &mut Operation, replies: Vec<Reply>) -> (Vec<Attempt>, End, Duratio
             }
         }
     }
+}
+
+/// A pending operation without a status path, started at `NOW` with `setup`.
+fn pending_with(setup: CallSetup) -> crate::error::Result<Operation> {
+    Operation::start(
+        &operation(None),
+        progress(OperationState::Pending, NOW),
+        setup,
+        NOW,
+    )
+}
+
+/// Drives `op` through `first` then a 201; returns how long it waited.
+fn succeeds_after(op: &mut Operation, first: Reply) -> Duration {
+    let (_, end, elapsed) = drive(op, vec![first, response(201, &[], "{}")]);
+    assert!(matches!(end, End::Succeeded(_)), "{end:?}");
+    elapsed
 }
 
 fn start(state: OperationState, status_path: Option<&str>) -> Operation {
@@ -254,23 +282,14 @@ fn clock_skew_adjusts_once() {
     let skew = [("X-Server-Time", "1767225900")];
     let (sent, s, _) = drive(
         &mut op,
-        vec![
-            response(401, &skew, &err("timestamp_out_of_window")),
-            response(201, &[], "{}"),
-        ],
+        vec![out_of_window(&skew), response(201, &[], "{}")],
     );
     assert!(matches!(s, End::Succeeded(_)));
     assert_eq!(header(&sent[1], "X-Timestamp"), Some("1767225900"));
     assert_eq!(op.clock_offset().seconds(), 300);
 
     let mut op = start(OperationState::Pending, None);
-    let (_, s, _) = drive(
-        &mut op,
-        vec![
-            response(401, &skew, &err("timestamp_out_of_window")),
-            response(401, &skew, &err("timestamp_out_of_window")),
-        ],
-    );
+    let (_, s, _) = drive(&mut op, vec![out_of_window(&skew), out_of_window(&skew)]);
     assert!(
         matches!(s, End::Refused { response: ref r, .. } if r.status == 401),
         "{s:?}"
@@ -285,8 +304,8 @@ fn second_skew_after_a_possible_landing_is_unknown() {
         &mut op,
         vec![
             response(500, &[], ""),
-            response(401, &skew, &err("timestamp_out_of_window")),
-            response(401, &skew, &err("timestamp_out_of_window")),
+            out_of_window(&skew),
+            out_of_window(&skew),
         ],
     );
     assert!(matches!(s, End::Unknown { .. }), "{s:?}");
@@ -342,14 +361,7 @@ fn nonce_reused_means_a_copy_arrived_so_the_outcome_is_unknown() {
 #[test]
 fn retry_after_is_honoured_and_capped() {
     let mut op = start(OperationState::Pending, None);
-    let (_, s, elapsed) = drive(
-        &mut op,
-        vec![
-            response(429, &[("Retry-After", "3")], ""),
-            response(201, &[], "{}"),
-        ],
-    );
-    assert!(matches!(s, End::Succeeded(_)));
+    let elapsed = succeeds_after(&mut op, response(429, &[("Retry-After", "3")], ""));
     assert_eq!(elapsed, Duration::from_secs(3));
     let mut op = start(OperationState::Pending, None);
     let (sent, s, _) = drive(&mut op, vec![response(429, &[("Retry-After", "60")], "")]);
@@ -410,32 +422,19 @@ fn retention_above_48_hours_is_refused() {
         key_retention_secs: PLATFORM_KEY_RETENTION_SECS + 1,
         ..CallLimits::default()
     };
-    let e = Operation::start(
-        &operation(None),
-        progress(OperationState::Pending, NOW),
-        setup(limits),
-        NOW,
-    )
-    .unwrap_err();
+    let e = pending_with(setup(limits)).unwrap_err();
     assert_eq!(e.field(), Some("key_retention_secs"));
 }
 
 fn run_with(setup: CallSetup, replies: Vec<Reply>) -> (Vec<Attempt>, End) {
-    let mut op = Operation::start(
-        &operation(None),
-        progress(OperationState::Pending, NOW),
-        setup,
-        NOW,
-    )
-    .unwrap();
-    let (sent, end, _) = drive(&mut op, replies);
+    let (sent, end, _) = drive(&mut pending_with(setup).unwrap(), replies);
     (sent, end)
 }
 
 #[test]
 fn a_clock_answer_beyond_the_bound_or_over_plain_http_is_not_believed() {
     let far = [("X-Server-Time", "1767229200")];
-    let refusal = || response(401, &far, &err("timestamp_out_of_window"));
+    let refusal = || out_of_window(&far);
     let (sent, end) = run_with(setup(CallLimits::default()), vec![refusal()]);
     assert_eq!(sent.len(), 1);
     match &end {
@@ -454,10 +453,7 @@ fn a_clock_answer_beyond_the_bound_or_over_plain_http_is_not_believed() {
         clock_trusted: false,
         ..setup(CallLimits::default())
     };
-    let (_, end) = run_with(
-        untrusted,
-        vec![response(401, &near, &err("timestamp_out_of_window"))],
-    );
+    let (_, end) = run_with(untrusted, vec![out_of_window(&near)]);
     assert!(
         matches!(&end, End::Refused { reason, .. } if reason.contains("plain http")),
         "{end:?}"
@@ -466,24 +462,22 @@ fn a_clock_answer_beyond_the_bound_or_over_plain_http_is_not_believed() {
 
 #[test]
 fn no_attempt_is_handed_out_before_its_record_is_confirmed() {
-    let signer = Signer::new("key_live_1", b"0123456789abcdef0123").unwrap();
-    let entropy = Counting(AtomicU64::new(1));
+    let (signer, entropy) = keys();
     let mut op = start(OperationState::Pending, None);
     let now = CallTime {
         unix: NOW,
         elapsed: Duration::ZERO,
     };
+    let persist = |step: Step| match step {
+        Step::Persist(p) => p,
+        other => panic!("expected a persist step, got {other:?}"),
+    };
+    let first = Persist {
+        attempt: 1,
+        first: true,
+    };
     for _ in 0..3 {
-        match op.poll(&signer, now, &entropy) {
-            Step::Persist(p) => assert_eq!(
-                p,
-                Persist {
-                    attempt: 1,
-                    first: true
-                }
-            ),
-            other => panic!("expected a persist step, got {other:?}"),
-        }
+        assert_eq!(persist(op.poll(&signer, now, &entropy)), first);
     }
     op.persisted();
     assert!(matches!(op.poll(&signer, now, &entropy), Step::Send(_)));
@@ -492,16 +486,11 @@ fn no_attempt_is_handed_out_before_its_record_is_confirmed() {
         unix: NOW + 60,
         elapsed: Duration::from_secs(59),
     };
-    match op.poll(&signer, later, &entropy) {
-        Step::Persist(p) => assert_eq!(
-            p,
-            Persist {
-                attempt: 2,
-                first: false
-            }
-        ),
-        other => panic!("expected a persist step, got {other:?}"),
-    }
+    let second = Persist {
+        attempt: 2,
+        first: false,
+    };
+    assert_eq!(persist(op.poll(&signer, later, &entropy)), second);
     // A status query changes nothing on the platform: no record first.
     let mut op = start(OperationState::InFlight, Some("/s"));
     assert!(
@@ -561,21 +550,9 @@ fn retry_after_dates_count_from_the_platform_clock() {
     // The platform is 300 s ahead: "retry at NOW+301" (its clock) is 1 s.
     let mut setup = setup(CallLimits::default());
     setup.clock = ClockOffset::from_seconds(300);
-    let mut op = Operation::start(
-        &operation(None),
-        progress(OperationState::Pending, NOW),
-        setup,
-        NOW,
-    )
-    .unwrap();
-    let (_, end, elapsed) = drive(
-        &mut op,
-        vec![
-            response(503, &[("Retry-After", "Thu, 01 Jan 2026 00:05:01 GMT")], ""),
-            response(201, &[], "{}"),
-        ],
-    );
-    assert!(matches!(end, End::Succeeded(_)));
+    let date = [("Retry-After", "Thu, 01 Jan 2026 00:05:01 GMT")];
+    let mut op = pending_with(setup).unwrap();
+    let elapsed = succeeds_after(&mut op, response(503, &date, ""));
     assert_eq!(elapsed, Duration::from_secs(1));
 }
 

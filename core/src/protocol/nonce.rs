@@ -1,7 +1,6 @@
 //! Nonces: fresh random UUID v4 values, one per attempt.
 
 use std::cell::RefCell;
-use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
@@ -32,24 +31,9 @@ impl Nonce {
         out.copy_from_slice(text.as_bytes());
         Ok(Nonce(out))
     }
-
-    /// The nonce as text.
-    pub fn as_str(&self) -> &str {
-        std::str::from_utf8(&self.0).expect("a nonce is ASCII")
-    }
 }
 
-impl fmt::Debug for Nonce {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Nonce({})", self.as_str())
-    }
-}
-
-impl fmt::Display for Nonce {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+ascii_text!(Nonce, "nonce");
 
 /// A source of nonces. Production code uses [`OsNonceSource`]; tests inject
 /// their own to get fixed values.

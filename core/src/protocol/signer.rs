@@ -17,24 +17,7 @@ use crate::hex;
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Signature([u8; 64]);
 
-impl Signature {
-    /// The signature as text.
-    pub fn as_str(&self) -> &str {
-        std::str::from_utf8(&self.0).expect("hex is ASCII")
-    }
-}
-
-impl fmt::Debug for Signature {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Signature({})", self.as_str())
-    }
-}
-
-impl fmt::Display for Signature {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+ascii_text!(Signature, "signature");
 
 /// The unchanging request of one operation, checked once: method, path,
 /// idempotency key (empty when the request carries none) and the body's

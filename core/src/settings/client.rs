@@ -30,10 +30,18 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use super::{
-    count, flag, millis, ms, object, required, seconds, set, shape, text, SettingError, ATTEMPTS,
-    KEY_RETENTION_SECS, MS, POSITIVE_MS, POSITIVE_SECS, SECS, TOKENS,
+    count, flag, millis, ms, object, required, seconds, set, shape, text, SettingError,
+    KEY_RETENTION_SECS, POSITIVE_MS, POSITIVE_SECS, SECS, TOKENS,
 };
 use crate::client::{ClientConfig, JournalChoice};
+
+/// The `retry` settings' paths, in [`super::retry`]'s order.
+const RETRY_FIELDS: [&str; 4] = [
+    "retry.base_ms",
+    "retry.cap_ms",
+    "retry.max_attempts",
+    "retry.deadline_ms",
+];
 
 /// Every setting's JSON path, for errors naming it.
 pub const FIELDS: &[&str] = &[
@@ -192,22 +200,8 @@ pub fn client_config(options: &Value) -> Result<ClientConfig, SettingError> {
     );
     if let Some(retry) = object(o.retry.as_ref(), "retry")? {
         let r: RetryOptions = shape(retry, "retry", "retry.", |r: &RetryOptions| &r.unknown)?;
-        set(
-            &mut c.retry.base,
-            millis(r.base_ms.as_ref(), "retry.base_ms", MS)?,
-        );
-        set(
-            &mut c.retry.cap,
-            millis(r.cap_ms.as_ref(), "retry.cap_ms", MS)?,
-        );
-        set(
-            &mut c.retry.max_attempts,
-            count(r.max_attempts.as_ref(), "retry.max_attempts", ATTEMPTS)?,
-        );
-        set(
-            &mut c.retry.deadline,
-            millis(r.deadline_ms.as_ref(), "retry.deadline_ms", POSITIVE_MS)?,
-        );
+        let values = [&r.base_ms, &r.cap_ms, &r.max_attempts, &r.deadline_ms];
+        super::retry(&mut c.retry, values, RETRY_FIELDS)?;
     }
     if let Some(b) = object(o.retry_budget.as_ref(), "retry_budget")? {
         budget(b, "retry_budget", &mut c.retry_budget)?;

@@ -30,6 +30,8 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use crate::policy::RetryPolicy;
+
 /// The longest duration any setting takes, in seconds (about 31.7 years).
 pub const MAX_DURATION_SECS: u64 = 1_000_000_000;
 /// [`MAX_DURATION_SECS`] in milliseconds.
@@ -152,22 +154,42 @@ pub(crate) const UNIX: Range = range(0, u64::MAX);
 /// A clock offset in seconds, either sign.
 pub(crate) const OFFSET_SECS: Range = range(-(MAX_DURATION_SECS as i128), MAX_DURATION_SECS);
 
+/// A setting read from JSON: `None` when absent (or `null`), its value
+/// when it keeps its rule, otherwise the error naming it.
+pub(crate) type Setting<T> = Result<Option<T>, SettingError>;
+
 /// A duration setting in milliseconds inside `range`.
-pub(crate) fn millis(
-    value: Option<&Value>,
-    field: &str,
-    range: Range,
-) -> Result<Option<Duration>, SettingError> {
+pub(crate) fn millis(value: Option<&Value>, field: &str, range: Range) -> Setting<Duration> {
     Ok(unsigned(value, field, range)?.map(Duration::from_millis))
 }
 
 /// A duration setting in seconds inside `range`.
-pub(crate) fn seconds(
-    value: Option<&Value>,
-    field: &str,
-    range: Range,
-) -> Result<Option<Duration>, SettingError> {
+pub(crate) fn seconds(value: Option<&Value>, field: &str, range: Range) -> Setting<Duration> {
     Ok(unsigned(value, field, range)?.map(Duration::from_secs))
+}
+
+/// Sets `policy`'s present retry settings: `values` and the `fields`
+/// naming them, both in the order base delay (ms), delay cap (ms),
+/// attempts, deadline (ms). The client's `retry` object and a machine's
+/// `setup` hold the same settings, with the same rules, under their own
+/// names.
+pub(crate) fn retry(
+    policy: &mut RetryPolicy,
+    values: [&Option<Value>; 4],
+    fields: [&str; 4],
+) -> Result<(), SettingError> {
+    let [base, cap, attempts, deadline] = values.map(Option::as_ref);
+    set(&mut policy.base, millis(base, fields[0], MS)?);
+    set(&mut policy.cap, millis(cap, fields[1], MS)?);
+    set(
+        &mut policy.max_attempts,
+        count(attempts, fields[2], ATTEMPTS)?,
+    );
+    set(
+        &mut policy.deadline,
+        millis(deadline, fields[3], POSITIVE_MS)?,
+    );
+    Ok(())
 }
 
 /// Stores a present setting's value in `slot`; an absent one keeps the
@@ -184,11 +206,7 @@ fn present(value: Option<&Value>) -> Option<&Value> {
 }
 
 /// A number setting inside `range`; `None` when absent.
-pub(crate) fn number(
-    value: Option<&Value>,
-    field: &str,
-    range: Range,
-) -> Result<Option<i128>, SettingError> {
+pub(crate) fn number(value: Option<&Value>, field: &str, range: Range) -> Setting<i128> {
     let Some(v) = present(value) else {
         return Ok(None);
     };
@@ -206,25 +224,17 @@ pub(crate) fn number(
 }
 
 /// A `u64` setting inside `range` (whose minimum is not negative).
-pub(crate) fn unsigned(
-    value: Option<&Value>,
-    field: &str,
-    range: Range,
-) -> Result<Option<u64>, SettingError> {
+pub(crate) fn unsigned(value: Option<&Value>, field: &str, range: Range) -> Setting<u64> {
     Ok(number(value, field, range)?.map(|n| n as u64))
 }
 
 /// A `u32` setting inside `range` (at most `u32::MAX`).
-pub(crate) fn count(
-    value: Option<&Value>,
-    field: &str,
-    range: Range,
-) -> Result<Option<u32>, SettingError> {
+pub(crate) fn count(value: Option<&Value>, field: &str, range: Range) -> Setting<u32> {
     Ok(number(value, field, range)?.map(|n| n as u32))
 }
 
 /// A flag setting.
-pub(crate) fn flag(value: Option<&Value>, field: &str) -> Result<Option<bool>, SettingError> {
+pub(crate) fn flag(value: Option<&Value>, field: &str) -> Setting<bool> {
     match present(value) {
         None => Ok(None),
         Some(Value::Bool(b)) => Ok(Some(*b)),
@@ -233,10 +243,7 @@ pub(crate) fn flag(value: Option<&Value>, field: &str) -> Result<Option<bool>, S
 }
 
 /// A text setting.
-pub(crate) fn text<'a>(
-    value: Option<&'a Value>,
-    field: &str,
-) -> Result<Option<&'a str>, SettingError> {
+pub(crate) fn text<'a>(value: Option<&'a Value>, field: &str) -> Setting<&'a str> {
     match present(value) {
         None => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
@@ -250,10 +257,7 @@ pub(crate) fn required<'a>(value: Option<&'a Value>, field: &str) -> Result<&'a 
 }
 
 /// A nested object setting (`retry`, `setup`); `None` when absent.
-pub(crate) fn object<'a>(
-    value: Option<&'a Value>,
-    field: &str,
-) -> Result<Option<&'a Value>, SettingError> {
+pub(crate) fn object<'a>(value: Option<&'a Value>, field: &str) -> Setting<&'a Value> {
     match present(value) {
         None => Ok(None),
         Some(v @ Value::Object(_)) => Ok(Some(v)),

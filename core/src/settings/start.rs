@@ -28,13 +28,21 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use super::{
-    count, flag, millis, ms, number, object, required, seconds, set, shape, text, unsigned,
-    SettingError, ATTEMPTS, COUNT, KEY_RETENTION_SECS, MS, OFFSET_SECS, POSITIVE_MS, SECS, UNIX,
+    count, flag, ms, number, object, required, seconds, set, shape, text, unsigned, SettingError,
+    COUNT, KEY_RETENTION_SECS, OFFSET_SECS, SECS, UNIX,
 };
 use crate::operation::{
     CallLimits, CallSetup, FrozenOperation, OperationSpec, OperationState, Progress,
 };
 use crate::policy::{ClockOffset, RetryBudget, RetryBudgetConfig};
+
+/// The setup's retry settings' paths, in [`super::retry`]'s order.
+const RETRY_FIELDS: [&str; 4] = [
+    "setup.backoff_base_ms",
+    "setup.backoff_cap_ms",
+    "setup.max_attempts",
+    "setup.deadline_ms",
+];
 
 /// Every setting's JSON path, for errors naming it.
 pub const FIELDS: &[&str] = &[
@@ -247,24 +255,13 @@ fn progress(value: &Value, now: u64) -> Result<Progress, SettingError> {
 pub fn setup(value: &Value) -> Result<CallSetup, SettingError> {
     let s: SetupObject = shape(value, "setup", "setup.", |s: &SetupObject| &s.unknown)?;
     let mut limits = CallLimits::default();
-    // The retry settings have the client's `retry` rules under their own names.
-    let p = &mut limits.policy;
-    set(
-        &mut p.base,
-        millis(s.backoff_base_ms.as_ref(), "setup.backoff_base_ms", MS)?,
-    );
-    set(
-        &mut p.cap,
-        millis(s.backoff_cap_ms.as_ref(), "setup.backoff_cap_ms", MS)?,
-    );
-    set(
-        &mut p.deadline,
-        millis(s.deadline_ms.as_ref(), "setup.deadline_ms", POSITIVE_MS)?,
-    );
-    set(
-        &mut p.max_attempts,
-        count(s.max_attempts.as_ref(), "setup.max_attempts", ATTEMPTS)?,
-    );
+    let values = [
+        &s.backoff_base_ms,
+        &s.backoff_cap_ms,
+        &s.max_attempts,
+        &s.deadline_ms,
+    ];
+    super::retry(&mut limits.policy, values, RETRY_FIELDS)?;
     set(
         &mut limits.key_retention_secs,
         unsigned(

@@ -137,19 +137,19 @@ pub(crate) enum Intent<'a> {
     /// `open` (`first_attempt`: `open_to_send`).
     Open {
         order_id: &'a str,
-        owner: &'a str,
+        lease: &'a Lease,
         first_attempt: bool,
     },
     /// `claim`.
-    Claim { order_id: &'a str, owner: &'a str },
+    Claim { order_id: &'a str, lease: &'a Lease },
     /// `claim_next`.
-    ClaimNext { owner: &'a str },
+    ClaimNext { lease: &'a Lease },
     /// `record_attempt`.
-    RecordAttempt { order_id: &'a str, owner: &'a str },
+    RecordAttempt { order_id: &'a str, lease: &'a Lease },
     /// `finish`.
-    Finish { order_id: &'a str, owner: &'a str },
+    Finish { order_id: &'a str, lease: &'a Lease },
     /// `release`.
-    Release { order_id: &'a str, owner: &'a str },
+    Release { order_id: &'a str, lease: &'a Lease },
     /// `reconcile`.
     Reconcile { order_id: &'a str },
     /// [`undo_attempt`].
@@ -265,8 +265,15 @@ impl Guard {
 
     /// `row` verified (with the key) and in this handle's scope.
     fn verified(&self, row: Row) -> Result<Row> {
-        self.auth()
-            .verify(&self.target, row.scope.as_ref(), &row.record, row.macs())?;
+        let checked = self
+            .auth()
+            .check(row.scope.as_ref(), &row.record, row.macs());
+        if let Err(why) = checked {
+            let op = &row.record.operation;
+            return Err(self
+                .refused(why)
+                .with_operation(&op.order_id, &op.idempotency_key));
+        }
         Ok(row)
     }
 

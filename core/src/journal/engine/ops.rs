@@ -31,7 +31,7 @@ fn open<S: Storage>(
     let action = format!("open order id {:?}", operation.order_id);
     let intent = Intent::Open {
         order_id: &operation.order_id,
-        owner: &lease.owner,
+        lease,
         first_attempt,
     };
     let (operation, lease) = (operation.clone(), lease.clone());
@@ -83,10 +83,7 @@ fn claim<S: Storage>(store: &S, order_id: &str, lease: &Lease, now: u64) -> Resu
     rules::check_now(now)?;
     rules::check_lease(lease)?;
     let action = format!("claim order id {order_id:?}");
-    let intent = Intent::Claim {
-        order_id,
-        owner: &lease.owner,
-    };
+    let intent = Intent::Claim { order_id, lease };
     let (order_id, lease) = (order_id.to_owned(), lease.clone());
     let work = Work::again(Box::new(move |g, tx| {
         let row = g.existing(tx, &order_id)?;
@@ -101,9 +98,7 @@ fn claim_next<S: Storage>(store: &S, lease: &Lease, now: u64) -> Result<Option<O
     rules::check_now(now)?;
     rules::check_lease(lease)?;
     if S::CLAIMS_NEXT {
-        let intent = Intent::ClaimNext {
-            owner: &lease.owner,
-        };
+        let intent = Intent::ClaimNext { lease };
         let lease = lease.clone();
         // A row failing its MAC rolls the claim back: its lease stays as
         // it was and nothing is sent.
@@ -149,10 +144,7 @@ fn record_attempt<S: Storage>(
     rules::check_now(now)?;
     store.guard().check_writable()?;
     let action = format!("record an attempt of order id {order_id:?}");
-    let intent = Intent::RecordAttempt {
-        order_id,
-        owner: &lease.owner,
-    };
+    let intent = Intent::RecordAttempt { order_id, lease };
     let (id, held) = (order_id.to_owned(), lease.clone());
     let body: Body<()> = Box::new(move |g, tx| {
         let row = g.held(tx, &id, &held)?;
@@ -221,10 +213,7 @@ fn finish<S: Storage>(
     rules::check_finish_state(state)?;
     store.guard().check_writable()?;
     let action = format!("finish order id {order_id:?}");
-    let intent = Intent::Finish {
-        order_id,
-        owner: &lease.owner,
-    };
+    let intent = Intent::Finish { order_id, lease };
     let (id, held, response) = (order_id.to_owned(), lease.clone(), response.cloned());
     let body: Body<()> = Box::new(move |g, tx| {
         let row = g.held(tx, &id, &held)?;
@@ -258,10 +247,7 @@ fn finish<S: Storage>(
 
 fn release<S: Storage>(store: &S, order_id: &str, lease: &Lease) -> Result<()> {
     let action = format!("release order id {order_id:?}");
-    let intent = Intent::Release {
-        order_id,
-        owner: &lease.owner,
-    };
+    let intent = Intent::Release { order_id, lease };
     let (order_id, lease) = (order_id.to_owned(), lease.clone());
     // Releasing again is harmless: run it once more.
     let work = Work::again(Box::new(move |_, tx| {

@@ -20,9 +20,9 @@
 use std::ffi::{c_char, CStr};
 use std::ptr;
 
-use crate::boundary::guard_value;
-use crate::error::FfiError;
-use crate::text::{bytes, out, Out};
+use crate::base::boundary::guard_value;
+use crate::base::error::FfiError;
+use crate::base::text::{bytes, out, Out};
 
 /// Boxes `value` and writes the new handle into `slot`: the one way a
 /// function gives out a handle the caller frees with its `_free`.
@@ -180,7 +180,7 @@ mod tests {
     use super::*;
     use std::ffi::CString;
 
-    use crate::result::payidem_result;
+    use crate::base::result::payidem_result;
 
     struct Thing {
         name: CString,

@@ -10,13 +10,13 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
-use crate::call::*;
+use crate::base::result::payidem_result;
+use crate::client::call::*;
+use crate::client::events::payidem_client_set_event_json_callback;
 use crate::client::*;
-use crate::events::payidem_client_set_event_json_callback;
 use crate::metrics::payidem_client_metrics;
 use crate::operation::*;
 use crate::payidem_attempt_outcome;
-use crate::result::payidem_result;
 
 const SECRET: &[u8] = b"0123456789abcdef0123";
 

@@ -7,13 +7,13 @@ use payidem::policy::{
     decide, decide_status_query, error_body, error_code_from_body, Action, Decision, Landed, Reply,
 };
 
-use crate::boundary::guard;
-use crate::error::{payidem_error, FfiError};
-use crate::headers::payidem_header;
+use crate::base::boundary::guard;
+use crate::base::error::{payidem_error, FfiError};
+use crate::base::headers::payidem_header;
+use crate::base::result::payidem_result;
+use crate::base::text::{bytes, opt_str, out};
 use crate::operation::read_reply;
-use crate::result::payidem_result;
 use crate::signing::write_text;
-use crate::text::{bytes, opt_str, out};
 
 /// What one attempt produced (input of `payidem_decide`, passed as
 /// `uint32_t`).

@@ -6,15 +6,15 @@ use std::ffi::{c_char, CStr, CString};
 use std::ptr;
 
 use super::*;
-use crate::call::*;
+use crate::base::error::{payidem_error_code, payidem_error_field, payidem_error_free};
+use crate::base::names::{payidem_landed_name, payidem_next_action_name};
+use crate::client::call::*;
+use crate::client::outcome::{payidem_outcome_free, payidem_outcome_http_status};
 use crate::client::{payidem_attempt_kind, payidem_next_action};
 use crate::client::{
     payidem_client, payidem_client_free, payidem_client_new, payidem_client_status,
 };
-use crate::error::{payidem_error_code, payidem_error_field, payidem_error_free};
-use crate::names::{payidem_landed_name, payidem_next_action_name};
-use crate::outcome::{payidem_outcome_free, payidem_outcome_http_status};
-use crate::policy::{payidem_attempt_outcome, payidem_landed};
+use crate::operation::policy::{payidem_attempt_outcome, payidem_landed};
 use crate::signing::{payidem_signer_free, payidem_signer_new};
 
 const SECRET: &[u8] = b"0123456789abcdef0123";
@@ -354,9 +354,12 @@ fn defaults_base64_body_and_a_whole_call_through_the_steps() {
             payidem_result::PAYIDEM_OK
         );
         assert_eq!(payidem_outcome_http_status(outcome), 201);
-        assert_eq!(crate::outcome::payidem_outcome_attempts(outcome), 2);
+        assert_eq!(crate::client::outcome::payidem_outcome_attempts(outcome), 2);
         assert_eq!(
-            text(crate::outcome::payidem_outcome_idempotency_key(outcome)).as_deref(),
+            text(crate::client::outcome::payidem_outcome_idempotency_key(
+                outcome
+            ))
+            .as_deref(),
             Some("create-ord-9")
         );
         payidem_outcome_free(outcome);
@@ -396,11 +399,11 @@ fn abandon_gives_the_ends_own_result() {
         );
         assert!(outcome.is_null());
         assert_eq!(
-            text(crate::error::payidem_error_order_id(err)).as_deref(),
+            text(crate::base::error::payidem_error_order_id(err)).as_deref(),
             Some("ord-1")
         );
         assert_eq!(
-            text(crate::error::payidem_error_idempotency_key(err)).as_deref(),
+            text(crate::base::error::payidem_error_idempotency_key(err)).as_deref(),
             Some("create-ord-1")
         );
         payidem_error_free(err);
@@ -618,7 +621,7 @@ fn a_call_driven_by_the_caller_journals_sends_and_settles() {
             payidem_step_end_result(step, &mut outcome, ptr::null_mut()),
             payidem_result::PAYIDEM_OK
         );
-        assert!(crate::outcome::payidem_outcome_replayed(outcome));
+        assert!(crate::client::outcome::payidem_outcome_replayed(outcome));
         payidem_outcome_free(outcome);
         payidem_step_free(step);
         // Cancel after the end hides nothing.

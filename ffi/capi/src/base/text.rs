@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 use std::ffi::{c_char, CStr, CString};
 
-use crate::error::FfiError;
+use crate::base::error::FfiError;
 
 /// A required NUL-terminated UTF-8 string.
 pub(crate) unsafe fn req_str<'a>(ptr: *const c_char, name: &str) -> Result<&'a str, FfiError> {

@@ -1,5 +1,13 @@
 //! The blocking client: operations run to a settled outcome, journaled.
 
+pub mod call;
+#[cfg(test)]
+mod callback_tests;
+pub mod events;
+pub mod fleet;
+pub mod options;
+pub mod outcome;
+
 use std::ffi::{c_char, c_int, c_void, CString};
 use std::ptr;
 use std::sync::Arc;
@@ -10,15 +18,14 @@ use payidem::operation::OperationState;
 use payidem::operation::{AttemptKind, NextAction};
 use payidem::{CallOptions, Client, OperationSpec};
 
-use crate::boundary::{guard, guard_value};
-use crate::callback::CallbackCell;
-use crate::error::{payidem_error, FfiError};
-use crate::events::JsonCallback;
-use crate::handles::{free, give, read_or, req_bytes};
-use crate::options;
-use crate::outcome::{payidem_order_list, payidem_outcome};
-use crate::result::payidem_result;
-use crate::text::{bytes, c_string, handle, opt_str, out, req_str};
+use crate::base::boundary::{guard, guard_value};
+use crate::base::callback::CallbackCell;
+use crate::base::error::{payidem_error, FfiError};
+use crate::base::handles::{free, give, read_or, req_bytes};
+use crate::base::result::payidem_result;
+use crate::base::text::{bytes, c_string, handle, opt_str, out, req_str};
+use crate::client::events::JsonCallback;
+use crate::client::outcome::{payidem_order_list, payidem_outcome};
 
 /// Runs business operations against the platform, one idempotency key per
 /// operation, keeping each operation's key and frozen body in a journal.
@@ -318,7 +325,7 @@ pub unsafe extern "C" fn payidem_client_new(
                 deliver(&hook_target, event)
             }))
             .with_event_listener(Arc::new(move |event: &payidem::client::Event| {
-                crate::events::deliver(&listener_target, event)
+                crate::client::events::deliver(&listener_target, event)
             }));
         give(
             slot,

@@ -7,14 +7,14 @@ use std::ffi::c_char;
 use payidem::client::{Call, CallStep};
 use payidem::operation::CallTime;
 
-use crate::boundary::{guard, guard_value};
+use crate::base::boundary::{guard, guard_value};
+use crate::base::error::{payidem_error, FfiError};
+use crate::base::headers::payidem_header;
+use crate::base::result::payidem_result;
+use crate::base::text::{handle, out, req_str};
 use crate::client::{deadline_of, payidem_client, read_spec};
-use crate::error::{payidem_error, FfiError};
-use crate::headers::payidem_header;
 use crate::operation::{call_time, ceil_ms, payidem_step, read_reply};
-use crate::result::payidem_result;
 use crate::signing::write_text;
-use crate::text::{handle, out, req_str};
 
 /// One call of a client driving one operation, for a caller that sends
 /// the attempts with its own HTTP client: ask `payidem_call_step` what to

@@ -6,10 +6,10 @@ use std::ffi::{c_char, c_void};
 use payidem::client::{attempt_level, Event, LogLevel};
 use payidem::operation::NextAction;
 
-use crate::callback::CallbackCell;
+use crate::base::callback::CallbackCell;
+use crate::base::handles::read_or;
+use crate::base::text::c_string;
 use crate::client::{payidem_attempt_event, payidem_client, payidem_next_action};
-use crate::handles::read_or;
-use crate::text::c_string;
 
 /// How loud an event is: one policy for every language (a first-attempt
 /// success is debug; a retry, backoff, clock adjustment, status query or a

@@ -1,6 +1,8 @@
 //! The operation state machine, pure (time and journal are the caller's),
 //! and the step object it shares with a client's call (`call.rs`).
 
+pub mod policy;
+
 use std::ffi::{c_char, CString};
 use std::ptr;
 use std::sync::Arc;
@@ -12,13 +14,13 @@ use payidem::operation::{
 use payidem::policy::Landed;
 use payidem::{Error, Outcome};
 
-use crate::boundary::{guard, guard_value};
-use crate::error::{payidem_error, FfiError};
-use crate::headers::{payidem_header, read_headers};
-use crate::outcome::payidem_outcome;
-use crate::result::payidem_result;
+use crate::base::boundary::{guard, guard_value};
+use crate::base::error::{payidem_error, FfiError};
+use crate::base::headers::{payidem_header, read_headers};
+use crate::base::result::payidem_result;
+use crate::base::text::{bytes, c_string, handle, opt_str, out};
+use crate::client::outcome::payidem_outcome;
 use crate::signing::payidem_signer;
-use crate::text::{bytes, c_string, handle, opt_str, out};
 
 /// What a step asks the caller to do: the values `payidem_step_kind`
 /// returns. (Named `_type`: C gives the function and a type one namespace.)
@@ -612,7 +614,7 @@ pub unsafe extern "C" fn payidem_operation_new(
     err_out: *mut *mut payidem_error,
 ) -> payidem_result {
     guard(err_out, || {
-        let json = crate::text::req_str(start_json, "start_json")?;
+        let json = crate::base::text::req_str(start_json, "start_json")?;
         let slot = out(op_out, "op_out")?;
         let machine = parse_start(json)?;
         slot.write(Box::into_raw(Box::new(payidem_operation { machine })));
@@ -774,7 +776,7 @@ pub unsafe extern "C" fn payidem_operation_abandon(
 ) -> payidem_result {
     guard(err_out, || {
         let op = op.as_mut().ok_or_else(|| FfiError::null("op"))?;
-        let reason = crate::text::req_str(reason, "reason")?;
+        let reason = crate::base::text::req_str(reason, "reason")?;
         let slot = out(end_out, "end_out")?;
         let end = op.machine.abandon(reason);
         slot.write(op.end_step(end).into_raw());
@@ -823,5 +825,4 @@ pub unsafe extern "C" fn payidem_operation_free(op: *mut payidem_operation) {
 }
 
 #[cfg(test)]
-#[path = "operation_tests.rs"]
 mod tests;

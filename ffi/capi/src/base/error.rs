@@ -3,9 +3,9 @@
 use std::ffi::{c_char, CString};
 use std::ptr;
 
-use crate::boundary::guard_value;
-use crate::result::payidem_result;
-use crate::text::c_string;
+use crate::base::boundary::guard_value;
+use crate::base::result::payidem_result;
+use crate::base::text::c_string;
 
 /// An error inside the C layer before it is boxed for the caller.
 #[derive(Debug)]

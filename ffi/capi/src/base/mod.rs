@@ -11,3 +11,4 @@ pub mod headers;
 pub mod names;
 pub mod result;
 pub mod text;
+pub(crate) mod vocabulary;

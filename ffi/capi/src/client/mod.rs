@@ -24,6 +24,7 @@ use crate::base::error::{payidem_error, FfiError};
 use crate::base::handles::{free, give, read_or, req_bytes};
 use crate::base::result::payidem_result;
 use crate::base::text::{bytes, c_string, handle, opt_str, out, req_str};
+use crate::base::vocabulary::{c_enum, carries};
 use crate::client::events::JsonCallback;
 use crate::client::outcome::{payidem_order_list, payidem_outcome};
 
@@ -103,18 +104,15 @@ pub enum payidem_operation_state {
     PAYIDEM_STATE_CONFLICT = 6,
 }
 
-impl From<OperationState> for payidem_operation_state {
-    fn from(s: OperationState) -> payidem_operation_state {
-        match s {
-            OperationState::Pending => payidem_operation_state::PAYIDEM_STATE_PENDING,
-            OperationState::InFlight => payidem_operation_state::PAYIDEM_STATE_IN_FLIGHT,
-            OperationState::Unknown => payidem_operation_state::PAYIDEM_STATE_UNKNOWN,
-            OperationState::Succeeded => payidem_operation_state::PAYIDEM_STATE_SUCCEEDED,
-            OperationState::Rejected => payidem_operation_state::PAYIDEM_STATE_REJECTED,
-            OperationState::Conflict => payidem_operation_state::PAYIDEM_STATE_CONFLICT,
-        }
-    }
-}
+carries!(payidem_attempt_kind: AttemptKind =>
+    PAYIDEM_ATTEMPT_KIND_OPERATION, PAYIDEM_ATTEMPT_KIND_STATUS_QUERY);
+carries!(payidem_next_action: NextAction =>
+    PAYIDEM_NEXT_SETTLE, PAYIDEM_NEXT_RETRY_NOW, PAYIDEM_NEXT_RETRY_LATER,
+    PAYIDEM_NEXT_ADJUST_CLOCK, PAYIDEM_NEXT_QUERY_STATUS, PAYIDEM_NEXT_QUERY_LATER,
+    PAYIDEM_NEXT_GIVE_UP);
+carries!(payidem_operation_state: OperationState =>
+    PAYIDEM_STATE_PENDING, PAYIDEM_STATE_IN_FLIGHT, PAYIDEM_STATE_UNKNOWN,
+    PAYIDEM_STATE_SUCCEEDED, PAYIDEM_STATE_REJECTED, PAYIDEM_STATE_CONFLICT);
 
 /// One attempt's event, for logs and metrics. Holds no secret and no body.
 /// Every pointer is borrowed and valid only during the callback.
@@ -204,19 +202,8 @@ fn deliver(callback: &CallbackCell<EventCallback>, event: &AttemptEvent) {
         order_id: order_id.as_ptr(),
         idempotency_key: key.as_ptr(),
         attempt: event.attempt,
-        kind: match event.kind {
-            AttemptKind::Operation => payidem_attempt_kind::PAYIDEM_ATTEMPT_KIND_OPERATION,
-            AttemptKind::StatusQuery => payidem_attempt_kind::PAYIDEM_ATTEMPT_KIND_STATUS_QUERY,
-        },
-        next: match event.next {
-            NextAction::Settle => payidem_next_action::PAYIDEM_NEXT_SETTLE,
-            NextAction::RetryNow => payidem_next_action::PAYIDEM_NEXT_RETRY_NOW,
-            NextAction::RetryLater => payidem_next_action::PAYIDEM_NEXT_RETRY_LATER,
-            NextAction::AdjustClock => payidem_next_action::PAYIDEM_NEXT_ADJUST_CLOCK,
-            NextAction::QueryStatus => payidem_next_action::PAYIDEM_NEXT_QUERY_STATUS,
-            NextAction::QueryLater => payidem_next_action::PAYIDEM_NEXT_QUERY_LATER,
-            NextAction::GiveUp => payidem_next_action::PAYIDEM_NEXT_GIVE_UP,
-        },
+        kind: c_enum(event.kind),
+        next: c_enum(event.next),
         http_status: event.status.unwrap_or(0),
         replayed: event.replayed,
         has_wait: event.wait.is_some(),
@@ -674,7 +661,7 @@ pub unsafe extern "C" fn payidem_client_status(
             record
                 .as_ref()
                 .map_or(payidem_operation_state::PAYIDEM_STATE_NOT_FOUND, |r| {
-                    r.state.into()
+                    c_enum(r.state)
                 }),
         );
         attempts_slot.write(record.map_or(0, |r| r.attempts));

@@ -2163,239 +2163,6 @@ payidem_result payidem_verifier_metrics(const struct payidem_verifier *verifier,
                                         struct payidem_error **err_out);
 
 /**
- * What `step` asks for: a `payidem_step_type` value; 0 for a NULL step.
- *
- * Ownership: borrows `step`.
- * NULL: `step` may be NULL, giving 0.
- * Threads: read-only; not while another thread frees `step`.
- * Errors: none.
- */
-uint32_t payidem_step_kind(const struct payidem_step *step);
-
-/**
- * For a PERSIST step: the number the coming attempt will carry (attempts
- * so far plus one), which the journal records while marking the operation
- * in flight; 0 for any other step.
- *
- * Ownership: borrows `step`.
- * NULL: `step` may be NULL, giving 0.
- * Threads: read-only; not while another thread frees `step`.
- * Errors: none.
- */
-uint32_t payidem_step_persist_attempt(const struct payidem_step *step);
-
-/**
- * For a PERSIST step: true when no attempt of the operation was ever sent,
- * so this record must be durable (fsync'd, committed) before anything
- * leaves; false otherwise and for any other step.
- *
- * Ownership: borrows `step`.
- * NULL: `step` may be NULL, giving false.
- * Threads: read-only; not while another thread frees `step`.
- * Errors: none.
- */
-bool payidem_step_persist_first(const struct payidem_step *step);
-
-/**
- * For a SEND step: the attempt's kind, a `payidem_attempt_kind` value; 0
- * for any other step.
- *
- * Ownership: borrows `step`.
- * NULL: `step` may be NULL, giving 0.
- * Threads: read-only; not while another thread frees `step`.
- * Errors: none.
- */
-uint32_t payidem_step_attempt_kind(const struct payidem_step *step);
-
-/**
- * For a SEND step: the attempt's number over every call of the operation
- * (1 = the first ever); 0 for any other step.
- *
- * Ownership: borrows `step`.
- * NULL: `step` may be NULL, giving 0.
- * Threads: read-only; not while another thread frees `step`.
- * Errors: none.
- */
-uint32_t payidem_step_attempt_number(const struct payidem_step *step);
-
-/**
- * For a SEND step: the HTTP method to send (`"POST"`, `"GET"` for a
- * status query); NULL for any other step.
- *
- * Ownership: borrowed from `step`, valid until `payidem_step_free(step)`.
- * NULL: `step` may be NULL, giving NULL.
- * Threads: read-only; not while another thread frees `step`.
- * Errors: none.
- */
-const char *payidem_step_method(const struct payidem_step *step);
-
-/**
- * For a SEND step: the request target to send, exactly as signed (for a
- * client's call it holds the base URL's path prefix; `payidem_client_url`
- * gives the full URL); NULL for any other step.
- *
- * Ownership: borrowed from `step`, valid until `payidem_step_free(step)`.
- * NULL: `step` may be NULL, giving NULL.
- * Threads: read-only; not while another thread frees `step`.
- * Errors: none.
- */
-const char *payidem_step_path(const struct payidem_step *step);
-
-/**
- * For a SEND step: how many headers to send (the signature headers,
- * `Idempotency-Key` on the operation's request, `Content-Type` for a
- * non-empty body); 0 for any other step.
- *
- * Ownership: borrows `step`.
- * NULL: `step` may be NULL, giving 0.
- * Threads: read-only; not while another thread frees `step`.
- * Errors: none.
- */
-size_t payidem_step_header_count(const struct payidem_step *step);
-
-/**
- * For a SEND step: the header at `index` (0-based); sets `*name_out` and
- * `*value_out` and returns true. Returns false and writes nothing for
- * another kind of step, an index out of range or a NULL argument.
- *
- * Ownership: the strings are borrowed from `step`, valid until
- * `payidem_step_free(step)`.
- * NULL: no argument may be NULL (false).
- * Threads: read-only; not while another thread frees `step`.
- * Errors: none (false).
- */
-bool payidem_step_header_at(const struct payidem_step *step,
-                            size_t index,
-                            const char **name_out,
-                            const char **value_out);
-
-/**
- * For a SEND step: the body to send (not NUL-terminated; empty for a
- * status query, with a non-NULL pointer) and `*len_out` its length. NULL
- * (and `*len_out` 0) for any other step.
- *
- * Ownership: borrowed from `step`, valid until `payidem_step_free(step)`.
- * NULL: `step` may be NULL, giving NULL; `len_out` may be NULL (the length
- * is then not written).
- * Threads: read-only; not while another thread frees `step`.
- * Errors: none.
- */
-const uint8_t *payidem_step_body(const struct payidem_step *step, size_t *len_out);
-
-/**
- * For a SEND step of a client's call: the most the whole exchange may
- * take, in milliseconds (the client's request timeout shortened to the
- * call's remaining deadline; at least 1). 0 for a SEND step of the pure
- * machine (which knows no timeout) and for any other step.
- *
- * Ownership: borrows `step`.
- * NULL: `step` may be NULL, giving 0.
- * Threads: read-only; not while another thread frees `step`.
- * Errors: none.
- */
-uint64_t payidem_step_timeout_ms(const struct payidem_step *step);
-
-/**
- * For a WAIT step: how long to sleep before asking again, in
- * milliseconds, rounded up (never less than the machine's wait); 0 for any
- * other step.
- *
- * Ownership: borrows `step`.
- * NULL: `step` may be NULL, giving 0.
- * Threads: read-only; not while another thread frees `step`.
- * Errors: none.
- */
-uint64_t payidem_step_wait_ms(const struct payidem_step *step);
-
-/**
- * For an END step: how the call ended, as the core library names it:
- * `"succeeded"`, `"rejected"`, `"conflict"`, `"refused"`, `"not_sent"`,
- * `"unknown"` or `"key_expired"`. NULL for any other step, and for the END
- * of a client's call that stopped on a journal error before the machine
- * ended (see `payidem_step_end_result`).
- *
- * Ownership: borrowed from `step`, valid until `payidem_step_free(step)`.
- * NULL: `step` may be NULL, giving NULL.
- * Threads: read-only; not while another thread frees `step`.
- * Errors: none.
- */
-const char *payidem_step_end_name(const struct payidem_step *step);
-
-/**
- * For an END step: true when the operation is settled for good and is
- * never sent again (succeeded, rejected, conflict, key expired); false
- * when a later call with the same key may still complete it, and for any
- * other step. Always the same as `payidem_result_is_final` of
- * `payidem_step_end_result`'s code (true for success).
- *
- * Ownership: borrows `step`.
- * NULL: `step` may be NULL, giving false.
- * Threads: read-only; not while another thread frees `step`.
- * Errors: none.
- */
-bool payidem_step_end_final(const struct payidem_step *step);
-
-/**
- * For an END step: whether the operation may have taken effect, a
- * `payidem_landed` value (`PAYIDEM_LANDED_MAYBE` when the call stopped on
- * a journal error before the machine ended); `PAYIDEM_LANDED_NO` (0) for
- * any other step.
- *
- * Ownership: borrows `step`.
- * NULL: `step` may be NULL, giving 0.
- * Threads: read-only; not while another thread frees `step`.
- * Errors: none.
- */
-uint32_t payidem_step_end_landed(const struct payidem_step *step);
-
-/**
- * For an END step: the state the end leaves the operation in, as journals
- * store it (`"pending"`, `"unknown"`, `"succeeded"`, `"rejected"`,
- * `"conflict"`). NULL for any other step, and when the call stopped on a
- * journal error before the machine ended.
- *
- * Ownership: borrowed from `step`, valid until `payidem_step_free(step)`.
- * NULL: `step` may be NULL, giving NULL.
- * Threads: read-only; not while another thread frees `step`.
- * Errors: none.
- */
-const char *payidem_step_end_state(const struct payidem_step *step);
-
-/**
- * For an END step: what the caller gets. `PAYIDEM_OK` and a new outcome
- * in `*outcome_out` when the operation succeeded; otherwise the error's
- * code with the usual error object in `*err_out` (the platform's status
- * and body, the order id and the key): `PAYIDEM_REJECTED`,
- * `PAYIDEM_IDEMPOTENCY_CONFLICT`, `PAYIDEM_KEY_EXPIRED` (final);
- * `PAYIDEM_REFUSED`, `PAYIDEM_OUTCOME_UNKNOWN`, `PAYIDEM_TRANSPORT_ERROR`
- * (nothing reached the platform), `PAYIDEM_CANCELLED`,
- * `PAYIDEM_JOURNAL_ERROR` (not final). May be asked any number of times.
- *
- * Ownership: on success `*outcome_out` receives a new outcome the caller
- * frees with `payidem_outcome_free`.
- * NULL: `step` and `outcome_out` must not be NULL; `err_out` may be NULL.
- * Threads: read-only on `step`; not while another thread frees it.
- * Errors: as listed; `PAYIDEM_INVALID_ARGUMENT` naming `step` (NULL or not
- * an END step) or `outcome_out`.
- */
-payidem_result payidem_step_end_result(const struct payidem_step *step,
-                                       struct payidem_outcome **outcome_out,
-                                       struct payidem_error **err_out);
-
-/**
- * Frees a step.
- *
- * Ownership: takes `step`; every string and buffer borrowed from it dies.
- * NULL: `step` may be NULL (nothing happens).
- * Anything else must be a live handle of this type from this library:
- * freeing it twice, using it after this call, or passing a handle of
- * another type is undefined behaviour, and is not detected.
- * Threads: the caller must own `step`; free it once.
- * Errors: none.
- */
-void payidem_step_free(struct payidem_step *step);
-
-/**
  * Starts the machine for one operation from `start_json`, a JSON object:
  *
  * - `operation` (required): `order_id`, `method`, `path` (strings,
@@ -2643,6 +2410,239 @@ payidem_result payidem_error_code_from_body(const uint8_t *body,
                                             size_t buf_len,
                                             size_t *len_out,
                                             struct payidem_error **err_out);
+
+/**
+ * What `step` asks for: a `payidem_step_type` value; 0 for a NULL step.
+ *
+ * Ownership: borrows `step`.
+ * NULL: `step` may be NULL, giving 0.
+ * Threads: read-only; not while another thread frees `step`.
+ * Errors: none.
+ */
+uint32_t payidem_step_kind(const struct payidem_step *step);
+
+/**
+ * For a PERSIST step: the number the coming attempt will carry (attempts
+ * so far plus one), which the journal records while marking the operation
+ * in flight; 0 for any other step.
+ *
+ * Ownership: borrows `step`.
+ * NULL: `step` may be NULL, giving 0.
+ * Threads: read-only; not while another thread frees `step`.
+ * Errors: none.
+ */
+uint32_t payidem_step_persist_attempt(const struct payidem_step *step);
+
+/**
+ * For a PERSIST step: true when no attempt of the operation was ever sent,
+ * so this record must be durable (fsync'd, committed) before anything
+ * leaves; false otherwise and for any other step.
+ *
+ * Ownership: borrows `step`.
+ * NULL: `step` may be NULL, giving false.
+ * Threads: read-only; not while another thread frees `step`.
+ * Errors: none.
+ */
+bool payidem_step_persist_first(const struct payidem_step *step);
+
+/**
+ * For a SEND step: the attempt's kind, a `payidem_attempt_kind` value; 0
+ * for any other step.
+ *
+ * Ownership: borrows `step`.
+ * NULL: `step` may be NULL, giving 0.
+ * Threads: read-only; not while another thread frees `step`.
+ * Errors: none.
+ */
+uint32_t payidem_step_attempt_kind(const struct payidem_step *step);
+
+/**
+ * For a SEND step: the attempt's number over every call of the operation
+ * (1 = the first ever); 0 for any other step.
+ *
+ * Ownership: borrows `step`.
+ * NULL: `step` may be NULL, giving 0.
+ * Threads: read-only; not while another thread frees `step`.
+ * Errors: none.
+ */
+uint32_t payidem_step_attempt_number(const struct payidem_step *step);
+
+/**
+ * For a SEND step: the HTTP method to send (`"POST"`, `"GET"` for a
+ * status query); NULL for any other step.
+ *
+ * Ownership: borrowed from `step`, valid until `payidem_step_free(step)`.
+ * NULL: `step` may be NULL, giving NULL.
+ * Threads: read-only; not while another thread frees `step`.
+ * Errors: none.
+ */
+const char *payidem_step_method(const struct payidem_step *step);
+
+/**
+ * For a SEND step: the request target to send, exactly as signed (for a
+ * client's call it holds the base URL's path prefix; `payidem_client_url`
+ * gives the full URL); NULL for any other step.
+ *
+ * Ownership: borrowed from `step`, valid until `payidem_step_free(step)`.
+ * NULL: `step` may be NULL, giving NULL.
+ * Threads: read-only; not while another thread frees `step`.
+ * Errors: none.
+ */
+const char *payidem_step_path(const struct payidem_step *step);
+
+/**
+ * For a SEND step: how many headers to send (the signature headers,
+ * `Idempotency-Key` on the operation's request, `Content-Type` for a
+ * non-empty body); 0 for any other step.
+ *
+ * Ownership: borrows `step`.
+ * NULL: `step` may be NULL, giving 0.
+ * Threads: read-only; not while another thread frees `step`.
+ * Errors: none.
+ */
+size_t payidem_step_header_count(const struct payidem_step *step);
+
+/**
+ * For a SEND step: the header at `index` (0-based); sets `*name_out` and
+ * `*value_out` and returns true. Returns false and writes nothing for
+ * another kind of step, an index out of range or a NULL argument.
+ *
+ * Ownership: the strings are borrowed from `step`, valid until
+ * `payidem_step_free(step)`.
+ * NULL: no argument may be NULL (false).
+ * Threads: read-only; not while another thread frees `step`.
+ * Errors: none (false).
+ */
+bool payidem_step_header_at(const struct payidem_step *step,
+                            size_t index,
+                            const char **name_out,
+                            const char **value_out);
+
+/**
+ * For a SEND step: the body to send (not NUL-terminated; empty for a
+ * status query, with a non-NULL pointer) and `*len_out` its length. NULL
+ * (and `*len_out` 0) for any other step.
+ *
+ * Ownership: borrowed from `step`, valid until `payidem_step_free(step)`.
+ * NULL: `step` may be NULL, giving NULL; `len_out` may be NULL (the length
+ * is then not written).
+ * Threads: read-only; not while another thread frees `step`.
+ * Errors: none.
+ */
+const uint8_t *payidem_step_body(const struct payidem_step *step, size_t *len_out);
+
+/**
+ * For a SEND step of a client's call: the most the whole exchange may
+ * take, in milliseconds (the client's request timeout shortened to the
+ * call's remaining deadline; at least 1). 0 for a SEND step of the pure
+ * machine (which knows no timeout) and for any other step.
+ *
+ * Ownership: borrows `step`.
+ * NULL: `step` may be NULL, giving 0.
+ * Threads: read-only; not while another thread frees `step`.
+ * Errors: none.
+ */
+uint64_t payidem_step_timeout_ms(const struct payidem_step *step);
+
+/**
+ * For a WAIT step: how long to sleep before asking again, in
+ * milliseconds, rounded up (never less than the machine's wait); 0 for any
+ * other step.
+ *
+ * Ownership: borrows `step`.
+ * NULL: `step` may be NULL, giving 0.
+ * Threads: read-only; not while another thread frees `step`.
+ * Errors: none.
+ */
+uint64_t payidem_step_wait_ms(const struct payidem_step *step);
+
+/**
+ * For an END step: how the call ended, as the core library names it:
+ * `"succeeded"`, `"rejected"`, `"conflict"`, `"refused"`, `"not_sent"`,
+ * `"unknown"` or `"key_expired"`. NULL for any other step, and for the END
+ * of a client's call that stopped on a journal error before the machine
+ * ended (see `payidem_step_end_result`).
+ *
+ * Ownership: borrowed from `step`, valid until `payidem_step_free(step)`.
+ * NULL: `step` may be NULL, giving NULL.
+ * Threads: read-only; not while another thread frees `step`.
+ * Errors: none.
+ */
+const char *payidem_step_end_name(const struct payidem_step *step);
+
+/**
+ * For an END step: true when the operation is settled for good and is
+ * never sent again (succeeded, rejected, conflict, key expired); false
+ * when a later call with the same key may still complete it, and for any
+ * other step. Always the same as `payidem_result_is_final` of
+ * `payidem_step_end_result`'s code (true for success).
+ *
+ * Ownership: borrows `step`.
+ * NULL: `step` may be NULL, giving false.
+ * Threads: read-only; not while another thread frees `step`.
+ * Errors: none.
+ */
+bool payidem_step_end_final(const struct payidem_step *step);
+
+/**
+ * For an END step: whether the operation may have taken effect, a
+ * `payidem_landed` value (`PAYIDEM_LANDED_MAYBE` when the call stopped on
+ * a journal error before the machine ended); `PAYIDEM_LANDED_NO` (0) for
+ * any other step.
+ *
+ * Ownership: borrows `step`.
+ * NULL: `step` may be NULL, giving 0.
+ * Threads: read-only; not while another thread frees `step`.
+ * Errors: none.
+ */
+uint32_t payidem_step_end_landed(const struct payidem_step *step);
+
+/**
+ * For an END step: the state the end leaves the operation in, as journals
+ * store it (`"pending"`, `"unknown"`, `"succeeded"`, `"rejected"`,
+ * `"conflict"`). NULL for any other step, and when the call stopped on a
+ * journal error before the machine ended.
+ *
+ * Ownership: borrowed from `step`, valid until `payidem_step_free(step)`.
+ * NULL: `step` may be NULL, giving NULL.
+ * Threads: read-only; not while another thread frees `step`.
+ * Errors: none.
+ */
+const char *payidem_step_end_state(const struct payidem_step *step);
+
+/**
+ * For an END step: what the caller gets. `PAYIDEM_OK` and a new outcome
+ * in `*outcome_out` when the operation succeeded; otherwise the error's
+ * code with the usual error object in `*err_out` (the platform's status
+ * and body, the order id and the key): `PAYIDEM_REJECTED`,
+ * `PAYIDEM_IDEMPOTENCY_CONFLICT`, `PAYIDEM_KEY_EXPIRED` (final);
+ * `PAYIDEM_REFUSED`, `PAYIDEM_OUTCOME_UNKNOWN`, `PAYIDEM_TRANSPORT_ERROR`
+ * (nothing reached the platform), `PAYIDEM_CANCELLED`,
+ * `PAYIDEM_JOURNAL_ERROR` (not final). May be asked any number of times.
+ *
+ * Ownership: on success `*outcome_out` receives a new outcome the caller
+ * frees with `payidem_outcome_free`.
+ * NULL: `step` and `outcome_out` must not be NULL; `err_out` may be NULL.
+ * Threads: read-only on `step`; not while another thread frees it.
+ * Errors: as listed; `PAYIDEM_INVALID_ARGUMENT` naming `step` (NULL or not
+ * an END step) or `outcome_out`.
+ */
+payidem_result payidem_step_end_result(const struct payidem_step *step,
+                                       struct payidem_outcome **outcome_out,
+                                       struct payidem_error **err_out);
+
+/**
+ * Frees a step.
+ *
+ * Ownership: takes `step`; every string and buffer borrowed from it dies.
+ * NULL: `step` may be NULL (nothing happens).
+ * Anything else must be a live handle of this type from this library:
+ * freeing it twice, using it after this call, or passing a handle of
+ * another type is undefined behaviour, and is not detected.
+ * Threads: the caller must own `step`; free it once.
+ * Errors: none.
+ */
+void payidem_step_free(struct payidem_step *step);
 
 /**
  * Creates a signer for `key_id` (1..=128 of `[A-Za-z0-9._:-]`) and a

@@ -44,6 +44,7 @@ pub use client::outcome::*;
 pub use client::*;
 pub use metrics::*;
 pub use operation::policy::*;
+pub use operation::step::*;
 pub use operation::*;
 pub use signing::*;
 pub use verifying::*;

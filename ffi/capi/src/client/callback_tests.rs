@@ -15,7 +15,7 @@ use crate::client::call::*;
 use crate::client::events::payidem_client_set_event_json_callback;
 use crate::client::*;
 use crate::metrics::payidem_client_metrics;
-use crate::operation::*;
+use crate::operation::step::*;
 use crate::payidem_attempt_outcome;
 
 const SECRET: &[u8] = b"0123456789abcdef0123";

@@ -5,6 +5,7 @@
 use std::ffi::{c_char, CStr, CString};
 use std::ptr;
 
+use super::step::*;
 use super::*;
 use crate::base::error::{payidem_error_code, payidem_error_field, payidem_error_free};
 use crate::base::names::{payidem_landed_name, payidem_next_action_name};

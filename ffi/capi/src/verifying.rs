@@ -698,7 +698,7 @@ pub unsafe extern "C" fn payidem_refusal_body(
     body_out: *mut *const u8,
     len_out: *mut usize,
 ) -> bool {
-    bytes_of(refusal, body_out, len_out, |r| &r.body)
+    bytes_of(refusal, body_out, len_out, |r| Some(&r.body))
 }
 
 /// Frees a refusal.

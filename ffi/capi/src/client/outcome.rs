@@ -77,7 +77,7 @@ pub unsafe extern "C" fn payidem_outcome_body(
     body_out: *mut *const u8,
     len_out: *mut usize,
 ) -> bool {
-    bytes_of(outcome, body_out, len_out, |o| &o.body)
+    bytes_of(outcome, body_out, len_out, |o| Some(&o.body))
 }
 
 /// Whether the platform replayed a stored answer (`Idempotent-Replayed:

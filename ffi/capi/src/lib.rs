@@ -25,6 +25,8 @@
 
 mod base;
 pub mod client;
+#[cfg(test)]
+mod fixtures;
 pub mod journal_key;
 pub mod metrics;
 pub mod operation;

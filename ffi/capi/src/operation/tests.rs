@@ -12,13 +12,10 @@ use crate::base::names::{payidem_landed_name, payidem_next_action_name};
 use crate::client::call::*;
 use crate::client::outcome::{payidem_outcome_free, payidem_outcome_http_status};
 use crate::client::{payidem_attempt_kind, payidem_next_action};
-use crate::client::{
-    payidem_client, payidem_client_free, payidem_client_new, payidem_client_status,
-};
+use crate::client::{payidem_client, payidem_client_free, payidem_client_status};
+use crate::fixtures::{begin, call_step, client, SECRET};
 use crate::operation::policy::{payidem_attempt_outcome, payidem_landed};
 use crate::signing::{payidem_signer_free, payidem_signer_new};
-
-const SECRET: &[u8] = b"0123456789abcdef0123";
 
 fn signer() -> *mut payidem_signer {
     let key = CString::new("key_test_1").unwrap();
@@ -440,57 +437,6 @@ fn base64_is_strict() {
         assert_eq!(code, payidem_result::PAYIDEM_INVALID_ARGUMENT, "{bad}");
         assert_eq!(field.as_deref(), Some("operation.body_base64"), "{bad}");
     }
-}
-
-fn client(extra: &str) -> *mut payidem_client {
-    let json = CString::new(format!(
-        r#"{{"base_url":"http://127.0.0.1:9/pay","key_id":"key_test_1","journal_path":":memory:"{extra}}}"#
-    ))
-    .unwrap();
-    let mut c = ptr::null_mut();
-    let rc = unsafe {
-        payidem_client_new(
-            json.as_ptr(),
-            SECRET.as_ptr(),
-            SECRET.len(),
-            &mut c,
-            ptr::null_mut(),
-        )
-    };
-    assert_eq!(rc, payidem_result::PAYIDEM_OK);
-    c
-}
-
-fn call_step(call: *mut payidem_call) -> *mut payidem_step {
-    let mut step = ptr::null_mut();
-    let rc = unsafe { payidem_call_step(call, &mut step, ptr::null_mut()) };
-    assert_eq!(rc, payidem_result::PAYIDEM_OK);
-    step
-}
-
-fn begin(c: *const payidem_client, order: &str) -> *mut payidem_call {
-    let order = CString::new(order).unwrap();
-    let method = CString::new("POST").unwrap();
-    let path = CString::new("/v1/payments").unwrap();
-    let body = b"{\"amount\":1}";
-    let mut call = ptr::null_mut();
-    let rc = unsafe {
-        payidem_client_begin(
-            c,
-            order.as_ptr(),
-            method.as_ptr(),
-            path.as_ptr(),
-            body.as_ptr(),
-            body.len(),
-            ptr::null(),
-            ptr::null(),
-            0,
-            &mut call,
-            ptr::null_mut(),
-        )
-    };
-    assert_eq!(rc, payidem_result::PAYIDEM_OK);
-    call
 }
 
 fn state_of(c: *const payidem_client, order: &str) -> crate::client::payidem_operation_state {

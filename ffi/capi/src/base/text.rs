@@ -97,6 +97,15 @@ pub(crate) unsafe fn handle<'a, T>(ptr: *const T, name: &str) -> Result<&'a T, F
     ptr.as_ref().ok_or_else(|| FfiError::null(name))
 }
 
+/// A required handle the function changes (a call, an operation), named
+/// `name` when NULL.
+///
+/// # Safety
+/// `ptr` is NULL or a live handle of type `T` that no one else uses now.
+pub(crate) unsafe fn handle_mut<'a, T>(ptr: *mut T, name: &str) -> Result<&'a mut T, FfiError> {
+    ptr.as_mut().ok_or_else(|| FfiError::null(name))
+}
+
 /// A required output pointer, checked before any work is done.
 pub(crate) fn out<'a, T>(ptr: *mut T, name: &str) -> Result<Out<'a, T>, FfiError> {
     if ptr.is_null() {

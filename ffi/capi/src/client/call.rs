@@ -8,11 +8,11 @@ use payidem::client::{Call, CallStep};
 use payidem::operation::CallTime;
 
 use crate::base::boundary::guard;
-use crate::base::error::{payidem_error, FfiError};
+use crate::base::error::payidem_error;
 use crate::base::handles::{free, give};
 use crate::base::headers::payidem_header;
 use crate::base::result::payidem_result;
-use crate::base::text::{handle, out, req_str};
+use crate::base::text::{handle, handle_mut, out, req_str};
 use crate::client::{deadline_of, payidem_client, read_spec};
 use crate::operation::step::payidem_step;
 use crate::operation::{call_time, ceil_ms, read_reply};
@@ -175,7 +175,7 @@ unsafe fn next_step(
     err_out: *mut *mut payidem_error,
 ) -> payidem_result {
     guard(err_out, || {
-        let call = &mut call.as_mut().ok_or_else(|| FfiError::null("call"))?.inner;
+        let call = &mut handle_mut(call, "call")?.inner;
         let slot = out(step_out, "step_out")?;
         let step = match at {
             Some(at) => call.step_at(at),
@@ -288,7 +288,7 @@ unsafe fn report(
     err_out: *mut *mut payidem_error,
 ) -> payidem_result {
     guard(err_out, || {
-        let call = &mut call.as_mut().ok_or_else(|| FfiError::null("call"))?.inner;
+        let call = &mut handle_mut(call, "call")?.inner;
         let (outcome, status, headers, header_count, body, body_len, reason) = reply;
         let reply = read_reply(
             outcome,
@@ -326,7 +326,7 @@ pub unsafe extern "C" fn payidem_call_cancel(
     err_out: *mut *mut payidem_error,
 ) -> payidem_result {
     guard(err_out, || {
-        let call = call.as_mut().ok_or_else(|| FfiError::null("call"))?;
+        let call = handle_mut(call, "call")?;
         let slot = out(end_out, "end_out")?;
         let result = call.inner.cancel();
         give(slot, payidem_step::end(call.inner.end(), result));

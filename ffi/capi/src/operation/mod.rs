@@ -11,12 +11,12 @@ use std::time::Duration;
 
 use payidem::operation::{CallTime, End, Operation, OsEntropy, Reaction, Reply, ReplyKind, Step};
 
-use crate::base::boundary::{guard, guard_value};
+use crate::base::boundary::guard;
 use crate::base::error::{payidem_error, FfiError};
-use crate::base::handles::{free, give};
+use crate::base::handles::{free, give, read_or};
 use crate::base::headers::{payidem_header, read_headers};
 use crate::base::result::payidem_result;
-use crate::base::text::{bytes, handle, opt_str, out};
+use crate::base::text::{bytes, handle, handle_mut, opt_str, out};
 use crate::signing::payidem_signer;
 
 /// The machine's reaction to one reported attempt (filled by
@@ -192,7 +192,7 @@ pub unsafe extern "C" fn payidem_operation_poll(
     err_out: *mut *mut payidem_error,
 ) -> payidem_result {
     guard(err_out, || {
-        let op = op.as_mut().ok_or_else(|| FfiError::null("op"))?;
+        let op = handle_mut(op, "op")?;
         let signer = handle(signer, "signer")?;
         let slot = out(step_out, "step_out")?;
         let step = match op
@@ -223,7 +223,7 @@ pub unsafe extern "C" fn payidem_operation_persisted(
     err_out: *mut *mut payidem_error,
 ) -> payidem_result {
     guard(err_out, || {
-        let op = op.as_mut().ok_or_else(|| FfiError::null("op"))?;
+        let op = handle_mut(op, "op")?;
         op.machine.persisted();
         Ok(())
     })
@@ -267,7 +267,7 @@ pub unsafe extern "C" fn payidem_operation_handle(
     err_out: *mut *mut payidem_error,
 ) -> payidem_result {
     guard(err_out, || {
-        let op = op.as_mut().ok_or_else(|| FfiError::null("op"))?;
+        let op = handle_mut(op, "op")?;
         let reply = read_reply(
             outcome,
             status,
@@ -316,7 +316,7 @@ pub unsafe extern "C" fn payidem_operation_abandon(
     err_out: *mut *mut payidem_error,
 ) -> payidem_result {
     guard(err_out, || {
-        let op = op.as_mut().ok_or_else(|| FfiError::null("op"))?;
+        let op = handle_mut(op, "op")?;
         let reason = crate::base::text::req_str(reason, "reason")?;
         let slot = out(end_out, "end_out")?;
         let end = op.machine.abandon(reason);
@@ -334,7 +334,7 @@ pub unsafe extern "C" fn payidem_operation_abandon(
 /// Errors: none.
 #[no_mangle]
 pub unsafe extern "C" fn payidem_operation_attempts(op: *const payidem_operation) -> u32 {
-    guard_value(0, || op.as_ref().map_or(0, |o| o.machine.attempts()))
+    read_or(op, 0, |o| o.machine.attempts())
 }
 
 /// Whether an attempt of the operation may have taken effect, over every
@@ -346,7 +346,7 @@ pub unsafe extern "C" fn payidem_operation_attempts(op: *const payidem_operation
 /// Errors: none.
 #[no_mangle]
 pub unsafe extern "C" fn payidem_operation_landed(op: *const payidem_operation) -> u32 {
-    guard_value(0, || op.as_ref().map_or(0, |o| o.machine.landed().number()))
+    read_or(op, 0, |o| o.machine.landed().number())
 }
 
 /// Frees an operation.

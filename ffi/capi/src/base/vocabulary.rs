@@ -51,6 +51,7 @@ pub(crate) fn core_of<C: CEnum>(constant: C) -> Option<C::Core> {
 mod tests {
     use super::*;
     use crate::client::{payidem_attempt_kind, payidem_next_action, payidem_operation_state};
+    use crate::operation::policy::{payidem_decision_kind, payidem_landed};
 
     fn round_trips<C: CEnum>() {
         for &value in C::Core::VALUES {
@@ -65,5 +66,7 @@ mod tests {
         round_trips::<payidem_attempt_kind>();
         round_trips::<payidem_next_action>();
         round_trips::<payidem_operation_state>();
+        round_trips::<payidem_landed>();
+        round_trips::<payidem_decision_kind>();
     }
 }

@@ -648,6 +648,24 @@ fn bad_inputs_never_panic_and_name_the_argument() {
             slots.borrow_mut().push(slot);
             p
         };
+        // `payidem_operation_handle` of `op` with no body bytes (only a
+        // length), at time 0, without a reaction.
+        let report = |outcome, status, headers, header_count, body_len, reason| {
+            payidem_operation_handle(
+                op,
+                outcome,
+                status,
+                headers,
+                header_count,
+                ptr::null(),
+                body_len,
+                reason,
+                0,
+                0,
+                ptr::null_mut(),
+                e(),
+            )
+        };
         let cases: Vec<(payidem_result, &str)> = vec![
             (
                 payidem_operation_new(ptr::null(), &mut oper, e()),
@@ -670,60 +688,11 @@ fn bad_inputs_never_panic_and_name_the_argument() {
                 "step_out",
             ),
             (payidem_operation_persisted(ptr::null_mut(), e()), "op"),
+            (report(0, 0, ptr::null(), 0, 0, ptr::null()), "outcome"),
+            (report(1, 200, ptr::null(), 3, 0, ptr::null()), "headers"),
+            (report(1, 200, ptr::null(), 0, 5, ptr::null()), "body"),
             (
-                payidem_operation_handle(
-                    op,
-                    0,
-                    0,
-                    ptr::null(),
-                    0,
-                    ptr::null(),
-                    0,
-                    ptr::null(),
-                    0,
-                    0,
-                    ptr::null_mut(),
-                    e(),
-                ),
-                "outcome",
-            ),
-            (
-                payidem_operation_handle(
-                    op,
-                    1,
-                    200,
-                    ptr::null(),
-                    3,
-                    ptr::null(),
-                    0,
-                    ptr::null(),
-                    0,
-                    0,
-                    ptr::null_mut(),
-                    e(),
-                ),
-                "headers",
-            ),
-            (
-                payidem_operation_handle(
-                    op,
-                    1,
-                    200,
-                    ptr::null(),
-                    0,
-                    ptr::null(),
-                    5,
-                    ptr::null(),
-                    0,
-                    0,
-                    ptr::null_mut(),
-                    e(),
-                ),
-                "body",
-            ),
-            (
-                payidem_operation_handle(
-                    op,
+                report(
                     1,
                     200,
                     [payidem_header {
@@ -732,33 +701,12 @@ fn bad_inputs_never_panic_and_name_the_argument() {
                     }]
                     .as_ptr(),
                     1,
-                    ptr::null(),
                     0,
                     ptr::null(),
-                    0,
-                    0,
-                    ptr::null_mut(),
-                    e(),
                 ),
                 "headers[0].name",
             ),
-            (
-                payidem_operation_handle(
-                    op,
-                    2,
-                    0,
-                    ptr::null(),
-                    0,
-                    ptr::null(),
-                    0,
-                    c"\xff".as_ptr(),
-                    0,
-                    0,
-                    ptr::null_mut(),
-                    e(),
-                ),
-                "reason",
-            ),
+            (report(2, 0, ptr::null(), 0, 0, c"\xff".as_ptr()), "reason"),
             (
                 payidem_operation_abandon(op, ptr::null(), &mut step, e()),
                 "reason",

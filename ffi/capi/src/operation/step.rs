@@ -7,7 +7,7 @@ use std::ptr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use payidem::operation::{Attempt, AttemptKind, End};
+use payidem::operation::{Attempt, AttemptKind, End, StepKind};
 use payidem::policy::Landed;
 use payidem::{Error, Outcome};
 
@@ -155,13 +155,15 @@ impl payidem_step {
 /// Errors: none.
 #[no_mangle]
 pub unsafe extern "C" fn payidem_step_kind(step: *const payidem_step) -> u32 {
+    // The C constants are the core's step-kind numbers.
     read_or(step, 0, |s| {
         (match s.body {
-            StepBody::Persist(_) => payidem_step_type::PAYIDEM_STEP_PERSIST,
-            StepBody::Send(_) => payidem_step_type::PAYIDEM_STEP_SEND,
-            StepBody::Wait { .. } => payidem_step_type::PAYIDEM_STEP_WAIT,
-            StepBody::End(_) => payidem_step_type::PAYIDEM_STEP_END,
-        }) as u32
+            StepBody::Persist(_) => StepKind::Persist,
+            StepBody::Send(_) => StepKind::Send,
+            StepBody::Wait { .. } => StepKind::Wait,
+            StepBody::End(_) => StepKind::End,
+        })
+        .number()
     })
 }
 

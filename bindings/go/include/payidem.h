@@ -694,22 +694,6 @@ typedef struct payidem_step payidem_step;
 typedef struct payidem_verifier payidem_verifier;
 
 /**
- * One HTTP header: a name and a value, both NUL-terminated. Names compare
- * ASCII case-insensitively. Bytes that are not UTF-8 are read lossily
- * (such a value can never satisfy a protocol rule).
- */
-typedef struct payidem_header {
-  /**
-   * The header's name, e.g. `"X-Nonce"`; never NULL.
-   */
-  const char *name;
-  /**
-   * The header's value; never NULL (use `""` for an empty value).
-   */
-  const char *value;
-} payidem_header;
-
-/**
  * One attempt's event, for logs and metrics. Holds no secret and no body.
  * Every pointer is borrowed and valid only during the callback.
  */
@@ -798,6 +782,22 @@ typedef void (*payidem_event_callback)(void *userdata, const struct payidem_atte
  * a call, return non-zero instead.
  */
 typedef int (*payidem_cancel_callback)(void *userdata);
+
+/**
+ * One HTTP header: a name and a value, both NUL-terminated. Names compare
+ * ASCII case-insensitively. Bytes that are not UTF-8 are read lossily
+ * (such a value can never satisfy a protocol rule).
+ */
+typedef struct payidem_header {
+  /**
+   * The header's name, e.g. `"X-Nonce"`; never NULL.
+   */
+  const char *name;
+  /**
+   * The header's value; never NULL (use `""` for an empty value).
+   */
+  const char *value;
+} payidem_header;
 
 /**
  * Receives one client event as JSON (`event_json`, borrowed for the call
@@ -930,236 +930,254 @@ extern "C" {
 #endif // __cplusplus
 
 /**
- * Starts a call of one business operation, as `payidem_client_execute`
- * does (same arguments, checks and journal; an order id already in the
- * journal with the same request continues that operation, a settled one
- * gives an END step at once) but without sending anything: the caller
- * drives it with `payidem_call_step` and `payidem_call_report`.
- * `deadline_ms` (0 for none) shortens the client's retry deadline for this
- * call.
+ * The error's code; `PAYIDEM_OK` for a NULL error (no error).
  *
- * Ownership: on success `*call_out` receives a new call the caller frees
- * with `payidem_call_free`; the inputs are only read (the body is copied
- * into the journal).
- * NULL: `client`, `order_id`, `method`, `path` and `call_out` must not be
- * NULL; `body` may be NULL when `body_len` is 0; `idempotency_key`,
- * `status_path` and `err_out` may be NULL.
- * Threads: safe from any number of threads on one client.
- * Errors: `PAYIDEM_IDEMPOTENCY_CONFLICT` (the order id is journaled with
- * another request), `PAYIDEM_OPERATION_BUSY` (another call drives it),
- * `PAYIDEM_JOURNAL_ERROR`, `PAYIDEM_INVALID_ARGUMENT` naming `client`,
- * `order_id`, `method`, `path`, `body`, `idempotency_key`, `status_path`
- * or `call_out`. The platform's answers come with the END step.
- */
-payidem_result payidem_client_begin(const struct payidem_client *client,
-                                    const char *order_id,
-                                    const char *method,
-                                    const char *path,
-                                    const uint8_t *body,
-                                    size_t body_len,
-                                    const char *idempotency_key,
-                                    const char *status_path,
-                                    uint64_t deadline_ms,
-                                    struct payidem_call **call_out,
-                                    struct payidem_error **err_out);
-
-/**
- * Starts a call resuming an unsettled operation of the journal with its
- * own key and body (after a crash, or after `PAYIDEM_OUTCOME_UNKNOWN`;
- * see `payidem_client_list_unknown`), as `payidem_client_resume` does,
- * for a caller that sends with its own HTTP client. A settled operation
- * gives an END step at once with its stored outcome.
- *
- * Ownership: on success `*call_out` receives a new call the caller frees
- * with `payidem_call_free`.
- * NULL: `client`, `order_id` and `call_out` must not be NULL; `err_out`
- * may be NULL.
- * Threads: safe from any number of threads on one client.
- * Errors: `PAYIDEM_OPERATION_BUSY`, `PAYIDEM_JOURNAL_ERROR`,
- * `PAYIDEM_INVALID_ARGUMENT` naming `client`, `order_id` (also when the
- * journal does not hold it) or `call_out`.
- */
-payidem_result payidem_client_begin_resume(const struct payidem_client *client,
-                                           const char *order_id,
-                                           uint64_t deadline_ms,
-                                           struct payidem_call **call_out,
-                                           struct payidem_error **err_out);
-
-/**
- * The call's next step: SEND (already recorded in the journal: send it to
- * `payidem_client_url` of `payidem_step_path`, within
- * `payidem_step_timeout_ms`, then `payidem_call_report`), WAIT (sleep,
- * then ask again) or END (the journal holds the end; read it with
- * `payidem_step_end_result`). Never PERSIST: the call records in the
- * client's journal itself. Asking again after a SEND without reporting
- * ends the call: that attempt's outcome is unknown. After END every step
- * is the same END.
- *
- * Ownership: on success `*step_out` receives a new step the caller frees
- * with `payidem_step_free`.
- * NULL: `call` and `step_out` must not be NULL; `err_out` may be NULL.
- * Threads: one thread at a time on `call`.
- * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `call` or `step_out`. How
- * the operation ended (journal errors included) is the END step's result,
- * not this function's.
- */
-payidem_result payidem_call_step(struct payidem_call *call,
-                                 struct payidem_step **step_out,
-                                 struct payidem_error **err_out);
-
-/**
- * `payidem_call_step` at the caller's clocks, for a caller that keeps
- * them itself (a simulation, the shared operation vectors): `now_unix` is
- * the wall clock (Unix seconds) the attempts are signed with and the
- * journal written at, `elapsed_ms` the time since the call began, against
- * its deadline and waits. Once told, the call keeps to the caller's
- * clocks (a cancel or free writes at the time last told).
- *
- * Ownership: as `payidem_call_step`.
- * NULL: as `payidem_call_step`.
- * Threads: as `payidem_call_step`.
- * Errors: as `payidem_call_step`.
- */
-payidem_result payidem_call_step_at(struct payidem_call *call,
-                                    uint64_t now_unix,
-                                    uint64_t elapsed_ms,
-                                    struct payidem_step **step_out,
-                                    struct payidem_error **err_out);
-
-/**
- * Reports what the attempt of the last SEND step produced, as for
- * `payidem_operation_handle`: `outcome` is a `payidem_attempt_outcome`;
- * for `PAYIDEM_ATTEMPT_RESPONSE` the `status`, response `headers` and
- * `body`; for `PAYIDEM_ATTEMPT_NOT_SENT` (nothing was written: DNS,
- * connect, TLS handshake) and `PAYIDEM_ATTEMPT_SENT_NO_RESPONSE` (the
- * request was or may have been written, and no answer came: timeout,
- * reset) an optional `reason`. The client's event callback receives the
- * attempt's event before this returns. A report without an attempt in
- * flight is ignored.
- *
- * Ownership: every input is only read (copied).
- * NULL: `call` must not be NULL; `headers` may be NULL when
- * `header_count` is 0 (no header's `name` or `value` may be NULL); `body`
- * may be NULL when `body_len` is 0; `reason` and `err_out` may be NULL.
- * Threads: one thread at a time on `call`.
- * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `call`, `outcome` (not a
- * `payidem_attempt_outcome`), `status` (a response's status outside
- * 100..=999), `headers[i].name`, `headers[i].value`, `body` or `reason`;
- * nothing is reported then (report again).
- */
-payidem_result payidem_call_report(struct payidem_call *call,
-                                   uint32_t outcome,
-                                   uint16_t status,
-                                   const struct payidem_header *headers,
-                                   size_t header_count,
-                                   const uint8_t *body,
-                                   size_t body_len,
-                                   const char *reason,
-                                   struct payidem_error **err_out);
-
-/**
- * `payidem_call_report` at the caller's clocks (see
- * `payidem_call_step_at`): `now_unix` Unix seconds, `elapsed_ms` since the
- * call began.
- *
- * Ownership: as `payidem_call_report`.
- * NULL: as `payidem_call_report`.
- * Threads: as `payidem_call_report`.
- * Errors: as `payidem_call_report`.
- */
-payidem_result payidem_call_report_at(struct payidem_call *call,
-                                      uint32_t outcome,
-                                      uint16_t status,
-                                      const struct payidem_header *headers,
-                                      size_t header_count,
-                                      const uint8_t *body,
-                                      size_t body_len,
-                                      const char *reason,
-                                      uint64_t now_unix,
-                                      uint64_t elapsed_ms,
-                                      struct payidem_error **err_out);
-
-/**
- * Ends the call at the caller's request (a cancel, a deadline, a signal)
- * and gives its END step: the journal is left right (unknown if an attempt
- * may have landed, pending otherwise; the key is kept) and the lease is
- * released. Its result is `PAYIDEM_CANCELLED` (order id and key in the
- * error), unless the machine had already ended: then it is that end's
- * result (a payment that was made is never hidden behind a cancel).
- *
- * Ownership: on success `*end_out` receives a new step the caller frees
- * with `payidem_step_free`.
- * NULL: `call` and `end_out` must not be NULL; `err_out` may be NULL.
- * Threads: one thread at a time on `call`.
- * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `call` or `end_out`.
- */
-payidem_result payidem_call_cancel(struct payidem_call *call,
-                                   struct payidem_step **end_out,
-                                   struct payidem_error **err_out);
-
-/**
- * Frees a call. A call freed before its END is abandoned first, as
- * `payidem_call_cancel` does: the journal is left right (unknown if an
- * attempt may have landed, so `payidem_client_list_unknown` lists it) and
- * the lease is released.
- *
- * Ownership: takes `call`; steps it made stay valid.
- * NULL: `call` may be NULL (nothing happens).
- * Anything else must be a live handle of this type from this library:
- * freeing it twice, using it after this call, or passing a handle of
- * another type is undefined behaviour, and is not detected. The client
- * that made it may be freed before or after.
- * Threads: no call on `call` may be running or start.
+ * Ownership: borrows `err`.
+ * NULL: `err` may be NULL.
+ * Threads: read-only; safe while no other thread frees `err`.
  * Errors: none.
  */
-void payidem_call_free(struct payidem_call *call);
+payidem_result payidem_error_code(const struct payidem_error *err);
 
 /**
- * Writes the full URL an attempt's request target is sent to (the base
- * URL's origin followed by `path`, as `payidem_step_path` gives it, which
- * already holds the base URL's path prefix) and a NUL into `buf`;
- * `*len_out` (when given) receives its length without the NUL, also on
- * `PAYIDEM_BUFFER_TOO_SMALL`.
+ * The error's message for people: NUL-terminated UTF-8 that starts with the
+ * field's name for `PAYIDEM_INVALID_ARGUMENT`. Never holds a secret.
  *
- * Ownership: `buf` is caller memory, written only on success.
- * NULL: `client` and `path` must not be NULL; `buf` may be NULL only with
- * `buf_len` 0; `len_out` and `err_out` may be NULL.
- * Threads: safe from any number of threads on one client.
- * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `client`, `path` or `buf`;
- * `PAYIDEM_BUFFER_TOO_SMALL` naming `buf`.
+ * Ownership: borrowed from `err`; valid until `payidem_error_free(err)`.
+ * NULL: `err` may be NULL, giving NULL.
+ * Threads: read-only; safe while no other thread frees `err`.
+ * Errors: none.
  */
-payidem_result payidem_client_url(const struct payidem_client *client,
-                                  const char *path,
-                                  char *buf,
-                                  size_t buf_len,
-                                  size_t *len_out,
-                                  struct payidem_error **err_out);
+const char *payidem_error_message(const struct payidem_error *err);
 
 /**
- * Writes the request target of the absolute `url` relative to the
- * client's base URL (its path below the base URL's path prefix, with its
- * query), the path to begin an operation with, and a NUL into `buf`;
- * `*len_out` (when given) receives its length without the NUL, also on
- * `PAYIDEM_BUFFER_TOO_SMALL`. The core decides whether `url` is under the
- * base URL: scheme and host compare without case, a default port equals no
- * port (`https://h:443/x` is `https://h/x`), paths compare as their
- * percent-encoded text, and a URL with credentials is refused. A signed
- * request is never sent elsewhere.
+ * The name of the invalid argument or option (e.g. `"path"`,
+ * `"retry.base_ms"`), for `PAYIDEM_INVALID_ARGUMENT` and
+ * `PAYIDEM_BUFFER_TOO_SMALL`; NULL otherwise.
  *
- * Ownership: `buf` is caller memory, written only on success.
- * NULL: `client` and `url` must not be NULL; `buf` may be NULL only with
- * `buf_len` 0; `len_out` and `err_out` may be NULL.
- * Threads: safe from any number of threads on one client.
- * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `client`, `url` (no absolute
- * URL under the base URL) or `buf`; `PAYIDEM_BUFFER_TOO_SMALL` naming
- * `buf`.
+ * Ownership: borrowed from `err`; valid until `payidem_error_free(err)`.
+ * NULL: `err` may be NULL, giving NULL.
+ * Threads: read-only; safe while no other thread frees `err`.
+ * Errors: none.
  */
-payidem_result payidem_client_target_of(const struct payidem_client *client,
-                                        const char *url,
-                                        char *buf,
-                                        size_t buf_len,
-                                        size_t *len_out,
-                                        struct payidem_error **err_out);
+const char *payidem_error_field(const struct payidem_error *err);
+
+/**
+ * The HTTP status: the platform's answer for `PAYIDEM_REJECTED` (and a
+ * conflict answered by the platform), or the status a verifier answers
+ * with for a verification failure (401, 409, 503, 400); 0 when none.
+ *
+ * Ownership: borrows `err`.
+ * NULL: `err` may be NULL, giving 0.
+ * Threads: read-only; safe while no other thread frees `err`.
+ * Errors: none.
+ */
+uint16_t payidem_error_http_status(const struct payidem_error *err);
+
+/**
+ * The platform's response body, for `PAYIDEM_REJECTED` and a conflict
+ * answered by the platform. Returns true and sets `*body_out` and
+ * `*len_out` when there is one; returns false and leaves them untouched
+ * otherwise. The bytes are not NUL-terminated.
+ *
+ * Ownership: the bytes are borrowed from `err`; valid until
+ * `payidem_error_free(err)`.
+ * NULL: `err` may be NULL (false); `body_out` and `len_out` must not be
+ * NULL (false).
+ * Threads: read-only; safe while no other thread frees `err`.
+ * Errors: none.
+ */
+bool payidem_error_body(const struct payidem_error *err, const uint8_t **body_out, size_t *len_out);
+
+/**
+ * The operation's order id, when the error concerns one operation
+ * (`PAYIDEM_OUTCOME_UNKNOWN`, `PAYIDEM_KEY_EXPIRED`, `PAYIDEM_CANCELLED`,
+ * ...); NULL otherwise.
+ *
+ * Ownership: borrowed from `err`; valid until `payidem_error_free(err)`.
+ * NULL: `err` may be NULL, giving NULL.
+ * Threads: read-only; safe while no other thread frees `err`.
+ * Errors: none.
+ */
+const char *payidem_error_order_id(const struct payidem_error *err);
+
+/**
+ * The operation's idempotency key, when the error concerns one operation;
+ * NULL otherwise. Resume the operation with the same order id: the key is
+ * kept by the journal.
+ *
+ * Ownership: borrowed from `err`; valid until `payidem_error_free(err)`.
+ * NULL: `err` may be NULL, giving NULL.
+ * Threads: read-only; safe while no other thread frees `err`.
+ * Errors: none.
+ */
+const char *payidem_error_idempotency_key(const struct payidem_error *err);
+
+/**
+ * The server's clock (Unix seconds), for
+ * `PAYIDEM_TIMESTAMP_OUT_OF_WINDOW` from a verifier. Returns true and sets
+ * `*server_time_out` when known; false otherwise.
+ *
+ * Ownership: borrows `err`.
+ * NULL: `err` may be NULL (false); `server_time_out` must not be NULL
+ * (false).
+ * Threads: read-only; safe while no other thread frees `err`.
+ * Errors: none.
+ */
+bool payidem_error_server_time(const struct payidem_error *err, uint64_t *server_time_out);
+
+/**
+ * Frees an error.
+ *
+ * Ownership: takes `err`; every string and buffer borrowed from it dies.
+ * NULL: `err` may be NULL (nothing happens).
+ * Anything else must be a live handle of this type from this library:
+ * freeing it twice, using it after this call, or passing a handle of
+ * another type is undefined behaviour, and is not detected.
+ * Threads: the caller must own `err`; free it once.
+ * Errors: none.
+ */
+void payidem_error_free(struct payidem_error *err);
+
+/**
+ * The stable name of a `payidem_operation_state` value (`"pending"`,
+ * `"in_flight"`, `"unknown"`, `"succeeded"`, `"rejected"`, `"conflict"`:
+ * the names journals store); NULL for `PAYIDEM_STATE_NOT_FOUND` and any
+ * other number that is no state.
+ *
+ * Ownership: the string is static; never free it.
+ * NULL: never takes a pointer.
+ * Threads: safe from any thread.
+ * Errors: none; an unknown number gives NULL.
+ */
+const char *payidem_operation_state_name(uint32_t state);
+
+/**
+ * The stable name of a `payidem_step_type` value (`"persist"`, `"send"`,
+ * `"wait"`, `"end"`); NULL for a number that is no step type.
+ *
+ * Ownership: the string is static; never free it.
+ * NULL: never takes a pointer.
+ * Threads: safe from any thread.
+ * Errors: none; an unknown number gives NULL.
+ */
+const char *payidem_step_type_name(uint32_t kind);
+
+/**
+ * The stable name of a `payidem_attempt_outcome` value (`"response"`,
+ * `"not_sent"`, `"sent_no_response"`); NULL for a number that is none.
+ *
+ * Ownership: the string is static; never free it.
+ * NULL: never takes a pointer.
+ * Threads: safe from any thread.
+ * Errors: none; an unknown number gives NULL.
+ */
+const char *payidem_attempt_outcome_name(uint32_t outcome);
+
+/**
+ * The stable name of a `payidem_next_action` value (`"settle"`,
+ * `"retry_now"`, `"retry_later"`, `"adjust_clock"`, `"query_status"`,
+ * `"query_later"`, `"give_up"`), as the core library names it; NULL for a
+ * number that is no action.
+ *
+ * Ownership: the string is static; never free it.
+ * NULL: never takes a pointer.
+ * Threads: safe from any thread.
+ * Errors: none; an unknown number gives NULL.
+ */
+const char *payidem_next_action_name(uint32_t action);
+
+/**
+ * The stable name of a `payidem_landed` value (`"no"`, `"maybe"`,
+ * `"yes"`), as the core library names it; NULL for a number that is none.
+ *
+ * Ownership: the string is static; never free it.
+ * NULL: never takes a pointer.
+ * Threads: safe from any thread.
+ * Errors: none; an unknown number gives NULL.
+ */
+const char *payidem_landed_name(uint32_t landed);
+
+/**
+ * The stable name of a `payidem_attempt_kind` value (`"operation"`,
+ * `"status_query"`), as the core library names it; NULL for a number that
+ * is no kind.
+ *
+ * Ownership: the string is static; never free it.
+ * NULL: never takes a pointer.
+ * Threads: safe from any thread.
+ * Errors: none; an unknown number gives NULL.
+ */
+const char *payidem_attempt_kind_name(uint32_t kind);
+
+/**
+ * The stable name of a `payidem_decision_kind` (`done`, `fail`,
+ * `retry_now`, `retry_backoff`, `retry_after`, `adjust_clock_retry`,
+ * `query_status`, `send_operation`: the core's names); NULL for a number
+ * that is no decision kind.
+ *
+ * Ownership: a static string; never free it.
+ * NULL: never takes a pointer.
+ * Threads: safe from any thread.
+ * Errors: none (NULL for an unknown number).
+ */
+const char *payidem_decision_kind_name(uint32_t kind);
+
+/**
+ * The name of the `index`th header a signed attempt carries, in the
+ * core's order (`"X-Api-Key"`, `"X-Timestamp"`, `"X-Nonce"`,
+ * `"X-Signature"`, `"Idempotency-Key"`; a request without an idempotency
+ * key carries the first four); NULL from index 5 on. A caller's own values
+ * of these headers must never be sent with an attempt.
+ *
+ * Ownership: the string is static; never free it.
+ * NULL: never takes a pointer.
+ * Threads: safe from any thread.
+ * Errors: none; an index past the last gives NULL.
+ */
+const char *payidem_signed_header_name(uint32_t index);
+
+/**
+ * The stable snake_case name of a result number (`"ok"`,
+ * `"invalid_argument"`, ..., `"buffer_too_small"`), the same name every
+ * binding uses; NULL for a number that is no code.
+ *
+ * Ownership: the string is static; never free it.
+ * NULL: never takes a pointer.
+ * Threads: safe from any thread.
+ * Errors: none; an unknown number gives NULL.
+ */
+const char *payidem_result_name(uint32_t code);
+
+/**
+ * The highest number among payidem's stable error codes in the linked
+ * library. Codes 1 to this number are exactly the core library's codes,
+ * without gaps, each named by `payidem_result_name`; the C ABI's own codes
+ * (from 100 up) are not counted. Lets a binding check, at run time, that
+ * it knows every code of the library it is linked with.
+ *
+ * Ownership: nothing to free.
+ * NULL: never takes a pointer.
+ * Threads: safe from any thread.
+ * Errors: none.
+ */
+uint32_t payidem_result_max_error_code(void);
+
+/**
+ * Whether an operation that ended with `code` is settled for good: it is
+ * never sent again, and executing or resuming it answers the same end
+ * (`PAYIDEM_REJECTED`, `PAYIDEM_IDEMPOTENCY_CONFLICT`,
+ * `PAYIDEM_KEY_EXPIRED`). False for every other code, including unknown
+ * numbers: the operation keeps its key and may still be completed
+ * (`PAYIDEM_OUTCOME_UNKNOWN`, `PAYIDEM_REFUSED`, `PAYIDEM_TRANSPORT_ERROR`,
+ * `PAYIDEM_CANCELLED`, ...).
+ *
+ * Ownership: nothing to free.
+ * NULL: never takes a pointer.
+ * Threads: safe from any thread.
+ * Errors: none.
+ */
+bool payidem_result_is_final(uint32_t code);
 
 /**
  * Creates a client from `options_json`, a JSON object, and the key's
@@ -1504,114 +1522,236 @@ const char *payidem_client_defaults_json(void);
 uint64_t payidem_max_response_bytes(void);
 
 /**
- * The error's code; `PAYIDEM_OK` for a NULL error (no error).
+ * Starts a call of one business operation, as `payidem_client_execute`
+ * does (same arguments, checks and journal; an order id already in the
+ * journal with the same request continues that operation, a settled one
+ * gives an END step at once) but without sending anything: the caller
+ * drives it with `payidem_call_step` and `payidem_call_report`.
+ * `deadline_ms` (0 for none) shortens the client's retry deadline for this
+ * call.
  *
- * Ownership: borrows `err`.
- * NULL: `err` may be NULL.
- * Threads: read-only; safe while no other thread frees `err`.
- * Errors: none.
+ * Ownership: on success `*call_out` receives a new call the caller frees
+ * with `payidem_call_free`; the inputs are only read (the body is copied
+ * into the journal).
+ * NULL: `client`, `order_id`, `method`, `path` and `call_out` must not be
+ * NULL; `body` may be NULL when `body_len` is 0; `idempotency_key`,
+ * `status_path` and `err_out` may be NULL.
+ * Threads: safe from any number of threads on one client.
+ * Errors: `PAYIDEM_IDEMPOTENCY_CONFLICT` (the order id is journaled with
+ * another request), `PAYIDEM_OPERATION_BUSY` (another call drives it),
+ * `PAYIDEM_JOURNAL_ERROR`, `PAYIDEM_INVALID_ARGUMENT` naming `client`,
+ * `order_id`, `method`, `path`, `body`, `idempotency_key`, `status_path`
+ * or `call_out`. The platform's answers come with the END step.
  */
-payidem_result payidem_error_code(const struct payidem_error *err);
+payidem_result payidem_client_begin(const struct payidem_client *client,
+                                    const char *order_id,
+                                    const char *method,
+                                    const char *path,
+                                    const uint8_t *body,
+                                    size_t body_len,
+                                    const char *idempotency_key,
+                                    const char *status_path,
+                                    uint64_t deadline_ms,
+                                    struct payidem_call **call_out,
+                                    struct payidem_error **err_out);
 
 /**
- * The error's message for people: NUL-terminated UTF-8 that starts with the
- * field's name for `PAYIDEM_INVALID_ARGUMENT`. Never holds a secret.
+ * Starts a call resuming an unsettled operation of the journal with its
+ * own key and body (after a crash, or after `PAYIDEM_OUTCOME_UNKNOWN`;
+ * see `payidem_client_list_unknown`), as `payidem_client_resume` does,
+ * for a caller that sends with its own HTTP client. A settled operation
+ * gives an END step at once with its stored outcome.
  *
- * Ownership: borrowed from `err`; valid until `payidem_error_free(err)`.
- * NULL: `err` may be NULL, giving NULL.
- * Threads: read-only; safe while no other thread frees `err`.
- * Errors: none.
+ * Ownership: on success `*call_out` receives a new call the caller frees
+ * with `payidem_call_free`.
+ * NULL: `client`, `order_id` and `call_out` must not be NULL; `err_out`
+ * may be NULL.
+ * Threads: safe from any number of threads on one client.
+ * Errors: `PAYIDEM_OPERATION_BUSY`, `PAYIDEM_JOURNAL_ERROR`,
+ * `PAYIDEM_INVALID_ARGUMENT` naming `client`, `order_id` (also when the
+ * journal does not hold it) or `call_out`.
  */
-const char *payidem_error_message(const struct payidem_error *err);
+payidem_result payidem_client_begin_resume(const struct payidem_client *client,
+                                           const char *order_id,
+                                           uint64_t deadline_ms,
+                                           struct payidem_call **call_out,
+                                           struct payidem_error **err_out);
 
 /**
- * The name of the invalid argument or option (e.g. `"path"`,
- * `"retry.base_ms"`), for `PAYIDEM_INVALID_ARGUMENT` and
- * `PAYIDEM_BUFFER_TOO_SMALL`; NULL otherwise.
+ * The call's next step: SEND (already recorded in the journal: send it to
+ * `payidem_client_url` of `payidem_step_path`, within
+ * `payidem_step_timeout_ms`, then `payidem_call_report`), WAIT (sleep,
+ * then ask again) or END (the journal holds the end; read it with
+ * `payidem_step_end_result`). Never PERSIST: the call records in the
+ * client's journal itself. Asking again after a SEND without reporting
+ * ends the call: that attempt's outcome is unknown. After END every step
+ * is the same END.
  *
- * Ownership: borrowed from `err`; valid until `payidem_error_free(err)`.
- * NULL: `err` may be NULL, giving NULL.
- * Threads: read-only; safe while no other thread frees `err`.
- * Errors: none.
+ * Ownership: on success `*step_out` receives a new step the caller frees
+ * with `payidem_step_free`.
+ * NULL: `call` and `step_out` must not be NULL; `err_out` may be NULL.
+ * Threads: one thread at a time on `call`.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `call` or `step_out`. How
+ * the operation ended (journal errors included) is the END step's result,
+ * not this function's.
  */
-const char *payidem_error_field(const struct payidem_error *err);
+payidem_result payidem_call_step(struct payidem_call *call,
+                                 struct payidem_step **step_out,
+                                 struct payidem_error **err_out);
 
 /**
- * The HTTP status: the platform's answer for `PAYIDEM_REJECTED` (and a
- * conflict answered by the platform), or the status a verifier answers
- * with for a verification failure (401, 409, 503, 400); 0 when none.
+ * `payidem_call_step` at the caller's clocks, for a caller that keeps
+ * them itself (a simulation, the shared operation vectors): `now_unix` is
+ * the wall clock (Unix seconds) the attempts are signed with and the
+ * journal written at, `elapsed_ms` the time since the call began, against
+ * its deadline and waits. Once told, the call keeps to the caller's
+ * clocks (a cancel or free writes at the time last told).
  *
- * Ownership: borrows `err`.
- * NULL: `err` may be NULL, giving 0.
- * Threads: read-only; safe while no other thread frees `err`.
- * Errors: none.
+ * Ownership: as `payidem_call_step`.
+ * NULL: as `payidem_call_step`.
+ * Threads: as `payidem_call_step`.
+ * Errors: as `payidem_call_step`.
  */
-uint16_t payidem_error_http_status(const struct payidem_error *err);
+payidem_result payidem_call_step_at(struct payidem_call *call,
+                                    uint64_t now_unix,
+                                    uint64_t elapsed_ms,
+                                    struct payidem_step **step_out,
+                                    struct payidem_error **err_out);
 
 /**
- * The platform's response body, for `PAYIDEM_REJECTED` and a conflict
- * answered by the platform. Returns true and sets `*body_out` and
- * `*len_out` when there is one; returns false and leaves them untouched
- * otherwise. The bytes are not NUL-terminated.
+ * Reports what the attempt of the last SEND step produced, as for
+ * `payidem_operation_handle`: `outcome` is a `payidem_attempt_outcome`;
+ * for `PAYIDEM_ATTEMPT_RESPONSE` the `status`, response `headers` and
+ * `body`; for `PAYIDEM_ATTEMPT_NOT_SENT` (nothing was written: DNS,
+ * connect, TLS handshake) and `PAYIDEM_ATTEMPT_SENT_NO_RESPONSE` (the
+ * request was or may have been written, and no answer came: timeout,
+ * reset) an optional `reason`. The client's event callback receives the
+ * attempt's event before this returns. A report without an attempt in
+ * flight is ignored.
  *
- * Ownership: the bytes are borrowed from `err`; valid until
- * `payidem_error_free(err)`.
- * NULL: `err` may be NULL (false); `body_out` and `len_out` must not be
- * NULL (false).
- * Threads: read-only; safe while no other thread frees `err`.
- * Errors: none.
+ * Ownership: every input is only read (copied).
+ * NULL: `call` must not be NULL; `headers` may be NULL when
+ * `header_count` is 0 (no header's `name` or `value` may be NULL); `body`
+ * may be NULL when `body_len` is 0; `reason` and `err_out` may be NULL.
+ * Threads: one thread at a time on `call`.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `call`, `outcome` (not a
+ * `payidem_attempt_outcome`), `status` (a response's status outside
+ * 100..=999), `headers[i].name`, `headers[i].value`, `body` or `reason`;
+ * nothing is reported then (report again).
  */
-bool payidem_error_body(const struct payidem_error *err, const uint8_t **body_out, size_t *len_out);
+payidem_result payidem_call_report(struct payidem_call *call,
+                                   uint32_t outcome,
+                                   uint16_t status,
+                                   const struct payidem_header *headers,
+                                   size_t header_count,
+                                   const uint8_t *body,
+                                   size_t body_len,
+                                   const char *reason,
+                                   struct payidem_error **err_out);
 
 /**
- * The operation's order id, when the error concerns one operation
- * (`PAYIDEM_OUTCOME_UNKNOWN`, `PAYIDEM_KEY_EXPIRED`, `PAYIDEM_CANCELLED`,
- * ...); NULL otherwise.
+ * `payidem_call_report` at the caller's clocks (see
+ * `payidem_call_step_at`): `now_unix` Unix seconds, `elapsed_ms` since the
+ * call began.
  *
- * Ownership: borrowed from `err`; valid until `payidem_error_free(err)`.
- * NULL: `err` may be NULL, giving NULL.
- * Threads: read-only; safe while no other thread frees `err`.
- * Errors: none.
+ * Ownership: as `payidem_call_report`.
+ * NULL: as `payidem_call_report`.
+ * Threads: as `payidem_call_report`.
+ * Errors: as `payidem_call_report`.
  */
-const char *payidem_error_order_id(const struct payidem_error *err);
+payidem_result payidem_call_report_at(struct payidem_call *call,
+                                      uint32_t outcome,
+                                      uint16_t status,
+                                      const struct payidem_header *headers,
+                                      size_t header_count,
+                                      const uint8_t *body,
+                                      size_t body_len,
+                                      const char *reason,
+                                      uint64_t now_unix,
+                                      uint64_t elapsed_ms,
+                                      struct payidem_error **err_out);
 
 /**
- * The operation's idempotency key, when the error concerns one operation;
- * NULL otherwise. Resume the operation with the same order id: the key is
- * kept by the journal.
+ * Ends the call at the caller's request (a cancel, a deadline, a signal)
+ * and gives its END step: the journal is left right (unknown if an attempt
+ * may have landed, pending otherwise; the key is kept) and the lease is
+ * released. Its result is `PAYIDEM_CANCELLED` (order id and key in the
+ * error), unless the machine had already ended: then it is that end's
+ * result (a payment that was made is never hidden behind a cancel).
  *
- * Ownership: borrowed from `err`; valid until `payidem_error_free(err)`.
- * NULL: `err` may be NULL, giving NULL.
- * Threads: read-only; safe while no other thread frees `err`.
- * Errors: none.
+ * Ownership: on success `*end_out` receives a new step the caller frees
+ * with `payidem_step_free`.
+ * NULL: `call` and `end_out` must not be NULL; `err_out` may be NULL.
+ * Threads: one thread at a time on `call`.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `call` or `end_out`.
  */
-const char *payidem_error_idempotency_key(const struct payidem_error *err);
+payidem_result payidem_call_cancel(struct payidem_call *call,
+                                   struct payidem_step **end_out,
+                                   struct payidem_error **err_out);
 
 /**
- * The server's clock (Unix seconds), for
- * `PAYIDEM_TIMESTAMP_OUT_OF_WINDOW` from a verifier. Returns true and sets
- * `*server_time_out` when known; false otherwise.
+ * Frees a call. A call freed before its END is abandoned first, as
+ * `payidem_call_cancel` does: the journal is left right (unknown if an
+ * attempt may have landed, so `payidem_client_list_unknown` lists it) and
+ * the lease is released.
  *
- * Ownership: borrows `err`.
- * NULL: `err` may be NULL (false); `server_time_out` must not be NULL
- * (false).
- * Threads: read-only; safe while no other thread frees `err`.
- * Errors: none.
- */
-bool payidem_error_server_time(const struct payidem_error *err, uint64_t *server_time_out);
-
-/**
- * Frees an error.
- *
- * Ownership: takes `err`; every string and buffer borrowed from it dies.
- * NULL: `err` may be NULL (nothing happens).
+ * Ownership: takes `call`; steps it made stay valid.
+ * NULL: `call` may be NULL (nothing happens).
  * Anything else must be a live handle of this type from this library:
  * freeing it twice, using it after this call, or passing a handle of
- * another type is undefined behaviour, and is not detected.
- * Threads: the caller must own `err`; free it once.
+ * another type is undefined behaviour, and is not detected. The client
+ * that made it may be freed before or after.
+ * Threads: no call on `call` may be running or start.
  * Errors: none.
  */
-void payidem_error_free(struct payidem_error *err);
+void payidem_call_free(struct payidem_call *call);
+
+/**
+ * Writes the full URL an attempt's request target is sent to (the base
+ * URL's origin followed by `path`, as `payidem_step_path` gives it, which
+ * already holds the base URL's path prefix) and a NUL into `buf`;
+ * `*len_out` (when given) receives its length without the NUL, also on
+ * `PAYIDEM_BUFFER_TOO_SMALL`.
+ *
+ * Ownership: `buf` is caller memory, written only on success.
+ * NULL: `client` and `path` must not be NULL; `buf` may be NULL only with
+ * `buf_len` 0; `len_out` and `err_out` may be NULL.
+ * Threads: safe from any number of threads on one client.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `client`, `path` or `buf`;
+ * `PAYIDEM_BUFFER_TOO_SMALL` naming `buf`.
+ */
+payidem_result payidem_client_url(const struct payidem_client *client,
+                                  const char *path,
+                                  char *buf,
+                                  size_t buf_len,
+                                  size_t *len_out,
+                                  struct payidem_error **err_out);
+
+/**
+ * Writes the request target of the absolute `url` relative to the
+ * client's base URL (its path below the base URL's path prefix, with its
+ * query), the path to begin an operation with, and a NUL into `buf`;
+ * `*len_out` (when given) receives its length without the NUL, also on
+ * `PAYIDEM_BUFFER_TOO_SMALL`. The core decides whether `url` is under the
+ * base URL: scheme and host compare without case, a default port equals no
+ * port (`https://h:443/x` is `https://h/x`), paths compare as their
+ * percent-encoded text, and a URL with credentials is refused. A signed
+ * request is never sent elsewhere.
+ *
+ * Ownership: `buf` is caller memory, written only on success.
+ * NULL: `client` and `url` must not be NULL; `buf` may be NULL only with
+ * `buf_len` 0; `len_out` and `err_out` may be NULL.
+ * Threads: safe from any number of threads on one client.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `client`, `url` (no absolute
+ * URL under the base URL) or `buf`; `PAYIDEM_BUFFER_TOO_SMALL` naming
+ * `buf`.
+ */
+payidem_result payidem_client_target_of(const struct payidem_client *client,
+                                        const char *url,
+                                        char *buf,
+                                        size_t buf_len,
+                                        size_t *len_out,
+                                        struct payidem_error **err_out);
 
 /**
  * The log level of an attempt's event (the policy of
@@ -1745,6 +1885,214 @@ payidem_result payidem_client_take_over(const struct payidem_client *client,
                                         struct payidem_error **err_out);
 
 /**
+ * Checks `options_json` as `payidem_client_new` does, without opening a
+ * journal or reading any file, and gives every setting's effective value
+ * as a JSON object of the options object's shape (absent settings at
+ * their defaults; `journal_key_hex` is `"<set>"` or `""`, never the key;
+ * `lease_ttl_s` is null when the lease follows the deadline). Whether
+ * the base URL, proxy or TLS files are usable is checked by
+ * `payidem_client_new` only.
+ *
+ * Ownership: on success `*resolved_out` receives a new NUL-terminated
+ * string the caller frees with `payidem_string_free`.
+ * NULL: `options_json` and `resolved_out` must not be NULL; `err_out` may
+ * be NULL.
+ * Threads: safe from any thread.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `options_json` (not a JSON
+ * object), the setting (e.g. `retry.base_ms`, `lease_ttl_s`, an unknown
+ * `retry.bogus`) or `resolved_out`.
+ */
+payidem_result payidem_client_options_resolve(const char *options_json,
+                                              char **resolved_out,
+                                              struct payidem_error **err_out);
+
+/**
+ * Checks `start_json` as `payidem_operation_new` does and gives every
+ * setting's effective value as a JSON object: `operation` (its
+ * `order_id`), `progress`, `setup` (`retry_budget` null for none) and
+ * `now`.
+ *
+ * Ownership: on success `*resolved_out` receives a new NUL-terminated
+ * string the caller frees with `payidem_string_free`.
+ * NULL: `start_json` and `resolved_out` must not be NULL; `err_out` may be
+ * NULL.
+ * Threads: safe from any thread.
+ * Errors: as `payidem_operation_new`, or naming `resolved_out`.
+ */
+payidem_result payidem_operation_start_resolve(const char *start_json,
+                                               char **resolved_out,
+                                               struct payidem_error **err_out);
+
+/**
+ * Frees a string the library returned for the caller to free (e.g. by
+ * `payidem_client_options_resolve`). NULL does nothing.
+ *
+ * Ownership: takes `text`; free each string once.
+ * NULL: allowed.
+ * Threads: safe from any thread.
+ * Errors: none.
+ */
+void payidem_string_free(char *text);
+
+/**
+ * The platform's HTTP status (2xx); 0 for a NULL outcome.
+ *
+ * Ownership: borrows `outcome`.
+ * NULL: `outcome` may be NULL, giving 0.
+ * Threads: read-only; not while another thread frees `outcome`.
+ * Errors: none.
+ */
+uint16_t payidem_outcome_http_status(const struct payidem_outcome *outcome);
+
+/**
+ * The response body: sets `*body_out` and `*len_out` (the bytes are not
+ * NUL-terminated; an empty body gives a non-NULL pointer and 0) and returns
+ * true; returns false and leaves them untouched for NULL arguments.
+ *
+ * Ownership: the bytes are borrowed from `outcome`, valid until
+ * `payidem_outcome_free(outcome)`.
+ * NULL: none of the arguments may be NULL (false).
+ * Threads: read-only; not while another thread frees `outcome`.
+ * Errors: none.
+ */
+bool payidem_outcome_body(const struct payidem_outcome *outcome,
+                          const uint8_t **body_out,
+                          size_t *len_out);
+
+/**
+ * Whether the platform replayed a stored answer (`Idempotent-Replayed:
+ * true`): the operation had already happened, exactly once.
+ *
+ * Ownership: borrows `outcome`.
+ * NULL: `outcome` may be NULL, giving false.
+ * Threads: read-only; not while another thread frees `outcome`.
+ * Errors: none.
+ */
+bool payidem_outcome_replayed(const struct payidem_outcome *outcome);
+
+/**
+ * The operation's idempotency key.
+ *
+ * Ownership: borrowed from `outcome`, valid until it is freed.
+ * NULL: `outcome` may be NULL, giving NULL.
+ * Threads: read-only; not while another thread frees `outcome`.
+ * Errors: none.
+ */
+const char *payidem_outcome_idempotency_key(const struct payidem_outcome *outcome);
+
+/**
+ * The operation's order id.
+ *
+ * Ownership: borrowed from `outcome`, valid until it is freed.
+ * NULL: `outcome` may be NULL, giving NULL.
+ * Threads: read-only; not while another thread frees `outcome`.
+ * Errors: none.
+ */
+const char *payidem_outcome_order_id(const struct payidem_outcome *outcome);
+
+/**
+ * Attempts made over every call of the operation (status queries
+ * included); 0 for a NULL outcome.
+ *
+ * Ownership: borrows `outcome`.
+ * NULL: `outcome` may be NULL, giving 0.
+ * Threads: read-only; not while another thread frees `outcome`.
+ * Errors: none.
+ */
+uint32_t payidem_outcome_attempts(const struct payidem_outcome *outcome);
+
+/**
+ * How many response headers the outcome kept; 0 for a NULL outcome.
+ *
+ * Ownership: borrows `outcome`.
+ * NULL: `outcome` may be NULL, giving 0.
+ * Threads: read-only; not while another thread frees `outcome`.
+ * Errors: none.
+ */
+size_t payidem_outcome_header_count(const struct payidem_outcome *outcome);
+
+/**
+ * The response header at `index` (0-based, in the order received).
+ *
+ * Ownership: `*name_out` and `*value_out` are borrowed from `outcome`,
+ * valid until `payidem_outcome_free(outcome)`.
+ * NULL: `outcome`, `name_out` and `value_out` must not be NULL; `err_out`
+ * may be NULL.
+ * Threads: read-only; not while another thread frees `outcome`.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `outcome`, `index` (out of
+ * range), `name_out` or `value_out`.
+ */
+payidem_result payidem_outcome_header_at(const struct payidem_outcome *outcome,
+                                         size_t index,
+                                         const char **name_out,
+                                         const char **value_out,
+                                         struct payidem_error **err_out);
+
+/**
+ * The journal's error when the platform answered 2xx but the journal
+ * could not record the success (`PAYIDEM_JOURNAL_ERROR`; read it with the
+ * `payidem_error_*` accessors); NULL when the journal recorded it. The
+ * payment was made either way. The journal still holds the operation in
+ * flight with its key: a later `payidem_client_execute` or
+ * `payidem_client_resume` of the order gets the same answer replayed by
+ * the platform and records it then.
+ *
+ * Ownership: borrowed from `outcome`, valid until
+ * `payidem_outcome_free(outcome)`; never pass it to `payidem_error_free`.
+ * NULL: `outcome` may be NULL, giving NULL.
+ * Threads: read-only; not while another thread frees `outcome`.
+ * Errors: none.
+ */
+const struct payidem_error *payidem_outcome_journal_error(const struct payidem_outcome *outcome);
+
+/**
+ * Frees an outcome.
+ *
+ * Ownership: takes `outcome`; every string and buffer borrowed from it dies.
+ * NULL: `outcome` may be NULL (nothing happens).
+ * Anything else must be a live handle of this type from this library:
+ * freeing it twice, using it after this call, or passing a handle of
+ * another type is undefined behaviour, and is not detected.
+ * Threads: the caller must own `outcome`; free it once.
+ * Errors: none.
+ */
+void payidem_outcome_free(struct payidem_outcome *outcome);
+
+/**
+ * How many order ids the list holds; 0 for a NULL list.
+ *
+ * Ownership: borrows `list`.
+ * NULL: `list` may be NULL, giving 0.
+ * Threads: read-only; not while another thread frees `list`.
+ * Errors: none.
+ */
+size_t payidem_order_list_len(const struct payidem_order_list *list);
+
+/**
+ * The order id at `index` (0-based, oldest operation first); NULL when
+ * `index` is out of range.
+ *
+ * Ownership: borrowed from `list`, valid until `payidem_order_list_free`.
+ * NULL: `list` may be NULL, giving NULL.
+ * Threads: read-only; not while another thread frees `list`.
+ * Errors: none (NULL for an index out of range).
+ */
+const char *payidem_order_list_get(const struct payidem_order_list *list, size_t index);
+
+/**
+ * Frees a list of order ids.
+ *
+ * Ownership: takes `list`; every string borrowed from it dies.
+ * NULL: `list` may be NULL (nothing happens).
+ * Anything else must be a live handle of this type from this library:
+ * freeing it twice, using it after this call, or passing a handle of
+ * another type is undefined behaviour, and is not detected.
+ * Threads: the caller must own `list`; free it once.
+ * Errors: none.
+ */
+void payidem_order_list_free(struct payidem_order_list *list);
+
+/**
  * Writes, in lowercase hex and a NUL into `buf`, the journal key a client
  * derives from the API secret `secret` when it is given no journal key of
  * its own (64 hex digits). After the API secret is rotated, a journal
@@ -1815,102 +2163,253 @@ payidem_result payidem_verifier_metrics(const struct payidem_verifier *verifier,
                                         struct payidem_error **err_out);
 
 /**
- * The stable name of a `payidem_operation_state` value (`"pending"`,
- * `"in_flight"`, `"unknown"`, `"succeeded"`, `"rejected"`, `"conflict"`:
- * the names journals store); NULL for `PAYIDEM_STATE_NOT_FOUND` and any
- * other number that is no state.
+ * Starts the machine for one operation from `start_json`, a JSON object:
  *
- * Ownership: the string is static; never free it.
- * NULL: never takes a pointer.
+ * - `operation` (required): `order_id`, `method`, `path` (strings,
+ *   required), `body` (UTF-8 text) or `body_base64` (bytes), both
+ *   optional (empty body), `idempotency_key` (default
+ *   `create-{order_id}`) and `status_path` (strings or null). Checked as
+ *   `payidem_client_execute` checks them.
+ * - `progress`: what your journal knows: `state` (`"pending"`,
+ *   `"in_flight"`, `"unknown"`, `"succeeded"`, `"rejected"`, `"conflict"`;
+ *   default pending), `attempts` (default 0), `created_at` (Unix seconds
+ *   the operation was first prepared; the key's age counts from it;
+ *   default `now`), `first_recorded` (bool, default false: your journal
+ *   recorded the first attempt, in flight with 1 attempt, as it opened
+ *   the operation, and it was not sent; the first `PERSIST` step is then
+ *   skipped, and a call that ends before sending it asks for a `PERSIST`
+ *   of 0 attempts before its end).
+ * - `setup`: `max_attempts`, `backoff_base_ms`, `backoff_cap_ms`,
+ *   `deadline_ms`, `key_retention_secs` (at most 172800),
+ *   `max_clock_offset_secs`, `clock_offset` (seconds, may be negative),
+ *   `clock_trusted` (bool), `retry_budget` (null, or an object with
+ *   `capacity`, `retry_cost`, `timeout_cost`, `success_refund`). A
+ *   missing key takes the client's default (see
+ *   `payidem_client_defaults_json`); the clock offset defaults to 0,
+ *   trusted; no retry budget by default.
+ * - `now` (required): local wall time, Unix seconds.
+ *
+ * Every value follows the core's rule for it (core/src/settings/start.rs):
+ * null is absent, numbers are JSON integers in range; unknown keys are
+ * errors. `payidem_operation_start_resolve` shows the values a machine
+ * would start with.
+ *
+ * Ownership: on success `*op_out` receives a new operation the caller
+ * frees with `payidem_operation_free`.
+ * NULL: `start_json` and `op_out` must not be NULL; `err_out` may be NULL.
  * Threads: safe from any thread.
- * Errors: none; an unknown number gives NULL.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `start_json` (not JSON), the
+ * field (e.g. `operation.order_id`, `progress.state`,
+ * `setup.max_attempts`, `setup.retry_budget.capacity`) or `op_out`.
  */
-const char *payidem_operation_state_name(uint32_t state);
+payidem_result payidem_operation_new(const char *start_json,
+                                     struct payidem_operation **op_out,
+                                     struct payidem_error **err_out);
 
 /**
- * The stable name of a `payidem_step_type` value (`"persist"`, `"send"`,
- * `"wait"`, `"end"`); NULL for a number that is no step type.
+ * The next step at local wall time `now_unix` (Unix seconds) and
+ * `elapsed_ms` since the call started (monotonic): PERSIST (record it,
+ * then `payidem_operation_persisted`), SEND (signed with `signer` and a
+ * fresh nonce: send it, then `payidem_operation_handle`), WAIT (sleep,
+ * then poll again) or END. Polling again after a SEND without reporting
+ * ends the call: that attempt's outcome is unknown.
  *
- * Ownership: the string is static; never free it.
- * NULL: never takes a pointer.
- * Threads: safe from any thread.
- * Errors: none; an unknown number gives NULL.
+ * Ownership: on success `*step_out` receives a new step the caller frees
+ * with `payidem_step_free`; `signer` is only read.
+ * NULL: `op`, `signer` and `step_out` must not be NULL; `err_out` may be
+ * NULL.
+ * Threads: one thread at a time on `op`; `signer` may be shared.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `op`, `signer` or
+ * `step_out`.
  */
-const char *payidem_step_type_name(uint32_t kind);
+payidem_result payidem_operation_poll(struct payidem_operation *op,
+                                      const struct payidem_signer *signer,
+                                      uint64_t now_unix,
+                                      uint64_t elapsed_ms,
+                                      struct payidem_step **step_out,
+                                      struct payidem_error **err_out);
 
 /**
- * The stable name of a `payidem_attempt_outcome` value (`"response"`,
- * `"not_sent"`, `"sent_no_response"`); NULL for a number that is none.
+ * Confirms that the record the last PERSIST step asked for is in your
+ * journal (durable, when `payidem_step_persist_first` said so); the next
+ * poll sends. Without a pending PERSIST it does nothing.
  *
- * Ownership: the string is static; never free it.
- * NULL: never takes a pointer.
- * Threads: safe from any thread.
- * Errors: none; an unknown number gives NULL.
+ * Ownership: borrows `op`.
+ * NULL: `op` must not be NULL; `err_out` may be NULL.
+ * Threads: one thread at a time on `op`.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `op`.
  */
-const char *payidem_attempt_outcome_name(uint32_t outcome);
+payidem_result payidem_operation_persisted(struct payidem_operation *op,
+                                           struct payidem_error **err_out);
 
 /**
- * The stable name of a `payidem_next_action` value (`"settle"`,
- * `"retry_now"`, `"retry_later"`, `"adjust_clock"`, `"query_status"`,
- * `"query_later"`, `"give_up"`), as the core library names it; NULL for a
- * number that is no action.
+ * Reports what the attempt of the last SEND step produced, at
+ * `now_unix`/`elapsed_ms` (as for `payidem_operation_poll`). `outcome` is
+ * a `payidem_attempt_outcome`: for `PAYIDEM_ATTEMPT_RESPONSE` give the
+ * `status`, the response `headers` (`Idempotent-Replayed: true` marks a
+ * replayed answer) and `body`; for `PAYIDEM_ATTEMPT_NOT_SENT` (nothing
+ * reached the platform) and `PAYIDEM_ATTEMPT_SENT_NO_RESPONSE` (sent, or
+ * maybe sent, and no answer) they are ignored and `reason` (NULL for a
+ * generic one) says what went wrong. `*reaction_out` (when given)
+ * receives what the machine decided. A report without an attempt in
+ * flight changes nothing and gives `PAYIDEM_NEXT_GIVE_UP`.
  *
- * Ownership: the string is static; never free it.
- * NULL: never takes a pointer.
- * Threads: safe from any thread.
- * Errors: none; an unknown number gives NULL.
+ * Ownership: `*reaction_out` is caller memory, written only on success;
+ * every input is only read (copied).
+ * NULL: `op` must not be NULL; `headers` may be NULL when `header_count`
+ * is 0 (no header's `name` or `value` may be NULL); `body` may be NULL
+ * when `body_len` is 0; `reason`, `reaction_out` and `err_out` may be
+ * NULL.
+ * Threads: one thread at a time on `op`.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `op`, `outcome` (not a
+ * `payidem_attempt_outcome`), `status` (a response's status outside
+ * 100..=999), `headers[i].name`, `headers[i].value`, `body` or `reason`;
+ * nothing is reported then.
  */
-const char *payidem_next_action_name(uint32_t action);
+payidem_result payidem_operation_handle(struct payidem_operation *op,
+                                        uint32_t outcome,
+                                        uint16_t status,
+                                        const struct payidem_header *headers,
+                                        size_t header_count,
+                                        const uint8_t *body,
+                                        size_t body_len,
+                                        const char *reason,
+                                        uint64_t now_unix,
+                                        uint64_t elapsed_ms,
+                                        struct payidem_reaction *reaction_out,
+                                        struct payidem_error **err_out);
 
 /**
- * The stable name of a `payidem_landed` value (`"no"`, `"maybe"`,
- * `"yes"`), as the core library names it; NULL for a number that is none.
+ * Ends the call now, as a caller's cancel does, with what is known
+ * (unknown if an attempt may have landed, else not sent or refused; the
+ * key is kept either way); an ended call keeps its end. `*end_out`
+ * receives the END step (its result is the end's own, never
+ * `PAYIDEM_CANCELLED`: record its state in your journal).
  *
- * Ownership: the string is static; never free it.
- * NULL: never takes a pointer.
- * Threads: safe from any thread.
- * Errors: none; an unknown number gives NULL.
+ * Ownership: on success `*end_out` receives a new step the caller frees
+ * with `payidem_step_free`.
+ * NULL: `op`, `reason` and `end_out` must not be NULL; `err_out` may be
+ * NULL.
+ * Threads: one thread at a time on `op`.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `op`, `reason` or `end_out`.
  */
-const char *payidem_landed_name(uint32_t landed);
+payidem_result payidem_operation_abandon(struct payidem_operation *op,
+                                         const char *reason,
+                                         struct payidem_step **end_out,
+                                         struct payidem_error **err_out);
 
 /**
- * The stable name of a `payidem_attempt_kind` value (`"operation"`,
- * `"status_query"`), as the core library names it; NULL for a number that
- * is no kind.
+ * Attempts over every call of the operation so far (the `attempts` it
+ * started from plus those this call signed); 0 for a NULL operation.
  *
- * Ownership: the string is static; never free it.
- * NULL: never takes a pointer.
- * Threads: safe from any thread.
- * Errors: none; an unknown number gives NULL.
+ * Ownership: borrows `op`.
+ * NULL: `op` may be NULL, giving 0.
+ * Threads: one thread at a time on `op`.
+ * Errors: none.
  */
-const char *payidem_attempt_kind_name(uint32_t kind);
+uint32_t payidem_operation_attempts(const struct payidem_operation *op);
 
 /**
- * The stable name of a `payidem_decision_kind` (`done`, `fail`,
- * `retry_now`, `retry_backoff`, `retry_after`, `adjust_clock_retry`,
- * `query_status`, `send_operation`: the core's names); NULL for a number
- * that is no decision kind.
+ * Whether an attempt of the operation may have taken effect, over every
+ * call so far: a `payidem_landed` value; 0 for a NULL operation.
  *
- * Ownership: a static string; never free it.
- * NULL: never takes a pointer.
- * Threads: safe from any thread.
- * Errors: none (NULL for an unknown number).
+ * Ownership: borrows `op`.
+ * NULL: `op` may be NULL, giving 0.
+ * Threads: one thread at a time on `op`.
+ * Errors: none.
  */
-const char *payidem_decision_kind_name(uint32_t kind);
+uint32_t payidem_operation_landed(const struct payidem_operation *op);
 
 /**
- * The name of the `index`th header a signed attempt carries, in the
- * core's order (`"X-Api-Key"`, `"X-Timestamp"`, `"X-Nonce"`,
- * `"X-Signature"`, `"Idempotency-Key"`; a request without an idempotency
- * key carries the first four); NULL from index 5 on. A caller's own values
- * of these headers must never be sent with an attempt.
+ * Frees an operation.
  *
- * Ownership: the string is static; never free it.
- * NULL: never takes a pointer.
- * Threads: safe from any thread.
- * Errors: none; an index past the last gives NULL.
+ * Ownership: takes `op`; steps it made stay valid.
+ * NULL: `op` may be NULL (nothing happens).
+ * Anything else must be a live handle of this type from this library:
+ * freeing it twice, using it after this call, or passing a handle of
+ * another type is undefined behaviour, and is not detected.
+ * Threads: no call on `op` may be running or start.
+ * Errors: none.
  */
-const char *payidem_signed_header_name(uint32_t index);
+void payidem_operation_free(struct payidem_operation *op);
+
+/**
+ * The protocol's decision (section 4) after one attempt of the
+ * operation's own request. `outcome` is a `payidem_attempt_outcome` value;
+ * for `PAYIDEM_ATTEMPT_RESPONSE` give the `status`, the body's
+ * `error.code` (`error_code`, NULL when none; see
+ * `payidem_error_code_from_body`) and the response `headers`; otherwise
+ * they are ignored. `has_status_path` tells whether the operation's status
+ * can be queried; `now` is the platform's clock in Unix seconds (local
+ * time plus any offset learnt from it), which resolves a `Retry-After`
+ * date. `decision_out->landed` tells whether the operation may have taken
+ * effect: never give up on a key that is not `PAYIDEM_LANDED_NO`.
+ *
+ * Ownership: `*decision_out` is caller memory, written only on success;
+ * every input is only read.
+ * NULL: `decision_out` must not be NULL; `error_code` may be NULL;
+ * `headers` may be NULL when `header_count` is 0, and no header's `name`
+ * or `value` may be NULL; `err_out` may be NULL.
+ * Threads: safe from any thread.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `outcome` (not a
+ * `payidem_attempt_outcome`), `status` (a response's status outside
+ * 100..=999), `error_code`, `headers[i].name`, `headers[i].value` or
+ * `decision_out`.
+ */
+payidem_result payidem_decide(uint32_t outcome,
+                              uint16_t status,
+                              const char *error_code,
+                              const struct payidem_header *headers,
+                              size_t header_count,
+                              bool has_status_path,
+                              uint64_t now,
+                              struct payidem_decision *decision_out,
+                              struct payidem_error **err_out);
+
+/**
+ * The protocol's decision after one status query (a signed GET of the
+ * operation's status path): 2xx settles the operation with that answer
+ * (`PAYIDEM_DECISION_DONE`), 404 means it did not land
+ * (`PAYIDEM_DECISION_SEND_OPERATION`), clock and replay answers as for
+ * the operation, anything else is asked again after a backoff or
+ * `Retry-After`. `decision_out->landed` is `PAYIDEM_LANDED_YES` for a 2xx,
+ * `PAYIDEM_LANDED_NO` for a 404, `PAYIDEM_LANDED_MAYBE` otherwise.
+ *
+ * Ownership: `*decision_out` is caller memory, written only on success;
+ * every input is only read.
+ * NULL: as for `payidem_decide`.
+ * Threads: safe from any thread.
+ * Errors: as for `payidem_decide`.
+ */
+payidem_result payidem_decide_status_query(uint32_t outcome,
+                                           uint16_t status,
+                                           const char *error_code,
+                                           const struct payidem_header *headers,
+                                           size_t header_count,
+                                           uint64_t now,
+                                           struct payidem_decision *decision_out,
+                                           struct payidem_error **err_out);
+
+/**
+ * Writes the `error.code` of a protocol error body
+ * (`{"error": {"code": "...", ...}}`) and a NUL into `buf`; `*len_out`
+ * (when given) receives its length without the NUL, also on
+ * `PAYIDEM_BUFFER_TOO_SMALL`. A body that is no such JSON gives `""`
+ * (length 0), which is not an error.
+ *
+ * Ownership: `buf` is caller memory, written only on success.
+ * NULL: `body` may be NULL when `body_len` is 0; `buf` may be NULL only
+ * with `buf_len` 0; `len_out` and `err_out` may be NULL.
+ * Threads: safe from any thread.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `body` or `buf`;
+ * `PAYIDEM_BUFFER_TOO_SMALL` naming `buf`.
+ */
+payidem_result payidem_error_code_from_body(const uint8_t *body,
+                                            size_t body_len,
+                                            char *buf,
+                                            size_t buf_len,
+                                            size_t *len_out,
+                                            struct payidem_error **err_out);
 
 /**
  * What `step` asks for: a `payidem_step_type` value; 0 for a NULL step.
@@ -2144,455 +2643,6 @@ payidem_result payidem_step_end_result(const struct payidem_step *step,
  * Errors: none.
  */
 void payidem_step_free(struct payidem_step *step);
-
-/**
- * Starts the machine for one operation from `start_json`, a JSON object:
- *
- * - `operation` (required): `order_id`, `method`, `path` (strings,
- *   required), `body` (UTF-8 text) or `body_base64` (bytes), both
- *   optional (empty body), `idempotency_key` (default
- *   `create-{order_id}`) and `status_path` (strings or null). Checked as
- *   `payidem_client_execute` checks them.
- * - `progress`: what your journal knows: `state` (`"pending"`,
- *   `"in_flight"`, `"unknown"`, `"succeeded"`, `"rejected"`, `"conflict"`;
- *   default pending), `attempts` (default 0), `created_at` (Unix seconds
- *   the operation was first prepared; the key's age counts from it;
- *   default `now`), `first_recorded` (bool, default false: your journal
- *   recorded the first attempt, in flight with 1 attempt, as it opened
- *   the operation, and it was not sent; the first `PERSIST` step is then
- *   skipped, and a call that ends before sending it asks for a `PERSIST`
- *   of 0 attempts before its end).
- * - `setup`: `max_attempts`, `backoff_base_ms`, `backoff_cap_ms`,
- *   `deadline_ms`, `key_retention_secs` (at most 172800),
- *   `max_clock_offset_secs`, `clock_offset` (seconds, may be negative),
- *   `clock_trusted` (bool), `retry_budget` (null, or an object with
- *   `capacity`, `retry_cost`, `timeout_cost`, `success_refund`). A
- *   missing key takes the client's default (see
- *   `payidem_client_defaults_json`); the clock offset defaults to 0,
- *   trusted; no retry budget by default.
- * - `now` (required): local wall time, Unix seconds.
- *
- * Every value follows the core's rule for it (core/src/settings/start.rs):
- * null is absent, numbers are JSON integers in range; unknown keys are
- * errors. `payidem_operation_start_resolve` shows the values a machine
- * would start with.
- *
- * Ownership: on success `*op_out` receives a new operation the caller
- * frees with `payidem_operation_free`.
- * NULL: `start_json` and `op_out` must not be NULL; `err_out` may be NULL.
- * Threads: safe from any thread.
- * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `start_json` (not JSON), the
- * field (e.g. `operation.order_id`, `progress.state`,
- * `setup.max_attempts`, `setup.retry_budget.capacity`) or `op_out`.
- */
-payidem_result payidem_operation_new(const char *start_json,
-                                     struct payidem_operation **op_out,
-                                     struct payidem_error **err_out);
-
-/**
- * The next step at local wall time `now_unix` (Unix seconds) and
- * `elapsed_ms` since the call started (monotonic): PERSIST (record it,
- * then `payidem_operation_persisted`), SEND (signed with `signer` and a
- * fresh nonce: send it, then `payidem_operation_handle`), WAIT (sleep,
- * then poll again) or END. Polling again after a SEND without reporting
- * ends the call: that attempt's outcome is unknown.
- *
- * Ownership: on success `*step_out` receives a new step the caller frees
- * with `payidem_step_free`; `signer` is only read.
- * NULL: `op`, `signer` and `step_out` must not be NULL; `err_out` may be
- * NULL.
- * Threads: one thread at a time on `op`; `signer` may be shared.
- * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `op`, `signer` or
- * `step_out`.
- */
-payidem_result payidem_operation_poll(struct payidem_operation *op,
-                                      const struct payidem_signer *signer,
-                                      uint64_t now_unix,
-                                      uint64_t elapsed_ms,
-                                      struct payidem_step **step_out,
-                                      struct payidem_error **err_out);
-
-/**
- * Confirms that the record the last PERSIST step asked for is in your
- * journal (durable, when `payidem_step_persist_first` said so); the next
- * poll sends. Without a pending PERSIST it does nothing.
- *
- * Ownership: borrows `op`.
- * NULL: `op` must not be NULL; `err_out` may be NULL.
- * Threads: one thread at a time on `op`.
- * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `op`.
- */
-payidem_result payidem_operation_persisted(struct payidem_operation *op,
-                                           struct payidem_error **err_out);
-
-/**
- * Reports what the attempt of the last SEND step produced, at
- * `now_unix`/`elapsed_ms` (as for `payidem_operation_poll`). `outcome` is
- * a `payidem_attempt_outcome`: for `PAYIDEM_ATTEMPT_RESPONSE` give the
- * `status`, the response `headers` (`Idempotent-Replayed: true` marks a
- * replayed answer) and `body`; for `PAYIDEM_ATTEMPT_NOT_SENT` (nothing
- * reached the platform) and `PAYIDEM_ATTEMPT_SENT_NO_RESPONSE` (sent, or
- * maybe sent, and no answer) they are ignored and `reason` (NULL for a
- * generic one) says what went wrong. `*reaction_out` (when given)
- * receives what the machine decided. A report without an attempt in
- * flight changes nothing and gives `PAYIDEM_NEXT_GIVE_UP`.
- *
- * Ownership: `*reaction_out` is caller memory, written only on success;
- * every input is only read (copied).
- * NULL: `op` must not be NULL; `headers` may be NULL when `header_count`
- * is 0 (no header's `name` or `value` may be NULL); `body` may be NULL
- * when `body_len` is 0; `reason`, `reaction_out` and `err_out` may be
- * NULL.
- * Threads: one thread at a time on `op`.
- * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `op`, `outcome` (not a
- * `payidem_attempt_outcome`), `status` (a response's status outside
- * 100..=999), `headers[i].name`, `headers[i].value`, `body` or `reason`;
- * nothing is reported then.
- */
-payidem_result payidem_operation_handle(struct payidem_operation *op,
-                                        uint32_t outcome,
-                                        uint16_t status,
-                                        const struct payidem_header *headers,
-                                        size_t header_count,
-                                        const uint8_t *body,
-                                        size_t body_len,
-                                        const char *reason,
-                                        uint64_t now_unix,
-                                        uint64_t elapsed_ms,
-                                        struct payidem_reaction *reaction_out,
-                                        struct payidem_error **err_out);
-
-/**
- * Ends the call now, as a caller's cancel does, with what is known
- * (unknown if an attempt may have landed, else not sent or refused; the
- * key is kept either way); an ended call keeps its end. `*end_out`
- * receives the END step (its result is the end's own, never
- * `PAYIDEM_CANCELLED`: record its state in your journal).
- *
- * Ownership: on success `*end_out` receives a new step the caller frees
- * with `payidem_step_free`.
- * NULL: `op`, `reason` and `end_out` must not be NULL; `err_out` may be
- * NULL.
- * Threads: one thread at a time on `op`.
- * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `op`, `reason` or `end_out`.
- */
-payidem_result payidem_operation_abandon(struct payidem_operation *op,
-                                         const char *reason,
-                                         struct payidem_step **end_out,
-                                         struct payidem_error **err_out);
-
-/**
- * Attempts over every call of the operation so far (the `attempts` it
- * started from plus those this call signed); 0 for a NULL operation.
- *
- * Ownership: borrows `op`.
- * NULL: `op` may be NULL, giving 0.
- * Threads: one thread at a time on `op`.
- * Errors: none.
- */
-uint32_t payidem_operation_attempts(const struct payidem_operation *op);
-
-/**
- * Whether an attempt of the operation may have taken effect, over every
- * call so far: a `payidem_landed` value; 0 for a NULL operation.
- *
- * Ownership: borrows `op`.
- * NULL: `op` may be NULL, giving 0.
- * Threads: one thread at a time on `op`.
- * Errors: none.
- */
-uint32_t payidem_operation_landed(const struct payidem_operation *op);
-
-/**
- * Frees an operation.
- *
- * Ownership: takes `op`; steps it made stay valid.
- * NULL: `op` may be NULL (nothing happens).
- * Anything else must be a live handle of this type from this library:
- * freeing it twice, using it after this call, or passing a handle of
- * another type is undefined behaviour, and is not detected.
- * Threads: no call on `op` may be running or start.
- * Errors: none.
- */
-void payidem_operation_free(struct payidem_operation *op);
-
-/**
- * The platform's HTTP status (2xx); 0 for a NULL outcome.
- *
- * Ownership: borrows `outcome`.
- * NULL: `outcome` may be NULL, giving 0.
- * Threads: read-only; not while another thread frees `outcome`.
- * Errors: none.
- */
-uint16_t payidem_outcome_http_status(const struct payidem_outcome *outcome);
-
-/**
- * The response body: sets `*body_out` and `*len_out` (the bytes are not
- * NUL-terminated; an empty body gives a non-NULL pointer and 0) and returns
- * true; returns false and leaves them untouched for NULL arguments.
- *
- * Ownership: the bytes are borrowed from `outcome`, valid until
- * `payidem_outcome_free(outcome)`.
- * NULL: none of the arguments may be NULL (false).
- * Threads: read-only; not while another thread frees `outcome`.
- * Errors: none.
- */
-bool payidem_outcome_body(const struct payidem_outcome *outcome,
-                          const uint8_t **body_out,
-                          size_t *len_out);
-
-/**
- * Whether the platform replayed a stored answer (`Idempotent-Replayed:
- * true`): the operation had already happened, exactly once.
- *
- * Ownership: borrows `outcome`.
- * NULL: `outcome` may be NULL, giving false.
- * Threads: read-only; not while another thread frees `outcome`.
- * Errors: none.
- */
-bool payidem_outcome_replayed(const struct payidem_outcome *outcome);
-
-/**
- * The operation's idempotency key.
- *
- * Ownership: borrowed from `outcome`, valid until it is freed.
- * NULL: `outcome` may be NULL, giving NULL.
- * Threads: read-only; not while another thread frees `outcome`.
- * Errors: none.
- */
-const char *payidem_outcome_idempotency_key(const struct payidem_outcome *outcome);
-
-/**
- * The operation's order id.
- *
- * Ownership: borrowed from `outcome`, valid until it is freed.
- * NULL: `outcome` may be NULL, giving NULL.
- * Threads: read-only; not while another thread frees `outcome`.
- * Errors: none.
- */
-const char *payidem_outcome_order_id(const struct payidem_outcome *outcome);
-
-/**
- * Attempts made over every call of the operation (status queries
- * included); 0 for a NULL outcome.
- *
- * Ownership: borrows `outcome`.
- * NULL: `outcome` may be NULL, giving 0.
- * Threads: read-only; not while another thread frees `outcome`.
- * Errors: none.
- */
-uint32_t payidem_outcome_attempts(const struct payidem_outcome *outcome);
-
-/**
- * How many response headers the outcome kept; 0 for a NULL outcome.
- *
- * Ownership: borrows `outcome`.
- * NULL: `outcome` may be NULL, giving 0.
- * Threads: read-only; not while another thread frees `outcome`.
- * Errors: none.
- */
-size_t payidem_outcome_header_count(const struct payidem_outcome *outcome);
-
-/**
- * The response header at `index` (0-based, in the order received).
- *
- * Ownership: `*name_out` and `*value_out` are borrowed from `outcome`,
- * valid until `payidem_outcome_free(outcome)`.
- * NULL: `outcome`, `name_out` and `value_out` must not be NULL; `err_out`
- * may be NULL.
- * Threads: read-only; not while another thread frees `outcome`.
- * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `outcome`, `index` (out of
- * range), `name_out` or `value_out`.
- */
-payidem_result payidem_outcome_header_at(const struct payidem_outcome *outcome,
-                                         size_t index,
-                                         const char **name_out,
-                                         const char **value_out,
-                                         struct payidem_error **err_out);
-
-/**
- * The journal's error when the platform answered 2xx but the journal
- * could not record the success (`PAYIDEM_JOURNAL_ERROR`; read it with the
- * `payidem_error_*` accessors); NULL when the journal recorded it. The
- * payment was made either way. The journal still holds the operation in
- * flight with its key: a later `payidem_client_execute` or
- * `payidem_client_resume` of the order gets the same answer replayed by
- * the platform and records it then.
- *
- * Ownership: borrowed from `outcome`, valid until
- * `payidem_outcome_free(outcome)`; never pass it to `payidem_error_free`.
- * NULL: `outcome` may be NULL, giving NULL.
- * Threads: read-only; not while another thread frees `outcome`.
- * Errors: none.
- */
-const struct payidem_error *payidem_outcome_journal_error(const struct payidem_outcome *outcome);
-
-/**
- * Frees an outcome.
- *
- * Ownership: takes `outcome`; every string and buffer borrowed from it dies.
- * NULL: `outcome` may be NULL (nothing happens).
- * Anything else must be a live handle of this type from this library:
- * freeing it twice, using it after this call, or passing a handle of
- * another type is undefined behaviour, and is not detected.
- * Threads: the caller must own `outcome`; free it once.
- * Errors: none.
- */
-void payidem_outcome_free(struct payidem_outcome *outcome);
-
-/**
- * How many order ids the list holds; 0 for a NULL list.
- *
- * Ownership: borrows `list`.
- * NULL: `list` may be NULL, giving 0.
- * Threads: read-only; not while another thread frees `list`.
- * Errors: none.
- */
-size_t payidem_order_list_len(const struct payidem_order_list *list);
-
-/**
- * The order id at `index` (0-based, oldest operation first); NULL when
- * `index` is out of range.
- *
- * Ownership: borrowed from `list`, valid until `payidem_order_list_free`.
- * NULL: `list` may be NULL, giving NULL.
- * Threads: read-only; not while another thread frees `list`.
- * Errors: none (NULL for an index out of range).
- */
-const char *payidem_order_list_get(const struct payidem_order_list *list, size_t index);
-
-/**
- * Frees a list of order ids.
- *
- * Ownership: takes `list`; every string borrowed from it dies.
- * NULL: `list` may be NULL (nothing happens).
- * Anything else must be a live handle of this type from this library:
- * freeing it twice, using it after this call, or passing a handle of
- * another type is undefined behaviour, and is not detected.
- * Threads: the caller must own `list`; free it once.
- * Errors: none.
- */
-void payidem_order_list_free(struct payidem_order_list *list);
-
-/**
- * The protocol's decision (section 4) after one attempt of the
- * operation's own request. `outcome` is a `payidem_attempt_outcome` value;
- * for `PAYIDEM_ATTEMPT_RESPONSE` give the `status`, the body's
- * `error.code` (`error_code`, NULL when none; see
- * `payidem_error_code_from_body`) and the response `headers`; otherwise
- * they are ignored. `has_status_path` tells whether the operation's status
- * can be queried; `now` is the platform's clock in Unix seconds (local
- * time plus any offset learnt from it), which resolves a `Retry-After`
- * date. `decision_out->landed` tells whether the operation may have taken
- * effect: never give up on a key that is not `PAYIDEM_LANDED_NO`.
- *
- * Ownership: `*decision_out` is caller memory, written only on success;
- * every input is only read.
- * NULL: `decision_out` must not be NULL; `error_code` may be NULL;
- * `headers` may be NULL when `header_count` is 0, and no header's `name`
- * or `value` may be NULL; `err_out` may be NULL.
- * Threads: safe from any thread.
- * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `outcome` (not a
- * `payidem_attempt_outcome`), `status` (a response's status outside
- * 100..=999), `error_code`, `headers[i].name`, `headers[i].value` or
- * `decision_out`.
- */
-payidem_result payidem_decide(uint32_t outcome,
-                              uint16_t status,
-                              const char *error_code,
-                              const struct payidem_header *headers,
-                              size_t header_count,
-                              bool has_status_path,
-                              uint64_t now,
-                              struct payidem_decision *decision_out,
-                              struct payidem_error **err_out);
-
-/**
- * The protocol's decision after one status query (a signed GET of the
- * operation's status path): 2xx settles the operation with that answer
- * (`PAYIDEM_DECISION_DONE`), 404 means it did not land
- * (`PAYIDEM_DECISION_SEND_OPERATION`), clock and replay answers as for
- * the operation, anything else is asked again after a backoff or
- * `Retry-After`. `decision_out->landed` is `PAYIDEM_LANDED_YES` for a 2xx,
- * `PAYIDEM_LANDED_NO` for a 404, `PAYIDEM_LANDED_MAYBE` otherwise.
- *
- * Ownership: `*decision_out` is caller memory, written only on success;
- * every input is only read.
- * NULL: as for `payidem_decide`.
- * Threads: safe from any thread.
- * Errors: as for `payidem_decide`.
- */
-payidem_result payidem_decide_status_query(uint32_t outcome,
-                                           uint16_t status,
-                                           const char *error_code,
-                                           const struct payidem_header *headers,
-                                           size_t header_count,
-                                           uint64_t now,
-                                           struct payidem_decision *decision_out,
-                                           struct payidem_error **err_out);
-
-/**
- * Writes the `error.code` of a protocol error body
- * (`{"error": {"code": "...", ...}}`) and a NUL into `buf`; `*len_out`
- * (when given) receives its length without the NUL, also on
- * `PAYIDEM_BUFFER_TOO_SMALL`. A body that is no such JSON gives `""`
- * (length 0), which is not an error.
- *
- * Ownership: `buf` is caller memory, written only on success.
- * NULL: `body` may be NULL when `body_len` is 0; `buf` may be NULL only
- * with `buf_len` 0; `len_out` and `err_out` may be NULL.
- * Threads: safe from any thread.
- * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `body` or `buf`;
- * `PAYIDEM_BUFFER_TOO_SMALL` naming `buf`.
- */
-payidem_result payidem_error_code_from_body(const uint8_t *body,
-                                            size_t body_len,
-                                            char *buf,
-                                            size_t buf_len,
-                                            size_t *len_out,
-                                            struct payidem_error **err_out);
-
-/**
- * The stable snake_case name of a result number (`"ok"`,
- * `"invalid_argument"`, ..., `"buffer_too_small"`), the same name every
- * binding uses; NULL for a number that is no code.
- *
- * Ownership: the string is static; never free it.
- * NULL: never takes a pointer.
- * Threads: safe from any thread.
- * Errors: none; an unknown number gives NULL.
- */
-const char *payidem_result_name(uint32_t code);
-
-/**
- * The highest number among payidem's stable error codes in the linked
- * library. Codes 1 to this number are exactly the core library's codes,
- * without gaps, each named by `payidem_result_name`; the C ABI's own codes
- * (from 100 up) are not counted. Lets a binding check, at run time, that
- * it knows every code of the library it is linked with.
- *
- * Ownership: nothing to free.
- * NULL: never takes a pointer.
- * Threads: safe from any thread.
- * Errors: none.
- */
-uint32_t payidem_result_max_error_code(void);
-
-/**
- * Whether an operation that ended with `code` is settled for good: it is
- * never sent again, and executing or resuming it answers the same end
- * (`PAYIDEM_REJECTED`, `PAYIDEM_IDEMPOTENCY_CONFLICT`,
- * `PAYIDEM_KEY_EXPIRED`). False for every other code, including unknown
- * numbers: the operation keeps its key and may still be completed
- * (`PAYIDEM_OUTCOME_UNKNOWN`, `PAYIDEM_REFUSED`, `PAYIDEM_TRANSPORT_ERROR`,
- * `PAYIDEM_CANCELLED`, ...).
- *
- * Ownership: nothing to free.
- * NULL: never takes a pointer.
- * Threads: safe from any thread.
- * Errors: none.
- */
-bool payidem_result_is_final(uint32_t code);
 
 /**
  * Creates a signer for `key_id` (1..=128 of `[A-Za-z0-9._:-]`) and a
@@ -3217,56 +3267,6 @@ const char *payidem_version(void);
  * Errors: none.
  */
 uint32_t payidem_abi_version(void);
-
-/**
- * Checks `options_json` as `payidem_client_new` does, without opening a
- * journal or reading any file, and gives every setting's effective value
- * as a JSON object of the options object's shape (absent settings at
- * their defaults; `journal_key_hex` is `"<set>"` or `""`, never the key;
- * `lease_ttl_s` is null when the lease follows the deadline). Whether
- * the base URL, proxy or TLS files are usable is checked by
- * `payidem_client_new` only.
- *
- * Ownership: on success `*resolved_out` receives a new NUL-terminated
- * string the caller frees with `payidem_string_free`.
- * NULL: `options_json` and `resolved_out` must not be NULL; `err_out` may
- * be NULL.
- * Threads: safe from any thread.
- * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `options_json` (not a JSON
- * object), the setting (e.g. `retry.base_ms`, `lease_ttl_s`, an unknown
- * `retry.bogus`) or `resolved_out`.
- */
-payidem_result payidem_client_options_resolve(const char *options_json,
-                                              char **resolved_out,
-                                              struct payidem_error **err_out);
-
-/**
- * Checks `start_json` as `payidem_operation_new` does and gives every
- * setting's effective value as a JSON object: `operation` (its
- * `order_id`), `progress`, `setup` (`retry_budget` null for none) and
- * `now`.
- *
- * Ownership: on success `*resolved_out` receives a new NUL-terminated
- * string the caller frees with `payidem_string_free`.
- * NULL: `start_json` and `resolved_out` must not be NULL; `err_out` may be
- * NULL.
- * Threads: safe from any thread.
- * Errors: as `payidem_operation_new`, or naming `resolved_out`.
- */
-payidem_result payidem_operation_start_resolve(const char *start_json,
-                                               char **resolved_out,
-                                               struct payidem_error **err_out);
-
-/**
- * Frees a string the library returned for the caller to free (e.g. by
- * `payidem_client_options_resolve`). NULL does nothing.
- *
- * Ownership: takes `text`; free each string once.
- * NULL: allowed.
- * Threads: safe from any thread.
- * Errors: none.
- */
-void payidem_string_free(char *text);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -2,10 +2,10 @@
 
 use std::ffi::c_char;
 
-use crate::boundary::guard;
-use crate::error::payidem_error;
-use crate::handles::{req_bytes, write_text};
-use crate::result::payidem_result;
+use crate::base::boundary::guard;
+use crate::base::error::payidem_error;
+use crate::base::handles::{req_bytes, write_text};
+use crate::base::result::payidem_result;
 
 /// Writes, in lowercase hex and a NUL into `buf`, the journal key a client
 /// derives from the API secret `secret` when it is given no journal key of

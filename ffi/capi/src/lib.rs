@@ -9,50 +9,45 @@
 //! are NUL-terminated UTF-8; buffers are a pointer and a length (NULL with
 //! length 0 is an empty buffer); outputs are written only on success; no
 //! panic crosses the boundary (it becomes `PAYIDEM_INTERNAL_ERROR`).
+//!
+//! Layout: `base` holds what every object is built on (panic boundary,
+//! error and result, handles, argument text, headers, enum names,
+//! callbacks); each other module is one C object (`client` with its call,
+//! events, fleet, options and outcome; `operation` with its step and the
+//! retry decision; signer, verifier, metrics, journal key, version). This
+//! file only declares them and re-exports their items; cbindgen follows the
+//! declarations, so the header lists items in this tree's order.
 
 #![allow(non_camel_case_types)]
 #![allow(clippy::missing_safety_doc)]
 // The internal helpers mirror the C signatures they serve.
 #![allow(clippy::too_many_arguments)]
 
-mod boundary;
-pub mod call;
-mod callback;
-#[cfg(test)]
-mod callback_tests;
+mod base;
 pub mod client;
-pub mod error;
-pub mod events;
-pub mod fleet;
-mod handles;
-pub mod headers;
+#[cfg(test)]
+mod fixtures;
 pub mod journal_key;
 pub mod metrics;
-pub mod names;
 pub mod operation;
-pub mod outcome;
-pub mod policy;
-pub mod result;
 pub mod signing;
 pub mod verifying;
 pub mod version;
 
-pub mod options;
-mod text;
-
-pub use call::*;
+pub use base::error::*;
+pub use base::headers::*;
+pub use base::names::*;
+pub use base::result::*;
+pub use client::call::*;
+pub use client::events::*;
+pub use client::fleet::*;
+pub use client::options::*;
+pub use client::outcome::*;
 pub use client::*;
-pub use error::*;
-pub use events::*;
-pub use fleet::*;
-pub use headers::*;
 pub use metrics::*;
-pub use names::*;
+pub use operation::policy::*;
+pub use operation::step::*;
 pub use operation::*;
-pub use options::*;
-pub use outcome::*;
-pub use policy::*;
-pub use result::*;
 pub use signing::*;
 pub use verifying::*;
 pub use version::*;

@@ -3,12 +3,12 @@
 use std::ffi::c_char;
 use std::sync::PoisonError;
 
-use crate::boundary::guard;
+use crate::base::boundary::guard;
+use crate::base::error::{payidem_error, FfiError};
+use crate::base::handles::write_text;
+use crate::base::result::payidem_result;
+use crate::base::text::handle;
 use crate::client::payidem_client;
-use crate::error::{payidem_error, FfiError};
-use crate::handles::write_text;
-use crate::result::payidem_result;
-use crate::text::handle;
 use crate::verifying::payidem_verifier;
 
 /// The form of a metrics snapshot.

@@ -8,17 +8,17 @@ use payidem::verifier::replay_store::ReplayStore;
 use payidem::verifier::{IncomingRequest, Verifier, VerifierConfig};
 use payidem::{Error, ErrorCode};
 
-use crate::boundary::guard;
-use crate::error::{
+use crate::base::boundary::guard;
+use crate::base::error::{
     payidem_error, payidem_error_code, payidem_error_message, payidem_error_server_time, FfiError,
 };
-use crate::handles::{bytes_of, fill, free, give, header_at, read_or, text_of};
-use crate::headers::{payidem_header, read_headers};
-use crate::result::payidem_result;
+use crate::base::handles::{bytes_of, fill, free, give, header_at, read_or, text_of};
+use crate::base::headers::{payidem_header, read_headers};
+use crate::base::result::payidem_result;
+use crate::base::text::{array, bytes, handle, out, req_str, Out};
 use crate::signing::{
     PAYIDEM_IDEMPOTENCY_KEY_BUF_LEN, PAYIDEM_KEY_ID_BUF_LEN, PAYIDEM_NONCE_BUF_LEN,
 };
-use crate::text::{array, bytes, handle, out, req_str, Out};
 
 /// Verifies signed requests for a set of key ids and refuses replays.
 ///
@@ -698,7 +698,7 @@ pub unsafe extern "C" fn payidem_refusal_body(
     body_out: *mut *const u8,
     len_out: *mut usize,
 ) -> bool {
-    bytes_of(refusal, body_out, len_out, |r| &r.body)
+    bytes_of(refusal, body_out, len_out, |r| Some(&r.body))
 }
 
 /// Frees a refusal.
@@ -720,7 +720,7 @@ mod tests {
     use std::ptr;
 
     use super::*;
-    use crate::error::{payidem_error_field, payidem_error_free};
+    use crate::base::error::{payidem_error_field, payidem_error_free};
 
     unsafe fn parts(r: *const payidem_refusal) -> (u16, String, Vec<(String, String)>, Vec<u8>) {
         let text = |p: *const c_char| CStr::from_ptr(p).to_str().unwrap().to_owned();

@@ -5,11 +5,11 @@ use std::ptr;
 
 use payidem::Outcome;
 
-use crate::boundary::guard;
-use crate::error::{payidem_error, FfiError};
-use crate::handles::{bytes_of, free, header_at, read_or, text_of};
-use crate::result::payidem_result;
-use crate::text::{c_string, handle};
+use crate::base::boundary::guard;
+use crate::base::error::{payidem_error, FfiError};
+use crate::base::handles::{bytes_of, free, header_at, read_or, text_of};
+use crate::base::result::payidem_result;
+use crate::base::text::{c_string, handle};
 
 /// The settled outcome of an operation: the platform's 2xx answer (status,
 /// headers, body), the order id, the idempotency key and the attempts made,
@@ -77,7 +77,7 @@ pub unsafe extern "C" fn payidem_outcome_body(
     body_out: *mut *const u8,
     len_out: *mut usize,
 ) -> bool {
-    bytes_of(outcome, body_out, len_out, |o| &o.body)
+    bytes_of(outcome, body_out, len_out, |o| Some(&o.body))
 }
 
 /// Whether the platform replayed a stored answer (`Idempotent-Replayed:

@@ -1,11 +1,11 @@
 //! The error object every fallible call can hand back through `err_out`.
 
 use std::ffi::{c_char, CString};
-use std::ptr;
 
-use crate::boundary::guard_value;
-use crate::result::payidem_result;
-use crate::text::c_string;
+use crate::base::boundary::guard_value;
+use crate::base::handles::{bytes_of, free, read_or, text_of};
+use crate::base::result::payidem_result;
+use crate::base::text::c_string;
 
 /// An error inside the C layer before it is boxed for the caller.
 #[derive(Debug)]
@@ -136,10 +136,6 @@ impl From<FfiError> for payidem_error {
     }
 }
 
-fn opt_ptr(s: &Option<CString>) -> *const c_char {
-    s.as_ref().map_or(ptr::null(), |c| c.as_ptr())
-}
-
 /// The error's code; `PAYIDEM_OK` for a NULL error (no error).
 ///
 /// Ownership: borrows `err`.
@@ -162,9 +158,7 @@ pub unsafe extern "C" fn payidem_error_code(err: *const payidem_error) -> payide
 /// Errors: none.
 #[no_mangle]
 pub unsafe extern "C" fn payidem_error_message(err: *const payidem_error) -> *const c_char {
-    guard_value(ptr::null(), || {
-        err.as_ref().map_or(ptr::null(), |e| e.message.as_ptr())
-    })
+    text_of(err, |e| Some(e.message.as_c_str()))
 }
 
 /// The name of the invalid argument or option (e.g. `"path"`,
@@ -177,9 +171,7 @@ pub unsafe extern "C" fn payidem_error_message(err: *const payidem_error) -> *co
 /// Errors: none.
 #[no_mangle]
 pub unsafe extern "C" fn payidem_error_field(err: *const payidem_error) -> *const c_char {
-    guard_value(ptr::null(), || {
-        err.as_ref().map_or(ptr::null(), |e| opt_ptr(&e.field))
-    })
+    text_of(err, |e| e.field.as_deref())
 }
 
 /// The HTTP status: the platform's answer for `PAYIDEM_REJECTED` (and a
@@ -192,7 +184,7 @@ pub unsafe extern "C" fn payidem_error_field(err: *const payidem_error) -> *cons
 /// Errors: none.
 #[no_mangle]
 pub unsafe extern "C" fn payidem_error_http_status(err: *const payidem_error) -> u16 {
-    guard_value(0, || err.as_ref().and_then(|e| e.http_status).unwrap_or(0))
+    read_or(err, 0, |e| e.http_status.unwrap_or(0))
 }
 
 /// The platform's response body, for `PAYIDEM_REJECTED` and a conflict
@@ -212,17 +204,7 @@ pub unsafe extern "C" fn payidem_error_body(
     body_out: *mut *const u8,
     len_out: *mut usize,
 ) -> bool {
-    guard_value(false, || {
-        let Some(body) = err.as_ref().and_then(|e| e.body.as_ref()) else {
-            return false;
-        };
-        if body_out.is_null() || len_out.is_null() {
-            return false;
-        }
-        body_out.write(body.as_ptr());
-        len_out.write(body.len());
-        true
-    })
+    bytes_of(err, body_out, len_out, |e| e.body.as_deref())
 }
 
 /// The operation's order id, when the error concerns one operation
@@ -235,9 +217,7 @@ pub unsafe extern "C" fn payidem_error_body(
 /// Errors: none.
 #[no_mangle]
 pub unsafe extern "C" fn payidem_error_order_id(err: *const payidem_error) -> *const c_char {
-    guard_value(ptr::null(), || {
-        err.as_ref().map_or(ptr::null(), |e| opt_ptr(&e.order_id))
-    })
+    text_of(err, |e| e.order_id.as_deref())
 }
 
 /// The operation's idempotency key, when the error concerns one operation;
@@ -250,10 +230,7 @@ pub unsafe extern "C" fn payidem_error_order_id(err: *const payidem_error) -> *c
 /// Errors: none.
 #[no_mangle]
 pub unsafe extern "C" fn payidem_error_idempotency_key(err: *const payidem_error) -> *const c_char {
-    guard_value(ptr::null(), || {
-        err.as_ref()
-            .map_or(ptr::null(), |e| opt_ptr(&e.idempotency_key))
-    })
+    text_of(err, |e| e.idempotency_key.as_deref())
 }
 
 /// The server's clock (Unix seconds), for
@@ -270,17 +247,12 @@ pub unsafe extern "C" fn payidem_error_server_time(
     err: *const payidem_error,
     server_time_out: *mut u64,
 ) -> bool {
-    guard_value(false, || {
-        match (
-            err.as_ref().and_then(|e| e.server_time),
-            server_time_out.is_null(),
-        ) {
-            (Some(t), false) => {
-                server_time_out.write(t);
-                true
-            }
-            _ => false,
+    read_or(err, false, |e| match e.server_time {
+        Some(t) if !server_time_out.is_null() => {
+            server_time_out.write(t);
+            true
         }
+        _ => false,
     })
 }
 
@@ -295,7 +267,5 @@ pub unsafe extern "C" fn payidem_error_server_time(
 /// Errors: none.
 #[no_mangle]
 pub unsafe extern "C" fn payidem_error_free(err: *mut payidem_error) {
-    if !err.is_null() {
-        guard_value((), || drop(Box::from_raw(err)));
-    }
+    free(err)
 }

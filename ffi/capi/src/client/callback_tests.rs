@@ -2,7 +2,7 @@
 //! freed, nothing of a freed client survives, and no lock is held while a
 //! callback runs (re-entry and a blocked callback deadlock nothing).
 
-use std::ffi::{c_char, c_void, CString};
+use std::ffi::{c_char, c_void};
 use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
@@ -10,63 +10,17 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
-use crate::call::*;
+use crate::base::result::payidem_result;
+use crate::client::call::*;
+use crate::client::events::payidem_client_set_event_json_callback;
 use crate::client::*;
-use crate::events::payidem_client_set_event_json_callback;
+use crate::fixtures::{begin, call_step, client};
 use crate::metrics::payidem_client_metrics;
-use crate::operation::*;
+use crate::operation::step::*;
 use crate::payidem_attempt_outcome;
-use crate::result::payidem_result;
-
-const SECRET: &[u8] = b"0123456789abcdef0123";
-
-fn client() -> *mut payidem_client {
-    let json = CString::new(
-        r#"{"base_url":"http://127.0.0.1:9","key_id":"key_test_1","journal_path":":memory:"}"#,
-    )
-    .unwrap();
-    let mut c = ptr::null_mut();
-    let rc = unsafe {
-        payidem_client_new(
-            json.as_ptr(),
-            SECRET.as_ptr(),
-            SECRET.len(),
-            &mut c,
-            ptr::null_mut(),
-        )
-    };
-    assert_eq!(rc, payidem_result::PAYIDEM_OK);
-    c
-}
-
-fn begin(c: *const payidem_client, order: &str) -> *mut payidem_call {
-    let order = CString::new(order).unwrap();
-    let (method, path) = (c"POST", c"/v1/payments");
-    let body = b"{\"amount\":1}";
-    let mut call = ptr::null_mut();
-    let rc = unsafe {
-        payidem_client_begin(
-            c,
-            order.as_ptr(),
-            method.as_ptr(),
-            path.as_ptr(),
-            body.as_ptr(),
-            body.len(),
-            ptr::null(),
-            ptr::null(),
-            0,
-            &mut call,
-            ptr::null_mut(),
-        )
-    };
-    assert_eq!(rc, payidem_result::PAYIDEM_OK);
-    call
-}
 
 fn step_kind(call: *mut payidem_call) -> u32 {
-    let mut step = ptr::null_mut();
-    let rc = unsafe { payidem_call_step(call, &mut step, ptr::null_mut()) };
-    assert_eq!(rc, payidem_result::PAYIDEM_OK);
+    let step = call_step(call);
     let kind = unsafe { payidem_step_kind(step) };
     unsafe { payidem_step_free(step) };
     kind
@@ -125,7 +79,7 @@ fn register(c: *const payidem_client, attempts: &AtomicUsize, json: &AtomicUsize
 #[test]
 fn a_call_that_outlives_its_client_fires_none_of_its_callbacks() {
     let (attempts, json) = (AtomicUsize::new(0), AtomicUsize::new(0));
-    let a = client();
+    let a = client("");
     register(a, &attempts, &json);
     // The callbacks work while the client lives: one attempt, one end.
     pay(a, "ord-live");
@@ -143,11 +97,11 @@ fn a_call_that_outlives_its_client_fires_none_of_its_callbacks() {
     // A new client (often at the freed one's address) starts with none,
     // and its own callbacks never reach the old client's userdata.
     let (b_attempts, b_json) = (AtomicUsize::new(0), AtomicUsize::new(0));
-    let b = client();
+    let b = client("");
     pay(b, "ord-b1");
     register(b, &b_attempts, &b_json);
     let old_call = {
-        let a2 = client();
+        let a2 = client("");
         register(a2, &attempts, &json);
         let call = begin(a2, "ord-a2");
         unsafe { payidem_client_free(a2) };
@@ -169,7 +123,7 @@ fn nothing_of_a_freed_client_survives_1000_create_free_cycles() {
     let mut seen = std::collections::HashSet::new();
     let mut reused = 0;
     for _ in 0..1000 {
-        let c = client();
+        let c = client("");
         if !seen.insert(c as usize) {
             reused += 1;
         }
@@ -187,7 +141,7 @@ fn nothing_of_a_freed_client_survives_1000_create_free_cycles() {
 
     // With a call outstanding, the registrations live on (closed) only
     // until the call is freed.
-    let c = client();
+    let c = client("");
     register(c, &attempts, &json);
     let weak = unsafe { Arc::downgrade(&(*c).callback) };
     let call = begin(c, "ord-held");
@@ -253,7 +207,7 @@ unsafe impl<T> Sync for SendPtr<T> {}
 
 #[test]
 fn callbacks_may_reenter_their_client_while_another_thread_uses_it() {
-    let c = client();
+    let c = client("");
     let reentry = Box::into_raw(Box::new(Reentry {
         client: c,
         calls: AtomicUsize::new(0),
@@ -319,7 +273,7 @@ unsafe extern "C" fn block_once(userdata: *mut c_void, _: *const payidem_attempt
 
 #[test]
 fn a_blocked_callback_stalls_no_other_thread_of_the_client() {
-    let c = client();
+    let c = client("");
     let (release_tx, release_rx) = mpsc::channel();
     let (entered_tx, entered_rx) = mpsc::channel();
     let blocker = Box::into_raw(Box::new(Blocker {

@@ -7,13 +7,13 @@ use std::ffi::c_char;
 use base64::Engine as _;
 use payidem::journal::{OutboxValue, ParamStyle};
 
-use crate::boundary::guard;
+use crate::base::boundary::guard;
+use crate::base::error::{payidem_error, FfiError};
+use crate::base::handles::{give, write_text};
+use crate::base::result::payidem_result;
+use crate::base::text::{c_string, handle, out};
+use crate::client::outcome::payidem_order_list;
 use crate::client::{payidem_client, read_spec};
-use crate::error::{payidem_error, FfiError};
-use crate::handles::{give, write_text};
-use crate::outcome::payidem_order_list;
-use crate::result::payidem_result;
-use crate::text::{c_string, handle, out};
 
 /// The placeholder style of the outbox statement's SQL (input of
 /// `payidem_client_outbox_insert`, passed as `uint32_t`).

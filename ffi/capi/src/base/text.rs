@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 use std::ffi::{c_char, CStr, CString};
 
-use crate::error::FfiError;
+use crate::base::error::FfiError;
 
 /// A required NUL-terminated UTF-8 string.
 pub(crate) unsafe fn req_str<'a>(ptr: *const c_char, name: &str) -> Result<&'a str, FfiError> {
@@ -95,6 +95,15 @@ pub(crate) unsafe fn array<'a, T>(
 /// A required handle.
 pub(crate) unsafe fn handle<'a, T>(ptr: *const T, name: &str) -> Result<&'a T, FfiError> {
     ptr.as_ref().ok_or_else(|| FfiError::null(name))
+}
+
+/// A required handle the function changes (a call, an operation), named
+/// `name` when NULL.
+///
+/// # Safety
+/// `ptr` is NULL or a live handle of type `T` that no one else uses now.
+pub(crate) unsafe fn handle_mut<'a, T>(ptr: *mut T, name: &str) -> Result<&'a mut T, FfiError> {
+    ptr.as_mut().ok_or_else(|| FfiError::null(name))
 }
 
 /// A required output pointer, checked before any work is done.

@@ -4,16 +4,18 @@
 use std::ffi::c_char;
 
 use payidem::policy::{
-    decide, decide_status_query, error_body, error_code_from_body, Action, Decision, Landed, Reply,
+    decide, decide_status_query, error_body, error_code_from_body, Action, Decision, DecisionKind,
+    Landed, Reply,
 };
 
-use crate::boundary::guard;
-use crate::error::{payidem_error, FfiError};
-use crate::headers::payidem_header;
+use crate::base::boundary::guard;
+use crate::base::error::{payidem_error, FfiError};
+use crate::base::headers::payidem_header;
+use crate::base::result::payidem_result;
+use crate::base::text::{bytes, opt_str, out};
+use crate::base::vocabulary::{c_enum, carries};
 use crate::operation::read_reply;
-use crate::result::payidem_result;
 use crate::signing::write_text;
-use crate::text::{bytes, opt_str, out};
 
 /// What one attempt produced (input of `payidem_decide`, passed as
 /// `uint32_t`).
@@ -72,15 +74,13 @@ pub enum payidem_landed {
     PAYIDEM_LANDED_YES = 2,
 }
 
-impl From<Landed> for payidem_landed {
-    fn from(l: Landed) -> payidem_landed {
-        match l {
-            Landed::No => payidem_landed::PAYIDEM_LANDED_NO,
-            Landed::Maybe => payidem_landed::PAYIDEM_LANDED_MAYBE,
-            Landed::Yes => payidem_landed::PAYIDEM_LANDED_YES,
-        }
-    }
-}
+carries!(payidem_landed: Landed =>
+    PAYIDEM_LANDED_NO, PAYIDEM_LANDED_MAYBE, PAYIDEM_LANDED_YES);
+carries!(payidem_decision_kind: DecisionKind =>
+    PAYIDEM_DECISION_DONE, PAYIDEM_DECISION_FAIL, PAYIDEM_DECISION_RETRY_NOW,
+    PAYIDEM_DECISION_RETRY_BACKOFF, PAYIDEM_DECISION_RETRY_AFTER,
+    PAYIDEM_DECISION_ADJUST_CLOCK_RETRY, PAYIDEM_DECISION_QUERY_STATUS,
+    PAYIDEM_DECISION_SEND_OPERATION);
 
 /// The decision of `payidem_decide`. Fields that do not apply to `kind` are
 /// 0 / false.
@@ -110,37 +110,19 @@ pub struct payidem_decision {
 impl From<Decision> for payidem_decision {
     fn from(d: Decision) -> payidem_decision {
         let mut out = payidem_decision {
-            kind: payidem_decision_kind::PAYIDEM_DECISION_DONE,
+            kind: c_enum(d.action.kind()),
             failure: payidem_result::PAYIDEM_OK,
             replayed: false,
-            landed: d.landed.into(),
+            landed: c_enum(d.landed),
             seconds: 0,
             server_time: 0,
         };
         match d.action {
             Action::Done { replayed } => out.replayed = replayed,
-            Action::Fail(failure) => {
-                out.kind = payidem_decision_kind::PAYIDEM_DECISION_FAIL;
-                out.failure = failure.code().into();
-            }
-            Action::RetryNow => out.kind = payidem_decision_kind::PAYIDEM_DECISION_RETRY_NOW,
-            Action::RetryBackoff => {
-                out.kind = payidem_decision_kind::PAYIDEM_DECISION_RETRY_BACKOFF;
-            }
-            Action::RetryAfter { seconds } => {
-                out.kind = payidem_decision_kind::PAYIDEM_DECISION_RETRY_AFTER;
-                out.seconds = seconds;
-            }
-            Action::AdjustClockRetry { server_time } => {
-                out.kind = payidem_decision_kind::PAYIDEM_DECISION_ADJUST_CLOCK_RETRY;
-                out.server_time = server_time;
-            }
-            Action::QueryStatus => {
-                out.kind = payidem_decision_kind::PAYIDEM_DECISION_QUERY_STATUS;
-            }
-            Action::SendOperation => {
-                out.kind = payidem_decision_kind::PAYIDEM_DECISION_SEND_OPERATION;
-            }
+            Action::Fail(failure) => out.failure = failure.code().into(),
+            Action::RetryAfter { seconds } => out.seconds = seconds,
+            Action::AdjustClockRetry { server_time } => out.server_time = server_time,
+            _ => {}
         }
         out
     }

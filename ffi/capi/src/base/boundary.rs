@@ -2,8 +2,8 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use crate::error::{payidem_error, FfiError};
-use crate::result::payidem_result;
+use crate::base::error::{payidem_error, FfiError};
+use crate::base::result::payidem_result;
 
 /// Runs `body` so that no panic crosses the C ABI. On success `*err_out`
 /// (when given) becomes NULL; on failure it receives a new error the caller
@@ -51,7 +51,7 @@ pub(crate) fn guard_value<T>(fallback: T, body: impl FnOnce() -> T) -> T {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::{payidem_error_code, payidem_error_free, payidem_error_message};
+    use crate::base::error::{payidem_error_code, payidem_error_free, payidem_error_message};
     use std::ffi::CStr;
 
     #[test]

@@ -1,5 +1,13 @@
 //! The blocking client: operations run to a settled outcome, journaled.
 
+pub mod call;
+#[cfg(test)]
+mod callback_tests;
+pub mod events;
+pub mod fleet;
+pub mod options;
+pub mod outcome;
+
 use std::ffi::{c_char, c_int, c_void, CString};
 use std::ptr;
 use std::sync::Arc;
@@ -10,15 +18,15 @@ use payidem::operation::OperationState;
 use payidem::operation::{AttemptKind, NextAction};
 use payidem::{CallOptions, Client, OperationSpec};
 
-use crate::boundary::{guard, guard_value};
-use crate::callback::CallbackCell;
-use crate::error::{payidem_error, FfiError};
-use crate::events::JsonCallback;
-use crate::handles::{free, give, read_or, req_bytes};
-use crate::options;
-use crate::outcome::{payidem_order_list, payidem_outcome};
-use crate::result::payidem_result;
-use crate::text::{bytes, c_string, handle, opt_str, out, req_str};
+use crate::base::boundary::{guard, guard_value};
+use crate::base::callback::CallbackCell;
+use crate::base::error::{payidem_error, FfiError};
+use crate::base::handles::{free, give, read_or, req_bytes};
+use crate::base::result::payidem_result;
+use crate::base::text::{bytes, c_string, handle, opt_str, out, req_str};
+use crate::base::vocabulary::{c_enum, carries};
+use crate::client::events::JsonCallback;
+use crate::client::outcome::{payidem_order_list, payidem_outcome};
 
 /// Runs business operations against the platform, one idempotency key per
 /// operation, keeping each operation's key and frozen body in a journal.
@@ -96,18 +104,15 @@ pub enum payidem_operation_state {
     PAYIDEM_STATE_CONFLICT = 6,
 }
 
-impl From<OperationState> for payidem_operation_state {
-    fn from(s: OperationState) -> payidem_operation_state {
-        match s {
-            OperationState::Pending => payidem_operation_state::PAYIDEM_STATE_PENDING,
-            OperationState::InFlight => payidem_operation_state::PAYIDEM_STATE_IN_FLIGHT,
-            OperationState::Unknown => payidem_operation_state::PAYIDEM_STATE_UNKNOWN,
-            OperationState::Succeeded => payidem_operation_state::PAYIDEM_STATE_SUCCEEDED,
-            OperationState::Rejected => payidem_operation_state::PAYIDEM_STATE_REJECTED,
-            OperationState::Conflict => payidem_operation_state::PAYIDEM_STATE_CONFLICT,
-        }
-    }
-}
+carries!(payidem_attempt_kind: AttemptKind =>
+    PAYIDEM_ATTEMPT_KIND_OPERATION, PAYIDEM_ATTEMPT_KIND_STATUS_QUERY);
+carries!(payidem_next_action: NextAction =>
+    PAYIDEM_NEXT_SETTLE, PAYIDEM_NEXT_RETRY_NOW, PAYIDEM_NEXT_RETRY_LATER,
+    PAYIDEM_NEXT_ADJUST_CLOCK, PAYIDEM_NEXT_QUERY_STATUS, PAYIDEM_NEXT_QUERY_LATER,
+    PAYIDEM_NEXT_GIVE_UP);
+carries!(payidem_operation_state: OperationState =>
+    PAYIDEM_STATE_PENDING, PAYIDEM_STATE_IN_FLIGHT, PAYIDEM_STATE_UNKNOWN,
+    PAYIDEM_STATE_SUCCEEDED, PAYIDEM_STATE_REJECTED, PAYIDEM_STATE_CONFLICT);
 
 /// One attempt's event, for logs and metrics. Holds no secret and no body.
 /// Every pointer is borrowed and valid only during the callback.
@@ -197,19 +202,8 @@ fn deliver(callback: &CallbackCell<EventCallback>, event: &AttemptEvent) {
         order_id: order_id.as_ptr(),
         idempotency_key: key.as_ptr(),
         attempt: event.attempt,
-        kind: match event.kind {
-            AttemptKind::Operation => payidem_attempt_kind::PAYIDEM_ATTEMPT_KIND_OPERATION,
-            AttemptKind::StatusQuery => payidem_attempt_kind::PAYIDEM_ATTEMPT_KIND_STATUS_QUERY,
-        },
-        next: match event.next {
-            NextAction::Settle => payidem_next_action::PAYIDEM_NEXT_SETTLE,
-            NextAction::RetryNow => payidem_next_action::PAYIDEM_NEXT_RETRY_NOW,
-            NextAction::RetryLater => payidem_next_action::PAYIDEM_NEXT_RETRY_LATER,
-            NextAction::AdjustClock => payidem_next_action::PAYIDEM_NEXT_ADJUST_CLOCK,
-            NextAction::QueryStatus => payidem_next_action::PAYIDEM_NEXT_QUERY_STATUS,
-            NextAction::QueryLater => payidem_next_action::PAYIDEM_NEXT_QUERY_LATER,
-            NextAction::GiveUp => payidem_next_action::PAYIDEM_NEXT_GIVE_UP,
-        },
+        kind: c_enum(event.kind),
+        next: c_enum(event.next),
         http_status: event.status.unwrap_or(0),
         replayed: event.replayed,
         has_wait: event.wait.is_some(),
@@ -318,7 +312,7 @@ pub unsafe extern "C" fn payidem_client_new(
                 deliver(&hook_target, event)
             }))
             .with_event_listener(Arc::new(move |event: &payidem::client::Event| {
-                crate::events::deliver(&listener_target, event)
+                crate::client::events::deliver(&listener_target, event)
             }));
         give(
             slot,
@@ -667,7 +661,7 @@ pub unsafe extern "C" fn payidem_client_status(
             record
                 .as_ref()
                 .map_or(payidem_operation_state::PAYIDEM_STATE_NOT_FOUND, |r| {
-                    r.state.into()
+                    c_enum(r.state)
                 }),
         );
         attempts_slot.write(record.map_or(0, |r| r.attempts));

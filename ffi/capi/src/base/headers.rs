@@ -3,8 +3,8 @@
 use std::borrow::Cow;
 use std::ffi::c_char;
 
-use crate::error::FfiError;
-use crate::text::{array, lossy_str};
+use crate::base::error::FfiError;
+use crate::base::text::{array, lossy_str};
 
 /// One HTTP header: a name and a value, both NUL-terminated. Names compare
 /// ASCII case-insensitively. Bytes that are not UTF-8 are read lossily

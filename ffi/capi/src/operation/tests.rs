@@ -5,19 +5,17 @@
 use std::ffi::{c_char, CStr, CString};
 use std::ptr;
 
+use super::step::*;
 use super::*;
-use crate::call::*;
+use crate::base::error::{payidem_error_code, payidem_error_field, payidem_error_free};
+use crate::base::names::{payidem_landed_name, payidem_next_action_name};
+use crate::client::call::*;
+use crate::client::outcome::{payidem_outcome_free, payidem_outcome_http_status};
 use crate::client::{payidem_attempt_kind, payidem_next_action};
-use crate::client::{
-    payidem_client, payidem_client_free, payidem_client_new, payidem_client_status,
-};
-use crate::error::{payidem_error_code, payidem_error_field, payidem_error_free};
-use crate::names::{payidem_landed_name, payidem_next_action_name};
-use crate::outcome::{payidem_outcome_free, payidem_outcome_http_status};
-use crate::policy::{payidem_attempt_outcome, payidem_landed};
+use crate::client::{payidem_client, payidem_client_free, payidem_client_status};
+use crate::fixtures::{begin, call_step, client, SECRET};
+use crate::operation::policy::{payidem_attempt_outcome, payidem_landed};
 use crate::signing::{payidem_signer_free, payidem_signer_new};
-
-const SECRET: &[u8] = b"0123456789abcdef0123";
 
 fn signer() -> *mut payidem_signer {
     let key = CString::new("key_test_1").unwrap();
@@ -354,9 +352,12 @@ fn defaults_base64_body_and_a_whole_call_through_the_steps() {
             payidem_result::PAYIDEM_OK
         );
         assert_eq!(payidem_outcome_http_status(outcome), 201);
-        assert_eq!(crate::outcome::payidem_outcome_attempts(outcome), 2);
+        assert_eq!(crate::client::outcome::payidem_outcome_attempts(outcome), 2);
         assert_eq!(
-            text(crate::outcome::payidem_outcome_idempotency_key(outcome)).as_deref(),
+            text(crate::client::outcome::payidem_outcome_idempotency_key(
+                outcome
+            ))
+            .as_deref(),
             Some("create-ord-9")
         );
         payidem_outcome_free(outcome);
@@ -396,11 +397,11 @@ fn abandon_gives_the_ends_own_result() {
         );
         assert!(outcome.is_null());
         assert_eq!(
-            text(crate::error::payidem_error_order_id(err)).as_deref(),
+            text(crate::base::error::payidem_error_order_id(err)).as_deref(),
             Some("ord-1")
         );
         assert_eq!(
-            text(crate::error::payidem_error_idempotency_key(err)).as_deref(),
+            text(crate::base::error::payidem_error_idempotency_key(err)).as_deref(),
             Some("create-ord-1")
         );
         payidem_error_free(err);
@@ -436,57 +437,6 @@ fn base64_is_strict() {
         assert_eq!(code, payidem_result::PAYIDEM_INVALID_ARGUMENT, "{bad}");
         assert_eq!(field.as_deref(), Some("operation.body_base64"), "{bad}");
     }
-}
-
-fn client(extra: &str) -> *mut payidem_client {
-    let json = CString::new(format!(
-        r#"{{"base_url":"http://127.0.0.1:9/pay","key_id":"key_test_1","journal_path":":memory:"{extra}}}"#
-    ))
-    .unwrap();
-    let mut c = ptr::null_mut();
-    let rc = unsafe {
-        payidem_client_new(
-            json.as_ptr(),
-            SECRET.as_ptr(),
-            SECRET.len(),
-            &mut c,
-            ptr::null_mut(),
-        )
-    };
-    assert_eq!(rc, payidem_result::PAYIDEM_OK);
-    c
-}
-
-fn call_step(call: *mut payidem_call) -> *mut payidem_step {
-    let mut step = ptr::null_mut();
-    let rc = unsafe { payidem_call_step(call, &mut step, ptr::null_mut()) };
-    assert_eq!(rc, payidem_result::PAYIDEM_OK);
-    step
-}
-
-fn begin(c: *const payidem_client, order: &str) -> *mut payidem_call {
-    let order = CString::new(order).unwrap();
-    let method = CString::new("POST").unwrap();
-    let path = CString::new("/v1/payments").unwrap();
-    let body = b"{\"amount\":1}";
-    let mut call = ptr::null_mut();
-    let rc = unsafe {
-        payidem_client_begin(
-            c,
-            order.as_ptr(),
-            method.as_ptr(),
-            path.as_ptr(),
-            body.as_ptr(),
-            body.len(),
-            ptr::null(),
-            ptr::null(),
-            0,
-            &mut call,
-            ptr::null_mut(),
-        )
-    };
-    assert_eq!(rc, payidem_result::PAYIDEM_OK);
-    call
 }
 
 fn state_of(c: *const payidem_client, order: &str) -> crate::client::payidem_operation_state {
@@ -618,7 +568,7 @@ fn a_call_driven_by_the_caller_journals_sends_and_settles() {
             payidem_step_end_result(step, &mut outcome, ptr::null_mut()),
             payidem_result::PAYIDEM_OK
         );
-        assert!(crate::outcome::payidem_outcome_replayed(outcome));
+        assert!(crate::client::outcome::payidem_outcome_replayed(outcome));
         payidem_outcome_free(outcome);
         payidem_step_free(step);
         // Cancel after the end hides nothing.
@@ -698,6 +648,24 @@ fn bad_inputs_never_panic_and_name_the_argument() {
             slots.borrow_mut().push(slot);
             p
         };
+        // `payidem_operation_handle` of `op` with no body bytes (only a
+        // length), at time 0, without a reaction.
+        let report = |outcome, status, headers, header_count, body_len, reason| {
+            payidem_operation_handle(
+                op,
+                outcome,
+                status,
+                headers,
+                header_count,
+                ptr::null(),
+                body_len,
+                reason,
+                0,
+                0,
+                ptr::null_mut(),
+                e(),
+            )
+        };
         let cases: Vec<(payidem_result, &str)> = vec![
             (
                 payidem_operation_new(ptr::null(), &mut oper, e()),
@@ -720,60 +688,11 @@ fn bad_inputs_never_panic_and_name_the_argument() {
                 "step_out",
             ),
             (payidem_operation_persisted(ptr::null_mut(), e()), "op"),
+            (report(0, 0, ptr::null(), 0, 0, ptr::null()), "outcome"),
+            (report(1, 200, ptr::null(), 3, 0, ptr::null()), "headers"),
+            (report(1, 200, ptr::null(), 0, 5, ptr::null()), "body"),
             (
-                payidem_operation_handle(
-                    op,
-                    0,
-                    0,
-                    ptr::null(),
-                    0,
-                    ptr::null(),
-                    0,
-                    ptr::null(),
-                    0,
-                    0,
-                    ptr::null_mut(),
-                    e(),
-                ),
-                "outcome",
-            ),
-            (
-                payidem_operation_handle(
-                    op,
-                    1,
-                    200,
-                    ptr::null(),
-                    3,
-                    ptr::null(),
-                    0,
-                    ptr::null(),
-                    0,
-                    0,
-                    ptr::null_mut(),
-                    e(),
-                ),
-                "headers",
-            ),
-            (
-                payidem_operation_handle(
-                    op,
-                    1,
-                    200,
-                    ptr::null(),
-                    0,
-                    ptr::null(),
-                    5,
-                    ptr::null(),
-                    0,
-                    0,
-                    ptr::null_mut(),
-                    e(),
-                ),
-                "body",
-            ),
-            (
-                payidem_operation_handle(
-                    op,
+                report(
                     1,
                     200,
                     [payidem_header {
@@ -782,33 +701,12 @@ fn bad_inputs_never_panic_and_name_the_argument() {
                     }]
                     .as_ptr(),
                     1,
-                    ptr::null(),
                     0,
                     ptr::null(),
-                    0,
-                    0,
-                    ptr::null_mut(),
-                    e(),
                 ),
                 "headers[0].name",
             ),
-            (
-                payidem_operation_handle(
-                    op,
-                    2,
-                    0,
-                    ptr::null(),
-                    0,
-                    ptr::null(),
-                    0,
-                    c"\xff".as_ptr(),
-                    0,
-                    0,
-                    ptr::null_mut(),
-                    e(),
-                ),
-                "reason",
-            ),
+            (report(2, 0, ptr::null(), 0, 0, c"\xff".as_ptr()), "reason"),
             (
                 payidem_operation_abandon(op, ptr::null(), &mut step, e()),
                 "reason",

@@ -8,10 +8,10 @@ use std::ffi::{c_char, CString};
 use payidem::settings::{client, start, SettingError};
 use payidem::ClientConfig;
 
-use crate::boundary::guard;
-use crate::error::{payidem_error, FfiError};
-use crate::result::payidem_result;
-use crate::text::{out, req_str};
+use crate::base::boundary::guard;
+use crate::base::error::{payidem_error, FfiError};
+use crate::base::result::payidem_result;
+use crate::base::text::{out, req_str};
 
 impl From<SettingError> for FfiError {
     fn from(e: SettingError) -> FfiError {
@@ -120,6 +120,6 @@ pub unsafe extern "C" fn payidem_operation_start_resolve(
 #[no_mangle]
 pub unsafe extern "C" fn payidem_string_free(text: *mut c_char) {
     if !text.is_null() {
-        crate::boundary::guard_value((), || drop(CString::from_raw(text)));
+        crate::base::boundary::guard_value((), || drop(CString::from_raw(text)));
     }
 }

@@ -6,10 +6,11 @@ use std::ffi::{c_char, c_void};
 use payidem::client::{attempt_level, Event, LogLevel};
 use payidem::operation::NextAction;
 
-use crate::callback::CallbackCell;
-use crate::client::{payidem_attempt_event, payidem_client, payidem_next_action};
-use crate::handles::read_or;
-use crate::text::c_string;
+use crate::base::callback::CallbackCell;
+use crate::base::handles::read_or;
+use crate::base::text::c_string;
+use crate::base::vocabulary::core_of;
+use crate::client::{payidem_attempt_event, payidem_client};
 
 /// How loud an event is: one policy for every language (a first-attempt
 /// success is debug; a retry, backoff, clock adjustment, status query or a
@@ -48,15 +49,7 @@ pub unsafe extern "C" fn payidem_attempt_event_level(
     event: *const payidem_attempt_event,
 ) -> payidem_log_level {
     read_or(event, payidem_log_level::PAYIDEM_LOG_WARN, |e| {
-        let next = match e.next {
-            payidem_next_action::PAYIDEM_NEXT_SETTLE => NextAction::Settle,
-            payidem_next_action::PAYIDEM_NEXT_RETRY_NOW => NextAction::RetryNow,
-            payidem_next_action::PAYIDEM_NEXT_RETRY_LATER => NextAction::RetryLater,
-            payidem_next_action::PAYIDEM_NEXT_ADJUST_CLOCK => NextAction::AdjustClock,
-            payidem_next_action::PAYIDEM_NEXT_QUERY_STATUS => NextAction::QueryStatus,
-            payidem_next_action::PAYIDEM_NEXT_QUERY_LATER => NextAction::QueryLater,
-            payidem_next_action::PAYIDEM_NEXT_GIVE_UP => NextAction::GiveUp,
-        };
+        let next = core_of(e.next).unwrap_or(NextAction::GiveUp);
         let status = (e.http_status != 0).then_some(e.http_status);
         level_of(attempt_level(e.attempt, next, status))
     })

@@ -20,9 +20,9 @@
 use std::ffi::{c_char, CStr};
 use std::ptr;
 
-use crate::boundary::guard_value;
-use crate::error::FfiError;
-use crate::text::{bytes, out, Out};
+use crate::base::boundary::guard_value;
+use crate::base::error::FfiError;
+use crate::base::text::{bytes, out, Out};
 
 /// Boxes `value` and writes the new handle into `slot`: the one way a
 /// function gives out a handle the caller frees with its `_free`.
@@ -69,7 +69,7 @@ pub(crate) unsafe fn text_of<T>(
 
 /// Writes the bytes `read` borrows from `*handle` into `*bytes_out` and
 /// `*len_out` and gives true; gives false and writes nothing when any
-/// argument is NULL (or on a panic).
+/// argument is NULL, when `read` finds none, or on a panic.
 ///
 /// # Safety
 /// `handle` is NULL or a live handle of type `T`; `bytes_out` and
@@ -78,16 +78,17 @@ pub(crate) unsafe fn bytes_of<T>(
     handle: *const T,
     bytes_out: *mut *const u8,
     len_out: *mut usize,
-    read: impl FnOnce(&T) -> &[u8],
+    read: impl FnOnce(&T) -> Option<&[u8]>,
 ) -> bool {
     if bytes_out.is_null() || len_out.is_null() {
         return false;
     }
     read_or(handle, false, |h| {
-        let bytes = read(h);
-        bytes_out.write(bytes.as_ptr());
-        len_out.write(bytes.len());
-        true
+        read(h).is_some_and(|bytes| {
+            bytes_out.write(bytes.as_ptr());
+            len_out.write(bytes.len());
+            true
+        })
     })
 }
 
@@ -180,7 +181,7 @@ mod tests {
     use super::*;
     use std::ffi::CString;
 
-    use crate::result::payidem_result;
+    use crate::base::result::payidem_result;
 
     struct Thing {
         name: CString,
@@ -209,7 +210,7 @@ mod tests {
             assert_eq!(read_or(null, 7usize, |t| t.body.len()), 7);
             assert!(text_of(null, |t| Some(t.name.as_c_str())).is_null());
             let (mut b, mut n) = (ptr::null(), 99usize);
-            assert!(!bytes_of(null, &mut b, &mut n, |t| &t.body));
+            assert!(!bytes_of(null, &mut b, &mut n, |t| Some(&t.body)));
             assert_eq!((b, n), (ptr::null(), 99), "nothing written");
             free(null.cast_mut());
         }
@@ -225,9 +226,9 @@ mod tests {
             assert_eq!(CStr::from_ptr(name), c"a name");
             assert!(text_of(t, |_| None).is_null());
             let (mut b, mut n) = (ptr::null(), 0usize);
-            assert!(!bytes_of(t, ptr::null_mut(), &mut n, |t| &t.body));
-            assert!(!bytes_of(t, &mut b, ptr::null_mut(), |t| &t.body));
-            assert!(bytes_of(t, &mut b, &mut n, |t| &t.body));
+            assert!(!bytes_of(t, ptr::null_mut(), &mut n, |t| Some(&t.body)));
+            assert!(!bytes_of(t, &mut b, ptr::null_mut(), |t| Some(&t.body)));
+            assert!(bytes_of(t, &mut b, &mut n, |t| Some(&t.body)));
             assert_eq!(std::slice::from_raw_parts(b, n), b"{}");
             free(t);
         }

@@ -7,14 +7,16 @@ use std::ffi::c_char;
 use payidem::client::{Call, CallStep};
 use payidem::operation::CallTime;
 
-use crate::boundary::{guard, guard_value};
+use crate::base::boundary::guard;
+use crate::base::error::payidem_error;
+use crate::base::handles::{free, give};
+use crate::base::headers::payidem_header;
+use crate::base::result::payidem_result;
+use crate::base::text::{handle, handle_mut, out, req_str};
 use crate::client::{deadline_of, payidem_client, read_spec};
-use crate::error::{payidem_error, FfiError};
-use crate::headers::payidem_header;
-use crate::operation::{call_time, ceil_ms, payidem_step, read_reply};
-use crate::result::payidem_result;
+use crate::operation::step::payidem_step;
+use crate::operation::{call_time, ceil_ms, read_reply};
 use crate::signing::write_text;
-use crate::text::{handle, out, req_str};
 
 /// One call of a client driving one operation, for a caller that sends
 /// the attempts with its own HTTP client: ask `payidem_call_step` what to
@@ -29,10 +31,6 @@ use crate::text::{handle, out, req_str};
 /// journal is left right and the lease released).
 pub struct payidem_call {
     inner: Call,
-}
-
-fn boxed(call: Call) -> *mut payidem_call {
-    Box::into_raw(Box::new(payidem_call { inner: call }))
 }
 
 /// Starts a call of one business operation, as `payidem_client_execute`
@@ -82,7 +80,7 @@ pub unsafe extern "C" fn payidem_client_begin(
         )?;
         let slot = out(call_out, "call_out")?;
         let call = client.inner.begin(&spec, deadline_of(deadline_ms))?;
-        slot.write(boxed(call));
+        give(slot, payidem_call { inner: call });
         Ok(())
     })
 }
@@ -116,7 +114,7 @@ pub unsafe extern "C" fn payidem_client_begin_resume(
         let call = client
             .inner
             .begin_resume(order_id, deadline_of(deadline_ms))?;
-        slot.write(boxed(call));
+        give(slot, payidem_call { inner: call });
         Ok(())
     })
 }
@@ -177,7 +175,7 @@ unsafe fn next_step(
     err_out: *mut *mut payidem_error,
 ) -> payidem_result {
     guard(err_out, || {
-        let call = &mut call.as_mut().ok_or_else(|| FfiError::null("call"))?.inner;
+        let call = &mut handle_mut(call, "call")?.inner;
         let slot = out(step_out, "step_out")?;
         let step = match at {
             Some(at) => call.step_at(at),
@@ -188,7 +186,7 @@ unsafe fn next_step(
             CallStep::Wait(wait) => payidem_step::wait(wait),
             CallStep::Done(result) => payidem_step::end(call.end(), result),
         };
-        slot.write(step.into_raw());
+        give(slot, step);
         Ok(())
     })
 }
@@ -290,7 +288,7 @@ unsafe fn report(
     err_out: *mut *mut payidem_error,
 ) -> payidem_result {
     guard(err_out, || {
-        let call = &mut call.as_mut().ok_or_else(|| FfiError::null("call"))?.inner;
+        let call = &mut handle_mut(call, "call")?.inner;
         let (outcome, status, headers, header_count, body, body_len, reason) = reply;
         let reply = read_reply(
             outcome,
@@ -328,10 +326,10 @@ pub unsafe extern "C" fn payidem_call_cancel(
     err_out: *mut *mut payidem_error,
 ) -> payidem_result {
     guard(err_out, || {
-        let call = call.as_mut().ok_or_else(|| FfiError::null("call"))?;
+        let call = handle_mut(call, "call")?;
         let slot = out(end_out, "end_out")?;
         let result = call.inner.cancel();
-        slot.write(payidem_step::end(call.inner.end(), result).into_raw());
+        give(slot, payidem_step::end(call.inner.end(), result));
         Ok(())
     })
 }
@@ -351,9 +349,7 @@ pub unsafe extern "C" fn payidem_call_cancel(
 /// Errors: none.
 #[no_mangle]
 pub unsafe extern "C" fn payidem_call_free(call: *mut payidem_call) {
-    if !call.is_null() {
-        guard_value((), || drop(Box::from_raw(call)));
-    }
+    free(call)
 }
 
 /// Writes the full URL an attempt's request target is sent to (the base

@@ -1,0 +1,68 @@
+//! Test fixtures shared by the crate's unit tests of clients, calls and
+//! operations: one secret, one client over an in-memory journal, one call
+//! begun on it, one step asked of it.
+
+use std::ffi::CString;
+use std::ptr;
+
+use crate::base::result::payidem_result;
+use crate::client::call::{payidem_call, payidem_call_step, payidem_client_begin};
+use crate::client::{payidem_client, payidem_client_new};
+use crate::operation::step::payidem_step;
+
+/// The key secret every test client and signer uses (key `key_test_1`).
+pub(crate) const SECRET: &[u8] = b"0123456789abcdef0123";
+
+/// A client of `http://127.0.0.1:9/pay` (nothing listens there) over an
+/// in-memory journal; `extra` is spliced into the options JSON (`,"k":v`).
+pub(crate) fn client(extra: &str) -> *mut payidem_client {
+    let json = CString::new(format!(
+        r#"{{"base_url":"http://127.0.0.1:9/pay","key_id":"key_test_1","journal_path":":memory:"{extra}}}"#
+    ))
+    .unwrap();
+    let mut c = ptr::null_mut();
+    let rc = unsafe {
+        payidem_client_new(
+            json.as_ptr(),
+            SECRET.as_ptr(),
+            SECRET.len(),
+            &mut c,
+            ptr::null_mut(),
+        )
+    };
+    assert_eq!(rc, payidem_result::PAYIDEM_OK);
+    c
+}
+
+/// A call of `POST /v1/payments` with body `{"amount":1}` for `order`.
+pub(crate) fn begin(c: *const payidem_client, order: &str) -> *mut payidem_call {
+    let order = CString::new(order).unwrap();
+    let (method, path) = (c"POST", c"/v1/payments");
+    let body = b"{\"amount\":1}";
+    let mut call = ptr::null_mut();
+    let rc = unsafe {
+        payidem_client_begin(
+            c,
+            order.as_ptr(),
+            method.as_ptr(),
+            path.as_ptr(),
+            body.as_ptr(),
+            body.len(),
+            ptr::null(),
+            ptr::null(),
+            0,
+            &mut call,
+            ptr::null_mut(),
+        )
+    };
+    assert_eq!(rc, payidem_result::PAYIDEM_OK);
+    call
+}
+
+/// The call's next step (the caller frees it).
+pub(crate) fn call_step(call: *mut payidem_call) -> *mut payidem_step {
+    let mut step = ptr::null_mut();
+    let rc = unsafe { payidem_call_step(call, &mut step, ptr::null_mut()) };
+    assert_eq!(rc, payidem_result::PAYIDEM_OK);
+    step
+}

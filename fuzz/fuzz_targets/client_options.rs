@@ -1,4 +1,4 @@
-//! The C client's options JSON (ffi/capi/src/options.rs) through the public
+//! The C client's options JSON (ffi/capi/src/client/options.rs) through the public
 //! `payidem_client_new`: no panic (a panic would be turned into
 //! `PAYIDEM_INTERNAL_ERROR` by the boundary, so that result is the failure),
 //! every refusal names the field, and a client that was made is freed.

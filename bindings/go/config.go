@@ -319,25 +319,29 @@ func (c *Config) optionsJSON() ([]byte, error) {
 	if err != nil || len(c.ZeroSettings) == 0 {
 		return doc, err
 	}
-	return withZeros(doc, c.ZeroSettings)
+	return withZeros(doc, c.ZeroSettings, "Config", func(name string) string {
+		for option, field := range goFieldOfOption {
+			if field == name {
+				return option
+			}
+		}
+		return ""
+	})
 }
 
-// withZeros is the options document doc with an explicit 0 for each Config
-// field of names that doc leaves absent.
-func withZeros(doc []byte, names []string) ([]byte, error) {
+// withZeros is the JSON document doc with an explicit 0 for each field of
+// names (fields of the Go type owner) that doc leaves absent; settingOf
+// gives a field's setting path in doc ("retry.base_ms"), "" for a name
+// that is no field.
+func withZeros(doc []byte, names []string, owner string, settingOf func(string) string) ([]byte, error) {
 	var m map[string]any
 	if err := json.Unmarshal(doc, &m); err != nil {
 		return nil, err
 	}
 	for _, name := range names {
-		option := ""
-		for o, field := range goFieldOfOption {
-			if field == name {
-				option = o
-			}
-		}
+		option := settingOf(name)
 		if option == "" {
-			return nil, invalid("ZeroSettings", fmt.Sprintf("%q is no Config field", name))
+			return nil, invalid("ZeroSettings", fmt.Sprintf("%q is no %s field", name, owner))
 		}
 		parent, last := m, option
 		if group, key, nested := strings.Cut(option, "."); nested {

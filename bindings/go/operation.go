@@ -160,6 +160,26 @@ type MachineSetup struct {
 	ClockUntrusted bool
 	// RetryBudget for this call; nil for none. Every field is used as given.
 	RetryBudget *RetryBudget
+	// ZeroSettings names the numeric fields above ("MaxAttempts",
+	// "BackoffBase", "BackoffCap", "Deadline", "KeyRetention",
+	// "MaxClockOffset") whose zero value is an explicit 0 for the library
+	// rather than "not set", as Config.ZeroSettings does for a client: a
+	// zero BackoffBase retries without waiting, a zero MaxAttempts is
+	// ErrInvalidArgument naming setup.max_attempts. A named field that is
+	// not zero keeps its value; a name that is none of these is
+	// ErrInvalidArgument naming "ZeroSettings".
+	ZeroSettings []string
+}
+
+// machineSettingOfField is, for each numeric MachineSetup field, its
+// setting in the start document.
+var machineSettingOfField = map[string]string{
+	"MaxAttempts":    "setup.max_attempts",
+	"BackoffBase":    "setup.backoff_base_ms",
+	"BackoffCap":     "setup.backoff_cap_ms",
+	"Deadline":       "setup.deadline_ms",
+	"KeyRetention":   "setup.key_retention_secs",
+	"MaxClockOffset": "setup.max_clock_offset_secs",
 }
 
 // MachineStart is what a Machine starts from: the operation, what the
@@ -302,7 +322,13 @@ func (s MachineStart) json() ([]byte, error) {
 			SuccessRefund: b.SuccessRefund,
 		}
 	}
-	return json.Marshal(&d)
+	doc, err := json.Marshal(&d)
+	if err != nil || len(set.ZeroSettings) == 0 {
+		return doc, err
+	}
+	return withZeros(doc, set.ZeroSettings, "MachineSetup", func(name string) string {
+		return machineSettingOfField[name]
+	})
 }
 
 // Close frees the machine; later calls fail with ErrClosed. Calling it

@@ -403,6 +403,18 @@ func machineDuration(field func(*MachineSetup) *time.Duration, unit time.Duratio
 	}
 }
 
+// machineZero gives an explicit 0 to the MachineSetup field name through
+// MachineSetup.ZeroSettings, and any other value to set.
+func machineZero(name string, set machineSetter) machineSetter {
+	return func(s *MachineStart, v any) bool {
+		if n, ok := integer(v); ok && n == 0 {
+			s.Setup.ZeroSettings = append(s.Setup.ZeroSettings, name)
+			return true
+		}
+		return set(s, v)
+	}
+}
+
 func machineBudgetSetter(field func(*RetryBudget) *uint32) machineSetter {
 	return func(s *MachineStart, v any) bool {
 		n, ok := integer(v)
@@ -435,16 +447,16 @@ var startSetters = map[string]machineSetter{
 		s.Attempts = int(n)
 		return ok
 	},
-	"setup.max_attempts": func(s *MachineStart, v any) bool {
+	"setup.max_attempts": machineZero("MaxAttempts", func(s *MachineStart, v any) bool {
 		n, ok := integer(v)
 		s.Setup.MaxAttempts = int(n)
 		return ok && n != 0
-	},
-	"setup.backoff_base_ms":       machineDuration(func(m *MachineSetup) *time.Duration { return &m.BackoffBase }, time.Millisecond, true),
-	"setup.backoff_cap_ms":        machineDuration(func(m *MachineSetup) *time.Duration { return &m.BackoffCap }, time.Millisecond, true),
-	"setup.deadline_ms":           machineDuration(func(m *MachineSetup) *time.Duration { return &m.Deadline }, time.Millisecond, true),
-	"setup.key_retention_secs":    machineDuration(func(m *MachineSetup) *time.Duration { return &m.KeyRetention }, time.Second, true),
-	"setup.max_clock_offset_secs": machineDuration(func(m *MachineSetup) *time.Duration { return &m.MaxClockOffset }, time.Second, true),
+	}),
+	"setup.backoff_base_ms":       machineZero("BackoffBase", machineDuration(func(m *MachineSetup) *time.Duration { return &m.BackoffBase }, time.Millisecond, true)),
+	"setup.backoff_cap_ms":        machineZero("BackoffCap", machineDuration(func(m *MachineSetup) *time.Duration { return &m.BackoffCap }, time.Millisecond, true)),
+	"setup.deadline_ms":           machineZero("Deadline", machineDuration(func(m *MachineSetup) *time.Duration { return &m.Deadline }, time.Millisecond, true)),
+	"setup.key_retention_secs":    machineZero("KeyRetention", machineDuration(func(m *MachineSetup) *time.Duration { return &m.KeyRetention }, time.Second, true)),
+	"setup.max_clock_offset_secs": machineZero("MaxClockOffset", machineDuration(func(m *MachineSetup) *time.Duration { return &m.MaxClockOffset }, time.Second, true)),
 	"setup.clock_offset":          machineDuration(func(m *MachineSetup) *time.Duration { return &m.ClockOffset }, time.Second, false),
 	"setup.clock_trusted": func(s *MachineStart, v any) bool {
 		b, ok := v.(bool)
@@ -537,6 +549,55 @@ func TestConfigZeroSettings(t *testing.T) {
 		cfg.ZeroSettings = []string{name}
 		var ia *InvalidArgumentError
 		if err := cfg.Check(); !errors.As(err, &ia) || ia.Field != field {
+			t.Errorf("ZeroSettings %s: %v, want an invalid %s", name, err, field)
+		}
+	}
+}
+
+// MachineSetup.ZeroSettings sends an explicit 0 in the start document,
+// which the library judges: a zero BackoffBase or MaxClockOffset is taken,
+// a zero MaxAttempts is refused naming setup.max_attempts, a value that is
+// set wins, an unknown name is refused as ZeroSettings.
+func TestMachineSetupZeroSettings(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	base := MachineStart{
+		Operation: Operation{OrderID: "o-zero", Method: "POST", Path: "/payments", Body: []byte(`{}`)},
+		Now:       now,
+	}
+	start := base
+	start.Setup.ZeroSettings = []string{"BackoffBase", "MaxClockOffset"}
+	start.Setup.BackoffCap = 3 * time.Second
+	raw, err := start.json()
+	if err != nil {
+		t.Fatal(err)
+	}
+	resolved, err := resolveSettings(raw, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Setup map[string]any `json:"setup"`
+	}
+	if err := json.Unmarshal([]byte(resolved), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Setup["backoff_base_ms"] != 0.0 || doc.Setup["max_clock_offset_secs"] != 0.0 || doc.Setup["backoff_cap_ms"] != 3000.0 {
+		t.Fatalf("explicit zeros not taken: %s", resolved)
+	}
+	m, err := NewMachine(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Close()
+	start.Setup.BackoffBase = 2 * time.Second // a value that is set wins
+	if raw, _ := start.json(); !strings.Contains(string(raw), `"backoff_base_ms":2000`) {
+		t.Fatalf("BackoffBase lost: %s", raw)
+	}
+	for name, field := range map[string]string{"MaxAttempts": "setup.max_attempts", "Nonsense": "ZeroSettings", "ClockOffset": "ZeroSettings"} {
+		start := base
+		start.Setup.ZeroSettings = []string{name}
+		var ia *InvalidArgumentError
+		if _, err := NewMachine(start); !errors.As(err, &ia) || ia.Field != field {
 			t.Errorf("ZeroSettings %s: %v, want an invalid %s", name, err, field)
 		}
 	}

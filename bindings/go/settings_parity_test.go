@@ -515,6 +515,32 @@ func TestSettingsParityStart(t *testing.T) {
 	t.Logf("%d start cases, %d through MachineStart", len(v.Start.Cases), typed)
 }
 
+// resolvedDocument is the library's resolved settings of the document
+// render gives (a start document when start), by object: {"retry":
+// {"base_ms": 0, ...}, ...}; top-level values that are no object are left out.
+func resolvedDocument(t *testing.T, render func() ([]byte, error), start bool) map[string]map[string]any {
+	t.Helper()
+	raw, err := render()
+	if err != nil {
+		t.Fatal(err)
+	}
+	resolved, err := resolveSettings(raw, start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(resolved), &doc); err != nil {
+		t.Fatal(err)
+	}
+	objects := map[string]map[string]any{}
+	for key, value := range doc {
+		if object, ok := value.(map[string]any); ok {
+			objects[key] = object
+		}
+	}
+	return objects
+}
+
 // Config.ZeroSettings sends an explicit 0, which the library judges: a
 // zero BackoffBase retries without waiting, a zero ConnectTimeout is
 // refused by name, an unknown name is refused as ZeroSettings.
@@ -522,23 +548,9 @@ func TestConfigZeroSettings(t *testing.T) {
 	base := Config{BaseURL: "https://pay.example", KeyID: "key_test_1", JournalPath: JournalMemory}
 	cfg := base
 	cfg.ZeroSettings = []string{"BackoffBase", "RetryBudget.RetryCost"}
-	raw, err := cfg.optionsJSON()
-	if err != nil {
-		t.Fatal(err)
-	}
-	resolved, err := resolveSettings(raw, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
-		Retry       map[string]any `json:"retry"`
-		RetryBudget map[string]any `json:"retry_budget"`
-	}
-	if err := json.Unmarshal([]byte(resolved), &doc); err != nil {
-		t.Fatal(err)
-	}
-	if doc.Retry["base_ms"] != 0.0 || doc.RetryBudget["retry_cost"] != 0.0 {
-		t.Fatalf("explicit zeros not taken: %s", resolved)
+	resolved := resolvedDocument(t, cfg.optionsJSON, false)
+	if resolved["retry"]["base_ms"] != 0.0 || resolved["retry_budget"]["retry_cost"] != 0.0 {
+		t.Fatalf("explicit zeros not taken: %v", resolved)
 	}
 	cfg.BackoffBase = 2 * time.Second // a value that is set wins
 	if raw, _ := cfg.optionsJSON(); !strings.Contains(string(raw), `"base_ms":2000`) {
@@ -567,22 +579,9 @@ func TestMachineSetupZeroSettings(t *testing.T) {
 	start := base
 	start.Setup.ZeroSettings = []string{"BackoffBase", "MaxClockOffset"}
 	start.Setup.BackoffCap = 3 * time.Second
-	raw, err := start.json()
-	if err != nil {
-		t.Fatal(err)
-	}
-	resolved, err := resolveSettings(raw, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
-		Setup map[string]any `json:"setup"`
-	}
-	if err := json.Unmarshal([]byte(resolved), &doc); err != nil {
-		t.Fatal(err)
-	}
-	if doc.Setup["backoff_base_ms"] != 0.0 || doc.Setup["max_clock_offset_secs"] != 0.0 || doc.Setup["backoff_cap_ms"] != 3000.0 {
-		t.Fatalf("explicit zeros not taken: %s", resolved)
+	setup := resolvedDocument(t, start.json, true)["setup"]
+	if setup["backoff_base_ms"] != 0.0 || setup["max_clock_offset_secs"] != 0.0 || setup["backoff_cap_ms"] != 3000.0 {
+		t.Fatalf("explicit zeros not taken: %v", setup)
 	}
 	m, err := NewMachine(start)
 	if err != nil {

@@ -24,11 +24,11 @@
 
 CARGO ?= cargo
 
-.PHONY: test test-rust test-fleet test-c test-python test-go test-dist lint bench demo lib header install \
+.PHONY: test test-rust test-fleet test-c test-python test-go test-java java-deps test-dist lint bench demo lib header install \
 	uninstall bench-c c-deps redis-deps pg-deps c-artifacts dist dist-c dist-mock dist-wheel dist-go
 
 ## test: every test of every language, then the release artifacts outside the repository
-test: test-rust test-c test-python test-go test-dist
+test: test-rust test-c test-python test-go test-java test-dist
 
 ## test-rust: every Rust test of the workspace (core, mock, e2e with the chaos test and the
 ## fleet chaos test, C ABI crate); the replay-store tests start their own redis-server (see
@@ -73,6 +73,22 @@ test-python: redis-deps pg-deps
 test-go: redis-deps pg-deps
 	@echo '## phase: test-go'
 	bindings/go/run-tests.sh
+
+## java-deps: installs a JDK (17 or later) and Maven (Debian packages) when missing. Maven
+## resolves the pinned plugins and dependencies of bindings/java/pom.xml from Central on
+## its first run, into ~/.m2.
+java-deps:
+	@{ command -v javac >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1; } || { \
+		echo "installing openjdk-17-jdk-headless maven"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jdk-headless maven >/dev/null; }
+	@{ command -v javac >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1; } || { \
+		echo "a JDK or Maven is missing and could not be installed (apt-get install -y openjdk-17-jdk-headless maven): the Java tests need them"; exit 1; }
+
+## test-java: the Java binding (bindings/java): the release library and mock, the library
+## staged into the jar with its SHA-256, then Maven's build and JUnit suites (see bindings/java/README.md)
+test-java: java-deps redis-deps pg-deps
+	@echo '## phase: test-java'
+	bindings/java/run-tests.sh
 
 ## lint: formatting and clippy, warnings are errors
 lint:

@@ -68,6 +68,8 @@ final class Lib {
 
     static native void payidem_string_free(Pointer text);
 
+    static native Pointer payidem_client_defaults_json();
+
     // Errors.
     static native int payidem_error_code(Pointer err);
 

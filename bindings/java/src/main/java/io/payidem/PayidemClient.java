@@ -183,6 +183,9 @@ public final class PayidemClient implements AutoCloseable {
      * {@link #status(String)} or {@link #resume(String)}.
      */
     public List<String> takeOver(int limit) {
+        if (limit < 0) {
+            throw PayidemException.invalidArgument("limit", "limit is negative");
+        }
         PointerByReference list = new PointerByReference();
         call((h, err) -> Lib.payidem_client_take_over(h, limit, list, err));
         return orders(list.getValue());

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The Java binding's tests (make test-java): builds the release library and the mock,
 # stages the library into the jar with its SHA-256, runs Maven's build and the JUnit
-# suites on the default JDK, then the same jar's suites on Temurin 25 when installed.
+# suites on the default JDK, the same suites on Temurin 25 when installed, then the jar
+# installed into an empty local Maven repository and used by a separate project
+# (test-outside.sh).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root"
@@ -16,3 +18,5 @@ for jdk in /usr/lib/jvm/temurin-25-jdk-amd64; do
         JAVA_HOME="$jdk" mvn -B -ntp surefire:test
     fi
 done
+cd "$root"
+bindings/java/test-outside.sh bindings/java/target/payidem-0.1.0.jar "$PAYIDEM_MOCK"

@@ -55,7 +55,7 @@ public final class Outcome {
         return idempotencyKey;
     }
 
-    /** Attempts this operation made in total (0 for an answer from the journal alone). */
+    /** Attempts the operation made in total, over every call (an answer from the journal adds none). */
     public int attempts() {
         return attempts;
     }

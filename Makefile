@@ -24,7 +24,7 @@
 
 CARGO ?= cargo
 
-.PHONY: test test-rust test-fleet test-c test-python test-go test-java java-deps test-dist lint bench demo lib header install \
+.PHONY: test test-rust test-fleet test-c test-python test-go test-java java-deps bench-java dist-java test-dist lint bench demo lib header install \
 	uninstall bench-c c-deps redis-deps pg-deps c-artifacts dist dist-c dist-mock dist-wheel dist-go
 
 ## test: every test of every language, then the release artifacts outside the repository
@@ -238,6 +238,23 @@ test-dist:
 
 bench-c:
 	$(CARGO) bench -p payidem-capi --bench sign_ffi
+
+## bench-java: signing from Java (the jar's JNA, a JNI prototype, javax.crypto in the same
+## JVM) and settled operations per second at 1 and 16 threads (BENCHMARKS.md, Java)
+bench-java: java-deps
+	$(CARGO) build --release -p payidem-ffi -p payidem-mock
+	bindings/java/stage-natives.sh
+	cd bindings/java && mvn -B -ntp -q package -DskipTests
+	bindings/java/bench.sh
+
+## dist-java: the jar with the release libraries (glibc 2.17 floor; linux-aarch64 too when
+## scripts/dist/build-c.sh --arch aarch64 staged it) and its pom, into dist/
+dist-java: lib java-deps
+	bindings/java/stage-natives.sh --dist
+	cd bindings/java && mvn -B -ntp -q package -DskipTests
+	@mkdir -p dist
+	cp bindings/java/target/payidem-$$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1).jar dist/
+	cp bindings/java/pom.xml dist/payidem-$$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1).pom
 
 ## deny: licenses, bans (duplicates) and sources of every dependency (deny.toml);
 ## advisories are not checked here: their database is on GitHub (see deny.toml)

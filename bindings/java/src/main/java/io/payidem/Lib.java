@@ -95,8 +95,8 @@ final class Lib {
 
     static native void payidem_signer_free(Pointer signer);
 
-    static native int payidem_signer_sign_into(Pointer signer, byte[] method, byte[] path, byte[] idempotencyKey,
-            byte[] body, long bodyLen, long timestamp, byte[] headersOut, PointerByReference err);
+    static native int payidem_signer_sign_into(Pointer signer, Pointer method, Pointer path, Pointer idempotencyKey,
+            Pointer body, long bodyLen, long timestamp, Pointer headersOut, PointerByReference err);
 
     static native int payidem_signer_sign_parts(Pointer signer, byte[] method, byte[] path, byte[] timestamp,
             byte[] nonce, byte[] idempotencyKey, byte[] body, long bodyLen, byte[] buf, long bufLen,
@@ -195,4 +195,64 @@ final class Lib {
     static native Pointer payidem_order_list_get(Pointer list, long index);
 
     static native void payidem_order_list_free(Pointer list);
+
+    // The pure operation machine and its steps.
+    static native int payidem_operation_new(byte[] startJson, PointerByReference out, PointerByReference err);
+
+    static native int payidem_operation_poll(Pointer op, Pointer signer, long nowUnix, long elapsedMs,
+            PointerByReference step, PointerByReference err);
+
+    static native int payidem_operation_persisted(Pointer op, PointerByReference err);
+
+    static native int payidem_operation_handle(Pointer op, int outcome, short status, Pointer headers,
+            long headerCount, byte[] body, long bodyLen, byte[] reason, long nowUnix, long elapsedMs,
+            byte[] reactionOut, PointerByReference err);
+
+    static native int payidem_operation_abandon(Pointer op, byte[] reason, PointerByReference end,
+            PointerByReference err);
+
+    static native int payidem_operation_attempts(Pointer op);
+
+    static native int payidem_operation_landed(Pointer op);
+
+    static native void payidem_operation_free(Pointer op);
+
+    static native Pointer payidem_step_type_name(int kind);
+
+    static native int payidem_step_kind(Pointer step);
+
+    static native int payidem_step_persist_attempt(Pointer step);
+
+    static native byte payidem_step_persist_first(Pointer step);
+
+    static native int payidem_step_attempt_kind(Pointer step);
+
+    static native int payidem_step_attempt_number(Pointer step);
+
+    static native Pointer payidem_step_method(Pointer step);
+
+    static native Pointer payidem_step_path(Pointer step);
+
+    static native long payidem_step_header_count(Pointer step);
+
+    static native byte payidem_step_header_at(Pointer step, long index, PointerByReference name,
+            PointerByReference value);
+
+    static native Pointer payidem_step_body(Pointer step, LongByReference len);
+
+    static native long payidem_step_timeout_ms(Pointer step);
+
+    static native long payidem_step_wait_ms(Pointer step);
+
+    static native Pointer payidem_step_end_name(Pointer step);
+
+    static native byte payidem_step_end_final(Pointer step);
+
+    static native int payidem_step_end_landed(Pointer step);
+
+    static native Pointer payidem_step_end_state(Pointer step);
+
+    static native int payidem_step_end_result(Pointer step, PointerByReference outcome, PointerByReference err);
+
+    static native void payidem_step_free(Pointer step);
 }

@@ -1,5 +1,6 @@
 package io.payidem;
 
+import com.sun.jna.Memory;
 import com.sun.jna.Pointer;
 import com.sun.jna.ptr.LongByReference;
 import com.sun.jna.ptr.PointerByReference;
@@ -42,17 +43,47 @@ public final class Signer implements AutoCloseable {
      * {@code idempotencyKey} is null or "" for none (a POST requires one).
      */
     public SignedHeaders signAt(long unixSeconds, String method, String path, String idempotencyKey, byte[] body) {
-        byte[] b = Text.body(body);
-        byte[] out = new byte[SignedHeaders.SIZE];
-        PointerByReference err = new PointerByReference();
-        Pointer p = handle.acquire();
-        try {
-            PayidemException.check(Lib.payidem_signer_sign_into(p, Text.c(method, "method"), Text.c(path, "path"),
-                    Text.c(idempotencyKey, "idempotency_key"), b, b.length, unixSeconds, out, err), err);
-        } finally {
-            handle.release();
+        byte[] m = Text.c(method, "method");
+        byte[] p = Text.c(path, "path");
+        byte[] k = Text.c(idempotencyKey, "idempotency_key");
+        if (m == null || p == null) {
+            throw PayidemException.invalidArgument(m == null ? "method" : "path", "method and path must not be null");
         }
-        return new SignedHeaders(out);
+        byte[] b = Text.body(body);
+        // One native buffer per thread holds the arguments and the answer: JNA copies every byte[]
+        // argument on each call, which costs more than the signature.
+        long need = SignedHeaders.SIZE + m.length + p.length + (k == null ? 0 : k.length) + b.length;
+        Memory own = need > Scratch.SIZE ? new Memory(need) : null;
+        Memory buf = own != null ? own : Scratch.get();
+        try {
+            long o = SignedHeaders.SIZE;
+            Pointer mp = put(buf, o, m);
+            o += m.length;
+            Pointer pp = put(buf, o, p);
+            o += p.length;
+            Pointer kp = k == null ? null : put(buf, o, k);
+            o += k == null ? 0 : k.length;
+            Pointer bp = put(buf, o, b);
+            PointerByReference err = ErrOut.get();
+            Pointer h = handle.acquire();
+            int rc;
+            try {
+                rc = Lib.payidem_signer_sign_into(h, mp, pp, kp, bp, b.length, unixSeconds, buf, err);
+            } finally {
+                handle.release();
+            }
+            PayidemException.check(rc, err);
+            return new SignedHeaders(buf.getByteArray(0, SignedHeaders.SIZE));
+        } finally {
+            if (own != null) {
+                own.close();
+            }
+        }
+    }
+
+    private static Pointer put(Memory buf, long offset, byte[] bytes) {
+        buf.write(offset, bytes, 0, bytes.length);
+        return buf.share(offset);
     }
 
     /**
@@ -112,6 +143,11 @@ public final class Signer implements AutoCloseable {
         PointerByReference err = new PointerByReference();
         PayidemException.check(Lib.payidem_body_sha256_hex(b, b.length, buf, buf.length, err), err);
         return Text.field(buf, 0, buf.length);
+    }
+
+    /** The native handle, for the operation machine's signing. */
+    Handle handle() {
+        return handle;
     }
 
     /** Frees the signer and wipes its secret; later calls fail. Waits for running signatures. */

@@ -159,36 +159,15 @@ public final class Verifier implements AutoCloseable {
     public Verified verify(String method, String path, List<Map.Entry<String, String>> headers, byte[] body,
             long nowUnixSeconds) {
         byte[] b = Text.body(body);
-        int n = headers.size();
-        List<byte[]> texts = new ArrayList<>(2 * n);
-        long size = 0;
-        for (int i = 0; i < n; i++) {
-            byte[] name = Text.c(headers.get(i).getKey(), "headers[" + i + "].name");
-            byte[] value = Text.c(headers.get(i).getValue(), "headers[" + i + "].value");
-            if (name == null || value == null) {
-                throw PayidemException.invalidArgument("headers[" + i + "]", "a header name or value is null");
-            }
-            texts.add(name);
-            texts.add(value);
-            size += name.length + value.length;
-        }
-        Memory strings = new Memory(Math.max(1, size));
-        Memory array = new Memory((long) Math.max(1, 2 * n) * Native.POINTER_SIZE);
-        long offset = 0;
-        for (int i = 0; i < texts.size(); i++) {
-            byte[] t = texts.get(i);
-            strings.write(offset, t, 0, t.length);
-            array.setPointer((long) i * Native.POINTER_SIZE, strings.share(offset));
-            offset += t.length;
-        }
+        NativeHeaders h = new NativeHeaders(headers);
         byte[] verified = new byte[VERIFIED_SIZE];
         ShortByReference status = new ShortByReference();
         PointerByReference err = new PointerByReference();
         Pointer p = handle.acquire();
         int rc;
         try {
-            rc = Lib.payidem_verifier_verify_into(p, Text.c(method, "method"), Text.c(path, "path"), array, n, b,
-                    b.length, nowUnixSeconds, verified, status, err);
+            rc = Lib.payidem_verifier_verify_into(p, Text.c(method, "method"), Text.c(path, "path"), h.array, h.count,
+                    b, b.length, nowUnixSeconds, verified, status, err);
         } finally {
             handle.release();
         }

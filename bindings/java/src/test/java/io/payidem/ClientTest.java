@@ -235,6 +235,45 @@ class ClientTest {
         assertEquals(90, tuned.get("lease_ttl_s").getAsInt());
     }
 
+    /** Leaf settings of a resolved document, dot-separated ("retry.max_attempts"). */
+    private static java.util.Map<String, com.google.gson.JsonElement> leaves(JsonObject o, String prefix) {
+        java.util.Map<String, com.google.gson.JsonElement> out = new java.util.TreeMap<>();
+        for (java.util.Map.Entry<String, com.google.gson.JsonElement> e : o.entrySet()) {
+            if (e.getValue().isJsonObject()) {
+                out.putAll(leaves(e.getValue().getAsJsonObject(), prefix + e.getKey() + "."));
+            } else {
+                out.put(prefix + e.getKey(), e.getValue());
+            }
+        }
+        return out;
+    }
+
+    @Test
+    void theBuilderSetsEveryOptionOfTheCore() {
+        java.util.Map<String, com.google.gson.JsonElement> defaults = leaves(JsonParser.parseString(
+                PayidemClient.defaults()).getAsJsonObject().getAsJsonObject("options"), "");
+        PayidemClient.Builder b = PayidemClient.builder().baseUrl("https://api.example.com").keyId("k")
+                .journalPath("/var/lib/shop/journal.sqlite3").journalKey(new byte[16])
+                .connectTimeout(Duration.ofMillis(1234)).requestTimeout(Duration.ofMillis(4321)).maxAttempts(3)
+                .backoffBase(Duration.ofMillis(7)).backoffCap(Duration.ofMillis(70)).deadline(Duration.ofSeconds(9))
+                .retryBudget(11, 2, 3, 4).keyRetention(Duration.ofHours(1)).settledRetention(Duration.ofMinutes(1))
+                .leaseTtl(Duration.ofSeconds(90)).maxClockOffset(Duration.ofSeconds(30)).allowInsecureHttp(true)
+                .proxy("http://proxy.example:3128").proxyFromEnv(true).caBundle("/etc/shop/ca.pem")
+                .clientCertificate("/etc/shop/client.pem", "/etc/shop/client.key");
+        java.util.Map<String, com.google.gson.JsonElement> tuned = leaves(JsonParser.parseString(b.resolve())
+                .getAsJsonObject(), "");
+        java.util.Set<String> unchanged = new java.util.TreeSet<>();
+        for (java.util.Map.Entry<String, com.google.gson.JsonElement> d : defaults.entrySet()) {
+            if (d.getValue().equals(tuned.get(d.getKey()))) {
+                unchanged.add(d.getKey());
+            }
+        }
+        assertEquals(Collections.emptySet(), unchanged, "options of the core the Java builder cannot set");
+        assertEquals("<set>", tuned.get("journal_key_hex").getAsString());
+        assertEquals(3, tuned.get("retry.max_attempts").getAsInt());
+        assertEquals(1234, tuned.get("connect_timeout_ms").getAsInt());
+    }
+
     @Test
     void noSecretInStrings() {
         byte[] secret = "sk_live_do_not_print_0123456789".getBytes(StandardCharsets.UTF_8);

@@ -252,12 +252,7 @@ public final class Operation implements AutoCloseable {
 
         /** A retry budget for this call (default none). */
         public Start retryBudget(long capacity, long retryCost, long timeoutCost, long successRefund) {
-            JsonObject b = new JsonObject();
-            b.addProperty("capacity", capacity);
-            b.addProperty("retry_cost", retryCost);
-            b.addProperty("timeout_cost", timeoutCost);
-            b.addProperty("success_refund", successRefund);
-            setup.add("retry_budget", b);
+            setup.add("retry_budget", RetryBudget.json(capacity, retryCost, timeoutCost, successRefund));
             return this;
         }
 

@@ -91,13 +91,9 @@ public final class PayidemClient implements AutoCloseable {
     /** {@link #execute(String, String, String, byte[], String)} with an explicit idempotency key. */
     public Outcome execute(String orderId, String method, String path, byte[] body, String idempotencyKey,
             String statusPath) {
-        byte[] b = Text.body(body);
-        byte[] o = Text.c(orderId, "order_id");
-        byte[] m = Text.c(method, "method");
-        byte[] p = Text.c(path, "path");
-        byte[] k = Text.c(idempotencyKey, "idempotency_key");
-        byte[] s = Text.c(statusPath, "status_path");
-        return outcome((h, out, err) -> Lib.payidem_client_execute(h, o, m, p, b, b.length, k, s, out, err));
+        CallArgs a = new CallArgs(orderId, method, path, body, idempotencyKey, statusPath);
+        return outcome((h, out, err) -> Lib.payidem_client_execute(h, a.orderId, a.method, a.path, a.body,
+                a.body.length, a.idempotencyKey, a.statusPath, out, err));
     }
 
     /**
@@ -198,14 +194,10 @@ public final class PayidemClient implements AutoCloseable {
      */
     public Outbox outboxInsert(String orderId, String method, String path, byte[] body, String idempotencyKey,
             String statusPath) {
-        byte[] b = Text.body(body);
-        byte[] o = Text.c(orderId, "order_id");
-        byte[] m = Text.c(method, "method");
-        byte[] p = Text.c(path, "path");
-        byte[] k = Text.c(idempotencyKey, "idempotency_key");
-        byte[] s = Text.c(statusPath, "status_path");
-        String json = readText((h, buf, len, err) -> Lib.payidem_client_outbox_insert(h, o, m, p, b, b.length, k, s,
-                Outbox.PARAMS_DOLLAR, buf, buf == null ? 0 : buf.length, len, err));
+        CallArgs a = new CallArgs(orderId, method, path, body, idempotencyKey, statusPath);
+        String json = readText((h, buf, len, err) -> Lib.payidem_client_outbox_insert(h, a.orderId, a.method, a.path,
+                a.body, a.body.length, a.idempotencyKey, a.statusPath, Outbox.PARAMS_DOLLAR, buf,
+                buf == null ? 0 : buf.length, len, err));
         return new Outbox(json);
     }
 
@@ -388,12 +380,7 @@ public final class PayidemClient implements AutoCloseable {
 
         /** The retry budget shared by every call: tokens, costs and refund (each 0..=4294967295). */
         public Builder retryBudget(long capacity, long retryCost, long timeoutCost, long successRefund) {
-            JsonObject b = new JsonObject();
-            b.addProperty("capacity", capacity);
-            b.addProperty("retry_cost", retryCost);
-            b.addProperty("timeout_cost", timeoutCost);
-            b.addProperty("success_refund", successRefund);
-            options.add("retry_budget", b);
+            options.add("retry_budget", RetryBudget.json(capacity, retryCost, timeoutCost, successRefund));
             return this;
         }
 

@@ -320,7 +320,11 @@ public final class PayidemClient implements AutoCloseable {
             return this;
         }
 
-        /** The key's secret (16..=1024 bytes), copied now; the caller may wipe its array after {@link #build()}. */
+        /**
+         * The key's secret (16..=1024 bytes), copied now: the caller may wipe
+         * its array at once. {@link #build()} wipes this copy, so set it again
+         * to build another client from this builder.
+         */
         public Builder secret(byte[] secret) {
             this.secret = secret == null ? null : secret.clone();
             return this;
@@ -463,7 +467,14 @@ public final class PayidemClient implements AutoCloseable {
 
         /** The client; opens (or creates) its journal. */
         public PayidemClient build() {
-            return new PayidemClient(this);
+            try {
+                return new PayidemClient(this);
+            } finally {
+                if (secret != null) {
+                    java.util.Arrays.fill(secret, (byte) 0);
+                    secret = null;
+                }
+            }
         }
 
         String optionsJson() {

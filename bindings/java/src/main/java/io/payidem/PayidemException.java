@@ -370,9 +370,15 @@ public class PayidemException extends RuntimeException {
         if (code.number() != rc) {
             message = "result " + rc + " (" + Text.read(Lib.payidem_result_name(rc)) + "): " + message;
         }
-        return of(new Details(code, message, Text.read(Lib.payidem_error_field(e)),
-                Lib.payidem_error_http_status(e) & 0xffff, body, Text.read(Lib.payidem_error_order_id(e)),
-                Text.read(Lib.payidem_error_idempotency_key(e)), serverTime));
+        return of(new Details(code, message, nonEmpty(Lib.payidem_error_field(e)),
+                Lib.payidem_error_http_status(e) & 0xffff, body, nonEmpty(Lib.payidem_error_order_id(e)),
+                nonEmpty(Lib.payidem_error_idempotency_key(e)), serverTime));
+    }
+
+    /** A borrowed string, null for NULL or "" (the C ABI's "none"). */
+    private static String nonEmpty(Pointer p) {
+        String s = Text.read(p);
+        return s == null || s.isEmpty() ? null : s;
     }
 
     /** Throws the exception of {@code rc} unless it is 0 (ok). */

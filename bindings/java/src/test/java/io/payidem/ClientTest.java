@@ -285,6 +285,13 @@ class ClientTest {
             assertFalse(c.toString().contains("do_not_print"));
             assertFalse(s.toString().contains("do_not_print"));
         }
+        assertEquals("secret", assertThrows(PayidemException.InvalidArgument.class, b::build).field(),
+                "build() wiped the builder's copy of the secret");
+        PayidemException e = assertThrows(PayidemException.InvalidArgument.class, () -> PayidemClient.builder()
+                .baseUrl("https://api.example.com").keyId("k").secret(secret).journalPath(":memory:").maxAttempts(0)
+                .build());
+        assertFalse(e.getMessage().contains("do_not_print"), e.getMessage());
+        assertNull(e.orderId(), "no order: null, not \"\"");
     }
 
     @Test

@@ -255,4 +255,24 @@ final class Lib {
     static native int payidem_step_end_result(Pointer step, PointerByReference outcome, PointerByReference err);
 
     static native void payidem_step_free(Pointer step);
+
+    // The journal-bound call.
+    static native int payidem_client_begin(Pointer client, byte[] orderId, byte[] method, byte[] path, byte[] body,
+            long bodyLen, byte[] idempotencyKey, byte[] statusPath, long deadlineMs, PointerByReference call,
+            PointerByReference err);
+
+    static native int payidem_client_begin_resume(Pointer client, byte[] orderId, long deadlineMs,
+            PointerByReference call, PointerByReference err);
+
+    static native int payidem_call_step(Pointer call, PointerByReference step, PointerByReference err);
+
+    static native int payidem_call_report(Pointer call, int outcome, short status, Pointer headers,
+            long headerCount, byte[] body, long bodyLen, byte[] reason, PointerByReference err);
+
+    static native int payidem_call_cancel(Pointer call, PointerByReference end, PointerByReference err);
+
+    static native void payidem_call_free(Pointer call);
+
+    static native int payidem_client_url(Pointer client, byte[] path, byte[] buf, long bufLen, LongByReference lenOut,
+            PointerByReference err);
 }

@@ -105,6 +105,36 @@ public final class PayidemClient implements AutoCloseable {
         return outcome((h, out, err) -> Lib.payidem_client_resume(h, o, out, err));
     }
 
+    /**
+     * Starts the same operation as {@link #execute} for the caller's own
+     * HTTP stack, sending nothing: drive it with {@link Call#step()} and
+     * {@link Call#report}. {@code deadlineMs} (0 for none) shortens the
+     * client's retry deadline for this call.
+     */
+    public Call begin(String orderId, String method, String path, byte[] body, String idempotencyKey,
+            String statusPath, long deadlineMs) {
+        CallArgs a = new CallArgs(orderId, method, path, body, idempotencyKey, statusPath);
+        PointerByReference out = new PointerByReference();
+        call((h, err) -> Lib.payidem_client_begin(h, a.orderId, a.method, a.path, a.body, a.body.length,
+                a.idempotencyKey, a.statusPath, deadlineMs, out, err));
+        return new Call(out.getValue());
+    }
+
+    /** Starts a call resuming a journaled operation (as {@link #resume}) for the caller's own HTTP stack. */
+    public Call beginResume(String orderId, long deadlineMs) {
+        byte[] o = Text.c(orderId, "order_id");
+        PointerByReference out = new PointerByReference();
+        call((h, err) -> Lib.payidem_client_begin_resume(h, o, deadlineMs, out, err));
+        return new Call(out.getValue());
+    }
+
+    /** The full URL a {@code send} step's path goes to (the base URL's origin and the step's path). */
+    public String url(String stepPath) {
+        byte[] p = Text.c(stepPath, "path");
+        return readText((h, buf, len, err) -> Lib.payidem_client_url(h, p, buf, buf == null ? 0 : buf.length, len,
+                err));
+    }
+
     /** Where {@code orderId} stands in the journal. */
     public OperationStatus status(String orderId) {
         byte[] o = Text.c(orderId, "order_id");
@@ -228,7 +258,7 @@ public final class PayidemClient implements AutoCloseable {
         int run(Pointer client, PointerByReference out, PointerByReference err);
     }
 
-    private interface Call {
+    private interface NativeCall {
         int run(Pointer client, PointerByReference err);
     }
 
@@ -242,7 +272,7 @@ public final class PayidemClient implements AutoCloseable {
         return new Outcome(out.getValue());
     }
 
-    private void call(Call f) {
+    private void call(NativeCall f) {
         PointerByReference err = new PointerByReference();
         Pointer h = handle.acquire();
         int rc;

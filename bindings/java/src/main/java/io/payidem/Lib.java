@@ -275,4 +275,7 @@ final class Lib {
 
     static native int payidem_client_url(Pointer client, byte[] path, byte[] buf, long bufLen, LongByReference lenOut,
             PointerByReference err);
+
+    static native int payidem_client_target_of(Pointer client, byte[] url, byte[] buf, long bufLen,
+            LongByReference lenOut, PointerByReference err);
 }

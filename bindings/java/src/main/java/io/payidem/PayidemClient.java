@@ -135,6 +135,18 @@ public final class PayidemClient implements AutoCloseable {
                 err));
     }
 
+    /**
+     * The request target of the absolute {@code url} relative to the base
+     * URL (the path to {@link #begin} with); invalid_argument naming
+     * {@code url} when it is not under the base URL: a signed request is
+     * never sent elsewhere.
+     */
+    public String targetOf(String url) {
+        byte[] u = Text.c(url, "url");
+        return readText((h, buf, len, err) -> Lib.payidem_client_target_of(h, u, buf, buf == null ? 0 : buf.length,
+                len, err));
+    }
+
     /** Where {@code orderId} stands in the journal. */
     public OperationStatus status(String orderId) {
         byte[] o = Text.c(orderId, "order_id");

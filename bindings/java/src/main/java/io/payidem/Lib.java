@@ -278,4 +278,6 @@ final class Lib {
 
     static native int payidem_client_target_of(Pointer client, byte[] url, byte[] buf, long bufLen,
             LongByReference lenOut, PointerByReference err);
+
+    static native int payidem_refusal_body_too_large(long limitBytes, PointerByReference out, PointerByReference err);
 }

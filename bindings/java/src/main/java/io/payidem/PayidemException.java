@@ -40,6 +40,7 @@ public class PayidemException extends RuntimeException {
     }
 
     private final ErrorCode code;
+    private final String coreMessage;
     private final String field;
     private final int httpStatus;
     private final byte[] body;
@@ -51,6 +52,7 @@ public class PayidemException extends RuntimeException {
         super(d.code.wireName() + (d.message == null || d.message.isEmpty() ? "" : ": " + d.message)
                 + (d.orderId == null ? "" : " (order " + d.orderId + ", key " + d.idempotencyKey + ")"));
         this.code = d.code;
+        this.coreMessage = d.message == null ? "" : d.message;
         this.field = d.field;
         this.httpStatus = d.httpStatus;
         this.body = d.body;
@@ -62,6 +64,11 @@ public class PayidemException extends RuntimeException {
     /** The stable code. */
     public ErrorCode code() {
         return code;
+    }
+
+    /** The core's message alone (no code, no order), as a refusal's body carries it. */
+    String coreMessage() {
+        return coreMessage;
     }
 
     /**

@@ -25,6 +25,12 @@ final class Lib {
     /** Makes sure the library is loaded (the class initializer ran). */
     static void ensureLoaded() {}
 
+    /** payidem_cancel_callback: non-zero cancels the call. */
+    interface CancelCallback extends Callback {
+        /** Polled before every attempt and during waits, on the calling thread. */
+        int invoke(Pointer userdata);
+    }
+
     /** payidem_event_json_callback. */
     interface EventJsonCallback extends Callback {
         /** One event as JSON, borrowed for the call only. */
@@ -280,4 +286,11 @@ final class Lib {
             LongByReference lenOut, PointerByReference err);
 
     static native int payidem_refusal_body_too_large(long limitBytes, PointerByReference out, PointerByReference err);
+
+    static native int payidem_client_execute_with_deadline(Pointer client, byte[] orderId, byte[] method,
+            byte[] path, byte[] body, long bodyLen, byte[] idempotencyKey, byte[] statusPath, long deadlineMs,
+            CancelCallback cancel, Pointer userdata, PointerByReference outcome, PointerByReference err);
+
+    static native int payidem_client_resume_with_deadline(Pointer client, byte[] orderId, long deadlineMs,
+            CancelCallback cancel, Pointer userdata, PointerByReference outcome, PointerByReference err);
 }

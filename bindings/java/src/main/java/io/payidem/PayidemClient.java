@@ -12,6 +12,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
 
 /**
@@ -94,6 +95,44 @@ public final class PayidemClient implements AutoCloseable {
         CallArgs a = new CallArgs(orderId, method, path, body, idempotencyKey, statusPath);
         return outcome((h, out, err) -> Lib.payidem_client_execute(h, a.orderId, a.method, a.path, a.body,
                 a.body.length, a.idempotencyKey, a.statusPath, out, err));
+    }
+
+    /**
+     * {@link #execute(String, String, String, byte[], String, String)} with a
+     * per-call {@code deadline} (null for the client's) and cancellation:
+     * the call ends with {@link PayidemException.Cancelled} (the operation
+     * keeps its key) once {@code cancelled} answers true or the calling
+     * thread is interrupted (its interrupt status stays set); both are
+     * asked before every attempt and about every 20 ms of a wait.
+     */
+    public Outcome execute(String orderId, String method, String path, byte[] body, String idempotencyKey,
+            String statusPath, Duration deadline, BooleanSupplier cancelled) {
+        CallArgs a = new CallArgs(orderId, method, path, body, idempotencyKey, statusPath);
+        long ms = deadline == null ? 0 : Builder.millis(deadline, "deadline_ms");
+        Lib.CancelCallback hook = hook(cancelled);
+        return outcome((h, out, err) -> Lib.payidem_client_execute_with_deadline(h, a.orderId, a.method, a.path,
+                a.body, a.body.length, a.idempotencyKey, a.statusPath, ms, hook, null, out, err));
+    }
+
+    /** {@link #resume(String)} with a per-call deadline and cancellation, as {@link #execute(String, String, String, byte[], String, String, Duration, BooleanSupplier)}. */
+    public Outcome resume(String orderId, Duration deadline, BooleanSupplier cancelled) {
+        byte[] o = Text.c(orderId, "order_id");
+        long ms = deadline == null ? 0 : Builder.millis(deadline, "deadline_ms");
+        Lib.CancelCallback hook = hook(cancelled);
+        return outcome((h, out, err) -> Lib.payidem_client_resume_with_deadline(h, o, ms, hook, null, out, err));
+    }
+
+    /** The cancel hook of one call: the caller's answer, or the calling thread's interrupt. */
+    private static Lib.CancelCallback hook(BooleanSupplier cancelled) {
+        return userdata -> {
+            try {
+                return Thread.currentThread().isInterrupted() || (cancelled != null && cancelled.getAsBoolean())
+                        ? 1 : 0;
+            } catch (Throwable t) {
+                // Nothing may be thrown through the library's frames: a failing hook cancels.
+                return 1;
+            }
+        };
     }
 
     /**
@@ -530,7 +569,7 @@ public final class PayidemClient implements AutoCloseable {
             return options.getAsJsonObject("retry");
         }
 
-        private static long millis(Duration d, String field) {
+        static long millis(Duration d, String field) {
             if (d == null || d.getNano() % 1_000_000 != 0) {
                 throw PayidemException.invalidArgument(field, field + " must be a whole number of milliseconds");
             }

@@ -295,6 +295,38 @@ class ClientTest {
     }
 
     @Test
+    void deadlineAndCancellationKeepTheKey() throws Exception {
+        try (Mock m = new Mock(); PayidemClient c = m.client().maxAttempts(1000).build()) {
+            String order = Mock.orderId("cancelled");
+            byte[] body = Mock.paymentBody(order, 9);
+            PayidemException.Cancelled e = assertThrows(PayidemException.Cancelled.class, () -> c.execute(order,
+                    "POST", "/v1/payments", body, null, Mock.statusPath(order), null, () -> true));
+            assertFalse(e.isFinal());
+            assertEquals(order, e.orderId());
+            assertEquals(0, m.paymentsCreated(order), "cancelled before the first attempt");
+
+            Thread.currentThread().interrupt();
+            try {
+                assertThrows(PayidemException.Cancelled.class, () -> c.resume(order, null, null));
+                assertTrue(Thread.currentThread().isInterrupted(), "the interrupt status stays set");
+            } finally {
+                Thread.interrupted();
+            }
+
+            // Every attempt refused before the platform's idempotency step: the deadline ends the call.
+            m.setFaults("{\"error_503\": 1.0}");
+            long t = System.nanoTime();
+            PayidemException late = assertThrows(PayidemException.class, () -> c.execute(order, "POST",
+                    "/v1/payments", body, null, Mock.statusPath(order), Duration.ofMillis(300), null));
+            assertTrue(System.nanoTime() - t < java.util.concurrent.TimeUnit.SECONDS.toNanos(10), "the deadline held");
+            assertFalse(late.isFinal(), late.getMessage());
+            m.setFaults("{}");
+            assertEquals(201, c.execute(order, "POST", "/v1/payments", body, Mock.statusPath(order)).httpStatus());
+            m.assertOnePaymentEach(Collections.singletonList(order));
+        }
+    }
+
+    @Test
     void aClosedClientRefusesCalls() throws Exception {
         try (Mock m = new Mock()) {
             PayidemClient c = m.client().build();

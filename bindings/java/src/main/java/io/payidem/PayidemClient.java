@@ -147,23 +147,25 @@ public final class PayidemClient implements AutoCloseable {
     /**
      * Starts the same operation as {@link #execute} for the caller's own
      * HTTP stack, sending nothing: drive it with {@link Call#step()} and
-     * {@link Call#report}. {@code deadlineMs} (0 for none) shortens the
+     * {@link Call#report}. {@code deadline} (null for none) shortens the
      * client's retry deadline for this call.
      */
     public Call begin(String orderId, String method, String path, byte[] body, String idempotencyKey,
-            String statusPath, long deadlineMs) {
+            String statusPath, Duration deadline) {
         CallArgs a = new CallArgs(orderId, method, path, body, idempotencyKey, statusPath);
+        long ms = deadline == null ? 0 : Builder.millis(deadline, "deadline_ms");
         PointerByReference out = new PointerByReference();
         call((h, err) -> Lib.payidem_client_begin(h, a.orderId, a.method, a.path, a.body, a.body.length,
-                a.idempotencyKey, a.statusPath, deadlineMs, out, err));
+                a.idempotencyKey, a.statusPath, ms, out, err));
         return new Call(out.getValue());
     }
 
     /** Starts a call resuming a journaled operation (as {@link #resume}) for the caller's own HTTP stack. */
-    public Call beginResume(String orderId, long deadlineMs) {
+    public Call beginResume(String orderId, Duration deadline) {
         byte[] o = Text.c(orderId, "order_id");
+        long ms = deadline == null ? 0 : Builder.millis(deadline, "deadline_ms");
         PointerByReference out = new PointerByReference();
-        call((h, err) -> Lib.payidem_client_begin_resume(h, o, deadlineMs, out, err));
+        call((h, err) -> Lib.payidem_client_begin_resume(h, o, ms, out, err));
         return new Call(out.getValue());
     }
 

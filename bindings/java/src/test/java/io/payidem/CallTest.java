@@ -121,11 +121,11 @@ class CallTest {
                 orders.add(order);
                 byte[] body = Mock.paymentBody(order, 300 + i);
                 Step end;
-                try (Call call = client.begin(order, "POST", "/v1/payments", body, null, Mock.statusPath(order), 0)) {
+                try (Call call = client.begin(order, "POST", "/v1/payments", body, null, Mock.statusPath(order), null)) {
                     end = drive(client, call, body, nonces);
                 }
                 for (int r = 0; r < 10 && end.error() != null && !end.isFinal(); r++) {
-                    try (Call call = client.beginResume(order, 0)) {
+                    try (Call call = client.beginResume(order, null)) {
                         end = drive(client, call, body, nonces);
                     }
                 }
@@ -146,7 +146,7 @@ class CallTest {
         try (Mock m = new Mock(); PayidemClient client = m.client().build()) {
             String order = Mock.orderId("cancel");
             byte[] body = Mock.paymentBody(order, 5);
-            try (Call call = client.begin(order, "POST", "/v1/payments", body, null, Mock.statusPath(order), 0)) {
+            try (Call call = client.begin(order, "POST", "/v1/payments", body, null, Mock.statusPath(order), null)) {
                 Step end = call.cancel();
                 assertEquals(ErrorCode.CANCELLED, end.error().code());
                 assertEquals(order, end.error().orderId());
@@ -154,7 +154,7 @@ class CallTest {
             }
             assertEquals(201, client.execute(order, "POST", "/v1/payments", body, Mock.statusPath(order))
                     .httpStatus());
-            try (Call again = client.begin(order, "POST", "/v1/payments", body, null, Mock.statusPath(order), 0)) {
+            try (Call again = client.begin(order, "POST", "/v1/payments", body, null, Mock.statusPath(order), null)) {
                 Step end = again.step();
                 assertEquals("end", end.kind(), "a settled order ends at once, sending nothing");
                 assertNotNull(end.outcome());

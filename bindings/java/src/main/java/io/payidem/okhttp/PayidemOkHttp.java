@@ -71,7 +71,7 @@ public final class PayidemOkHttp {
                 body = buf.readByteArray();
             }
             try (Call call = client.begin(order.orderId(), request.method(), client.targetOf(request.url().toString()),
-                    body, order.idempotencyKey(), order.statusPath(), 0)) {
+                    body, order.idempotencyKey(), order.statusPath(), null)) {
                 MediaType answerType = null;
                 for (;;) {
                     Step s = call.step();

@@ -190,7 +190,10 @@ url="http://127.0.0.1:$port"
 cat > "$tmp/session.sh" <<'EOF'
 set -euo pipefail
 aroot=$1 qemu=$2 version=$3 url=$4
-mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc
+mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc || {
+    echo "cannot mount a binfmt_misc of this user namespace: needs Linux 6.7 or newer (this is $(uname -r))" >&2
+    exit 1
+}
 # The ELF header of an aarch64 executable, as Debian's qemu-user registers it.
 magic='\x7f\x45\x4c\x46\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00\xb7\x00'
 mask='\xff\xff\xff\xff\xff\xff\xff\x00\xff\xff\xff\xff\xff\xff\xff\xff\xfe\xff\xff\xff'

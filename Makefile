@@ -10,8 +10,8 @@
 #   make dist        every release artifact into dist/ (glibc 2.17 floor):
 #                    C tarball (with the payidem command) and .debs
 #                    (libpayidem0, libpayidem-dev, payidem-cli), the mock, the
-#                    Python wheel, and the Go module's prebuilt libraries
-#                    (refreshed when stale)
+#                    Python wheel, for Linux x86_64 and aarch64, and the Go
+#                    module's prebuilt libraries (refreshed when stale)
 #
 # C ABI (ffi/):
 #   make lib                      libpayidem.so and libpayidem.a into target/dist-stage/x86_64,
@@ -25,7 +25,8 @@
 CARGO ?= cargo
 
 .PHONY: test test-rust test-fleet test-c test-python test-go test-java java-deps bench-java dist-java test-dist lint bench demo lib header install \
-	uninstall bench-c c-deps redis-deps pg-deps c-artifacts dist dist-c dist-mock dist-wheel dist-go
+	uninstall bench-c c-deps redis-deps pg-deps c-artifacts dist dist-c dist-mock dist-wheel dist-go \
+	dist-arm64 test-arm64
 
 ## test: every test of every language, then the release artifacts outside the repository
 test: test-rust test-c test-python test-go test-java test-dist
@@ -213,7 +214,7 @@ uninstall:
 	scripts/dist/install-c.sh --cli $(CLI_STAGE) --uninstall $(STAGE) "$(DESTDIR)" "$(PREFIX)" "$(LIBDIR)"
 
 ## dist: every release artifact into dist/ (see ffi/README.md, bindings/*/README.md)
-dist: dist-c dist-mock dist-wheel dist-go
+dist: dist-c dist-mock dist-wheel dist-go dist-arm64
 
 dist-c: lib
 	scripts/dist/package-c.sh --arch x86_64
@@ -228,13 +229,28 @@ dist-wheel:
 dist-go:
 	scripts/dist/go-lib.sh
 
+## dist-arm64: the Linux aarch64 artifacts (glibc 2.17): libpayidem-VERSION-linux-aarch64.tar.gz,
+## the _arm64 .debs, payidem-mock-aarch64 and the manylinux aarch64 wheel
+dist-arm64:
+	scripts/dist/build-c.sh --arch aarch64
+	scripts/dist/build-cli.sh --arch aarch64
+	scripts/dist/package-c.sh --arch aarch64
+	scripts/dist/build-mock.sh --arch aarch64
+	scripts/dist/build-wheel.sh --arch aarch64
+
+## test-arm64: the aarch64 artifacts of dist/ in an arm64 Debian root under qemu (needs root;
+## see scripts/dist/test-arm64.sh); `make dist` first
+test-arm64:
+	scripts/dist/test-arm64.sh dist/payidem-mock
+
 ## test-dist: the artifacts of `make dist`, installed and used outside the repository
 test-dist:
 	@echo '## phase: test-dist'
 	@$(MAKE) --no-print-directory dist
 	scripts/dist/test-c.sh dist/payidem-mock
-	scripts/dist/test-wheel.sh "$$(ls dist/payidem-*manylinux*.whl | head -n 1)" dist/payidem-mock
+	scripts/dist/test-wheel.sh "$$(ls dist/payidem-*manylinux*_x86_64.whl | head -n 1)" dist/payidem-mock
 	scripts/dist/test-go-module.sh dist/payidem-mock
+	scripts/dist/test-arm64.sh dist/payidem-mock
 
 bench-c:
 	$(CARGO) bench -p payidem-capi --bench sign_ffi

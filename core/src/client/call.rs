@@ -280,7 +280,10 @@ impl Call {
                 (shared.journal).record_attempt(order_id, lease, persist.attempt, now)
             })
         };
-        let recorded = recorded.or_else(|e| planted!(FsyncFailureDurable).then_some(()).ok_or(e));
+        let recorded = recorded.or_else(|e| {
+            let unsynced = e.code() == ErrorCode::Journal && planted!(FsyncFailureDurable);
+            unsynced.then_some(()).ok_or(e)
+        });
         if let Err(e) = recorded {
             if buggify!(ReleaseFails)
                 || self

@@ -144,6 +144,14 @@ pub struct World {
     buggify_on: Arc<std::sync::atomic::AtomicBool>,
 }
 
+/// A lease owner without its machine id and process id (the same in every
+/// instance of one run, different between runs), so that traces replay.
+fn lease_label(owner: &str) -> String {
+    let mut tail: Vec<&str> = owner.rsplitn(3, '/').take(2).collect();
+    tail.reverse();
+    tail.join("/")
+}
+
 fn instance_label(i: usize) -> String {
     format!("i{i}")
 }
@@ -621,7 +629,7 @@ impl World {
                     self.now_ms,
                     instance_label(inst),
                     self.next_call,
-                    call.lease_owner()
+                    lease_label(call.lease_owner())
                 ));
                 self.instances[inst].active = Some(Active {
                     call,

@@ -239,15 +239,7 @@ impl Storage for SimulatedJournal {
         let Disk { live, dirty, .. } = &mut *disk;
         let mut tx = Tracked { state: live, dirty };
         let value = (work.body)(&self.guard, &mut tx)?;
-        let durable = matches!(
-            intent,
-            Intent::Open {
-                first_attempt: true,
-                ..
-            } | Intent::RecordAttempt { .. }
-                | Intent::Reconcile { .. }
-        );
-        if durable {
+        if intent.may_need_sync() {
             disk.sync()?;
         }
         Ok(value)

@@ -156,6 +156,22 @@ pub(crate) enum Intent<'a> {
     Undo,
 }
 
+impl Intent<'_> {
+    /// Whether the write may have to be on disk before it returns: a first
+    /// attempt opened to send, a recorded attempt, a reconciliation (a
+    /// store decides which of them it syncs).
+    pub(crate) fn may_need_sync(&self) -> bool {
+        matches!(
+            self,
+            Intent::Open {
+                first_attempt: true,
+                ..
+            } | Intent::RecordAttempt { .. }
+                | Intent::Reconcile { .. }
+        )
+    }
+}
+
 /// One transaction of a store: every read locks what it reads until the
 /// transaction ends.
 pub(crate) trait Tx {

@@ -725,8 +725,12 @@ impl World {
                 (!paid).then_some("succeeded, but the platform has no payment")
             }
             Some(End::Rejected(_)) => paid.then_some("rejected, but the platform made the payment"),
-            Some(End::Refused { .. } | End::NotSent { .. }) => {
-                paid.then_some("said nothing happened, but the platform made the payment")
+            // Told to the caller only when the call still held the lease
+            // (its end stored): otherwise another call may have paid since.
+            Some(e @ (End::Refused { .. } | End::NotSent { .. })) => {
+                let told =
+                    matches!(&result, Err(err) if Some(err.code()) == e.kind().meaning().error);
+                (told && paid).then_some("said nothing happened, but the platform made the payment")
             }
             _ => None,
         };

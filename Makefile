@@ -44,15 +44,20 @@ test-fleet: pg-deps
 	$(CARGO) test -p payidem-e2e --test fleet -- --nocapture
 
 ## test-sim: the deterministic simulator (sim/, see README "Deterministic simulation"): its
-## tests (a seed replays exactly, the regression seeds), a smoke run of SIM_SMOKE_SECONDS of
-## fresh seeds after sim/regression-seeds.txt, every planted bug found (sim-planted), and
-## no release package built with the core's `sim` feature (sim-feature-check)
-SIM_SMOKE_SECONDS ?= 45
+## tests (a seed replays exactly, in this process and another; the seeds of
+## sim/regression-seeds.txt), then at once on the two cores a smoke run of SIM_SMOKE_SECONDS
+## of fresh seeds and the hunt for every planted bug (sim-planted); first, that no released
+## package is built with the core's `sim` feature (sim-feature-check)
+SIM_SMOKE_SECONDS ?= 30
 test-sim: sim-feature-check
 	@echo '## phase: test-sim'
 	$(CARGO) test -p payidem-sim
-	$(CARGO) run -p payidem-sim -- --seconds $(SIM_SMOKE_SECONDS) --regressions sim/regression-seeds.txt
-	@$(MAKE) --no-print-directory sim-planted
+	$(CARGO) build -p payidem-sim
+	@hunt_log=$$(mktemp); \
+	$(CARGO) run -q -p payidem-sim -- --hunt all --seconds 60 >"$$hunt_log" 2>&1 & hunt=$$!; \
+	$(CARGO) run -q -p payidem-sim -- --seconds $(SIM_SMOKE_SECONDS); smoke=$$?; \
+	wait $$hunt; hunted=$$?; cat "$$hunt_log"; rm -f "$$hunt_log"; \
+	test $$smoke -eq 0 && test $$hunted -eq 0
 
 ## sim-planted: runs the simulator against each planted bug (payidem::sim::Bug) until it
 ## finds it; fails if one is not found within 60 s of real time

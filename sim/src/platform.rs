@@ -20,9 +20,13 @@ pub const RETENTION_SECS: u64 = 48 * 3600;
 /// One request as it reached the platform.
 #[derive(Clone, Debug)]
 pub struct Request {
+    /// The HTTP method.
     pub method: String,
+    /// The request target.
     pub path: String,
+    /// Every header as sent.
     pub headers: Vec<(String, String)>,
+    /// The body as it arrived (corrupted or cut by the network, maybe).
     pub body: Vec<u8>,
 }
 
@@ -62,7 +66,9 @@ impl PlatformFault {
 /// A payment the platform made.
 #[derive(Clone, Debug)]
 pub struct Payment {
+    /// The idempotency key it was made under.
     pub key: String,
+    /// The body it was made from.
     pub body: Vec<u8>,
     /// The nonce of the request that made it.
     pub nonce: String,
@@ -80,6 +86,7 @@ struct KeyEntry {
 
 /// What the platform answered, with what the invariants need to know.
 pub struct Answer {
+    /// The HTTP answer.
     pub response: Response,
     /// Simulated milliseconds when the answer is ready to leave.
     pub ready_at_ms: u64,

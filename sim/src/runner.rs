@@ -15,15 +15,23 @@ pub fn run_seed(seed: u64, bug: Option<Bug>) -> Report {
 /// Totals over many runs.
 #[derive(Clone, Debug, Default)]
 pub struct Summary {
+    /// Seeds run.
     pub seeds: u64,
+    /// Orders created.
     pub operations: u64,
+    /// Instance crashes and power losses.
     pub crashes: u64,
+    /// Faults injected.
     pub faults: u64,
+    /// Events run.
     pub events: u64,
+    /// Simulated milliseconds.
     pub simulated_ms: u64,
+    /// Runs that broke an invariant.
     pub violations: u64,
     /// The first failing run.
     pub failure: Option<Report>,
+    /// Real time taken.
     pub real: Duration,
 }
 

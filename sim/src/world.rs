@@ -31,6 +31,7 @@ const CLIENT_KEY_RETENTION_SECS: u64 = 47 * 3600;
 /// What one run found.
 #[derive(Clone, Debug)]
 pub struct Report {
+    /// The seed of the run.
     pub seed: u64,
     /// Orders created.
     pub operations: u64,
@@ -53,6 +54,7 @@ pub struct Report {
 /// A broken invariant.
 #[derive(Clone, Debug)]
 pub struct Violation {
+    /// What broke.
     pub what: String,
     /// The events that concern the order involved (or the last events).
     pub trace: Vec<String>,
@@ -113,6 +115,9 @@ struct Instance {
     skew: i64,
     wake_token: u64,
     active: Option<Active>,
+    /// Calls in a row that settled nothing: the instance looks for work
+    /// less often (a sweeper's backoff), down to once in 30 minutes.
+    fruitless: u32,
 }
 
 struct Order {
@@ -213,6 +218,7 @@ impl World {
                 skew,
                 wake_token: 0,
                 active: None,
+                fruitless: 0,
             });
             world.restart(i);
         }
@@ -611,7 +617,7 @@ impl World {
                 Err(_) => Vec::new(),
             };
             if candidates.is_empty() {
-                let (lo, hi) = self.idle_ms();
+                let (lo, hi) = self.idle_ms(inst);
                 let at = self.now_ms + self.dice.range(lo, hi);
                 self.wake(inst, at);
                 return;
@@ -649,19 +655,20 @@ impl World {
                     instance_label(inst),
                     e.code().as_str()
                 ));
-                let (lo, hi) = self.idle_ms();
+                let (lo, hi) = self.idle_ms(inst);
                 let at = self.now_ms + self.dice.range(lo, hi);
                 self.wake(inst, at);
             }
         }
     }
 
-    fn idle_ms(&self) -> (u64, u64) {
+    fn idle_ms(&self, inst: usize) -> (u64, u64) {
         if self.quiet {
-            (500, 5_000)
-        } else {
-            self.profile.idle_ms
+            return (500, 5_000);
         }
+        let (lo, hi) = self.profile.idle_ms;
+        let backoff = 1u64 << self.instances[inst].fruitless.min(8);
+        (lo, (hi * backoff).min(30 * 60 * 1000))
     }
 
     fn call_time(&self, inst: usize) -> CallTime {
@@ -693,9 +700,16 @@ impl World {
             }
             CallStep::Done(result) => {
                 let active = self.instances[inst].active.take().expect("an active call");
+                let settled = matches!(active.call.end(), Some(e) if e.is_final());
                 self.ended(inst, active, result);
+                let i = &mut self.instances[inst];
+                i.fruitless = if settled {
+                    0
+                } else {
+                    i.fruitless.saturating_add(1)
+                };
                 let (lo, hi) = if self.inbox.is_empty() {
-                    self.idle_ms()
+                    self.idle_ms(inst)
                 } else {
                     (1, 2_000)
                 };

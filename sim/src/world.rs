@@ -85,6 +85,7 @@ enum Event {
     ClockStep {
         inst: usize,
     },
+    PlatformClockStep,
     Quiet,
 }
 
@@ -139,6 +140,8 @@ pub struct World {
     inbox: VecDeque<String>,
     quiet: bool,
     quiet_since_ms: u64,
+    /// The platform's clock against true time, seconds.
+    platform_skew: i64,
     key_expired: BTreeSet<String>,
     last_poster: HashMap<String, u64>,
     superseded: HashSet<u64>,
@@ -187,6 +190,7 @@ impl World {
             inbox: VecDeque::new(),
             quiet: false,
             quiet_since_ms: 0,
+            platform_skew: 0,
             key_expired: BTreeSet::new(),
             last_poster: HashMap::new(),
             superseded: HashSet::new(),
@@ -261,6 +265,9 @@ impl World {
                 self.schedule(t, Event::ClockStep { inst });
             }
         }
+        for t in plan(&mut self.dice, p.clock_step_every_ms) {
+            self.schedule(t, Event::PlatformClockStep);
+        }
         for t in plan(&mut self.dice, p.power_loss_every_ms) {
             self.schedule(t, Event::PowerLoss);
         }
@@ -299,7 +306,7 @@ impl World {
     }
 
     fn platform_now_ms(&self) -> u64 {
-        EPOCH_SECS * 1000 + self.now_ms
+        (EPOCH_SECS * 1000 + self.now_ms).saturating_add_signed(self.platform_skew * 1000)
     }
 
     fn enter(&self, inst: usize) {
@@ -492,6 +499,16 @@ impl World {
                     "{} {} clock steps {step} s (skew {skew} s)",
                     self.now_ms,
                     instance_label(inst)
+                ));
+            }
+            Event::PlatformClockStep => {
+                let step = self.dice.range(0, 240) as i64 - 120;
+                self.platform_skew = (self.platform_skew + step).clamp(-240, 240);
+                self.report.faults += 1;
+                let skew = self.platform_skew;
+                self.note(format!(
+                    "{} platform clock steps {step} s (skew {skew} s)",
+                    self.now_ms
                 ));
             }
             Event::Quiet => {
@@ -999,7 +1016,8 @@ impl World {
         let answer = self
             .platform
             .handle(&copy.request, now, copy.fault, processing, &frozen);
-        let ready = answer.ready_at_ms - EPOCH_SECS * 1000;
+        // Back to true time: the answer leaves after the work it waited for.
+        let ready = self.now_ms + answer.ready_at_ms.saturating_sub(now);
         self.note(format!(
             "{} platform {} {} {}: {}{}",
             self.now_ms,

@@ -10,8 +10,8 @@
 #   make dist        every release artifact into dist/ (glibc 2.17 floor):
 #                    C tarball (with the payidem command) and .debs
 #                    (libpayidem0, libpayidem-dev, payidem-cli), the mock, the
-#                    Python wheel, and the Go module's prebuilt libraries
-#                    (refreshed when stale)
+#                    Python wheel, for Linux x86_64 and aarch64, and the Go
+#                    module's prebuilt libraries (refreshed when stale)
 #
 # C ABI (ffi/):
 #   make lib                      libpayidem.so and libpayidem.a into target/dist-stage/x86_64,
@@ -24,12 +24,13 @@
 
 CARGO ?= cargo
 
-.PHONY: test test-rust test-fleet test-c test-python test-go test-dist lint bench demo lib header install \
-	uninstall bench-c c-deps redis-deps pg-deps c-artifacts dist dist-c dist-mock dist-wheel dist-go
+.PHONY: test test-rust test-fleet test-c test-python test-go test-java java-deps bench-java dist-java test-dist lint bench demo lib header install \
+	uninstall bench-c c-deps redis-deps pg-deps c-artifacts dist dist-c dist-mock dist-wheel dist-go \
+	dist-arm64 test-arm64
 .PHONY: test-sim sim-planted simulate sim-feature-check
 
 ## test: every test of every language, then the release artifacts outside the repository
-test: test-rust test-sim test-c test-python test-go test-dist
+test: test-rust test-sim test-c test-python test-go test-java test-dist
 
 ## test-rust: every Rust test of the workspace (core, mock, e2e with the chaos test and the
 ## fleet chaos test, C ABI crate); the replay-store tests start their own redis-server (see
@@ -110,6 +111,22 @@ test-python: redis-deps pg-deps
 test-go: redis-deps pg-deps
 	@echo '## phase: test-go'
 	bindings/go/run-tests.sh
+
+## java-deps: installs a JDK (17 or later) and Maven (Debian packages) when missing. Maven
+## resolves the pinned plugins and dependencies of bindings/java/pom.xml from Central on
+## its first run, into ~/.m2.
+java-deps:
+	@{ command -v javac >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1; } || { \
+		echo "installing openjdk-17-jdk-headless maven"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jdk-headless maven >/dev/null; }
+	@{ command -v javac >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1; } || { \
+		echo "a JDK or Maven is missing and could not be installed (apt-get install -y openjdk-17-jdk-headless maven): the Java tests need them"; exit 1; }
+
+## test-java: the Java binding (bindings/java): the release library and mock, the library
+## staged into the jar with its SHA-256, then Maven's build and JUnit suites (see bindings/java/README.md)
+test-java: java-deps redis-deps pg-deps
+	@echo '## phase: test-java'
+	bindings/java/run-tests.sh
 
 ## lint: formatting and clippy, warnings are errors
 lint:
@@ -234,7 +251,7 @@ uninstall:
 	scripts/dist/install-c.sh --cli $(CLI_STAGE) --uninstall $(STAGE) "$(DESTDIR)" "$(PREFIX)" "$(LIBDIR)"
 
 ## dist: every release artifact into dist/ (see ffi/README.md, bindings/*/README.md)
-dist: dist-c dist-mock dist-wheel dist-go
+dist: dist-c dist-mock dist-wheel dist-go dist-arm64
 
 dist-c: lib
 	scripts/dist/package-c.sh --arch x86_64
@@ -249,16 +266,48 @@ dist-wheel:
 dist-go:
 	scripts/dist/go-lib.sh
 
+## dist-arm64: the Linux aarch64 artifacts (glibc 2.17): libpayidem-VERSION-linux-aarch64.tar.gz,
+## the _arm64 .debs, payidem-mock-aarch64 and the manylinux aarch64 wheel
+dist-arm64:
+	scripts/dist/build-c.sh --arch aarch64
+	scripts/dist/build-cli.sh --arch aarch64
+	scripts/dist/package-c.sh --arch aarch64
+	scripts/dist/build-mock.sh --arch aarch64
+	scripts/dist/build-wheel.sh --arch aarch64
+
+## test-arm64: the aarch64 artifacts of dist/ in an arm64 Debian root under qemu (needs root;
+## see scripts/dist/test-arm64.sh); `make dist` first
+test-arm64:
+	scripts/dist/test-arm64.sh dist/payidem-mock
+
 ## test-dist: the artifacts of `make dist`, installed and used outside the repository
 test-dist:
 	@echo '## phase: test-dist'
 	@$(MAKE) --no-print-directory dist
 	scripts/dist/test-c.sh dist/payidem-mock
-	scripts/dist/test-wheel.sh "$$(ls dist/payidem-*manylinux*.whl | head -n 1)" dist/payidem-mock
+	scripts/dist/test-wheel.sh "$$(ls dist/payidem-*manylinux*_x86_64.whl | head -n 1)" dist/payidem-mock
 	scripts/dist/test-go-module.sh dist/payidem-mock
+	scripts/dist/test-arm64.sh dist/payidem-mock
 
 bench-c:
 	$(CARGO) bench -p payidem-capi --bench sign_ffi
+
+## bench-java: signing from Java (the jar's JNA, a JNI prototype, javax.crypto in the same
+## JVM) and settled operations per second at 1 and 16 threads (BENCHMARKS.md, Java)
+bench-java: java-deps
+	$(CARGO) build --release -p payidem-ffi -p payidem-mock
+	bindings/java/stage-natives.sh
+	cd bindings/java && mvn -B -ntp -q package -DskipTests
+	bindings/java/bench.sh
+
+## dist-java: the jar with the release libraries (glibc 2.17 floor; linux-aarch64 too when
+## scripts/dist/build-c.sh --arch aarch64 staged it) and its pom, into dist/
+dist-java: lib java-deps
+	bindings/java/stage-natives.sh --dist
+	cd bindings/java && mvn -B -ntp -q package -DskipTests
+	@mkdir -p dist
+	cp bindings/java/target/payidem-$$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1).jar dist/
+	cp bindings/java/pom.xml dist/payidem-$$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1).pom
 
 ## deny: licenses, bans (duplicates) and sources of every dependency (deny.toml);
 ## advisories are not checked here: their database is on GitHub (see deny.toml)

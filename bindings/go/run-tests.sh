@@ -3,8 +3,9 @@
 # them only when stale), builds payidem-mock, then runs the Go binding's
 # checks on the default build (the module-local static library): go vet, go
 # test -race, the GOGC=1 cgocheck run, a dynamic-link run against `make
-# install` + pkg-config, the arm64 library under qemu-aarch64 when zig and
-# qemu-user are there, and (unless PAYIDEM_GO_BENCH=0) a short benchmark.
+# install` + pkg-config, the arm64 library under qemu-aarch64 (qemu-user and
+# libc6-arm64-cross installed when missing; the run fails without them), and
+# (unless PAYIDEM_GO_BENCH=0) a short benchmark.
 # Needs Go, Rust (cargo), gcc; go-lib.sh's build needs zig (installed by
 # scripts/dist/tools.sh).
 set -euo pipefail
@@ -70,20 +71,30 @@ fi
 
 echo "== linux_arm64 library under qemu-aarch64 (zig cc, glibc 2.17)"
 if [ ! -f "$here/lib/linux_arm64/libpayidem.a" ]; then
-	echo "skipped: no lib/linux_arm64/libpayidem.a"
-elif ! command -v qemu-aarch64 >/dev/null 2>&1 || [ ! -d /usr/aarch64-linux-gnu/lib ]; then
-	echo "skipped: needs qemu-aarch64 and the arm64 glibc (apt-get install qemu-user libc6-arm64-cross)"
-else
-	tools="$("$root/scripts/dist/tools.sh")"
-	printf '#!/bin/sh\nexec "%s" -m ziglang cc -target aarch64-linux-gnu.2.17 "$@"\n' "$tools/python" > "$work/cc-arm64"
-	chmod +x "$work/cc-arm64"
-	# The kill -9 test re-executes the test binary as its child, which under
-	# user-mode qemu is an arm64 file the host cannot exec; it runs natively
-	# above (-race and cgocheck runs).
-	GOARCH=arm64 CGO_ENABLED=1 CC="$work/cc-arm64" \
-		go test -count=1 -skip 'TestRoundTripperKilledMidCallIsResumed' \
-		-exec "qemu-aarch64 -L /usr/aarch64-linux-gnu" ./...
+	echo "lib/linux_arm64/libpayidem.a is missing: scripts/dist/go-lib.sh builds it" >&2
+	exit 1
 fi
+# qemu-user runs the arm64 test binary; libc6-arm64-cross is its glibc.
+arm64_missing=""
+command -v qemu-aarch64 >/dev/null 2>&1 || arm64_missing="$arm64_missing qemu-user"
+[ -e /usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so.1 ] || arm64_missing="$arm64_missing libc6-arm64-cross"
+if [ -n "$arm64_missing" ]; then
+	echo "installing$arm64_missing"
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $arm64_missing >/dev/null
+fi
+if ! command -v qemu-aarch64 >/dev/null 2>&1 || [ ! -e /usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so.1 ]; then
+	echo "the arm64 run needs qemu-aarch64 and the arm64 glibc, which could not be installed (apt-get install qemu-user libc6-arm64-cross)" >&2
+	exit 1
+fi
+tools="$("$root/scripts/dist/tools.sh")"
+printf '#!/bin/sh\nexec "%s" -m ziglang cc -target aarch64-linux-gnu.2.17 "$@"\n' "$tools/python" > "$work/cc-arm64"
+chmod +x "$work/cc-arm64"
+# The kill -9 test re-executes the test binary as its child, which under
+# user-mode qemu is an arm64 file the host cannot exec; it runs natively
+# above (-race and cgocheck runs).
+GOARCH=arm64 CGO_ENABLED=1 CC="$work/cc-arm64" \
+	go test -count=1 -skip 'TestRoundTripperKilledMidCallIsResumed' \
+	-exec "qemu-aarch64 -L /usr/aarch64-linux-gnu" ./...
 
 if [ "${PAYIDEM_GO_BENCH:-1}" != "0" ]; then
 	echo "== go test -bench BenchmarkSignRatio (short)"

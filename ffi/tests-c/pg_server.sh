@@ -7,7 +7,9 @@
 # `runuser -u postgres --`.
 #
 #   pg_server.sh start DIR    starts a server in DIR (which must exist and be
-#                             empty); prints its URL (postgresql://postgres@/postgres?host=DIR)
+#                             empty); prints its URL (postgresql://postgres@/postgres?host=DIR,
+#                             or postgresql://postgres@127.0.0.1:PORT/postgres with
+#                             PAYIDEM_PG_TCP_PORT=PORT, which adds a 127.0.0.1 listener)
 #   pg_server.sh stop DIR     stops it (pg_ctl stop -m immediate)
 #   pg_server.sh run CMD ...  starts one in a temporary directory, runs CMD
 #                             with PAYIDEM_PG_URL set to its URL, stops it
@@ -47,14 +49,22 @@ start() {
     fi
     as_server_user "$bin/initdb" -D "$dir/data" -U postgres --auth=trust -E UTF8 --locale=C -N \
         >"$dir/initdb.log" 2>&1 || { echo "initdb failed:" >&2; cat "$dir/initdb.log" >&2; exit 1; }
+    # PAYIDEM_PG_TCP_PORT (for clients without unix sockets, e.g. JDBC): also
+    # listen on 127.0.0.1 at that port, and print a TCP URL.
+    listen="''"
+    [ -z "${PAYIDEM_PG_TCP_PORT:-}" ] || listen="127.0.0.1 -p $PAYIDEM_PG_TCP_PORT"
     as_server_user "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-        -o "-k $dir -c listen_addresses='' -c unix_socket_permissions=0777" start \
+        -o "-k $dir -c listen_addresses=$listen -c unix_socket_permissions=0777" start \
         >"$dir/pg_ctl.log" 2>&1 || {
         echo "pg_ctl start failed:" >&2
         cat "$dir/pg_ctl.log" "$dir/server.log" >&2 2>/dev/null || true
         exit 1
     }
-    echo "postgresql://postgres@/postgres?host=$dir"
+    if [ -n "${PAYIDEM_PG_TCP_PORT:-}" ]; then
+        echo "postgresql://postgres@127.0.0.1:$PAYIDEM_PG_TCP_PORT/postgres"
+    else
+        echo "postgresql://postgres@/postgres?host=$dir"
+    fi
 }
 
 stop() {

@@ -15,25 +15,8 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-arch=x86_64
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --arch) arch=$2; shift 2 ;;
-        *) echo "usage: $0 [--arch x86_64|aarch64]" >&2; exit 2 ;;
-    esac
-done
-case "$arch" in
-    x86_64) bfd=elf64-x86-64; tool_prefix= ;;
-    aarch64) bfd=elf64-littleaarch64; tool_prefix=aarch64-linux-gnu- ;;
-    *) echo "build-c.sh: unsupported arch '$arch' (x86_64 or aarch64)" >&2; exit 2 ;;
-esac
-triple="$arch-unknown-linux-gnu"
-
-if ! command -v "${tool_prefix}objcopy" >/dev/null 2>&1; then
-    echo "installing binutils for $arch" >&2
-    apt-get update -qq >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "binutils-${tool_prefix%-}" >/dev/null
-fi
+# shellcheck source=scripts/dist/arch.sh
+. "$root/scripts/dist/arch.sh" "$@"
 # shellcheck source=scripts/dist/env.sh
 . "$root/scripts/dist/env.sh"
 cd "$root"

@@ -2,11 +2,12 @@
 # Builds the payidem Python wheel for old and new Linux into dist/ and prints
 # its path as the last line of stdout (everything else goes to stderr):
 #
-#   dist/payidem-VERSION-cp39-abi3-manylinux2014_x86_64.manylinux_2_17_x86_64.whl
+#   dist/payidem-VERSION-cp39-abi3-manylinux2014_ARCH.manylinux_2_17_ARCH.whl
 #
 # one abi3 wheel for every CPython from 3.9 on, linked by zig against glibc
-# 2.17 (so it installs on any x86_64 Linux with glibc >= 2.17: CentOS/RHEL 7
-# and everything newer), profile `dist` (fat LTO), stripped. With
+# 2.17 (so it installs on any Linux of that architecture, x86_64 by default
+# or aarch64 with --arch aarch64, with glibc >= 2.17: CentOS/RHEL 7 and
+# everything newer), profile `dist` (fat LTO), stripped. With
 # PAYIDEM_WHEEL_MUSL=1, and when the Rust target x86_64-unknown-linux-musl is
 # installed (or `rustup target add` can install it), a musllinux_1_2 wheel
 # (Alpine 3.13 and newer) is built too and its path printed on the line
@@ -16,7 +17,7 @@
 #
 # Every wheel is checked before it lands in dist/: at most
 # PAYIDEM_WHEEL_MAX_BYTES (5 MB by default), and for the manylinux wheel
-# `auditwheel show` must find it consistent with manylinux_2_17_x86_64.
+# `auditwheel show` must find it consistent with manylinux_2_17_ARCH.
 # auditwheel cannot judge the musl wheel: zig links musl libraries against
 # `libc.so`, a name musl's loader maps to itself, while auditwheel only
 # accepts Alpine's name for it, `libc.musl-x86_64.so.1`. For that wheel
@@ -31,12 +32,15 @@
 # rebuilds need the same checkout path.
 #
 #   scripts/dist/build-wheel.sh            # from anywhere; needs Rust, Python 3, git
+#   scripts/dist/build-wheel.sh --arch aarch64         # the aarch64 wheel
 #   PAYIDEM_WHEEL_MUSL=1 scripts/dist/build-wheel.sh   # also the (unproven) musllinux wheel
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 max_bytes="${PAYIDEM_WHEEL_MAX_BYTES:-5000000}"
 want_musl="${PAYIDEM_WHEEL_MUSL:-0}"
+# shellcheck source=scripts/dist/arch.sh
+. "$root/scripts/dist/arch.sh" "$@"
 
 # shellcheck source=scripts/dist/env.sh
 . "$root/scripts/dist/env.sh"
@@ -78,7 +82,7 @@ build() {
         echo "build-wheel.sh: $name is $size bytes, over the $max_bytes limit" >&2
         exit 1
     fi
-    if [ "$tag" = manylinux_2_17_x86_64 ]; then
+    if [ "$tag" = "manylinux_2_17_$arch" ]; then
         local report
         report="$(auditwheel show "$wheel" 2>&1)" || {
             echo "$report" >&2
@@ -118,10 +122,10 @@ PY
     built="$root/dist/$name"
 }
 
-build x86_64-unknown-linux-gnu manylinux2014 manylinux_2_17_x86_64
+build "$triple" manylinux2014 "manylinux_2_17_$arch"
 glibc_wheel=$built
 
-if [ "$want_musl" = 1 ]; then
+if [ "$want_musl" = 1 ] && [ "$arch" = x86_64 ]; then
     if rustup target list --installed 2>/dev/null | grep -qx x86_64-unknown-linux-musl ||
         rustup target add x86_64-unknown-linux-musl >&2; then
         build x86_64-unknown-linux-musl musllinux_1_2 musllinux_1_2_x86_64

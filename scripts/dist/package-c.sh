@@ -14,7 +14,7 @@
 #                                          and fish completions in Debian's paths;
 #                                          Depends: libc6 (>= the newest GLIBC_x.y
 #                                          the binary needs), computed here
-#   debug/                                 the separate debug files
+#   debug/ (x86_64), debug/ARCH/ (others)  the separate debug files
 #
 # Same inputs, same bytes: every file gets the last commit's time, owner 0.
 #
@@ -22,13 +22,8 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-arch=x86_64
-[ "${1:-}" = --arch ] && arch=$2
-case "$arch" in
-    x86_64) debarch=amd64; multiarch=x86_64-linux-gnu ;;
-    aarch64) debarch=arm64; multiarch=aarch64-linux-gnu ;;
-    *) echo "package-c.sh: unsupported arch '$arch'" >&2; exit 2 ;;
-esac
+# shellcheck source=scripts/dist/arch.sh
+. "$root/scripts/dist/arch.sh" "$@"
 stage="$root/target/dist-stage/$arch"
 cli_stage="$root/target/dist-stage/cli-$arch"
 dist="${PAYIDEM_DIST_DIR:-$root/dist}"
@@ -165,7 +160,10 @@ deb payidem-cli admin foreign "libc6 (>= $glibc_floor)" \
  It links the payidem core statically (no libpayidem0 needed) and reads
  the journals that every payidem binding (C, Go, Python, Rust) writes."
 
-cp "$stage/libpayidem.so.debug" "$dist/debug/libpayidem.so.$version.debug"
-cp "$stage/libpayidem.a.debug" "$dist/debug/libpayidem.a.debug"
-cp "$cli_stage/payidem.debug" "$dist/debug/payidem.debug"
+debug="$dist/debug"
+[ "$arch" = x86_64 ] || debug="$dist/debug/$arch"
+mkdir -p "$debug"
+cp "$stage/libpayidem.so.debug" "$debug/libpayidem.so.$version.debug"
+cp "$stage/libpayidem.a.debug" "$debug/libpayidem.a.debug"
+cp "$cli_stage/payidem.debug" "$debug/payidem.debug"
 ls -l "$dist" >&2

@@ -38,11 +38,8 @@ cleanup() {
     rm -rf "$tmp"
 }
 trap cleanup EXIT
-passed=0
-failed=0
-pass() { passed=$((passed + 1)); echo "ok: $*"; }
-fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
-check() { local what=$1; shift; if "$@" >"$tmp/check.out" 2>&1; then pass "$what"; else fail "$what"; sed 's/^/  | /' "$tmp/check.out" | tail -20; fi; }
+# shellcheck source=scripts/dist/test-lib.sh
+. "$root/scripts/dist/test-lib.sh"
 
 for f in "$tarball" "$deb_runtime" "$deb_dev" "$deb_cli" "$mock"; do
     [ -f "$f" ] || { echo "test-c.sh: $f is missing: run 'make dist' first" >&2; exit 1; }
@@ -58,20 +55,8 @@ if [ -n "$missing" ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
 fi
 
-# The newest GLIBC_x.y version an ELF file needs (empty for none).
-glibc_floor() { objdump -T "$1" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -n 1; }
-at_most_2_17() { local v; v="$(glibc_floor "$1")"; echo "$1 needs glibc $v"; [ "$(printf '%s\n2.17\n' "$v" | sort -V | tail -n 1)" = 2.17 ]; }
-only_payidem_dynamic() { ! nm -D --defined-only "$1" | awk '{print $NF}' | grep -v '^payidem_'; }
-only_payidem_global() { ! nm -g --defined-only "$1" | awk 'NF == 3 {print $3}' | grep -v '^payidem_'; }
-sections() { readelf -SW "$1" | awk '{print $2}'; }
-stripped_with_link() { local s; s="$(sections "$1")"; ! grep -qx '\.debug_info' <<< "$s" && grep -qx '\.gnu_debuglink' <<< "$s"; }
-no_debug_info() { local s; s="$(sections "$1")"; ! grep -qx '\.debug_info' <<< "$s"; }
-# The functions the header declares, and those an artifact defines.
-declared() { grep -E '^[a-z].*payidem_[a-z0-9_]+\(' "$1" | grep -oE 'payidem_[a-z0-9_]+\(' | tr -d '(' | sort -u; }
-defined_in_a() { nm -g --defined-only "$1" | awk '$2 == "T" {print $3}' | sort -u; }
-defined_in_so() { nm -D --defined-only "$1" | awk '$2 == "T" {print $3}' | sort -u; }
-same_functions() { diff <(declared "$1") <("$2" "$3"); }
-size_of() { stat -c %s "$1"; }
+# shellcheck source=scripts/dist/elf-checks.sh
+. "$root/scripts/dist/elf-checks.sh"
 
 # --- the artifacts themselves -------------------------------------------
 mkdir -p "$tmp/tar"
@@ -201,28 +186,6 @@ cli_works() {
     check "$label: payidem journal check --json finds the journal sound" checks_sound "$bin" "$journal"
     check "$label: man -l renders the manual page, groff without warnings" man_renders "$man_page"
     check "$label: bash loads the completion, which completes 'payidem jo' to journal" completes "$bash_comp"
-}
-lists_the_payment() {
-    local out
-    out="$("$1" journal list --json --journal "$2")" || { echo "$out"; return 1; }
-    echo "$out"
-    python3 -c '
-import json, sys
-doc = json.load(sys.stdin)
-ops = [(o["order_id"], o["idempotency_key"], o["state"], o["settled"], o["attempts"]) for o in doc["operations"]]
-assert doc["journal"] == sys.argv[1], doc["journal"]
-assert ops == [("example-1", "create-example-1", "succeeded", True, 1)], ops
-' "$2" <<< "$out"
-}
-checks_sound() {
-    local out
-    out="$("$1" journal check --json --journal "$2")" || { echo "$out"; return 1; }
-    echo "$out"
-    python3 -c '
-import json, sys
-doc = json.load(sys.stdin)
-assert doc["ok"] is True and doc["problems"] == [] and doc["operations"] == 1, doc
-' <<< "$out"
 }
 man_renders() {
     local rendered

@@ -2,14 +2,23 @@
 # Proves a built payidem wheel works where users install it: outside the
 # repository, in a fresh venv, with nothing of the source tree on sys.path.
 #
-#   scripts/dist/test-wheel.sh WHEEL MOCK_BINARY
+#   scripts/dist/test-wheel.sh [--arch ARCH] WHEEL MOCK_BINARY
 #   scripts/dist/test-wheel.sh dist/payidem-0.1.0-cp39-abi3-manylinux2014_x86_64.manylinux_2_17_x86_64.whl \
 #       target/release/payidem-mock
+#   scripts/dist/test-wheel.sh --arch aarch64 --only file WHEEL
+#   scripts/dist/test-wheel.sh --only install WHEEL MOCK_BINARY
+#
+# ARCH is the machine the wheel is for (x86_64 or aarch64), by default this
+# one's (uname -m). --only file runs only the checks of the file (where the
+# pinned tools run: on the build host, for another architecture's wheel);
+# --only install only the rest (where the wheel's users are: an emulated
+# arm64 root, where the pinned tools do not run). Both together are the
+# default.
 #
 # Checks, each reported as `ok: …` or `FAIL: …`:
-#   - the file name says abi3 (cp39) and manylinux_2_17 x86_64, `auditwheel
+#   - the file name says abi3 (cp39) and manylinux_2_17 ARCH, `auditwheel
 #     show` agrees, the wheel is at most PAYIDEM_WHEEL_MAX_BYTES (5 MB) and its
-#     extension is stripped;
+#     extension is an ARCH ELF file, stripped;
 #   - with each CPython (PAYIDEM_WHEEL_PYTHONS, else every python3.9 …
 #     python3.13 found, else python3): `pip install --no-index WHEEL` into a
 #     new venv in a new temporary directory (so it needs no other package),
@@ -31,15 +40,35 @@
 set -uo pipefail
 
 usage() {
-    echo "usage: $0 WHEEL MOCK_BINARY" >&2
+    echo "usage: $0 [--arch x86_64|aarch64] [--only file|install] WHEEL MOCK_BINARY" >&2
+    echo "       $0 [--arch x86_64|aarch64] --only file WHEEL" >&2
     exit 2
 }
-[ $# -eq 2 ] || usage
+arch="$(uname -m)"
+only=all
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --arch) [ $# -ge 2 ] || usage; arch=$2; shift 2 ;;
+        --only) [ $# -ge 2 ] || usage; only=$2; shift 2 ;;
+        -*) usage ;;
+        *) break ;;
+    esac
+done
+case "$arch" in x86_64 | aarch64) ;; *) usage ;; esac
+case "$only" in
+    file) [ $# -eq 1 ] || [ $# -eq 2 ] || usage ;;
+    install | all) [ $# -eq 2 ] || usage ;;
+    *) usage ;;
+esac
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 [ -f "$1" ] || { echo "test-wheel.sh: WHEEL: no such file: $1" >&2; exit 2; }
-[ -f "$2" ] && [ -x "$2" ] || { echo "test-wheel.sh: MOCK_BINARY: not an executable file: $2" >&2; exit 2; }
 wheel="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
-mock_bin="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"
+mock_bin=
+if [ "$only" != file ]; then
+    [ -f "$2" ] && [ -x "$2" ] || { echo "test-wheel.sh: MOCK_BINARY: not an executable file: $2" >&2; exit 2; }
+    mock_bin="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"
+fi
+platform_tag="manylinux_2_17_$arch"
 max_bytes="${PAYIDEM_WHEEL_MAX_BYTES:-5000000}"
 # The interpreters to test with: PAYIDEM_WHEEL_PYTHONS (commands separated
 # by blanks), else every python3.9 … python3.13 that runs here, else python3.
@@ -125,58 +154,64 @@ export HOME="$work/home" XDG_STATE_HOME="$work/state" PIP_CONFIG_FILE=/dev/null
 unset PYTHONPATH PYTHONHOME VIRTUAL_ENV
 cd "$work" || exit 1
 
-echo "testing $(basename "$wheel") in $work with ${pythons[*]}"
+echo "testing $(basename "$wheel") ($arch, checks: $only) in $work with ${pythons[*]}"
 
 # --- the file ----------------------------------------------------------------
-wheel_name="$(basename "$wheel")"
-tag_ok() {
-    case "$wheel_name" in
-        payidem-*-cp39-abi3-*manylinux_2_17_x86_64*.whl) return 0 ;;
-        *) echo "$wheel_name is not tagged cp39-abi3 manylinux_2_17_x86_64"; return 1 ;;
-    esac
-}
-check "file name tagged cp39-abi3 and manylinux_2_17_x86_64" tag_ok
-
-size="$(stat -c %s "$wheel")"
-size_ok() {
-    echo "$size bytes (limit $max_bytes)"
-    [ "$size" -le "$max_bytes" ]
-}
-check "wheel size $size bytes <= $max_bytes" size_ok
-
-tools="$("$root/scripts/dist/tools.sh" 2>"$work/tools.err")" || {
-    fail "pinned release tools (scripts/dist/tools.sh)" "$(cat "$work/tools.err")"
-    tools=
-}
-if [ -n "$tools" ]; then
-    audit_ok() {
-        local report
-        report="$("$tools/auditwheel" show "$wheel" 2>&1)" || { echo "$report"; return 1; }
-        if tr '\n' ' ' <<<"$report" | tr -s ' ' |
-            grep -q 'consistent with the following platform tag: "manylinux_2_17_x86_64"'; then
-            return 0
-        fi
-        echo "$report"
-        return 1
+file_checks() {
+    wheel_name="$(basename "$wheel")"
+    tag_ok() {
+        case "$wheel_name" in
+            payidem-*-cp39-abi3-*"$platform_tag"*.whl) return 0 ;;
+            *) echo "$wheel_name is not tagged cp39-abi3 $platform_tag"; return 1 ;;
+        esac
     }
-    check "auditwheel show: consistent with manylinux_2_17_x86_64" audit_ok
+    check "file name tagged cp39-abi3 and $platform_tag" tag_ok
 
-    stripped_ok() {
-        "$tools/python" -I - "$wheel" <<'PY'
+    size="$(stat -c %s "$wheel")"
+    size_ok() {
+        echo "$size bytes (limit $max_bytes)"
+        [ "$size" -le "$max_bytes" ]
+    }
+    check "wheel size $size bytes <= $max_bytes" size_ok
+
+    tools="$("$root/scripts/dist/tools.sh" 2>"$work/tools.err")" || {
+        fail "pinned release tools (scripts/dist/tools.sh)" "$(cat "$work/tools.err")"
+        tools=
+    }
+    if [ -n "$tools" ]; then
+        audit_ok() {
+            local report
+            report="$("$tools/auditwheel" show "$wheel" 2>&1)" || { echo "$report"; return 1; }
+            if tr '\n' ' ' <<<"$report" | tr -s ' ' |
+                grep -q "consistent with the following platform tag: \"$platform_tag\""; then
+                return 0
+            fi
+            echo "$report"
+            return 1
+        }
+        check "auditwheel show: consistent with $platform_tag" audit_ok
+
+        stripped_ok() {
+            "$tools/python" -I - "$wheel" "$arch" <<'PY'
 import io, sys, zipfile
 from elftools.elf.elffile import ELFFile
 
+machine = {"x86_64": "EM_X86_64", "aarch64": "EM_AARCH64"}[sys.argv[2]]
 with zipfile.ZipFile(sys.argv[1]) as z:
     libs = [n for n in z.namelist() if n.endswith(".so")]
     assert len(libs) == 1, f"expected one extension module, found {libs}"
     elf = ELFFile(io.BytesIO(z.read(libs[0])))
+    assert elf["e_machine"] == machine, f"{libs[0]} is {elf['e_machine']}, not {machine}"
     kept = [s.name for s in elf.iter_sections() if s.name == ".symtab" or s.name.startswith(".debug")]
     assert not kept, f"{libs[0]} is not stripped: {kept}"
-    print(f"{libs[0]}: no .symtab, no .debug_* sections")
+    print(f"{libs[0]}: {machine}, no .symtab, no .debug_* sections")
 PY
-    }
-    check "extension module stripped" stripped_ok
-fi
+        }
+        check "extension module is $arch and stripped" stripped_ok
+    fi
+}
+[ "$only" = install ] || file_checks
+[ "$only" = file ] && finish
 
 # --- once: the metadata checker and the README examples ------------------------
 cat >"$work/check_metadata.py" <<'PY'
@@ -237,8 +272,7 @@ if license_files:
 check("License-File entry", "LICENSE" in (meta.get_all("License-File") or []), repr(meta.get_all("License-File")))
 wheel_tags = [line.split(": ", 1)[1] for line in (dist.read_text("WHEEL") or "").splitlines()
               if line.startswith("Tag: ")]
-check("WHEEL tags cp39-abi3-manylinux_2_17_x86_64", "cp39-abi3-manylinux_2_17_x86_64" in wheel_tags,
-      repr(wheel_tags))
+check(f"WHEEL tags cp39-abi3-{sys.argv[2]}", f"cp39-abi3-{sys.argv[2]}" in wheel_tags, repr(wheel_tags))
 package_files = {f.name for f in dist.files or [] if f.parts[0] == "payidem"}
 check("typing: py.typed and _native.pyi installed", {"py.typed", "_native.pyi"} <= package_files,
       repr(sorted(package_files)))
@@ -331,7 +365,7 @@ assert not leaks, leaks
 print(payidem.__file__, payidem.__version__)
 ' "$root"
 
-    "$vpy" -I "$work/check_metadata.py" "$root/LICENSE" >"$dir/metadata.log" 2>&1 </dev/null &
+    "$vpy" -I "$work/check_metadata.py" "$root/LICENSE" "$platform_tag" >"$dir/metadata.log" 2>&1 </dev/null &
     child_pid=$!
     wait "$child_pid"
     st=$?

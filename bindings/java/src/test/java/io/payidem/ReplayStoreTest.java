@@ -1,0 +1,71 @@
+package io.payidem;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Two verifiers sharing a real Redis replay store: a nonce accepted by one is a replay for the other. */
+class ReplayStoreTest {
+    private static final byte[] SECRET = "sk_test_payidem_mock_secret_0001".getBytes(StandardCharsets.UTF_8);
+
+    private static List<Map.Entry<String, String>> headersOf(SignedHeaders h) {
+        return new ArrayList<>(h.asMap().entrySet());
+    }
+
+    @Test
+    void aNonceAcceptedByOneVerifierIsAReplayForAnother(@TempDir Path dir) throws Exception {
+        Path sock = dir.resolve("redis.sock");
+        Process redis = new ProcessBuilder("redis-server", "--port", "0", "--unixsocket", sock.toString(),
+                "--unixsocketperm", "700", "--save", "", "--appendonly", "no", "--dir", dir.toString(), "--logfile",
+                "redis.log").start();
+        try {
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (!Files.exists(sock)) {
+                assertTrue(redis.isAlive() && System.nanoTime() < deadline,
+                        "redis-server did not start (make redis-deps installs it)");
+                Thread.sleep(20);
+            }
+            Map<String, List<byte[]>> keys = Collections.singletonMap("key_test_1",
+                    Collections.singletonList(SECRET));
+            String store = "unix://" + sock;
+            // A fresh store refuses requests signed up to two seconds after it started (its epoch guard).
+            long now = System.currentTimeMillis() / 1000 + 5;
+            byte[] body = "{\"amount\":1}".getBytes(StandardCharsets.UTF_8);
+            try (Signer signer = new Signer("key_test_1", SECRET); Verifier a = new Verifier(keys, 300, 1000, store);
+                    Verifier b = new Verifier(keys, 300, 1000, store)) {
+                SignedHeaders h = signer.signAt(now, "POST", "/v1/payments", "create-ord-1", body);
+                Verifier.Verified ok = a.verify("POST", "/v1/payments", headersOf(h), body, now);
+                assertEquals("key_test_1", ok.keyId());
+                assertEquals("create-ord-1", ok.idempotencyKey());
+                assertEquals(h.nonce(), ok.nonce());
+                assertEquals(now, ok.timestamp());
+                PayidemException replay = assertThrows(PayidemException.NonceReused.class,
+                        () -> b.verify("POST", "/v1/payments", headersOf(h), body, now));
+                assertEquals(409, replay.httpStatus());
+                assertTrue(replay instanceof PayidemException.Verification);
+            }
+            redis.destroyForcibly();
+            redis.waitFor(10, TimeUnit.SECONDS);
+            try (Signer signer = new Signer("key_test_1", SECRET); Verifier a = new Verifier(keys, 300, 1000, store)) {
+                SignedHeaders h = signer.signAt(now, "POST", "/v1/payments", "create-ord-2", body);
+                PayidemException down = assertThrows(PayidemException.ReplayStoreUnavailable.class,
+                        () -> a.verify("POST", "/v1/payments", headersOf(h), body, now));
+                assertEquals(503, down.httpStatus());
+                assertTrue(!down.getMessage().contains(new String(SECRET, StandardCharsets.UTF_8)));
+            }
+        } finally {
+            redis.destroyForcibly();
+        }
+    }
+}

@@ -27,9 +27,10 @@ CARGO ?= cargo
 .PHONY: test test-rust test-fleet test-c test-python test-go test-java java-deps bench-java dist-java test-dist lint bench demo lib header install \
 	uninstall bench-c c-deps redis-deps pg-deps c-artifacts dist dist-c dist-mock dist-wheel dist-go \
 	dist-arm64 test-arm64
+.PHONY: test-sim sim-planted simulate sim-feature-check
 
 ## test: every test of every language, then the release artifacts outside the repository
-test: test-rust test-c test-python test-go test-java test-dist
+test: test-rust test-sim test-c test-python test-go test-java test-dist
 
 ## test-rust: every Rust test of the workspace (core, mock, e2e with the chaos test and the
 ## fleet chaos test, C ABI crate); the replay-store tests start their own redis-server (see
@@ -42,6 +43,42 @@ test-rust: redis-deps pg-deps
 ## local state sharing one PostgreSQL journal through kills, a database crash and a lost COMMIT
 test-fleet: pg-deps
 	$(CARGO) test -p payidem-e2e --test fleet -- --nocapture
+
+## test-sim: the deterministic simulator (sim/, see README "Deterministic simulation"): its
+## tests (a seed replays exactly, in this process and another; the seeds of
+## sim/regression-seeds.txt), then at once on the two cores a smoke run of SIM_SMOKE_SECONDS
+## of fresh seeds and the hunt for every planted bug (sim-planted); first, that no released
+## package is built with the core's `sim` feature (sim-feature-check)
+SIM_SMOKE_SECONDS ?= 30
+test-sim: sim-feature-check
+	@echo '## phase: test-sim'
+	$(CARGO) test -p payidem-sim
+	$(CARGO) build -p payidem-sim
+	@hunt_log=$$(mktemp); \
+	$(CARGO) run -q -p payidem-sim -- --hunt all --seconds 60 >"$$hunt_log" 2>&1 & hunt=$$!; \
+	$(CARGO) run -q -p payidem-sim -- --seconds $(SIM_SMOKE_SECONDS); smoke=$$?; \
+	wait $$hunt; hunted=$$?; cat "$$hunt_log"; rm -f "$$hunt_log"; \
+	test $$smoke -eq 0 && test $$hunted -eq 0
+
+## sim-planted: runs the simulator against each planted bug (payidem::sim::Bug) until it
+## finds it; fails if one is not found within 60 s of real time
+sim-planted:
+	$(CARGO) run -p payidem-sim -- --hunt all --seconds 60
+
+## simulate: a longer simulator run, SECONDS of real time (default 600) over fresh seeds
+SECONDS ?= 600
+simulate:
+	$(CARGO) run --release -p payidem-sim -- --seconds $(SECONDS) --regressions sim/regression-seeds.txt
+
+## sim-feature-check: no package that is released (C library, CLI, mock, Python module)
+## enables the core's `sim` feature (its hooks, fault points and planted bugs)
+sim-feature-check:
+	@for p in payidem-ffi payidem-capi payidem-cli payidem-mock payidem-python; do \
+	  out=$$($(CARGO) tree --locked -p $$p -e features --prefix none) || exit 1; \
+	  if printf '%s\n' "$$out" | grep -q 'payidem feature "sim"'; then \
+	    echo "$$p enables payidem's sim feature"; exit 1; fi; \
+	  printf '%s\n' "$$out" | grep -q 'payidem feature "default"' || { echo "$$p: no payidem in its tree?"; exit 1; }; \
+	done; echo "sim-feature-check: no released package enables payidem/sim"
 
 ## pg-deps: installs the PostgreSQL server (Debian package) when no
 ## /usr/lib/postgresql/*/bin/initdb exists. The tests start a throwaway server themselves

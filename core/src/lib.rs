@@ -14,6 +14,9 @@
 //! above it (`core/tests/layers.rs` checks it on every build of the tests).
 //! From the bottom:
 //!
+//! 0. `sim` (only with the `sim` feature) and `sim_points`: the
+//!    deterministic simulator's hooks and the planted-bug and fault-point
+//!    switches of the code above, which compile to `false` without it.
 //! 1. [`vocabulary`]: every public enum with its table (name, number, full
 //!    list); names no other module.
 //! 2. [`error`], `hex`, [`redact`], [`metrics`] (the metric model and its
@@ -35,6 +38,9 @@
 
 #![deny(missing_docs)]
 
+#[macro_use]
+mod sim_points;
+
 pub mod client;
 pub mod error;
 mod hex;
@@ -45,6 +51,9 @@ pub mod policy;
 pub mod protocol;
 pub mod redact;
 pub mod settings;
+#[cfg(feature = "sim")]
+#[doc(hidden)]
+pub mod sim;
 pub mod verifier;
 pub mod vocabulary;
 

@@ -15,6 +15,9 @@ use std::path::{Path, PathBuf};
 /// The crate's modules, bottom first; modules on one line are one layer
 /// and may name each other only where listed in [`SAME_LAYER`].
 const LAYERS: &[&[&str]] = &[
+    // The simulator's hooks (feature `sim`) and the switches that read them.
+    &["sim"],
+    &["sim_points"],
     &["vocabulary"],
     &["error", "hex", "redact", "metrics"],
     &["protocol"],

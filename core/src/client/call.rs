@@ -180,6 +180,22 @@ impl Call {
         self.op.as_ref().map_or(0, Operation::attempts)
     }
 
+    /// The owner id of the call's lease (for the simulator's check that
+    /// only the operation's live lease holder sends).
+    #[cfg(feature = "sim")]
+    #[doc(hidden)]
+    pub fn lease_owner(&self) -> &str {
+        &self.lease.owner
+    }
+
+    /// Ends the call as a process crash would: no journal write, no
+    /// release; the lease stays until it expires (for the simulator).
+    #[cfg(feature = "sim")]
+    #[doc(hidden)]
+    pub fn crash(mut self) {
+        self.op = None;
+    }
+
     fn now(&self) -> CallTime {
         self.told.unwrap_or_else(|| CallTime {
             unix: unix_now(),
@@ -223,6 +239,9 @@ impl Call {
                         return done;
                     }
                 }
+                Step::Send(_) if buggify!(AbandonBeforeSend) => {
+                    return self.conclude("abandoned before sending (simulated fault)", Some(()));
+                }
                 Step::Send(attempt) => {
                     let remaining = self.deadline.saturating_sub(now.elapsed);
                     let timeout = self
@@ -254,15 +273,24 @@ impl Call {
             JournalWrite::RecordAttempt
         };
         let (shared, lease, order_id) = (&self.shared, &self.lease, &self.order_id);
-        let recorded = shared.observer.journal(write, order_id, || {
-            (shared.journal).record_attempt(order_id, lease, persist.attempt, now)
+        let recorded = if planted!(SendBeforeDurable) {
+            Ok(())
+        } else {
+            shared.observer.journal(write, order_id, || {
+                (shared.journal).record_attempt(order_id, lease, persist.attempt, now)
+            })
+        };
+        let recorded = recorded.or_else(|e| {
+            let unsynced = e.code() == ErrorCode::Journal && planted!(FsyncFailureDurable);
+            unsynced.then_some(()).ok_or(e)
         });
         if let Err(e) = recorded {
-            if self
-                .shared
-                .journal
-                .release(&self.order_id, &self.lease)
-                .is_err()
+            if buggify!(ReleaseFails)
+                || self
+                    .shared
+                    .journal
+                    .release(&self.order_id, &self.lease)
+                    .is_err()
             {
                 self.shared.keep_orphan_lease(&self.order_id, &self.lease);
             }
@@ -425,7 +453,7 @@ impl Call {
     fn unstored(&mut self, end: End, journal: Error, attempts: u32) -> Result<Outcome> {
         let (order_id, key) = (self.order_id.as_str(), self.key.as_str());
         let journal = journal.with_operation(order_id, key);
-        if self.shared.journal.release(order_id, &self.lease).is_err() {
+        if buggify!(ReleaseFails) || self.shared.journal.release(order_id, &self.lease).is_err() {
             self.shared.keep_orphan_lease(order_id, &self.lease);
         }
         match end {

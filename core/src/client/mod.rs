@@ -118,6 +118,10 @@ impl std::fmt::Debug for Client {
 }
 
 pub(crate) fn unix_now() -> u64 {
+    #[cfg(feature = "sim")]
+    if let Some(now) = crate::sim::clock() {
+        return now;
+    }
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())

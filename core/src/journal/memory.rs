@@ -36,18 +36,20 @@ impl Default for MemoryJournal {
     }
 }
 
-#[derive(Debug, Default)]
-struct State {
+/// The rows of a store in memory (also the live and durable images of the
+/// simulator's store).
+#[derive(Clone, Debug, Default)]
+pub(super) struct State {
     /// Order id → its row and insertion order (to list operations created
     /// in the same second).
-    rows: HashMap<String, (Row, u64)>,
+    pub(super) rows: HashMap<String, (Row, u64)>,
     /// Idempotency key → order id.
-    keys: HashMap<String, String>,
-    next_seq: u64,
+    pub(super) keys: HashMap<String, String>,
+    pub(super) next_seq: u64,
     /// Every reconciliation, oldest first; never removed.
-    reconciliations: Vec<Reconciliation>,
+    pub(super) reconciliations: Vec<Reconciliation>,
     /// Platform → its clock offset, by platform.
-    clock_offsets: BTreeMap<String, StoredClockOffset>,
+    pub(super) clock_offsets: BTreeMap<String, StoredClockOffset>,
 }
 
 impl MemoryJournal {
@@ -142,56 +144,84 @@ impl Storage for MemoryJournal {
     }
 
     fn rows(&self, states: Option<&[OperationState]>) -> Result<Vec<Read>> {
-        let state = self.lock();
-        let mut found: Vec<&(Row, u64)> = state
+        Ok(self.lock().rows_in(states))
+    }
+
+    fn purge(&self, before: u64, _horizon: Option<&(u64, String)>) -> Result<usize> {
+        Ok(self.lock().purge(before).len())
+    }
+
+    fn reconciliations(&self, order_id: Option<&str>) -> Result<Vec<Reconciliation>> {
+        Ok(self.lock().reconciliations_of(order_id))
+    }
+
+    fn inspect(&self) -> Result<Inspection> {
+        Ok(self.lock().inspect("memory"))
+    }
+
+    fn save_clock_offset(&self, offset: &StoredClockOffset) -> Result<()> {
+        self.lock().save_clock_offset(offset);
+        Ok(())
+    }
+
+    fn clock_offsets(&self, platform: Option<&str>) -> Result<Vec<StoredClockOffset>> {
+        Ok(self.lock().clock_offsets_of(platform))
+    }
+}
+
+impl State {
+    /// Every row in one of `states` (all when `None`), oldest first.
+    pub(super) fn rows_in(&self, states: Option<&[OperationState]>) -> Vec<Read> {
+        let mut found: Vec<&(Row, u64)> = self
             .rows
             .values()
             .filter(|(row, _)| states.is_none_or(|s| s.contains(&row.record.state)))
             .collect();
         found.sort_by_key(|(row, seq)| (row.record.created_at, *seq));
-        Ok(found.into_iter().map(|(row, _)| Ok(row.clone())).collect())
+        found.into_iter().map(|(row, _)| Ok(row.clone())).collect()
     }
 
-    fn purge(&self, before: u64, _horizon: Option<&(u64, String)>) -> Result<usize> {
-        let mut state = self.lock();
-        let State { rows, keys, .. } = &mut *state;
-        let held = rows.len();
-        rows.retain(|_, (row, _)| {
+    /// Deletes settled rows last changed before `before`; returns the
+    /// order ids deleted.
+    pub(super) fn purge(&mut self, before: u64) -> Vec<String> {
+        let State { rows, keys, .. } = self;
+        let mut gone_ids = Vec::new();
+        rows.retain(|id, (row, _)| {
             let gone = row.record.state.is_settled() && row.record.updated_at < before;
             if gone {
                 keys.remove(&row.record.operation.idempotency_key);
+                gone_ids.push(id.clone());
             }
             !gone
         });
-        Ok(held - rows.len())
+        gone_ids
     }
 
-    fn reconciliations(&self, order_id: Option<&str>) -> Result<Vec<Reconciliation>> {
-        let state = self.lock();
+    /// The reconciliations of `order_id` (all when `None`), oldest first.
+    pub(super) fn reconciliations_of(&self, order_id: Option<&str>) -> Vec<Reconciliation> {
         let of = |r: &&Reconciliation| order_id.is_none_or(|id| r.order_id == id);
-        Ok(state.reconciliations.iter().filter(of).cloned().collect())
+        self.reconciliations.iter().filter(of).cloned().collect()
     }
 
-    fn inspect(&self) -> Result<Inspection> {
-        let reconciliations = Storage::reconciliations(self, None)?;
-        Ok(Inspection {
-            backend: "memory",
-            rows: self.rows(None)?,
-            reconciliations: reconciliations.into_iter().map(Ok).collect(),
+    /// Every row and reconciliation, for a check of a `backend` store.
+    pub(super) fn inspect(&self, backend: &'static str) -> Inspection {
+        Inspection {
+            backend,
+            rows: self.rows_in(None),
+            reconciliations: self.reconciliations_of(None).into_iter().map(Ok).collect(),
             ..Inspection::default()
-        })
+        }
     }
 
-    fn save_clock_offset(&self, offset: &StoredClockOffset) -> Result<()> {
-        self.lock()
-            .clock_offsets
+    /// Keeps `offset` for its platform.
+    pub(super) fn save_clock_offset(&mut self, offset: &StoredClockOffset) {
+        self.clock_offsets
             .insert(offset.platform.clone(), offset.clone());
-        Ok(())
     }
 
-    fn clock_offsets(&self, platform: Option<&str>) -> Result<Vec<StoredClockOffset>> {
-        let state = self.lock();
+    /// The offsets of `platform` (all when `None`), by platform.
+    pub(super) fn clock_offsets_of(&self, platform: Option<&str>) -> Vec<StoredClockOffset> {
         let of = |o: &&StoredClockOffset| platform.is_none_or(|p| o.platform == p);
-        Ok(state.clock_offsets.values().filter(of).cloned().collect())
+        self.clock_offsets.values().filter(of).cloned().collect()
     }
 }

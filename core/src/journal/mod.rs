@@ -81,6 +81,8 @@ mod open;
 mod owner;
 mod postgres;
 mod rules;
+#[cfg(feature = "sim")]
+mod simulated;
 mod sqlite;
 
 pub use self::postgres::{
@@ -97,6 +99,9 @@ pub use location::{default_journal_path, MEMORY_JOURNAL};
 pub use memory::MemoryJournal;
 pub use open::{open, JournalChoice, JournalOpenOptions, OpenedJournal};
 pub use owner::process_owner;
+#[cfg(feature = "sim")]
+#[doc(hidden)]
+pub use simulated::{DiskStats, SimulatedJournal};
 pub use sqlite::{DurabilityStats, SqliteJournal, SqliteJournalOptions, SCHEMA_VERSION};
 #[doc(hidden)]
 pub use sqlite::{SyncHook, SyncPoint};

@@ -562,14 +562,7 @@ impl Storage for SqliteJournal {
         action: &str,
         mut work: Work<T>,
     ) -> Result<T> {
-        let durable = matches!(
-            intent,
-            Intent::Open {
-                first_attempt: true,
-                ..
-            } | Intent::RecordAttempt { .. }
-                | Intent::Reconcile { .. }
-        );
+        let durable = intent.may_need_sync();
         let arriving = durable.then(|| self.group.arrive());
         let owned = action.to_owned();
         let written = self.write(action, move |j, tx| {

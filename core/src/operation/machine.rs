@@ -84,12 +84,12 @@ impl Operation {
     ) -> Result<Operation> {
         setup.limits.check()?;
         progress.check()?;
-        let request = FrozenRequest::new(
-            &operation.method,
-            &operation.path,
-            &operation.idempotency_key,
-            &operation.body,
-        )?;
+        let mut key = operation.idempotency_key.clone();
+        if planted!(NewKeyOnUnknown) && progress.state == OperationState::Unknown {
+            key = format!("{key}-r{}", progress.attempts);
+        }
+        let request =
+            FrozenRequest::new(&operation.method, &operation.path, &key, &operation.body)?;
         let query = operation
             .status_path
             .as_deref()
@@ -104,10 +104,10 @@ impl Operation {
         // Whatever its state says: a pending row may come from a journal
         // rolled back, or restored from a backup, after it was sent.
         let key_age = now_unix.saturating_sub(progress.created_at);
-        let key_expired = key_age > setup.limits.key_retention_secs;
+        let key_expired = key_age > setup.limits.key_retention_secs && !planted!(KeyAgeUnchecked);
         let mut machine = Operation {
             order_id: operation.order_id.clone(),
-            idempotency_key: operation.idempotency_key.clone(),
+            idempotency_key: key,
             request,
             body: Arc::from(operation.body.as_slice()),
             query,

@@ -186,6 +186,9 @@ pub fn decide_status_query(reply: &Reply, platform_now_unix: u64) -> Decision {
     );
     match status {
         200..=299 => Decision::new(Action::Done { replayed: false }, Landed::Yes),
+        404 if planted!(StatusNotFoundSuccess) => {
+            Decision::new(Action::Done { replayed: false }, Landed::Yes)
+        }
         404 => Decision::new(Action::SendOperation, Landed::No),
         409 if error_code == Some("nonce_reused") => Decision::new(Action::RetryNow, Landed::Maybe),
         401 if error_code == Some("timestamp_out_of_window") => {
@@ -205,6 +208,9 @@ pub fn decide_status_query(reply: &Reply, platform_now_unix: u64) -> Decision {
 }
 
 fn retry_after_or_backoff(response_headers: &[(&str, &str)], platform_now_unix: u64) -> Action {
+    if planted!(RetryAfterIgnored) {
+        return Action::RetryBackoff;
+    }
     match headers::find(response_headers, headers::RETRY_AFTER)
         .and_then(|v| parse_retry_after(v, platform_now_unix))
     {
@@ -233,6 +239,7 @@ pub fn landed_by_answer(status: u16, error_code: Option<&str>) -> Landed {
         | (400, Some("idempotency_key_required"))
         | (503, Some("replay_cache_full" | "replay_store_unavailable"))
         | (409, Some("idempotency_conflict")) => Landed::No,
+        (500, _) if planted!(FiveHundredNotLanded) => Landed::No,
         (200..=299, _) | (409, Some("idempotency_in_progress")) => Landed::Yes,
         (409, _) => Landed::Maybe,
         (400..=499, _) => Landed::Yes,

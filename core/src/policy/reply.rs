@@ -24,7 +24,7 @@ impl Response {
     /// A response as received; `replayed` is read from its
     /// `Idempotent-Replayed` header.
     pub fn new(status: u16, headers: Vec<(String, String)>, body: Vec<u8>) -> Response {
-        let replayed = headers::says_replayed(&headers);
+        let replayed = headers::says_replayed(&headers) && !planted!(ReplayedAsNew);
         Response {
             status,
             headers,

@@ -61,6 +61,10 @@ impl NonceSource for OsNonceSource {
 /// Fills `out` with cryptographically secure random bytes (see
 /// [`OsNonceSource`] for the guarantees).
 pub fn fill_random(out: &mut [u8]) {
+    #[cfg(feature = "sim")]
+    if crate::sim::fill(out) {
+        return;
+    }
     let epoch = fork_epoch();
     THREAD_RNG.with(|cell| {
         let mut slot = cell.borrow_mut();

@@ -338,7 +338,8 @@ impl Verifier {
         let well_formed = fields::check_method(parts.method).is_ok()
             && fields::check_path(parts.path).is_ok()
             && !idempotency_key.contains('\n');
-        if !well_formed || !entry.signature_matches(&parts, request.body, &signed.signature) {
+        let matches = || entry.signature_matches(&parts, request.body, &signed.signature);
+        if !well_formed || !(planted!(MacCheckSkipped) || matches()) {
             return Err(refuse(
                 ErrorCode::InvalidSignature,
                 "X-Signature does not match the request for any active secret of this key id",

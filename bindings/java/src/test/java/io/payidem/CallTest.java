@@ -151,6 +151,7 @@ class CallTest {
                 assertEquals(ErrorCode.CANCELLED, end.error().code());
                 assertEquals(order, end.error().orderId());
                 assertNotEquals("succeeded", end.state());
+                assertEquals("no", end.error().landed(), "cancelled before anything was sent");
             }
             assertEquals(201, client.execute(order, "POST", "/v1/payments", body, Mock.statusPath(order))
                     .httpStatus());

@@ -49,6 +49,22 @@ public final class Call implements AutoCloseable {
         return new Step(end.getValue());
     }
 
+    /**
+     * Sleeps a {@code wait} step's time. When the calling thread is
+     * interrupted, keeps it interrupted and ends the call by
+     * {@link #cancel()}: the answer is that end step; else null (ask for the
+     * next step).
+     */
+    public Step sleep(Step wait) {
+        try {
+            Thread.sleep(wait.waitMs());
+            return null;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return cancel();
+        }
+    }
+
     /** Frees the call (abandoning it first if it has not ended); idempotent. */
     @Override
     public synchronized void close() {

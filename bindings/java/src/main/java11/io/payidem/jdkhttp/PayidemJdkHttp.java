@@ -85,11 +85,9 @@ public final class PayidemJdkHttp {
                     send(call, s);
                     break;
                 case "wait":
-                    try {
-                        Thread.sleep(s.waitMs());
-                    } catch (InterruptedException e) {
-                        Thread.currentThread().interrupt();
-                        return end(call.cancel());
+                    Step cancelled = call.sleep(s);
+                    if (cancelled != null) {
+                        return end(cancelled);
                     }
                     break;
                 default:

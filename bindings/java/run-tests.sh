@@ -12,6 +12,14 @@ bindings/java/stage-natives.sh
 export PAYIDEM_MOCK="$root/target/release/payidem-mock"
 cd bindings/java
 mvn -B -ntp verify
+# A multi-release jar: the base is Java 8 bytecode (class major 52), the java.net.http
+# integration Java 11 (55) under META-INF/versions/11, and the manifest says so.
+jar=target/payidem-0.1.0.jar
+major() { unzip -p "$jar" "$1" | od -An -j6 -N2 -tu1 | awk '{print $1 * 256 + $2}'; }
+unzip -p "$jar" META-INF/MANIFEST.MF | grep -q '^Multi-Release: true' || { echo "$jar: not Multi-Release" >&2; exit 1; }
+[ "$(major io/payidem/PayidemClient.class)" = 52 ] || { echo "$jar: base classes are not Java 8" >&2; exit 1; }
+[ "$(major META-INF/versions/11/io/payidem/jdkhttp/PayidemJdkHttp.class)" = 55 ] \
+    || { echo "$jar: the java.net.http integration is not Java 11 under META-INF/versions/11" >&2; exit 1; }
 for jdk in /usr/lib/jvm/temurin-25-jdk-amd64; do
     if [ -x "$jdk/bin/java" ]; then
         echo "== the suites again on $jdk"

@@ -41,11 +41,18 @@ echo "$out"
 case "$out" in *"library: jar (linux-x86-64, SHA-256 verified): "*) ;; *) echo "not the jar's library" >&2; exit 1 ;; esac
 case "$out" in *"paid: 201 create-$order"*) ;; *) echo "no payment" >&2; exit 1 ;; esac
 case "$out" in *"again: 201 attempts 1"*) ;; *) echo "the second call was not answered from the journal" >&2; exit 1 ;; esac
+# The Java 11 integration from the multi-release jar, by a source-file program (Java 11+).
+jdk_order="java-outside-jdk-$$"
+jdk_out="$(java -cp "$(cat cp.txt)" "$here/outside/JdkPay.java" "$url" "$work/journal.sqlite3" "$jdk_order")"
+echo "$jdk_out"
+case "$jdk_out" in *"jdk paid: 201 create-$jdk_order"*) ;; *) echo "no payment over java.net.http" >&2; exit 1 ;; esac
 stats="$(curl -fsS "$url/_mock/stats")"
-python3 - "$order" "$stats" <<'PY'
+python3 - "$stats" "$order" "$jdk_order" <<'PY'
 import json, sys
-order, stats = sys.argv[1], json.loads(sys.argv[2])
-o = stats["orders"][order]
-assert o["payments_created"] == 1 and len(o["idempotency_keys"]) == 1 and stats["payments"] == 1, stats
+stats, orders = json.loads(sys.argv[1]), sys.argv[2:]
+for order in orders:
+    o = stats["orders"][order]
+    assert o["payments_created"] == 1 and len(o["idempotency_keys"]) == 1, stats
+assert stats["payments"] == len(orders), stats
 PY
-echo "outside the repository: the installed jar paid $order once"
+echo "outside the repository: the installed jar paid $order and, over java.net.http, $jdk_order once each"

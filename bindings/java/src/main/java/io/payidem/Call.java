@@ -15,10 +15,10 @@ import com.sun.jna.ptr.PointerByReference;
  * landed) and releases the lease.
  */
 public final class Call implements AutoCloseable {
-    private Pointer call;
+    private final Owned call;
 
     Call(Pointer call) {
-        this.call = call;
+        this.call = new Owned(call, Lib::payidem_call_free, "call", "the call is closed");
     }
 
     /** The next step. Asking again after a {@code send} without reporting ends the call (outcome unknown). */
@@ -49,19 +49,29 @@ public final class Call implements AutoCloseable {
         return new Step(end.getValue());
     }
 
-    /** Frees the call (abandoning it first if it has not ended); idempotent. */
-    @Override
-    public synchronized void close() {
-        if (call != null) {
-            Lib.payidem_call_free(call);
-            call = null;
+    /**
+     * Sleeps a {@code wait} step's time. When the calling thread is
+     * interrupted, keeps it interrupted and ends the call by
+     * {@link #cancel()}: the answer is that end step; else null (ask for the
+     * next step).
+     */
+    public Step sleep(Step wait) {
+        try {
+            Thread.sleep(wait.waitMs());
+            return null;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return cancel();
         }
     }
 
+    /** Frees the call (abandoning it first if it has not ended); idempotent. */
+    @Override
+    public synchronized void close() {
+        call.free();
+    }
+
     private Pointer live() {
-        if (call == null) {
-            throw PayidemException.invalidArgument("call", "the call is closed");
-        }
-        return call;
+        return call.live();
     }
 }

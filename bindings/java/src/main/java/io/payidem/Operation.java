@@ -19,10 +19,10 @@ public final class Operation implements AutoCloseable {
     // struct payidem_reaction: uint32 next, (pad), uint64 wait_ms, uint16 status, (pad), uint32 landed.
     private static final int REACTION_SIZE = 24;
 
-    private Pointer op;
+    private final Owned op;
 
     private Operation(Pointer op) {
-        this.op = op;
+        this.op = new Owned(op, Lib::payidem_operation_free, "op", "the operation is closed");
     }
 
     /** A start for order {@code orderId}: {@code method path}, the rest optional (the core's defaults). */
@@ -133,17 +133,11 @@ public final class Operation implements AutoCloseable {
     /** Frees the machine; idempotent. */
     @Override
     public synchronized void close() {
-        if (op != null) {
-            Lib.payidem_operation_free(op);
-            op = null;
-        }
+        op.free();
     }
 
     private Pointer live() {
-        if (op == null) {
-            throw PayidemException.invalidArgument("op", "the operation is closed");
-        }
-        return op;
+        return op.live();
     }
 
     /**
@@ -209,50 +203,49 @@ public final class Operation implements AutoCloseable {
 
         /** Attempts per call. */
         public Start maxAttempts(long n) {
-            setup.addProperty("max_attempts", n);
-            return this;
+            return setup("max_attempts", n);
         }
 
         /** The first backoff, ms. */
         public Start backoffBaseMs(long ms) {
-            setup.addProperty("backoff_base_ms", ms);
-            return this;
+            return setup("backoff_base_ms", ms);
         }
 
         /** The largest backoff, ms. */
         public Start backoffCapMs(long ms) {
-            setup.addProperty("backoff_cap_ms", ms);
-            return this;
+            return setup("backoff_cap_ms", ms);
         }
 
         /** The call's retry deadline, ms. */
         public Start deadlineMs(long ms) {
-            setup.addProperty("deadline_ms", ms);
-            return this;
+            return setup("deadline_ms", ms);
         }
 
         /** The key retention, seconds. */
         public Start keyRetentionSecs(long s) {
-            setup.addProperty("key_retention_secs", s);
-            return this;
+            return setup("key_retention_secs", s);
         }
 
         /** The largest clock offset learnt, seconds. */
         public Start maxClockOffsetSecs(long s) {
-            setup.addProperty("max_clock_offset_secs", s);
-            return this;
+            return setup("max_clock_offset_secs", s);
         }
 
         /** The platform's clock offset known so far (seconds, may be negative) and whether it is trusted. */
         public Start clockOffset(long seconds, boolean trusted) {
-            setup.addProperty("clock_offset", seconds);
             setup.addProperty("clock_trusted", trusted);
-            return this;
+            return setup("clock_offset", seconds);
         }
 
         /** A retry budget for this call (default none). */
         public Start retryBudget(long capacity, long retryCost, long timeoutCost, long successRefund) {
             setup.add("retry_budget", RetryBudget.json(capacity, retryCost, timeoutCost, successRefund));
+            return this;
+        }
+
+        /** Sets {@code key} of the call's setup. */
+        private Start setup(String key, long value) {
+            setup.addProperty(key, value);
             return this;
         }
 

@@ -431,14 +431,12 @@ public final class PayidemClient implements AutoCloseable {
 
         /** Time to connect (default from the core). */
         public Builder connectTimeout(Duration d) {
-            options.addProperty("connect_timeout_ms", millis(d, "connect_timeout_ms"));
-            return this;
+            return millisOption("connect_timeout_ms", d);
         }
 
         /** One attempt's whole response. */
         public Builder requestTimeout(Duration d) {
-            options.addProperty("request_timeout_ms", millis(d, "request_timeout_ms"));
-            return this;
+            return millisOption("request_timeout_ms", d);
         }
 
         /** Attempts per call, at least 1. */
@@ -449,20 +447,17 @@ public final class PayidemClient implements AutoCloseable {
 
         /** The first backoff (0: retry without waiting). */
         public Builder backoffBase(Duration d) {
-            retry().addProperty("base_ms", millis(d, "retry.base_ms"));
-            return this;
+            return retryMillisOption("base_ms", d);
         }
 
         /** The largest backoff. */
         public Builder backoffCap(Duration d) {
-            retry().addProperty("cap_ms", millis(d, "retry.cap_ms"));
-            return this;
+            return retryMillisOption("cap_ms", d);
         }
 
         /** One call's retry deadline. */
         public Builder deadline(Duration d) {
-            retry().addProperty("deadline_ms", millis(d, "retry.deadline_ms"));
-            return this;
+            return retryMillisOption("deadline_ms", d);
         }
 
         /** The retry budget shared by every call: tokens, costs and refund (each 0..=4294967295). */
@@ -473,26 +468,22 @@ public final class PayidemClient implements AutoCloseable {
 
         /** An unknown operation whose key is older is never sent again (key_expired). */
         public Builder keyRetention(Duration d) {
-            options.addProperty("key_retention_s", seconds(d, "key_retention_s"));
-            return this;
+            return secondsOption("key_retention_s", d);
         }
 
         /** Settled operations older than this are purged from the journal. */
         public Builder settledRetention(Duration d) {
-            options.addProperty("settled_retention_s", seconds(d, "settled_retention_s"));
-            return this;
+            return secondsOption("settled_retention_s", d);
         }
 
         /** How long a call's lease holds without a new attempt (unset: follows the deadline). */
         public Builder leaseTtl(Duration d) {
-            options.addProperty("lease_ttl_s", seconds(d, "lease_ttl_s"));
-            return this;
+            return secondsOption("lease_ttl_s", d);
         }
 
         /** The largest clock offset learnt from the platform (0: never adjust). */
         public Builder maxClockOffset(Duration d) {
-            options.addProperty("max_clock_offset_s", seconds(d, "max_clock_offset_s"));
-            return this;
+            return secondsOption("max_clock_offset_s", d);
         }
 
         /** Accept {@code http://} for any host (signed requests then travel in clear). */
@@ -562,6 +553,24 @@ public final class PayidemClient implements AutoCloseable {
 
         String optionsJson() {
             return options.toString();
+        }
+
+        /** Sets option {@code key} to {@code d} in whole milliseconds. */
+        private Builder millisOption(String key, Duration d) {
+            options.addProperty(key, millis(d, key));
+            return this;
+        }
+
+        /** Sets option {@code retry.key} to {@code d} in whole milliseconds. */
+        private Builder retryMillisOption(String key, Duration d) {
+            retry().addProperty(key, millis(d, "retry." + key));
+            return this;
+        }
+
+        /** Sets option {@code key} to {@code d} in whole seconds. */
+        private Builder secondsOption(String key, Duration d) {
+            options.addProperty(key, seconds(d, key));
+            return this;
         }
 
         private JsonObject retry() {

@@ -47,6 +47,7 @@ public class PayidemException extends RuntimeException {
     private final String orderId;
     private final String idempotencyKey;
     private final Long serverTime;
+    private String landed;
 
     PayidemException(Details d) {
         super(d.code.wireName() + (d.message == null || d.message.isEmpty() ? "" : ": " + d.message)
@@ -79,6 +80,24 @@ public class PayidemException extends RuntimeException {
      */
     public boolean isFinal() {
         return code.isFinal();
+    }
+
+    /**
+     * Whether the operation this failure ended may have taken effect: the
+     * core's landed name ({@code no}, {@code maybe}, {@code yes}) carried by
+     * the {@code end} step of an {@link Operation} or {@link Call} (and so of
+     * the OkHttp integration); null when the failure did not end an
+     * operation step (e.g. {@code execute}, whose C error carries no landed
+     * value: its code says what to do). Anything but {@code no}: keep the key.
+     */
+    public String landed() {
+        return landed;
+    }
+
+    /** Records the landed value of the end step this failure ended (set once, before it is handed out). */
+    PayidemException endedWithLanded(String landedName) {
+        this.landed = landedName;
+        return this;
     }
 
     /** The argument or option that broke its rule (invalid_argument), else null. */

@@ -76,7 +76,7 @@ public final class Step {
                 if (rc == 0) {
                     o = new Outcome(out.getValue());
                 } else {
-                    e = PayidemException.of(rc, err);
+                    e = PayidemException.of(rc, err).endedWithLanded(landed);
                 }
             }
             outcome = o;

@@ -142,6 +142,29 @@ class CallTest {
     }
 
     @Test
+    void anInterruptedSleepCancelsTheCallAndKeepsTheInterrupt() throws Exception {
+        try (Mock m = new Mock(); PayidemClient client = m.client().maxAttempts(5).build()) {
+            m.setFaults("{\"error_502\": 1.0}");
+            String order = Mock.orderId("sleep");
+            byte[] body = Mock.paymentBody(order, 9);
+            try (Call call = client.begin(order, "POST", "/v1/payments", body, null, Mock.statusPath(order), null)) {
+                Step first = call.step();
+                assertEquals("send", first.kind());
+                send(client, call, first);
+                Step wait = call.step();
+                assertEquals("wait", wait.kind(), "a 502 waits a backoff: " + wait);
+                Thread.currentThread().interrupt();
+                Step end = call.sleep(wait);
+                assertTrue(Thread.interrupted(), "the interrupt is kept (and cleared here)");
+                assertEquals("end", end.kind());
+                assertEquals(ErrorCode.CANCELLED, end.error().code());
+                assertEquals("maybe", end.error().landed(), "after a 502 the core cannot know: keep the key");
+            }
+            assertEquals(0, m.paymentsCreated(order));
+        }
+    }
+
+    @Test
     void cancelKeepsTheKeyAndASettledOrderEndsAtOnce() throws Exception {
         try (Mock m = new Mock(); PayidemClient client = m.client().build()) {
             String order = Mock.orderId("cancel");
@@ -151,6 +174,7 @@ class CallTest {
                 assertEquals(ErrorCode.CANCELLED, end.error().code());
                 assertEquals(order, end.error().orderId());
                 assertNotEquals("succeeded", end.state());
+                assertEquals("no", end.error().landed(), "cancelled before anything was sent");
             }
             assertEquals(201, client.execute(order, "POST", "/v1/payments", body, Mock.statusPath(order))
                     .httpStatus());

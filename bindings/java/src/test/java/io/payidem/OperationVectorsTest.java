@@ -210,6 +210,7 @@ class OperationVectorsTest {
                 assertEquals(code, end.error().code().wireName(), at);
                 assertEquals(end.isFinal(), end.error().isFinal(), at + ": finality");
                 assertEquals(Vectors.str(op, "order_id"), end.error().orderId(), at);
+                assertEquals(Vectors.str(step, "landed"), end.error().landed(), at + ": the error's landed");
             }
         }
     }

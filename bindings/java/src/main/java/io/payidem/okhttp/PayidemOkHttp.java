@@ -81,11 +81,7 @@ public final class PayidemOkHttp {
                             answerType = t != null ? t : answerType;
                             break;
                         case "wait":
-                            try {
-                                Thread.sleep(s.waitMs());
-                            } catch (InterruptedException e) {
-                                Thread.currentThread().interrupt();
-                                call.cancel();
+                            if (call.sleep(s) != null) {
                                 throw new InterruptedIOException("interrupted; the operation keeps its key");
                             }
                             break;

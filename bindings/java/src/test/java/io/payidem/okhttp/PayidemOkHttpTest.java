@@ -16,7 +16,10 @@ import java.net.URL;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 import java.util.UUID;
 import okhttp3.MediaType;
 import okhttp3.OkHttpClient;
@@ -136,6 +139,44 @@ class PayidemOkHttpTest {
                     () -> http.newCall(payment("http://127.0.0.2:9", "elsewhere", 1)).execute());
             assertEquals(ErrorCode.INVALID_ARGUMENT, e.error().code());
             assertEquals("url", e.error().field(), "a signed request is never sent off the base URL");
+        }
+    }
+
+    @Test
+    void okHttpsOwnResendAfterACutConnectionIsRefusedAndTheOrderPaysOnce() throws Exception {
+        try (PayidemClient client = client()) {
+            // What OkHttp hands to the network, before the guard: every signed attempt's nonce.
+            List<String> offered = Collections.synchronizedList(new ArrayList<String>());
+            OkHttpClient.Builder b = PayidemOkHttp.newClient(new OkHttpClient.Builder()
+                    .readTimeout(Duration.ofSeconds(2)).build(), client).newBuilder().retryOnConnectionFailure(true);
+            b.networkInterceptors().add(0, chain -> {
+                String nonce = chain.request().header("X-Nonce");
+                if (nonce != null) {
+                    offered.add(nonce);
+                }
+                return chain.proceed(chain.request());
+            });
+            OkHttpClient http = b.build();
+            // A pooled connection that has served a request: OkHttp retries a request cut on it.
+            try (Response ping = http.newCall(new Request.Builder().url(url + "/_mock/ping").build()).execute()) {
+                assertEquals(200, ping.code());
+            }
+            control("POST", "/_mock/faults", "{\"drop_after_commit\": 1.0}");
+            String order = "okhttp-cut-" + UUID.randomUUID().toString().substring(0, 8);
+            try (Response r = http.newCall(payment(url, order, 77)).execute()) {
+                assertEquals(2, r.code() / 100, order);
+                assertTrue(r.body().string().contains(order));
+            }
+            assertEquals("succeeded", client.status(order).state());
+            Set<String> distinct = new HashSet<>(offered);
+            assertTrue(distinct.size() < offered.size(), "OkHttp never tried to resend a signed attempt: " + offered);
+            JsonObject stats = control("GET", "/_mock/stats", null);
+            JsonObject mine = stats.getAsJsonObject("orders").getAsJsonObject(order);
+            assertEquals(1, mine.get("payments_created").getAsInt(), order);
+            assertEquals(1, stats.get("payments").getAsInt());
+            JsonElement reused = stats.getAsJsonObject("requests").getAsJsonObject("by_error_code")
+                    .get("nonce_reused");
+            assertTrue(reused == null || reused.getAsInt() == 0, "the resend reached the mock: " + stats);
         }
     }
 

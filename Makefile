@@ -26,11 +26,33 @@ CARGO ?= cargo
 
 .PHONY: test test-rust test-fleet test-c test-python test-go test-java java-deps bench-java dist-java test-dist lint bench demo lib header install \
 	uninstall bench-c c-deps redis-deps pg-deps c-artifacts dist dist-c dist-mock dist-wheel dist-go \
-	dist-arm64 test-arm64
+	dist-arm64 test-arm64 dist-x86_64 cross-deps
 .PHONY: test-sim sim-planted simulate sim-feature-check
 
-## test: every test of every language, then the release artifacts outside the repository
-test: test-rust test-sim test-c test-python test-go test-java test-dist
+## test: every test of every language, then the release artifacts outside the repository, in
+## two lanes at once (scripts/test-lanes.sh): the suites of lane 2 build and emulate other
+## platforms while lane 1 keeps the cores busy with the native ones. The Debian packages and
+## Rust targets of every suite are installed first, one apt-get at a time.
+TEST_DEPS := pg-deps redis-deps c-deps java-deps cross-deps
+TEST_LANE1 := test-rust test-sim test-c test-python test-go test-java
+TEST_LANE2 := test-dist test-arm64
+test:
+	scripts/test-lanes.sh --deps "$(TEST_DEPS)" --lane1 "$(TEST_LANE1)" --lane2 "$(TEST_LANE2)"
+
+## cross-deps: what the other platforms' builds and emulated suites need (Debian packages,
+## installed when missing: cmake, sqlite headers, man, the arm64 binutils, glibc and qemu,
+## debootstrap; the Rust targets), so that no suite runs apt-get or rustup beside another
+CROSS_PACKAGES := cmake pkg-config libsqlite3-dev man-db groff-base binutils-aarch64-linux-gnu \
+	libc6-arm64-cross qemu-user debootstrap util-linux
+CROSS_TARGETS := aarch64-unknown-linux-gnu
+cross-deps:
+	@missing=""; for p in $(CROSS_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
+	@installed="$$(rustup target list --installed)"; for t in $(CROSS_TARGETS); do \
+		echo "$$installed" | grep -qx $$t || rustup target add $$t; done
 
 ## test-rust: every Rust test of the workspace (core, mock, e2e with the chaos test and the
 ## fleet chaos test, C ABI crate); the replay-store tests start their own redis-server (see
@@ -251,7 +273,10 @@ uninstall:
 	scripts/dist/install-c.sh --cli $(CLI_STAGE) --uninstall $(STAGE) "$(DESTDIR)" "$(PREFIX)" "$(LIBDIR)"
 
 ## dist: every release artifact into dist/ (see ffi/README.md, bindings/*/README.md)
-dist: dist-c dist-mock dist-wheel dist-go dist-arm64
+dist: dist-x86_64 dist-go dist-arm64
+
+## dist-x86_64: the Linux x86_64 artifacts (tarball, .debs, mock, wheel)
+dist-x86_64: dist-c dist-mock dist-wheel
 
 dist-c: lib
 	scripts/dist/package-c.sh --arch x86_64
@@ -276,18 +301,19 @@ dist-arm64:
 	scripts/dist/build-wheel.sh --arch aarch64
 
 ## test-arm64: the aarch64 artifacts of dist/ in an arm64 Debian root under qemu (needs root;
-## see scripts/dist/test-arm64.sh); `make dist` first
-test-arm64:
+## see scripts/dist/test-arm64.sh), after building them
+test-arm64: dist-arm64 dist-mock
+	@echo '## phase: test-arm64'
 	scripts/dist/test-arm64.sh dist/payidem-mock
 
-## test-dist: the artifacts of `make dist`, installed and used outside the repository
+## test-dist: the Linux x86_64 artifacts of `make dist` and the Go module, installed and used
+## outside the repository (the aarch64 ones: test-arm64)
 test-dist:
 	@echo '## phase: test-dist'
-	@$(MAKE) --no-print-directory dist
+	@$(MAKE) --no-print-directory dist-x86_64 dist-go
 	scripts/dist/test-c.sh dist/payidem-mock
 	scripts/dist/test-wheel.sh "$$(ls dist/payidem-*manylinux*_x86_64.whl | head -n 1)" dist/payidem-mock
 	scripts/dist/test-go-module.sh dist/payidem-mock
-	scripts/dist/test-arm64.sh dist/payidem-mock
 
 bench-c:
 	$(CARGO) bench -p payidem-capi --bench sign_ffi

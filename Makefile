@@ -25,7 +25,8 @@
 CARGO ?= cargo
 
 .PHONY: test test-rust test-fleet test-c test-python test-go test-dist lint bench demo lib header install \
-	uninstall bench-c c-deps redis-deps pg-deps c-artifacts dist dist-c dist-mock dist-wheel dist-go
+	uninstall bench-c c-deps redis-deps pg-deps c-artifacts dist dist-c dist-mock dist-wheel dist-go \
+	dist-windows test-windows
 
 ## test: every test of every language, then the release artifacts outside the repository
 test: test-rust test-c test-python test-go test-dist
@@ -197,7 +198,7 @@ uninstall:
 	scripts/dist/install-c.sh --cli $(CLI_STAGE) --uninstall $(STAGE) "$(DESTDIR)" "$(PREFIX)" "$(LIBDIR)"
 
 ## dist: every release artifact into dist/ (see ffi/README.md, bindings/*/README.md)
-dist: dist-c dist-mock dist-wheel dist-go
+dist: dist-c dist-mock dist-wheel dist-go dist-windows
 
 dist-c: lib
 	scripts/dist/package-c.sh --arch x86_64
@@ -207,6 +208,17 @@ dist-mock:
 
 dist-wheel:
 	scripts/dist/build-wheel.sh
+
+## dist-windows: the Windows x64 zip (payidem.dll and its import libraries, payidem.exe,
+## payidem-mock.exe, header, CMake package): dist/libpayidem-VERSION-windows-x86_64.zip
+dist-windows:
+	scripts/dist/build-windows.sh
+
+## test-windows: that zip under Wine, from a fresh prefix, against the Linux mock
+## (see scripts/dist/test-windows.sh); runs beside other suites (own temp dir and prefix)
+test-windows: dist-windows dist-mock
+	@echo '## phase: test-windows'
+	scripts/dist/test-windows.sh "$$(ls dist/libpayidem-*-windows-x86_64.zip | head -n 1)" dist/payidem-mock
 
 ## dist-go: rebuilds the Go module's committed static libraries when stale
 dist-go:
@@ -219,6 +231,7 @@ test-dist:
 	scripts/dist/test-c.sh dist/payidem-mock
 	scripts/dist/test-wheel.sh "$$(ls dist/payidem-*manylinux*.whl | head -n 1)" dist/payidem-mock
 	scripts/dist/test-go-module.sh dist/payidem-mock
+	scripts/dist/test-windows.sh "$$(ls dist/libpayidem-*-windows-x86_64.zip | head -n 1)" dist/payidem-mock
 
 bench-c:
 	$(CARGO) bench -p payidem-capi --bench sign_ffi

@@ -38,11 +38,8 @@ cleanup() {
     rm -rf "$tmp"
 }
 trap cleanup EXIT
-passed=0
-failed=0
-pass() { passed=$((passed + 1)); echo "ok: $*"; }
-fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
-check() { local what=$1; shift; if "$@" >"$tmp/check.out" 2>&1; then pass "$what"; else fail "$what"; sed 's/^/  | /' "$tmp/check.out" | tail -20; fi; }
+# shellcheck source=scripts/dist/checks.sh
+. "$root/scripts/dist/checks.sh"
 
 for f in "$tarball" "$deb_runtime" "$deb_dev" "$deb_cli" "$mock"; do
     [ -f "$f" ] || { echo "test-c.sh: $f is missing: run 'make dist' first" >&2; exit 1; }

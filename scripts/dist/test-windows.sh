@@ -48,11 +48,8 @@ cleanup() {
     rm -rf "$tmp"
 }
 trap cleanup EXIT
-passed=0
-failed=0
-pass() { passed=$((passed + 1)); echo "ok: $*"; }
-fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
-check() { local what=$1; shift; if "$@" >"$tmp/check.out" 2>&1; then pass "$what"; else fail "$what"; sed 's/^/  | /' "$tmp/check.out" | tail -30; fi; }
+# shellcheck source=scripts/dist/checks.sh
+. "$root/scripts/dist/checks.sh"
 
 # A fresh prefix, and the ProcessPrng that Wine 8 lacks (see bcryptprimitives.c).
 start=$SECONDS

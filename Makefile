@@ -26,7 +26,7 @@ CARGO ?= cargo
 
 .PHONY: test test-rust test-fleet test-c test-python test-go test-java java-deps bench-java dist-java test-dist lint bench demo lib header install \
 	uninstall bench-c c-deps redis-deps pg-deps c-artifacts dist dist-c dist-mock dist-wheel dist-go \
-	dist-arm64 test-arm64 dist-x86_64 cross-deps
+	dist-arm64 test-arm64 dist-x86_64 cross-deps dist-windows test-windows
 .PHONY: test-sim sim-planted simulate sim-feature-check
 
 ## test: every test of every language, then the release artifacts outside the repository, in
@@ -34,17 +34,18 @@ CARGO ?= cargo
 ## platforms while lane 1 keeps the cores busy with the native ones. The Debian packages and
 ## Rust targets of every suite are installed first, one apt-get at a time.
 TEST_DEPS := pg-deps redis-deps c-deps java-deps cross-deps
-TEST_LANE1 := test-rust test-sim test-c test-python test-go test-java
+TEST_LANE1 := test-rust test-sim test-c test-python test-go test-java test-windows
 TEST_LANE2 := test-dist test-arm64
 test:
 	scripts/test-lanes.sh --deps "$(TEST_DEPS)" --lane1 "$(TEST_LANE1)" --lane2 "$(TEST_LANE2)"
 
 ## cross-deps: what the other platforms' builds and emulated suites need (Debian packages,
 ## installed when missing: cmake, sqlite headers, man, the arm64 binutils, glibc and qemu,
-## debootstrap; the Rust targets), so that no suite runs apt-get or rustup beside another
-CROSS_PACKAGES := cmake pkg-config libsqlite3-dev man-db groff-base binutils-aarch64-linux-gnu \
-	libc6-arm64-cross qemu-user debootstrap util-linux
-CROSS_TARGETS := aarch64-unknown-linux-gnu
+## debootstrap, MinGW-w64 and Wine; the Rust targets), so that no suite runs apt-get or rustup beside another
+CROSS_PACKAGES := cmake curl pkg-config libsqlite3-dev man-db groff-base binutils-aarch64-linux-gnu \
+	libc6-arm64-cross qemu-user debootstrap util-linux gcc-mingw-w64-x86-64 binutils-mingw-w64-x86-64 \
+	wine wine64
+CROSS_TARGETS := aarch64-unknown-linux-gnu x86_64-pc-windows-gnu
 cross-deps:
 	@missing=""; for p in $(CROSS_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
@@ -273,7 +274,7 @@ uninstall:
 	scripts/dist/install-c.sh --cli $(CLI_STAGE) --uninstall $(STAGE) "$(DESTDIR)" "$(PREFIX)" "$(LIBDIR)"
 
 ## dist: every release artifact into dist/ (see ffi/README.md, bindings/*/README.md)
-dist: dist-x86_64 dist-go dist-arm64
+dist: dist-x86_64 dist-go dist-arm64 dist-windows
 
 ## dist-x86_64: the Linux x86_64 artifacts (tarball, .debs, mock, wheel)
 dist-x86_64: dist-c dist-mock dist-wheel
@@ -286,6 +287,17 @@ dist-mock:
 
 dist-wheel:
 	scripts/dist/build-wheel.sh
+
+## dist-windows: the Windows x64 zip (payidem.dll and its import libraries, payidem.exe,
+## payidem-mock.exe, header, CMake package): dist/libpayidem-VERSION-windows-x86_64.zip
+dist-windows:
+	scripts/dist/build-windows.sh
+
+## test-windows: that zip under Wine, from a fresh prefix, against the Linux mock
+## (see scripts/dist/test-windows.sh); runs beside other suites (own temp dir and prefix)
+test-windows: dist-windows dist-mock
+	@echo '## phase: test-windows'
+	scripts/dist/test-windows.sh "$$(ls dist/libpayidem-*-windows-x86_64.zip | head -n 1)" dist/payidem-mock
 
 ## dist-go: rebuilds the Go module's committed static libraries when stale
 dist-go:

@@ -32,7 +32,7 @@ var libSourceRoots = []string{"Cargo.toml", "Cargo.lock", "core/Cargo.toml", "co
 	"ffi/capi/src", "include/payidem.h"}
 
 // libPlatforms have a prebuilt library; the first is always required.
-var libPlatforms = []string{"linux_amd64", "linux_arm64"}
+var libPlatforms = []string{"linux_amd64", "linux_arm64", "windows_amd64"}
 
 const modulePrefix = "bindings/go/"
 

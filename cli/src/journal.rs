@@ -336,17 +336,25 @@ fn show(j: &Opened, order_id: &str, body: bool, json: bool) -> Done {
     Ok(Exit::Ok)
 }
 
-/// Who runs the command: `$USER`, else `$LOGNAME`, else `uid N`.
+/// Who runs the command: `$USER`, else `$LOGNAME`, else `uid N`; on
+/// Windows `%USERNAME%`, else `unknown user`.
 fn operator() -> String {
-    for var in ["USER", "LOGNAME"] {
+    #[cfg(not(windows))]
+    let vars = ["USER", "LOGNAME"];
+    #[cfg(windows)]
+    let vars = ["USERNAME"];
+    for var in vars {
         if let Ok(name) = std::env::var(var) {
             if !name.trim().is_empty() {
                 return name;
             }
         }
     }
+    #[cfg(not(windows))]
     // SAFETY: getuid has no preconditions and cannot fail.
-    format!("uid {}", unsafe { libc::getuid() })
+    return format!("uid {}", unsafe { libc::getuid() });
+    #[cfg(windows)]
+    "unknown user".to_owned()
 }
 
 fn reconcile(

@@ -29,7 +29,7 @@ pub fn secret(args: &KeyArgs) -> Result<Secret, Failure> {
     let mut bytes = Zeroizing::new(match &args.secret_file {
         Some(path) => read_secret_file(path)?,
         None => match std::env::var_os(ENV_SECRET) {
-            Some(v) if !v.is_empty() => std::os::unix::ffi::OsStringExt::into_vec(v),
+            Some(v) if !v.is_empty() => v.into_encoded_bytes(),
             _ => {
                 return Err(Failure::new(
                     Exit::Usage,

@@ -25,6 +25,7 @@ pub mod fuzzing;
 mod handler;
 mod http;
 mod ledger;
+mod poll;
 mod routes;
 mod server;
 pub mod stats;

@@ -2,7 +2,8 @@
 //! worker threads computes the answers.
 //!
 //! The I/O thread (`payidem-mock-io`) accepts, reads and writes with
-//! non-blocking sockets and `poll(2)`, and parses requests with `httparse`
+//! non-blocking sockets and `poll(2)` (`WSAPoll` on Windows; see
+//! [`crate::poll`]), and parses requests with `httparse`
 //! (see [`crate::http`]). Only a request received in full (head and body,
 //! within the limits) reaches a worker, and a worker never touches a socket:
 //! it returns the bytes to write, so a slow or silent client costs a buffer,
@@ -14,8 +15,6 @@
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
-use std::os::unix::net::UnixStream;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
@@ -32,6 +31,7 @@ use crate::faults::{FaultDice, FaultSettings};
 use crate::handler::{process, Action, Incoming, Outcome, Shared, State, UNKNOWN_ROUTE};
 use crate::http::{self, Parser, Progress, Refusal};
 use crate::ledger::Ledger;
+use crate::poll::{self, WakeEnd};
 use crate::stats::Stats;
 use crate::store::Store;
 
@@ -125,11 +125,7 @@ impl MockServer {
         };
         let listener = TcpListener::bind(bind.as_str())
             .map_err(|e| transport(&format!("cannot bind {bind}"), e))?;
-        // std listens with a backlog of 128; a burst of connections (600
-        // idle ones at once) would overflow it and stall connects for a
-        // second. Listening again only raises the backlog.
-        // SAFETY: listen(2) on a socket this function owns.
-        unsafe { libc::listen(listener.as_raw_fd(), 1024) };
+        poll::raise_backlog(&listener);
         listener
             .set_nonblocking(true)
             .map_err(|e| transport("cannot configure the listener", e))?;
@@ -150,7 +146,7 @@ impl MockServer {
         });
         let stop = Arc::new(AtomicBool::new(false));
         let (wake_rx, wake_tx) =
-            UnixStream::pair().map_err(|e| transport("cannot create the waker", e))?;
+            poll::wake_pair().map_err(|e| transport("cannot create the waker", e))?;
         for end in [&wake_rx, &wake_tx] {
             end.set_nonblocking(true)
                 .map_err(|e| transport("cannot configure the waker", e))?;
@@ -271,7 +267,7 @@ impl Drop for MockServer {
 }
 
 /// Wakes the I/O thread out of `poll(2)`.
-struct Waker(UnixStream);
+struct Waker(WakeEnd);
 
 impl Waker {
     fn wake(&self) {
@@ -456,7 +452,7 @@ struct Conn {
 struct Io {
     shared: Arc<Shared>,
     listener: TcpListener,
-    wake: UnixStream,
+    wake: WakeEnd,
     stop: Arc<AtomicBool>,
     limits: ServerLimits,
     jobs: Sender<Job>,
@@ -662,11 +658,11 @@ impl Conn {
     }
 
     /// What `poll(2)` should wait for, if anything.
-    fn interest(&self, now: Instant) -> libc::c_short {
+    fn interest(&self, now: Instant) -> poll::Events {
         match self.phase {
-            Phase::Idle | Phase::Reading | Phase::Lingering => libc::POLLIN,
+            Phase::Idle | Phase::Reading | Phase::Lingering => poll::READABLE,
             Phase::Writing if self.not_before.is_some_and(|t| t > now) => 0,
-            Phase::Writing => libc::POLLOUT,
+            Phase::Writing => poll::WRITABLE,
             Phase::Busy => 0,
         }
     }
@@ -731,34 +727,22 @@ struct IoCtx<'a> {
     jobs: &'a Sender<Job>,
 }
 
-fn is_resource_exhaustion(e: &std::io::Error) -> bool {
-    matches!(
-        e.raw_os_error(),
-        Some(libc::EMFILE) | Some(libc::ENFILE) | Some(libc::ENOBUFS) | Some(libc::ENOMEM)
-    )
-}
-
 impl Io {
     fn run(mut self) {
-        let mut fds: Vec<libc::pollfd> = Vec::new();
+        let mut fds: Vec<poll::PollFd> = Vec::new();
         let mut ids: Vec<u64> = Vec::new();
         while !self.stop.load(Ordering::SeqCst) {
             let now = Instant::now();
             fds.clear();
             ids.clear();
-            let pollfd = |fd, events| libc::pollfd {
-                fd,
-                events,
-                revents: 0,
-            };
-            fds.push(pollfd(self.wake.as_raw_fd(), libc::POLLIN));
+            fds.push(poll::entry(&self.wake, poll::READABLE));
             let accepting = self.accept_paused_until.is_none_or(|t| t <= now);
             if accepting {
                 self.accept_paused_until = None;
             }
-            fds.push(pollfd(
-                self.listener.as_raw_fd(),
-                if accepting { libc::POLLIN } else { 0 },
+            fds.push(poll::entry(
+                &self.listener,
+                if accepting { poll::READABLE } else { 0 },
             ));
             let mut next = far(now, MAX_POLL);
             if let Some(t) = self.accept_paused_until {
@@ -767,32 +751,28 @@ impl Io {
             for (id, conn) in &self.conns {
                 let events = conn.interest(now);
                 if events != 0 {
-                    fds.push(pollfd(conn.stream.as_raw_fd(), events));
+                    fds.push(poll::entry(&conn.stream, events));
                     ids.push(*id);
                 }
                 if let Some(t) = conn.wake_at() {
                     next = next.min(t);
                 }
             }
-            let timeout = next.saturating_duration_since(now).as_millis().min(1_000) as libc::c_int;
+            let timeout = next.saturating_duration_since(now).as_millis().min(1_000) as i32;
             // Round up so a deadline is not polled for again just before it.
             let timeout = if next > now { timeout.max(1) } else { 0 };
-            // SAFETY: `fds` is a valid array of `fds.len()` pollfd structs
-            // that lives across the call.
-            let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
-            if ready < 0 {
-                let e = std::io::Error::last_os_error();
+            if let Err(e) = poll::poll(&mut fds, timeout) {
                 if e.kind() != std::io::ErrorKind::Interrupted {
                     std::thread::sleep(Duration::from_millis(10));
                 }
                 continue;
             }
             let now = Instant::now();
-            if fds[0].revents != 0 {
+            if poll::revents(&fds[0]) != 0 {
                 let mut sink = [0u8; 256];
                 while matches!((&self.wake).read(&mut sink), Ok(n) if n > 0) {}
             }
-            if fds[1].revents != 0 {
+            if poll::revents(&fds[1]) != 0 {
                 self.accept(now);
             }
             let ctx = IoCtx {
@@ -801,15 +781,16 @@ impl Io {
                 jobs: &self.jobs,
             };
             for (pfd, id) in fds[2..].iter().zip(&ids) {
-                if pfd.revents == 0 {
+                let revents = poll::revents(pfd);
+                if revents == 0 {
                     continue;
                 }
                 let Some(conn) = self.conns.get_mut(id) else {
                     continue;
                 };
-                if pfd.revents & libc::POLLNVAL != 0 {
+                if revents & poll::INVALID != 0 {
                     conn.closed = true;
-                } else if pfd.revents & libc::POLLOUT != 0 {
+                } else if revents & poll::WRITABLE != 0 {
                     conn.write(&ctx, *id, now);
                 } else {
                     // POLLIN, POLLHUP or POLLERR: a read tells which.
@@ -875,7 +856,7 @@ impl Io {
                         .insert(id, Conn::new(stream, peer, &self.limits, now));
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
-                Err(e) if is_resource_exhaustion(&e) => {
+                Err(e) if poll::is_resource_exhaustion(&e) => {
                     // Out of descriptors: make room by closing the
                     // connection idle the longest, or wait a moment.
                     if !self.evict_idle() {

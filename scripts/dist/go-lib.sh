@@ -20,6 +20,9 @@
 # linux_amd64 is always built. linux_arm64 is built only when the Rust target
 # aarch64-unknown-linux-gnu is installed; otherwise the committed library is
 # kept as it is (and --check still reports it when it is stale).
+# windows_amd64 is built by scripts/dist/build-windows.sh (MinGW-w64): its
+# libpayidem.a holds one object whose only global symbols are payidem_* and
+# the import stubs of the system DLLs that object calls.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -39,14 +42,22 @@ source_roots=(Cargo.toml Cargo.lock core/Cargo.toml core/src ffi/Cargo.toml ffi/
     ffi/capi/Cargo.toml ffi/capi/cbindgen.toml ffi/capi/src include/payidem.h)
 
 # Platforms: GOOS_GOARCH, build-c.sh arch, Rust target, readelf machine.
-platforms=(linux_amd64 linux_arm64)
-arch_of() { case "$1" in linux_amd64) echo x86_64 ;; linux_arm64) echo aarch64 ;; esac; }
+platforms=(linux_amd64 linux_arm64 windows_amd64)
+arch_of() { case "$1" in linux_amd64) echo x86_64 ;; linux_arm64) echo aarch64 ;; windows_amd64) echo windows-x86_64 ;; esac; }
 machine_of() { case "$1" in linux_amd64) echo X86-64 ;; linux_arm64) echo AArch64 ;; esac; }
 nm_of() {
     case "$1" in
         linux_arm64) command -v aarch64-linux-gnu-nm >/dev/null 2>&1 && { echo aarch64-linux-gnu-nm; return; } ;;
+        windows_amd64) echo x86_64-w64-mingw32-nm; return ;;
     esac
     echo nm
+}
+# The script that builds PLATFORM's library into target/dist-stage/ARCH.
+builder_of() {
+    case "$1" in
+        windows_amd64) echo "scripts/dist/build-windows.sh" ;;
+        *) echo "scripts/dist/build-c.sh --arch $(arch_of "$1")" ;;
+    esac
 }
 
 sha() { sha256sum < "$1" | cut -c1-64; }
@@ -121,7 +132,7 @@ first_difference() {
 write_manifest() {
     local plat=$1 entries=$2
     {
-        echo "# libpayidem.a for $plat, built by scripts/dist/build-c.sh --arch $(arch_of "$plat") and"
+        echo "# libpayidem.a for $plat, built by $(builder_of "$plat") and"
         echo "# copied by scripts/dist/go-lib.sh. SHA256  PATH (from the repository root) of every"
         echo "# file it is built from, then of the header copy and of the library."
         echo "# Verify: scripts/dist/go-lib.sh --check; refresh: make dist."
@@ -132,6 +143,17 @@ write_manifest() {
 # Fails unless LIB is a PLATFORM object whose only global definitions are payidem_*.
 verify_library() {
     local plat=$1 lib=$2 machine bad
+    if [ "$plat" = windows_amd64 ]; then
+        x86_64-w64-mingw32-objdump -f "$lib" | grep -q 'file format pe-x86-64' ||
+            { echo "go-lib.sh: $lib is not a pe-x86-64 archive" >&2; return 1; }
+        bad="$(x86_64-w64-mingw32-nm -A -g --defined-only "$lib" |
+            awk -F'[: ]+' '$2 == "payidem.o" && $NF !~ /^payidem_/ { print $NF }' | head -n 3)"
+        if [ -n "$bad" ]; then
+            echo "go-lib.sh: $lib's object defines global symbols other than payidem_*: $bad" >&2
+            return 1
+        fi
+        return 0
+    fi
     machine="$(readelf -h "$lib" | sed -n 's/^ *Machine: *//p' | sort -u)"
     case "$machine" in
         *"$(machine_of "$plat")"*) ;;
@@ -191,7 +213,8 @@ for plat in "${platforms[@]}"; do
     built=0
     for try in 1 2 3; do
         before="$(source_entries)"
-        "$root/scripts/dist/build-c.sh" --arch "$arch"
+        # shellcheck disable=SC2046 # the builder and its arguments
+        "$root"/$(builder_of "$plat")
         after="$(source_entries)"
         if [ "$before" = "$after" ]; then
             built=1

@@ -5,13 +5,17 @@ target), with its licence.
 
     cargo metadata --locked --format-version 1 --filter-platform TRIPLE | third-party.py [PACKAGE...]
 
-PACKAGE is payidem-ffi (libpayidem, the default) and/or payidem-cli (the
-payidem command); with several, the notice lists the union once.
+PACKAGE is payidem-ffi (libpayidem, the default), payidem-cli (the
+payidem command) and/or payidem-mock (the Windows zip ships it); with several, the notice lists the union once.
 """
 import json
 import sys
 
-ARTIFACTS = {"payidem-ffi": "libpayidem", "payidem-cli": "the payidem command"}
+ARTIFACTS = {
+    "payidem-ffi": "libpayidem",
+    "payidem-cli": "the payidem command",
+    "payidem-mock": "the payidem-mock simulator",
+}
 
 roots = sys.argv[1:] or ["payidem-ffi"]
 for name in roots:

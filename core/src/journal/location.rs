@@ -1,12 +1,24 @@
 //! Where a client keeps its journal when the caller names none, and the
 //! name every language uses to ask for a memory-only journal.
 
+#[cfg(not(windows))]
 use std::ffi::OsString;
+#[cfg(unix)]
 use std::fs::{DirBuilder, OpenOptions};
+#[cfg(unix)]
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::Result;
+#[cfg(not(windows))]
+use crate::error::{Error, ErrorCode};
+
+#[cfg(windows)]
+mod windows;
+#[cfg(windows)]
+pub(crate) use windows::{
+    check_private_location, create_private_dirs, create_private_file, exposure_problem,
+};
 
 /// The journal name that selects memory only, in every language: operations
 /// are lost with the process, so a crash mid-payment cannot be resumed. For
@@ -22,10 +34,17 @@ const DEFAULT_FILE: &str = "journal.sqlite3";
 ///
 /// `journal_error` when neither variable gives an absolute path (a service
 /// without a home directory must name its journal).
+///
+/// On Windows: `%LOCALAPPDATA%\payidem\journal.sqlite3`, and
+/// `journal_error` when `LOCALAPPDATA` is not an absolute path.
 pub fn default_journal_path() -> Result<PathBuf> {
+    #[cfg(windows)]
+    return windows::default_path_from(std::env::var_os("LOCALAPPDATA"));
+    #[cfg(not(windows))]
     default_path_from(std::env::var_os("XDG_STATE_HOME"), std::env::var_os("HOME"))
 }
 
+#[cfg(not(windows))]
 fn default_path_from(state_home: Option<OsString>, home: Option<OsString>) -> Result<PathBuf> {
     let absolute = |v: Option<OsString>| v.map(PathBuf::from).filter(|p| p.is_absolute());
     let dir = match (absolute(state_home), absolute(home)) {
@@ -44,6 +63,7 @@ fn default_path_from(state_home: Option<OsString>, home: Option<OsString>) -> Re
 
 /// Creates the missing directories of `path`'s parent, each readable by its
 /// owner only (0700). Existing directories are left as they are.
+#[cfg(unix)]
 pub(crate) fn create_private_dirs(path: &Path) -> Result<()> {
     let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) else {
         return Ok(());
@@ -66,6 +86,7 @@ pub(crate) fn create_private_dirs(path: &Path) -> Result<()> {
 /// Creates `path` empty with mode 0600 when it does not exist, so that the
 /// journal (and the WAL files SQLite gives the same mode) is never readable
 /// by other users. An existing file is left untouched.
+#[cfg(unix)]
 pub(crate) fn create_private_file(path: &Path) {
     // SQLite's own names for databases that are no file.
     if path.as_os_str().is_empty() || path == Path::new(MEMORY_JOURNAL) {
@@ -95,6 +116,7 @@ fn directory_of(path: &Path) -> &Path {
 /// are accepted (the group is trusted like the owner). Returns why, naming
 /// the directory or file and the fix; a location that cannot be examined
 /// is left for SQLite to open or report.
+#[cfg(unix)]
 pub(crate) fn check_private_location(path: &Path) -> std::result::Result<(), String> {
     if path.as_os_str().is_empty() || path == Path::new(MEMORY_JOURNAL) {
         return Ok(());
@@ -123,6 +145,7 @@ pub(crate) fn check_private_location(path: &Path) -> std::result::Result<(), Str
 /// The problem [`Journal::check`](super::Journal::check) reports for a
 /// journal file other users can read (its bodies and keys are then theirs
 /// to see), if it is one.
+#[cfg(unix)]
 pub(crate) fn exposure_problem(path: &Path) -> Option<String> {
     let meta = std::fs::metadata(path).ok()?;
     let mode = meta.mode() & 0o7777;
@@ -139,12 +162,14 @@ pub(crate) fn exposure_problem(path: &Path) -> Option<String> {
 mod tests {
     use super::*;
 
+    #[cfg(not(windows))]
     #[test]
     fn default_prefers_an_absolute_xdg_state_home() {
         let p = default_path_from(Some("/var/state".into()), Some("/home/u".into())).unwrap();
         assert_eq!(p, PathBuf::from("/var/state/payidem/journal.sqlite3"));
     }
 
+    #[cfg(not(windows))]
     #[test]
     fn default_falls_back_to_home_when_xdg_is_missing_or_relative() {
         for xdg in [None, Some(OsString::from("relative/dir")), Some("".into())] {
@@ -169,6 +194,7 @@ mod tests {
         assert!(real.is_file());
     }
 
+    #[cfg(unix)]
     #[test]
     fn world_writable_directories_and_files_are_refused_group_writable_ones_are_not() {
         use std::os::unix::fs::PermissionsExt;
@@ -202,6 +228,7 @@ mod tests {
         assert!(check_private_location(Path::new(MEMORY_JOURNAL)).is_ok());
     }
 
+    #[cfg(not(windows))]
     #[test]
     fn no_absolute_location_is_a_journal_error_not_the_working_directory() {
         let e = default_path_from(None, Some("home".into())).unwrap_err();

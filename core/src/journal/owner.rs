@@ -4,10 +4,25 @@
 
 use std::sync::OnceLock;
 
+#[cfg(windows)]
+mod windows;
+
 /// The owner id of one call of this process: `{machine}/{pid}/{instance}/{call}`,
-/// where `machine` names this host and PID namespace.
+/// where `machine` names this host and PID namespace. On Windows the
+/// process part is `{pid}.{creation time}`, so that a PID the system gave
+/// to another process since is told apart.
 pub fn process_owner(instance: &str, call: u64) -> String {
-    format!("{}/{}/{instance}/{call}", machine_id(), std::process::id())
+    format!("{}/{}/{instance}/{call}", machine_id(), this_process())
+}
+
+#[cfg(not(windows))]
+fn this_process() -> String {
+    std::process::id().to_string()
+}
+
+#[cfg(windows)]
+fn this_process() -> String {
+    windows::this_process()
 }
 
 /// Whether `owner` names a process of this host and PID namespace that no
@@ -24,21 +39,26 @@ pub(super) fn owner_is_gone(owner: &str) -> bool {
     if machine.is_empty() || machine != machine_id() {
         return false;
     }
-    let Ok(pid) = pid.parse::<i32>() else {
-        return false;
-    };
-    pid > 0 && process_is_gone(pid)
+    process_is_gone(pid)
 }
 
 #[cfg(unix)]
-fn process_is_gone(pid: i32) -> bool {
+fn process_is_gone(pid: &str) -> bool {
+    let Some(pid) = pid.parse::<i32>().ok().filter(|&p| p > 0) else {
+        return false;
+    };
     // SAFETY: signal 0 only checks that the process exists; nothing is sent.
     let alive = unsafe { libc::kill(pid, 0) } == 0;
     !alive && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
 }
 
-#[cfg(not(unix))]
-fn process_is_gone(_pid: i32) -> bool {
+#[cfg(windows)]
+fn process_is_gone(process: &str) -> bool {
+    windows::process_is_gone(process)
+}
+
+#[cfg(not(any(unix, windows)))]
+fn process_is_gone(_process: &str) -> bool {
     false
 }
 
@@ -46,6 +66,9 @@ fn process_is_gone(_pid: i32) -> bool {
 /// lease is ever taken as gone early).
 fn machine_id() -> &'static str {
     static ID: OnceLock<String> = OnceLock::new();
+    #[cfg(windows)]
+    return ID.get_or_init(windows::machine_id);
+    #[cfg(not(windows))]
     ID.get_or_init(|| {
         let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
         let pid_ns = std::fs::read_link("/proc/self/ns/pid")
@@ -63,7 +86,7 @@ fn machine_id() -> &'static str {
     })
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
 

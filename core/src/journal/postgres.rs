@@ -221,6 +221,7 @@ fn describe(config: &Config) -> String {
         .iter()
         .map(|h| match h {
             postgres::config::Host::Tcp(name) => name.clone(),
+            #[cfg(unix)]
             postgres::config::Host::Unix(path) => path.display().to_string(),
         })
         .collect();

@@ -169,7 +169,16 @@ impl ForkDetector {
         }
     }
 
-    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    /// Windows has no fork: a process's generators are never copied into
+    /// another one, so the epoch is set once.
+    #[cfg(windows)]
+    fn new() -> ForkDetector {
+        static WORD: AtomicU64 = AtomicU64::new(0);
+        WORD.store(Self::new_epoch(), Ordering::Release);
+        ForkDetector { word: Some(&WORD) }
+    }
+
+    #[cfg(not(any(target_os = "linux", target_os = "android", windows)))]
     fn new() -> ForkDetector {
         ForkDetector { word: None }
     }

@@ -115,7 +115,15 @@ pub(super) fn open_wal(db: &Connection, ctx: &Context) -> Result<File> {
         return Err(ctx.refused("the database has no file name"));
     };
     let wal_path = format!("{main}-wal");
-    let wal = File::open(&wal_path).map_err(|e| {
+    // Windows flushes (FlushFileBuffers) only a handle opened for writing.
+    #[cfg(windows)]
+    let wal = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&wal_path);
+    #[cfg(not(windows))]
+    let wal = File::open(&wal_path);
+    let wal = wal.map_err(|e| {
         ctx.refused(format!(
             "cannot open the WAL file {wal_path} to fsync it: {e}"
         ))

@@ -144,7 +144,7 @@ write_manifest() {
 verify_library() {
     local plat=$1 lib=$2 machine bad
     if [ "$plat" = windows_amd64 ]; then
-        x86_64-w64-mingw32-objdump -f "$lib" | grep -q 'file format pe-x86-64' ||
+        x86_64-w64-mingw32-objdump -f "$lib" | grep 'file format pe-x86-64' >/dev/null ||
             { echo "go-lib.sh: $lib is not a pe-x86-64 archive" >&2; return 1; }
         bad="$(x86_64-w64-mingw32-nm -A -g --defined-only "$lib" |
             awk -F'[: ]+' '$2 == "payidem.o" && $NF !~ /^payidem_/ { print $NF }' | head -n 3)"

@@ -278,6 +278,10 @@ for lib in "$mod"/lib/*/libpayidem.a; do
     plat="$(basename "$(dirname "$lib")")"
     case "$plat" in
         linux_amd64) syms="$(nm -g --defined-only "$lib" 2>&1)" ;;
+        # The library's one object (the archive's other members are the
+        # import stubs of the Windows DLLs it calls, as go-lib.sh checks).
+        windows_amd64) syms="$(x86_64-w64-mingw32-nm -A -g --defined-only "$lib" 2>&1 |
+            awk -F: '$2 == "payidem.o" { print $3 }')" ;;
         *)
             nm_cmd=
             [ "$plat" = linux_arm64 ] && command -v aarch64-linux-gnu-nm >/dev/null 2>&1 && nm_cmd=aarch64-linux-gnu-nm

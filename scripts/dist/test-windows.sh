@@ -7,9 +7,10 @@
 # killed (SIGKILL of its Wine process) after its first attempt and paid
 # again over the same journal is paid once (the mock's oracle); the journal
 # file's DACL grants its owner alone; payidem.exe lists and checks that
-# journal; payidem-mock.exe answers a signed payment. Then the Rust core's
-# Windows journal tests and the protocol and operation vectors run under
-# Wine.
+# journal; payidem-mock.exe answers a signed payment. Then the C ABI's test
+# programs (cJSON built from Debian's pinned source) run the protocol and
+# operation vectors, and the Rust core's Windows journal tests and the same
+# vectors run, under Wine.
 #
 #   scripts/dist/test-windows.sh [ZIP [MOCK]]
 #     ZIP   default dist/libpayidem-VERSION-windows-x86_64.zip
@@ -310,6 +311,47 @@ go_on_windows() {
 }
 check "Go: a program built for windows/amd64 from a copy of the module alone pays under Wine, default journal under %LOCALAPPDATA%" \
     go_on_windows
+
+# The C ABI's own test programs under Wine, built with MinGW against the
+# zip's import library: ffi/tests-c/test_ffi.c (the protocol conformance
+# vectors and the argument checks; its mock and Redis parts are POSIX only)
+# and test_operation.c (the operation vectors, also through a client's call
+# over a memory and a SQLite journal). Their JSON parser is cJSON, built
+# here from the source Debian bookworm ships (libcjson-dev 1.7.15, the one
+# `make test-c` uses), its .orig tarball pinned by SHA-256.
+cjson_version=1.7.15
+cjson_sha256=5308fd4bd90cef7aa060558514de6a1a4a0819974a26e6ed13973c5f624c24b2
+cjson_for_windows() {
+    local tarball="$tmp/cjson_$cjson_version.orig.tar.gz"
+    curl -fsS --retry 3 --max-time 120 -o "$tarball" \
+        "http://deb.debian.org/debian/pool/main/c/cjson/cjson_$cjson_version.orig.tar.gz" </dev/null || return 1
+    echo "$cjson_sha256  $tarball" | sha256sum -c - || return 1
+    tar -xzf "$tarball" -C "$tmp" "cJSON-$cjson_version/cJSON.c" "cJSON-$cjson_version/cJSON.h" &&
+        "$tools-gcc" -std=c99 -O1 -c "$tmp/cJSON-$cjson_version/cJSON.c" -o "$tmp/cJSON.o"
+}
+check "cJSON $cjson_version (Debian bookworm's source, SHA-256 pinned) builds with MinGW" cjson_for_windows
+c_vectors_build() {
+    local prog
+    for prog in test_ffi test_operation; do
+        "$tools-gcc" "${cflags[@]}" -I"$tree/include" -I"$tmp/cJSON-$cjson_version" -I"$root/ffi/tests-c" \
+            "$root/ffi/tests-c/$prog.c" "$tmp/cJSON.o" -L"$tree/lib" -lpayidem -o "$bin/$prog.exe" || return 1
+    done
+}
+check "ffi/tests-c/test_ffi.c and test_operation.c build with MinGW against lib/libpayidem.dll.a" c_vectors_build
+# PROG under Wine with VAR naming the vectors FILE: it passes, and ran the
+# tests named by PATTERN (at least N of them).
+c_vectors_run() {
+    local prog=$1 var=$2 file=$3 pattern=$4 n=$5 out
+    out="$(env "$var=$(winepath -w "$file")" wine "$bin/$prog.exe" 2>&1)" || { echo "$out"; return 1; }
+    echo "$out"
+    printf '%s\n' "$out" | tr -d '\r' | grep -qE '^[0-9]+ passed, 0 failed$' &&
+        [ "$(printf '%s\n' "$out" | tr -d '\r' | grep -cE "^ok +$pattern")" -ge "$n" ]
+}
+check "the protocol conformance vectors pass through the C ABI under Wine (test_ffi.exe)" \
+    c_vectors_run test_ffi PAYIDEM_VECTORS "$root/core/tests/vectors/protocol-v1.json" 'test_vectors_' 4
+check "the operation vectors pass through the C ABI under Wine, also through a call over a SQLite journal (test_operation.exe)" \
+    c_vectors_run test_operation PAYIDEM_OPERATION_VECTORS "$root/core/tests/vectors/operation-v1.json" \
+    'vector .* through a call over a SQLite journal' 28
 
 # The Rust core under Wine: the Windows journal (owner-only ACLs, lease
 # liveness, default path) and every journal unit test, the protocol and

@@ -10,7 +10,8 @@
 # journal; payidem-mock.exe answers a signed payment. Then the C ABI's test
 # programs (cJSON built from Debian's pinned source) run the protocol and
 # operation vectors, and the Rust core's Windows journal tests and the same
-# vectors run, under Wine.
+# vectors run, under Wine; the client's HTTPS roots are the Windows
+# certificate store's, and a CA outside it is refused.
 #
 #   scripts/dist/test-windows.sh [ZIP [MOCK]]
 #     ZIP   default dist/libpayidem-VERSION-windows-x86_64.zip
@@ -33,6 +34,7 @@ command -v "$tools-gcc" >/dev/null 2>&1 || missing="$missing gcc-mingw-w64-x86-6
 command -v "$tools-objdump" >/dev/null 2>&1 || missing="$missing binutils-mingw-w64-x86-64"
 command -v cmake >/dev/null 2>&1 || missing="$missing cmake"
 command -v curl >/dev/null 2>&1 || missing="$missing curl"
+[ -s /etc/ssl/certs/ca-certificates.crt ] || missing="$missing ca-certificates"
 if [ -n "$missing" ]; then
     echo "installing$missing" >&2
     apt-get update -qq >&2
@@ -364,6 +366,32 @@ rust_under_wine() {
         cargo test --locked --target x86_64-pc-windows-gnu -p payidem --test vectors --test operation_vectors)
 }
 check "the core's journal unit tests and the protocol and operation vectors pass under Wine" rust_under_wine
+
+# HTTPS trust under Wine: with no ca_bundle the client's roots are the
+# Windows certificate store's (Wine's Root store holds the host's CAs, the
+# unit test compares them with the host bundle; SSL_CERT_FILE and
+# SSL_CERT_DIR unset, so nothing else can supply them), and a server whose
+# CA is not in the store is refused with the core's TLS error, nothing of
+# the request sent (core/tests/transport.rs).
+# cargo_wine_runs N ARGS...: `cargo test ARGS` for Windows under Wine runs
+# exactly N tests, all passing; the tests see no SSL_CERT_FILE or
+# SSL_CERT_DIR (cargo itself sets them for its children, openssl-probe).
+cargo_wine_runs() {
+    local n=$1 out
+    shift
+    out="$(cd "$root" && CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER="env -u SSL_CERT_FILE -u SSL_CERT_DIR wine" \
+        cargo test --locked --target x86_64-pc-windows-gnu -p payidem "$@" 2>&1)" || { echo "$out"; return 1; }
+    echo "$out"
+    printf '%s\n' "$out" | tr -d '\r' | grep -q "^test result: ok. $n passed; 0 failed"
+}
+windows_trust_store() {
+    PAYIDEM_WINE_HOST_CA_BUNDLE="$(winepath -w /etc/ssl/certs/ca-certificates.crt)" cargo_wine_runs 1 --lib -- \
+        --exact client::transport::windows_trust_store_tests::the_roots_are_the_windows_certificate_stores --nocapture &&
+        cargo_wine_runs 2 --test transport -- --exact \
+            an_unknown_issuer_is_not_sent_and_the_operation_stays_resumable a_ca_bundle_option_is_trusted
+}
+check "HTTPS under Wine: the roots are the Windows certificate store's (the host's CAs); an unknown CA is refused, nothing sent" \
+    windows_trust_store
 
 echo "$passed passed, $failed failed ($((SECONDS - start)) s)"
 [ "$failed" -eq 0 ]

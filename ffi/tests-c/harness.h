@@ -12,11 +12,22 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
+#ifndef _WIN32
 #include <sys/wait.h>
+#endif
 #include <time.h>
 #include <unistd.h>
 
 #include "payidem.h"
+
+#ifdef _WIN32
+#include <direct.h>
+#include <io.h>
+/* POSIX mkdtemp for the Windows builds. */
+static inline char *mkdtemp(char *pattern) {
+    return _mktemp(pattern) != NULL && _mkdir(pattern) == 0 ? pattern : NULL;
+}
+#endif
 
 static int harness_passed;
 static int harness_failed;
@@ -73,7 +84,9 @@ static inline void sleep_ms(long ms) {
     }
 }
 
-/* A payidem-mock child process. */
+#ifndef _WIN32
+/* A payidem-mock child process (POSIX only: the Windows builds of these
+ * tests, run under Wine by scripts/dist/test-windows.sh, start no mock). */
 struct mock {
     pid_t pid;
     int port;
@@ -154,6 +167,8 @@ static inline void mock_stop(struct mock *m) {
         m->out = NULL;
     }
 }
+
+#endif
 
 /* The mock's default public test key (see mock/README.md). */
 #define MOCK_KEY_ID "key_test_1"

@@ -7,9 +7,11 @@
 # killed (SIGKILL of its Wine process) after its first attempt and paid
 # again over the same journal is paid once (the mock's oracle); the journal
 # file's DACL grants its owner alone; payidem.exe lists and checks that
-# journal; payidem-mock.exe answers a signed payment. Then the Rust core's
-# Windows journal tests and the protocol and operation vectors run under
-# Wine.
+# journal; payidem-mock.exe answers a signed payment. Then the C ABI's test
+# programs (cJSON built from Debian's pinned source) run the protocol and
+# operation vectors, and the Rust core's Windows journal tests and the same
+# vectors run, under Wine; the client's HTTPS roots are the Windows
+# certificate store's, and a CA outside it is refused.
 #
 #   scripts/dist/test-windows.sh [ZIP [MOCK]]
 #     ZIP   default dist/libpayidem-VERSION-windows-x86_64.zip
@@ -32,6 +34,7 @@ command -v "$tools-gcc" >/dev/null 2>&1 || missing="$missing gcc-mingw-w64-x86-6
 command -v "$tools-objdump" >/dev/null 2>&1 || missing="$missing binutils-mingw-w64-x86-64"
 command -v cmake >/dev/null 2>&1 || missing="$missing cmake"
 command -v curl >/dev/null 2>&1 || missing="$missing curl"
+[ -s /etc/ssl/certs/ca-certificates.crt ] || missing="$missing ca-certificates"
 if [ -n "$missing" ]; then
     echo "installing$missing" >&2
     apt-get update -qq >&2
@@ -311,6 +314,47 @@ go_on_windows() {
 check "Go: a program built for windows/amd64 from a copy of the module alone pays under Wine, default journal under %LOCALAPPDATA%" \
     go_on_windows
 
+# The C ABI's own test programs under Wine, built with MinGW against the
+# zip's import library: ffi/tests-c/test_ffi.c (the protocol conformance
+# vectors and the argument checks; its mock and Redis parts are POSIX only)
+# and test_operation.c (the operation vectors, also through a client's call
+# over a memory and a SQLite journal). Their JSON parser is cJSON, built
+# here from the source Debian bookworm ships (libcjson-dev 1.7.15, the one
+# `make test-c` uses), its .orig tarball pinned by SHA-256.
+cjson_version=1.7.15
+cjson_sha256=5308fd4bd90cef7aa060558514de6a1a4a0819974a26e6ed13973c5f624c24b2
+cjson_for_windows() {
+    local tarball="$tmp/cjson_$cjson_version.orig.tar.gz"
+    curl -fsS --retry 3 --max-time 120 -o "$tarball" \
+        "http://deb.debian.org/debian/pool/main/c/cjson/cjson_$cjson_version.orig.tar.gz" </dev/null || return 1
+    echo "$cjson_sha256  $tarball" | sha256sum -c - || return 1
+    tar -xzf "$tarball" -C "$tmp" "cJSON-$cjson_version/cJSON.c" "cJSON-$cjson_version/cJSON.h" &&
+        "$tools-gcc" -std=c99 -O1 -c "$tmp/cJSON-$cjson_version/cJSON.c" -o "$tmp/cJSON.o"
+}
+check "cJSON $cjson_version (Debian bookworm's source, SHA-256 pinned) builds with MinGW" cjson_for_windows
+c_vectors_build() {
+    local prog
+    for prog in test_ffi test_operation; do
+        "$tools-gcc" "${cflags[@]}" -I"$tree/include" -I"$tmp/cJSON-$cjson_version" -I"$root/ffi/tests-c" \
+            "$root/ffi/tests-c/$prog.c" "$tmp/cJSON.o" -L"$tree/lib" -lpayidem -o "$bin/$prog.exe" || return 1
+    done
+}
+check "ffi/tests-c/test_ffi.c and test_operation.c build with MinGW against lib/libpayidem.dll.a" c_vectors_build
+# PROG under Wine with VAR naming the vectors FILE: it passes, and ran the
+# tests named by PATTERN (at least N of them).
+c_vectors_run() {
+    local prog=$1 var=$2 file=$3 pattern=$4 n=$5 out
+    out="$(env "$var=$(winepath -w "$file")" wine "$bin/$prog.exe" 2>&1)" || { echo "$out"; return 1; }
+    echo "$out"
+    printf '%s\n' "$out" | tr -d '\r' | grep -qE '^[0-9]+ passed, 0 failed$' &&
+        [ "$(printf '%s\n' "$out" | tr -d '\r' | grep -cE "^ok +$pattern")" -ge "$n" ]
+}
+check "the protocol conformance vectors pass through the C ABI under Wine (test_ffi.exe)" \
+    c_vectors_run test_ffi PAYIDEM_VECTORS "$root/core/tests/vectors/protocol-v1.json" 'test_vectors_' 4
+check "the operation vectors pass through the C ABI under Wine, also through a call over a SQLite journal (test_operation.exe)" \
+    c_vectors_run test_operation PAYIDEM_OPERATION_VECTORS "$root/core/tests/vectors/operation-v1.json" \
+    'vector .* through a call over a SQLite journal' 28
+
 # The Rust core under Wine: the Windows journal (owner-only ACLs, lease
 # liveness, default path) and every journal unit test, the protocol and
 # operation vectors.
@@ -322,6 +366,32 @@ rust_under_wine() {
         cargo test --locked --target x86_64-pc-windows-gnu -p payidem --test vectors --test operation_vectors)
 }
 check "the core's journal unit tests and the protocol and operation vectors pass under Wine" rust_under_wine
+
+# HTTPS trust under Wine: with no ca_bundle the client's roots are the
+# Windows certificate store's (Wine's Root store holds the host's CAs, the
+# unit test compares them with the host bundle; SSL_CERT_FILE and
+# SSL_CERT_DIR unset, so nothing else can supply them), and a server whose
+# CA is not in the store is refused with the core's TLS error, nothing of
+# the request sent (core/tests/transport.rs).
+# cargo_wine_runs N ARGS...: `cargo test ARGS` for Windows under Wine runs
+# exactly N tests, all passing; the tests see no SSL_CERT_FILE or
+# SSL_CERT_DIR (cargo itself sets them for its children, openssl-probe).
+cargo_wine_runs() {
+    local n=$1 out
+    shift
+    out="$(cd "$root" && CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER="env -u SSL_CERT_FILE -u SSL_CERT_DIR wine" \
+        cargo test --locked --target x86_64-pc-windows-gnu -p payidem "$@" 2>&1)" || { echo "$out"; return 1; }
+    echo "$out"
+    printf '%s\n' "$out" | tr -d '\r' | grep -q "^test result: ok. $n passed; 0 failed"
+}
+windows_trust_store() {
+    PAYIDEM_WINE_HOST_CA_BUNDLE="$(winepath -w /etc/ssl/certs/ca-certificates.crt)" cargo_wine_runs 1 --lib -- \
+        --exact client::transport::windows_trust_store_tests::the_roots_are_the_windows_certificate_stores --nocapture &&
+        cargo_wine_runs 2 --test transport -- --exact \
+            an_unknown_issuer_is_not_sent_and_the_operation_stays_resumable a_ca_bundle_option_is_trusted
+}
+check "HTTPS under Wine: the roots are the Windows certificate store's (the host's CAs); an unknown CA is refused, nothing sent" \
+    windows_trust_store
 
 echo "$passed passed, $failed failed ($((SECONDS - start)) s)"
 [ "$failed" -eq 0 ]

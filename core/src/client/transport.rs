@@ -653,3 +653,58 @@ mod tests {
         assert!(!format!("{t:?}").contains("secretpw"));
     }
 }
+
+/// Under Windows (run under Wine by `make test-windows`), with no
+/// `ca_bundle` the client's roots are the Windows certificate store's: Wine
+/// fills its Root store from the host's CAs, so the roots the core loads
+/// are the host bundle's certificates, never the compiled-in fallback.
+#[cfg(all(test, windows))]
+mod windows_trust_store_tests {
+    use super::*;
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::CertificateDer;
+    use std::collections::HashSet;
+
+    /// The host's CA bundle (as a Windows path), named by test-windows.sh.
+    fn host_cas() -> Vec<Vec<u8>> {
+        let path = std::env::var_os("PAYIDEM_WINE_HOST_CA_BUNDLE").expect(
+            "PAYIDEM_WINE_HOST_CA_BUNDLE names the host's CA bundle (scripts/dist/test-windows.sh)",
+        );
+        CertificateDer::pem_file_iter(&path)
+            .expect("the host's CA bundle is readable")
+            .map(|c| c.expect("the host's CA bundle is PEM").to_vec())
+            .collect()
+    }
+
+    #[test]
+    fn the_roots_are_the_windows_certificate_stores() {
+        for var in ["SSL_CERT_FILE", "SSL_CERT_DIR"] {
+            assert!(
+                std::env::var_os(var).is_none(),
+                "{var} is set: the roots would come from it, not from the store"
+            );
+        }
+        let tls = tls_config(&ClientConfig::new("https://api.example.com", "key_test_1")).unwrap();
+        let RootCerts::Specific(roots) = tls.root_certs() else {
+            panic!("the roots are not the store's certificates (the compiled-in fallback?)");
+        };
+        let roots: HashSet<&[u8]> = roots.iter().map(|c| c.der()).collect();
+        let host = host_cas();
+        let shared = host.iter().filter(|c| roots.contains(c.as_slice())).count();
+        println!(
+            "{} roots from the Windows store; {shared} of the host's {} CAs among them",
+            roots.len(),
+            host.len()
+        );
+        assert!(
+            host.len() >= 50,
+            "only {} CAs in the host bundle",
+            host.len()
+        );
+        assert!(
+            shared * 10 >= host.len() * 9,
+            "only {shared} of the host's {} CAs are roots",
+            host.len()
+        );
+    }
+}

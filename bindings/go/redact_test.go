@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +18,7 @@ import (
 // which core/tests/redact_vectors.rs runs against payidem::redact_url: Go
 // must print every location as the library does, secrets nowhere.
 func TestRedactURLIsTheLibrarysRule(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join("..", "..", "core", "tests", "vectors", "redact-v1.json"))
+	raw, err := os.ReadFile(repositoryFile(t, "core/tests/vectors/redact-v1.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -138,8 +138,8 @@ test-python: redis-deps pg-deps
 DOCS_PYTHON := bindings/python/.venv/bin/python
 test-docs: c-deps
 	@echo '## phase: test-docs'
-	$(CARGO) build --release -p payidem-ffi -p payidem-mock -p payidem-cli
 	@$(MAKE) --no-print-directory c-artifacts
+	$(CARGO) build --release -p payidem-cli
 	@$(DOCS_PYTHON) -c 'import payidem, requests, httpx, prometheus_client' 2>/dev/null || \
 		bindings/python/run-tests.sh --collect-only -q >/dev/null
 	scripts/docs/test-run-blocks.sh

@@ -25,7 +25,7 @@ mod tls;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Duration;
 
 use postgres::types::ToSql;
@@ -179,7 +179,12 @@ pub struct PostgresJournal {
     leases: Mutex<HashMap<(String, String), Taken>>,
     stats: Counters,
     hook: Option<PgHook>,
-    migrated_from: Option<u32>,
+    /// Set once the schema is prepared and the rows' authentication
+    /// decided (at connect, or at the first call of a handle made by
+    /// [`PostgresJournal::connect_lazily`]): the version it migrated from.
+    prepared: OnceLock<Option<u32>>,
+    /// Held while the schema is being prepared by a call.
+    preparing: Mutex<()>,
     /// How rows are authenticated and scoped.
     guard: Guard,
     /// Writes waiting for the next shared transaction.
@@ -258,6 +263,23 @@ impl PostgresJournal {
     /// its schema version. Messages name the user, host and database,
     /// never the password.
     pub fn connect(url: &str, options: PostgresJournalOptions) -> Result<PostgresJournal> {
+        PostgresJournal::open(url, options, false)
+    }
+
+    /// [`PostgresJournal::connect`], except that a server that cannot be
+    /// reached (no connection: down, restarting, a network cut; not a
+    /// refused login, a newer schema or a wrong key) is no error: the
+    /// journal is returned unconnected, and every call answers
+    /// `journal_error` (nothing is written, so a client sends nothing)
+    /// until a call finds the server again, prepares the schema and
+    /// decides the rows' authentication exactly as `connect` would have.
+    /// What a [`Client`](crate::Client) uses, so that a worker can start
+    /// while its journal is down.
+    pub fn connect_lazily(url: &str, options: PostgresJournalOptions) -> Result<PostgresJournal> {
+        PostgresJournal::open(url, options, true)
+    }
+
+    fn open(url: &str, options: PostgresJournalOptions, lazily: bool) -> Result<PostgresJournal> {
         let invalid = |why: &dyn fmt::Display| {
             Error::new(
                 ErrorCode::Journal,
@@ -290,19 +312,64 @@ impl PostgresJournal {
             leases: Mutex::new(HashMap::new()),
             stats: Counters::default(),
             hook: None,
-            migrated_from: None,
+            prepared: OnceLock::new(),
+            preparing: Mutex::new(()),
             guard: Guard::new(RowAuth::Keyless { sealed: false }, None, String::new()),
             groups: group::Groups::default(),
         };
-        let mut conn = journal
-            .new_conn()
-            .map_err(|e| journal.no_conn("connect", &e))?;
-        let (migrated_from, auth) = schema::prepare(&mut conn.client, &journal)?;
-        journal.migrated_from = migrated_from;
         let scope = journal.options.scope.clone();
-        journal.guard = Guard::new(auth, scope, journal.target.clone());
-        journal.put_back(conn);
-        Ok(journal)
+        journal.guard = Guard::new(
+            RowAuth::Keyless { sealed: false },
+            scope,
+            journal.target.clone(),
+        );
+        match journal.prepare("connect") {
+            Err(Unprepared::Unreachable(e)) if lazily => {
+                drop(e);
+                Ok(journal)
+            }
+            Err(Unprepared::Unreachable(e) | Unprepared::Refused(e)) => Err(e),
+            Ok(()) => Ok(journal),
+        }
+    }
+
+    /// Prepares the schema and decides how rows are authenticated, once.
+    fn prepare(&self, action: &str) -> std::result::Result<(), Unprepared> {
+        if self.prepared.get().is_some() {
+            return Ok(());
+        }
+        let _preparing = self
+            .preparing
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if self.prepared.get().is_some() {
+            return Ok(());
+        }
+        let mut conn = match self.new_conn() {
+            Ok(conn) => conn,
+            Err(e) if e.as_db_error().is_none() => {
+                return Err(Unprepared::Unreachable(self.no_conn(action, &e)))
+            }
+            Err(e) => return Err(Unprepared::Refused(self.no_conn(action, &e))),
+        };
+        let (migrated_from, auth) =
+            schema::prepare(&mut conn.client, self).map_err(Unprepared::Refused)?;
+        *self
+            .guard
+            .auth
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = auth;
+        let _ = self.prepared.set(migrated_from);
+        self.put_back(conn);
+        Ok(())
+    }
+
+    /// `journal_error` until the schema is prepared (a handle of
+    /// [`PostgresJournal::connect_lazily`] whose server was unreachable).
+    fn ready(&self, action: &str) -> Result<()> {
+        self.prepare(action).map_err(|e| match e {
+            Unprepared::Unreachable(e) | Unprepared::Refused(e) => e,
+        })
     }
 
     /// **Test only**: the journal with `hook` called at every [`PgPoint`].
@@ -311,6 +378,14 @@ impl PostgresJournal {
     pub fn with_hook(mut self, hook: PgHook) -> PostgresJournal {
         self.hook = Some(hook);
         self
+    }
+
+    /// Whether the journal has reached its server once (always after
+    /// [`PostgresJournal::connect`]; after
+    /// [`PostgresJournal::connect_lazily`], once a call found the server):
+    /// its schema is prepared and its rows' authentication decided.
+    pub fn is_connected(&self) -> bool {
+        self.prepared.get().is_some()
     }
 
     /// The user, host and database this journal uses (no password).
@@ -344,6 +419,14 @@ impl PostgresJournal {
         self.taken()
             .remove(&(order_id.to_owned(), owner.to_owned()));
     }
+}
+
+/// Why the schema could not be prepared.
+enum Unprepared {
+    /// No connection to the server.
+    Unreachable(Error),
+    /// The server answered and refused (login, schema, key, seal).
+    Refused(Error),
 }
 
 /// What a transaction saw that the handle keeps after its commit: the
@@ -682,6 +765,19 @@ impl Storage for PostgresJournal {
         action: &str,
         work: Work<T>,
     ) -> Result<T> {
+        self.ready(action)?;
+        // The engine checked writability before the schema was prepared
+        // if this call prepared it: again, with the rows' real
+        // authentication.
+        if !matches!(
+            intent,
+            Intent::Claim { .. } | Intent::ClaimNext { .. } | Intent::Release { .. }
+        ) {
+            self.guard
+                .auth()
+                .check_writable()
+                .map_err(|why| self.refused(why))?;
+        }
         let durable = match intent {
             Intent::Open { first_attempt, .. } => first_attempt,
             Intent::RecordAttempt { order_id, lease } => !self
@@ -747,6 +843,7 @@ impl Storage for PostgresJournal {
 
     fn row(&self, order_id: &str) -> Result<Option<Stored>> {
         let action = format!("read order id {order_id:?}");
+        self.ready(&action)?;
         let sql = format!("SELECT {COLUMNS} FROM payidem_operations WHERE order_id = $1");
         self.read(&action, |client| {
             match client.query_opt(&sql, &[&order_id])? {
@@ -757,6 +854,7 @@ impl Storage for PostgresJournal {
     }
 
     fn rows(&self, states: Option<&[OperationState]>) -> Result<Vec<Read>> {
+        self.ready("list operations")?;
         let all: Vec<&str> = OperationState::ALL.iter().map(|s| s.as_str()).collect();
         let names: Vec<&str> = states.map_or(all, |s| s.iter().map(|s| s.as_str()).collect());
         let sql = format!(
@@ -778,6 +876,17 @@ impl Storage for PostgresJournal {
     }
 
     fn purge(&self, before: u64, horizon: Option<&(u64, String)>) -> Result<usize> {
+        self.ready("purge settled operations")?;
+        // A horizon the engine could not make before this call prepared
+        // the schema (and learnt the key's seal) is made here.
+        let own;
+        let horizon = match horizon {
+            Some(horizon) => Some(horizon),
+            None => {
+                own = self.guard.auth().purge_horizon(before.min(Self::LATEST));
+                own.as_ref()
+            }
+        };
         // Past year 9999 every row is older.
         let bound = i64::try_from(before.min(Self::LATEST)).unwrap_or(i64::MAX) as f64;
         let sql = format!(
@@ -802,6 +911,7 @@ impl Storage for PostgresJournal {
     }
 
     fn reconciliations(&self, order_id: Option<&str>) -> Result<Vec<Reconciliation>> {
+        self.ready("read reconciliations")?;
         self.read("read reconciliations", |client| {
             let sql =
                 format!("{RECONCILIATIONS} WHERE $1::text IS NULL OR order_id = $1 ORDER BY id");
@@ -814,6 +924,7 @@ impl Storage for PostgresJournal {
     }
 
     fn inspect(&self) -> Result<Inspection> {
+        self.ready("check the journal")?;
         let rows = self.rows(None)?;
         self.read("check the journal", |client| {
             let schema_version = schema::version(client)?;
@@ -823,7 +934,7 @@ impl Storage for PostgresJournal {
                 backend: "postgres",
                 schema_version: Some(schema_version),
                 library_schema_version: Some(POSTGRES_SCHEMA_VERSION),
-                migrated_from: self.migrated_from,
+                migrated_from: self.prepared.get().copied().flatten(),
                 sealed: Some(sealed),
                 rows: Vec::new(),
                 reconciliations: recs.iter().map(|r| self.reconciliation(r)).collect(),
@@ -834,6 +945,7 @@ impl Storage for PostgresJournal {
     }
 
     fn save_clock_offset(&self, offset: &StoredClockOffset) -> Result<()> {
+        self.ready("store the clock offset")?;
         let measured_at = i64::try_from(offset.measured_at).unwrap_or(i64::MAX);
         self.write(
             "store the clock offset",
@@ -853,6 +965,7 @@ impl Storage for PostgresJournal {
     }
 
     fn clock_offsets(&self, platform: Option<&str>) -> Result<Vec<StoredClockOffset>> {
+        self.ready("read the clock offsets")?;
         self.read("read the clock offsets", |client| {
             Ok(client
                 .query(

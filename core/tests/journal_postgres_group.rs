@@ -62,6 +62,14 @@ fn slow_journal(url: &str, armed: bool) -> (PostgresJournal, Arc<AtomicBool>, Ar
     (open(url).with_hook(hook), armed, durable_commits)
 }
 
+/// Caller `i` settles its operation `o-{i}`: it still holds the lease it
+/// took, under its epoch.
+fn settle(j: &PostgresJournal, i: usize) {
+    let (id, owner) = (format!("o-{i}"), lease(&format!("a{i}")));
+    j.finish(&id, &owner, OperationState::Succeeded, None, now())
+        .unwrap();
+}
+
 /// Runs `call(i)` on `CALLERS` threads started together.
 fn together<T: Send>(call: impl Fn(usize) -> T + Sync) -> Vec<T> {
     let start = Barrier::new(CALLERS);
@@ -109,14 +117,7 @@ fn concurrent_callers_share_synchronous_commits_and_are_answered_once_committed(
             .open_to_send(&op(&id), &lease("other"), now())
             .unwrap_err();
         assert_eq!(err.code(), ErrorCode::OperationBusy);
-        j.finish(
-            &id,
-            &lease(&format!("a{i}")),
-            OperationState::Succeeded,
-            None,
-            now(),
-        )
-        .unwrap();
+        settle(&j, i);
     }
 }
 
@@ -170,13 +171,6 @@ fn a_connection_lost_during_a_shared_commit_is_read_back_for_every_caller() {
         let r = j.get(&id).unwrap().unwrap();
         assert_eq!((r.state, r.attempts), (OperationState::InFlight, 1), "{id}");
         // Still held by its caller, under the epoch it took.
-        j.finish(
-            &id,
-            &lease(&format!("a{i}")),
-            OperationState::Succeeded,
-            None,
-            now(),
-        )
-        .unwrap();
+        settle(&j, i);
     }
 }

@@ -210,18 +210,10 @@ impl PostgresJournal {
                     }
                 }
             };
-            if let Some(hook) = &self.hook {
-                hook(PgPoint::BeforeCommit {
-                    durable,
-                    backend_pid: conn.pid,
-                });
-            }
+            self.before_commit(durable, &conn);
             match conn.client.batch_execute("COMMIT") {
                 Ok(()) => {
-                    self.stats.commits.fetch_add(1, Ordering::Relaxed);
-                    if durable {
-                        self.stats.durable_commits.fetch_add(1, Ordering::Relaxed);
-                    }
+                    self.count_commit(durable);
                     self.put_back(conn);
                     return Ok(value);
                 }
@@ -231,23 +223,14 @@ impl PostgresJournal {
                     drop(conn);
                     match self.read_back(action, &mut *verify) {
                         Ok(Some(value)) => {
-                            self.stats.commits.fetch_add(1, Ordering::Relaxed);
-                            if durable {
-                                self.stats.durable_commits.fetch_add(1, Ordering::Relaxed);
-                            }
+                            self.count_commit(durable);
                             return Ok(value);
                         }
                         Ok(None) => {
                             last = Some(e);
                             continue;
                         }
-                        Err(why) => {
-                            return Err(self.refused(format!(
-                                "cannot {action}: the connection was lost during COMMIT and the \
-                                 outcome cannot be read back ({why}); nothing may be sent until \
-                                 it is"
-                            )))
-                        }
+                        Err(why) => return Err(self.unreadable(action, &why)),
                     }
                 }
                 Err(e) => return Err(self.db(action, &e)),
@@ -346,12 +329,7 @@ impl PostgresJournal {
                 todo.retain(|job| !job.is_done());
                 continue;
             }
-            if let Some(hook) = &self.hook {
-                hook(PgPoint::BeforeCommit {
-                    durable,
-                    backend_pid: conn.pid,
-                });
-            }
+            self.before_commit(durable, &conn);
             match conn.client.batch_execute("COMMIT") {
                 Ok(()) => {
                     self.count_commit(durable);
@@ -373,12 +351,7 @@ impl PostgresJournal {
                                 job.complete(Ok(value));
                             }
                             Ok(None) => {}
-                            Err(why) => job.complete(Err(self.refused(format!(
-                                "cannot {}: the connection was lost during COMMIT and the \
-                                 outcome cannot be read back ({why}); nothing may be sent until \
-                                 it is",
-                                job.action
-                            )))),
+                            Err(why) => job.complete(Err(self.unreadable(&job.action, &why))),
                         }
                     }
                     if committed {
@@ -411,6 +384,25 @@ impl PostgresJournal {
             }
             Err(Fail::Pg(e)) => Err(self.db(&job.action, &e)),
         }
+    }
+
+    /// The test hook's [`PgPoint::BeforeCommit`].
+    fn before_commit(&self, durable: bool, conn: &Conn) {
+        if let Some(hook) = &self.hook {
+            hook(PgPoint::BeforeCommit {
+                durable,
+                backend_pid: conn.pid,
+            });
+        }
+    }
+
+    /// A COMMIT whose connection was lost and whose outcome could not be
+    /// read back.
+    fn unreadable(&self, action: &str, why: &Error) -> Error {
+        self.refused(format!(
+            "cannot {action}: the connection was lost during COMMIT and the outcome cannot be \
+             read back ({why}); nothing may be sent until it is"
+        ))
     }
 
     fn count_commit(&self, durable: bool) {

@@ -110,10 +110,10 @@ fn main() {
     let server = PgServer::start();
     if let Some(us) = commit_delay {
         let mut admin = server.connect("postgres");
+        // ALTER SYSTEM runs outside a transaction: one statement a call.
         admin
-            .batch_execute(&format!(
-                "ALTER SYSTEM SET commit_delay = {us}; SELECT pg_reload_conf()"
-            ))
+            .batch_execute(&format!("ALTER SYSTEM SET commit_delay = {us}"))
+            .and_then(|()| admin.batch_execute("SELECT pg_reload_conf()"))
             .expect("commit_delay is set");
         println!("server commit_delay = {us} µs, commit_siblings = 5");
     }

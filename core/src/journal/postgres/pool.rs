@@ -221,7 +221,7 @@ impl PostgresJournal {
                     // Committed or not: only the database can tell.
                     self.stats.unknown_commits.fetch_add(1, Ordering::Relaxed);
                     drop(conn);
-                    match self.read_back(action, &mut *verify) {
+                    match self.read_back(action, &mut |conn| verify(&mut conn.client)) {
                         Ok(Some(value)) => {
                             self.count_commit(durable);
                             return Ok(value);
@@ -372,18 +372,7 @@ impl PostgresJournal {
 
     /// Whether `job` was committed, read on a new connection.
     fn read_job_back(&self, job: &Job) -> Result<Option<super::group::Value>> {
-        let mut conn = self.take_conn(&job.action)?;
-        match job.verify(self, &mut conn) {
-            Ok(found) => {
-                self.put_back(conn);
-                Ok(found)
-            }
-            Err(Fail::Journal(e)) => {
-                self.put_back(conn);
-                Err(e)
-            }
-            Err(Fail::Pg(e)) => Err(self.db(&job.action, &e)),
-        }
+        self.read_back(&job.action, &mut |conn| job.verify(self, conn))
     }
 
     /// The test hook's [`PgPoint::BeforeCommit`].
@@ -413,9 +402,13 @@ impl PostgresJournal {
     }
 
     /// `verify` on a new connection, in its own (read) transaction.
-    pub(super) fn read_back<T>(&self, action: &str, verify: Verify<'_, T>) -> Result<Option<T>> {
+    pub(super) fn read_back<T>(
+        &self,
+        action: &str,
+        verify: &mut dyn FnMut(&mut Conn) -> std::result::Result<Option<T>, Fail>,
+    ) -> Result<Option<T>> {
         let mut conn = self.take_conn(action)?;
-        match verify(&mut conn.client) {
+        match verify(&mut conn) {
             Ok(found) => {
                 self.put_back(conn);
                 Ok(found)

@@ -90,10 +90,23 @@ func TestNoPrintableSurfaceShowsAURLPassword(t *testing.T) {
 		t.Errorf("Config does not name its locations redacted: %s", s)
 	}
 
-	// A PostgreSQL journal nobody listens for.
+	// A PostgreSQL journal nobody listens for: the client starts (its
+	// journal connects lazily; libraries built before that refuse it with
+	// ErrJournal) and each call answers ErrJournal, never the password.
 	cfg = fastConfig("http://127.0.0.1:1")
 	cfg.JournalPath = leakPgURL
-	if _, err := NewClient(cfg); !errors.Is(err, ErrJournal) {
+	if lazy, err := NewClient(cfg); err == nil {
+		assertNoPassword(t, "Client", lazy)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err = lazy.Execute(ctx, Operation{OrderID: "ord-leak-pg", Method: "POST", Path: "/v1/payments", Body: []byte(`{"amount":1}`)})
+		cancel()
+		lazy.Close()
+		if !errors.Is(err, ErrJournal) {
+			t.Errorf("a call with an unreachable PostgreSQL journal: %v", err)
+		} else {
+			assertNoPassword(t, "the PostgreSQL journal's error", err)
+		}
+	} else if !errors.Is(err, ErrJournal) {
 		t.Errorf("NewClient with an unreachable PostgreSQL journal: %v", err)
 	} else {
 		assertNoPassword(t, "the PostgreSQL journal's error", err)

@@ -214,9 +214,12 @@ PY
 [ "$only" = file ] && finish
 
 # --- once: the metadata checker and the README examples ------------------------
+release_meta="$(cargo metadata --no-deps --format-version 1 --manifest-path "$root/Cargo.toml" |
+    python3 -c 'import json, sys; print(json.dumps(json.load(sys.stdin)["metadata"]["release"]))')"
 cat >"$work/check_metadata.py" <<'PY'
 """Prints ok:/FAIL: for each promise of the installed distribution."""
 import importlib.metadata as md
+import json
 import sys
 from pathlib import Path
 
@@ -243,11 +246,13 @@ check("License-Expression Apache-2.0", meta["License-Expression"] == "Apache-2.0
       repr(meta["License-Expression"]))
 check("Requires-Python >=3.9", meta["Requires-Python"] == ">=3.9", repr(meta["Requires-Python"]))
 urls = dict(entry.split(", ", 1) for entry in meta.get_all("Project-URL") or [])
+# The one place of the project's addresses: Cargo.toml's [workspace.metadata.release].
+release = json.loads(sys.argv[3])
 expected_urls = {
-    "Homepage": "https://example.invalid/payidem",
-    "Repository": "https://example.invalid/payidem",
-    "Documentation": "https://example.invalid/payidem/blob/main/bindings/python/README.md",
-    "Issues": "https://example.invalid/payidem/issues",
+    "Homepage": release["homepage"],
+    "Repository": release["repository"],
+    "Documentation": release["repository"] + "/blob/main/bindings/python/README.md",
+    "Issues": release["issues"],
 }
 check("Project-URL Homepage, Repository, Documentation, Issues", urls == expected_urls, repr(urls))
 classifiers = set(meta.get_all("Classifier") or [])
@@ -365,7 +370,7 @@ assert not leaks, leaks
 print(payidem.__file__, payidem.__version__)
 ' "$root"
 
-    "$vpy" -I "$work/check_metadata.py" "$root/LICENSE" "$platform_tag" >"$dir/metadata.log" 2>&1 </dev/null &
+    "$vpy" -I "$work/check_metadata.py" "$root/LICENSE" "$platform_tag" "$release_meta" >"$dir/metadata.log" 2>&1 </dev/null &
     child_pid=$!
     wait "$child_pid"
     st=$?

@@ -5,17 +5,24 @@
 #   (the .so's dynamic table, the .a's global symbols), stripped with a debug
 #   link, sizes printed;
 # - libpayidem.a links for a glibc 2.17 host (zig cc against glibc 2.17);
+# - the .debs: lintian without errors or warnings; libpayidem0's symbols
+#   file names exactly the exported and declared functions;
 # - the .debs installed with dpkg -i into a throwaway root, the tarball
-#   unpacked elsewhere: examples/c/pay.c built against each with pkg-config
-#   and with CMake, dynamically and statically, and run against the mock;
+#   unpacked elsewhere: the C example they ship (examples/c/pay.c) built
+#   against each with pkg-config and with CMake, dynamically and statically,
+#   and run against the mock; the guides they ship, every link resolving;
 # - a program linking the system's libsqlite3 and libpayidem.a keeps the
 #   system's SQLite;
 # - the payidem command, from the payidem-cli .deb (installed alone into a
 #   throwaway root) and from the tarball's bin/: glibc floor, Depends, Debian
 #   paths, --version, `journal list --json` and `journal check --json` on a
 #   journal that the installed library wrote, `man -l` on its manual page,
-#   its bash completion loaded by bash;
+#   `man payidem-journal` and every command's page, its bash completion
+#   loaded by bash;
 # - make install / make uninstall with DESTDIR, PREFIX and LIBDIR;
+# - versioning (docs/versioning.md): pay.c built against this release runs
+#   with a library built with the patch version bumped, and refuses
+#   libraries of another minor version (0.x), naming both versions;
 # - every ```sh block of ffi/README.md, run as written.
 #
 #   scripts/dist/test-c.sh [MOCK]     (default dist/payidem-mock)
@@ -35,7 +42,7 @@ tmp="$(mktemp -d /tmp/payidem-dist-c-XXXXXX)"
 mock_pid=
 cleanup() {
     if [ -n "$mock_pid" ]; then kill "$mock_pid" 2>/dev/null || true; wait "$mock_pid" 2>/dev/null || true; fi
-    rm -rf "$tmp"
+    rm -rf "$tmp" "${compat:-}"
 }
 trap cleanup EXIT
 # shellcheck source=scripts/dist/test-lib.sh
@@ -388,18 +395,22 @@ check "make uninstall removes every installed file" sh -c \
 # A newer compatible library: libpayidem built as the release is (zig, glibc
 # 2.17, profile dist) from a copy of the workspace whose version has its
 # patch number bumped. The copy's target dir starts as hard links of this
-# one's dist builds and the build environment is this checkout's, so only
-# the workspace's own crates compile again.
+# one's dist builds (so it lives beside them, on the same file system) and
+# the build environment is this checkout's, so only the workspace's own
+# crates compile again.
 newer_patch="$(IFS=. read -r major minor patch <<< "$version"; echo "$major.$minor.$((patch + 1))")"
-compat="$tmp/compat"
+dist_target="${CARGO_TARGET_DIR:-$root/target}"
+case "$dist_target" in /*) ;; *) dist_target="$root/$dist_target" ;; esac
+compat="$dist_target/version-compat-test"
 build_newer_patch() {
+    rm -rf "$compat"
     mkdir -p "$compat/src" "$compat/target/x86_64-unknown-linux-gnu"
     (cd "$root" && git ls-files -z -- Cargo.toml Cargo.lock core mock e2e ffi include bindings/python cli sim |
         xargs -0 cp --parents -t "$compat/src") || return 1
     sed -i "0,/^version = \"$version\"/s//version = \"$newer_patch\"/" "$compat/src/Cargo.toml"
     grep -qx "version = \"$newer_patch\"" "$compat/src/Cargo.toml" || { echo "no version to bump"; return 1; }
-    cp -al "$root/target/dist" "$compat/target/dist"
-    cp -al "$root/target/x86_64-unknown-linux-gnu/dist" "$compat/target/x86_64-unknown-linux-gnu/dist"
+    cp -al "$dist_target/dist" "$compat/target/dist"
+    cp -al "$dist_target/x86_64-unknown-linux-gnu/dist" "$compat/target/x86_64-unknown-linux-gnu/dist"
     (
         # shellcheck source=scripts/dist/env.sh
         . "$root/scripts/dist/env.sh"
@@ -444,6 +455,7 @@ if [ "$v_major" = 0 ] && [ "$v_minor" -gt 0 ]; then
     check "pay.c built for 0.$((v_minor - 1)).9 refuses libpayidem $version (another 0.x minor)" \
         refused_with "0.$((v_minor - 1)).9"
 fi
+rm -rf "$compat"
 
 # --- ffi/README.md, every ```sh block as written -----------------------------
 readme_dir="$tmp/readme"

@@ -150,6 +150,13 @@ finish() {
 # Nothing from the caller's Python set-up: no PYTHONPATH, no pip config, no
 # active venv; every run below starts in the temporary directory.
 mkdir -p "$work/home" "$work/examples"
+# The project's addresses (Cargo.toml's [workspace.metadata.release]) for the
+# file checks, which run where the checkout is, read while cargo still finds
+# its toolchain under the real HOME.
+if [ "$only" != install ]; then
+    release_meta="$(cargo metadata --no-deps --format-version 1 --manifest-path "$root/Cargo.toml" |
+        python3 -c 'import json, sys; print(json.dumps(json.load(sys.stdin)["metadata"]["release"]))')"
+fi
 export HOME="$work/home" XDG_STATE_HOME="$work/state" PIP_CONFIG_FILE=/dev/null
 unset PYTHONPATH PYTHONHOME VIRTUAL_ENV
 cd "$work" || exit 1
@@ -173,6 +180,27 @@ file_checks() {
         [ "$size" -le "$max_bytes" ]
     }
     check "wheel size $size bytes <= $max_bytes" size_ok
+
+    urls_ok() {
+        python3 - "$wheel" "$release_meta" <<'PY'
+import email, json, sys, zipfile
+
+release = json.loads(sys.argv[2])
+with zipfile.ZipFile(sys.argv[1]) as z:
+    [name] = [n for n in z.namelist() if n.endswith(".dist-info/METADATA")]
+    meta = email.message_from_bytes(z.read(name))
+urls = dict(entry.split(", ", 1) for entry in meta.get_all("Project-URL") or [])
+expected = {
+    "Homepage": release["homepage"],
+    "Repository": release["repository"],
+    "Documentation": release["repository"] + "/blob/main/bindings/python/README.md",
+    "Issues": release["issues"],
+}
+print(urls)
+assert urls == expected, f"expected {expected}"
+PY
+    }
+    check "Project-URLs are Cargo.toml's [workspace.metadata.release] addresses" urls_ok
 
     tools="$("$root/scripts/dist/tools.sh" 2>"$work/tools.err")" || {
         fail "pinned release tools (scripts/dist/tools.sh)" "$(cat "$work/tools.err")"
@@ -214,12 +242,9 @@ PY
 [ "$only" = file ] && finish
 
 # --- once: the metadata checker and the README examples ------------------------
-release_meta="$(cargo metadata --no-deps --format-version 1 --manifest-path "$root/Cargo.toml" |
-    python3 -c 'import json, sys; print(json.dumps(json.load(sys.stdin)["metadata"]["release"]))')"
 cat >"$work/check_metadata.py" <<'PY'
 """Prints ok:/FAIL: for each promise of the installed distribution."""
 import importlib.metadata as md
-import json
 import sys
 from pathlib import Path
 
@@ -246,15 +271,8 @@ check("License-Expression Apache-2.0", meta["License-Expression"] == "Apache-2.0
       repr(meta["License-Expression"]))
 check("Requires-Python >=3.9", meta["Requires-Python"] == ">=3.9", repr(meta["Requires-Python"]))
 urls = dict(entry.split(", ", 1) for entry in meta.get_all("Project-URL") or [])
-# The one place of the project's addresses: Cargo.toml's [workspace.metadata.release].
-release = json.loads(sys.argv[3])
-expected_urls = {
-    "Homepage": release["homepage"],
-    "Repository": release["repository"],
-    "Documentation": release["repository"] + "/blob/main/bindings/python/README.md",
-    "Issues": release["issues"],
-}
-check("Project-URL Homepage, Repository, Documentation, Issues", urls == expected_urls, repr(urls))
+check("Project-URL Homepage, Repository, Documentation, Issues (as in the wheel's file checks)",
+      set(urls) == {"Homepage", "Repository", "Documentation", "Issues"}, repr(urls))
 classifiers = set(meta.get_all("Classifier") or [])
 required = {
     "License :: OSI Approved :: Apache Software License",
@@ -370,7 +388,7 @@ assert not leaks, leaks
 print(payidem.__file__, payidem.__version__)
 ' "$root"
 
-    "$vpy" -I "$work/check_metadata.py" "$root/LICENSE" "$platform_tag" "$release_meta" >"$dir/metadata.log" 2>&1 </dev/null &
+    "$vpy" -I "$work/check_metadata.py" "$root/LICENSE" "$platform_tag" >"$dir/metadata.log" 2>&1 </dev/null &
     child_pid=$!
     wait "$child_pid"
     st=$?

@@ -42,10 +42,10 @@ test:
 
 ## cross-deps: what the other platforms' builds and emulated suites need (Debian packages,
 ## installed when missing: cmake, sqlite headers, man, the arm64 binutils, glibc and qemu,
-## debootstrap, MinGW-w64 and Wine; the Rust targets), so that no suite runs apt-get or rustup beside another
+## debootstrap, MinGW-w64 and Wine, lintian; the Rust targets), so that no suite runs apt-get or rustup beside another
 CROSS_PACKAGES := cmake curl pkg-config libsqlite3-dev man-db groff-base binutils-aarch64-linux-gnu \
 	libc6-arm64-cross qemu-user debootstrap util-linux gcc-mingw-w64-x86-64 binutils-mingw-w64-x86-64 \
-	wine wine64
+	wine wine64 lintian
 CROSS_TARGETS := aarch64-unknown-linux-gnu x86_64-pc-windows-gnu
 cross-deps:
 	@missing=""; for p in $(CROSS_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \

@@ -13,12 +13,14 @@ pub const ENV_BASE_URL: &str = "PAYIDEM_BASE_URL";
 /// The environment variable naming the key id (`--key-id`).
 pub const ENV_KEY_ID: &str = "PAYIDEM_KEY_ID";
 
-/// payidem: look after the payment journal, and sign or verify requests.
+/// Look after the payment journal, and sign or verify requests.
 ///
 /// Exit codes: 0 done; 1 failed (journal, file or network problem);
 /// 2 bad usage; 3 no such order id; 4 operations left unsettled (resume);
 /// 5 refused (reconcile of a settled or busy operation); 6 the request fails
-/// verification; 7 the journal check found problems. See docs/cli.md.
+/// verification; 7 the journal check found problems. The guide is cli.md:
+/// /usr/share/doc/payidem-cli/docs/cli.md from the Debian package,
+/// docs/cli.md in the release tarball.
 #[derive(Debug, Parser)]
 #[command(name = "payidem", version, propagate_version = true)]
 pub struct Cli {
@@ -68,8 +70,14 @@ pub enum Command {
         #[arg(value_enum)]
         shell: Shell,
     },
-    /// Print the manual page (roff).
-    Man,
+    /// Print the manual page payidem(1) (roff).
+    Man {
+        /// Instead, write every manual page into this directory: payidem.1
+        /// and one page per command (payidem-journal.1,
+        /// payidem-journal-list.1, ...).
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
 }
 
 /// Shells with completion scripts.

@@ -138,11 +138,26 @@ fn run(cli: Cli) -> Done {
             out(&String::from_utf8_lossy(&buf));
             Ok(Exit::Ok)
         }
-        Command::Man => {
+        Command::Man { dir: None } => {
             let page = manual::render(Cli::command()).map_err(|e| {
                 Failure::new(Exit::Failed, format!("cannot render the manual: {e}"))
             })?;
             out(&page);
+            Ok(Exit::Ok)
+        }
+        Command::Man { dir: Some(dir) } => {
+            let pages = manual::pages(Cli::command()).map_err(|e| {
+                Failure::new(Exit::Failed, format!("cannot render the manual: {e}"))
+            })?;
+            for (name, page) in pages {
+                let path = dir.join(name);
+                std::fs::write(&path, page).map_err(|e| {
+                    Failure::new(
+                        Exit::Failed,
+                        format!("cannot write {}: {e}", path.display()),
+                    )
+                })?;
+            }
             Ok(Exit::Ok)
         }
     }

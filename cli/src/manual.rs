@@ -1,16 +1,54 @@
-//! The manual page: clap's page for the command, followed by one section
-//! per subcommand with its synopsis, description, arguments and options, so
-//! that `man payidem` alone documents every command an operator may run.
+//! The manual pages: `payidem(1)`, clap's page for the command followed by
+//! one section per subcommand with its synopsis, description, arguments and
+//! options, so that `man payidem` alone documents every command an operator
+//! may run; and one page per subcommand (`payidem-journal(1)`,
+//! `payidem-journal-list(1)`, `payidem-sign(1)`, ...), the pages that
+//! `payidem(1)` and the group pages name. All are generated from the same
+//! clap command tree as `--help`.
 
 use clap::{Arg, Command};
 
+/// Every manual page as (file name, roff): `payidem.1` first (see
+/// [`render`]), then one page per visible subcommand at any depth, named
+/// `payidem-journal-list.1` for `payidem journal list`.
+pub fn pages(cli: Command) -> std::io::Result<Vec<(String, String)>> {
+    let mut cli = without_help_subcommand(cli);
+    cli.build();
+    let mut pages = vec![(format!("{}.1", cli.get_name()), render(cli.clone())?)];
+    let mut todo: Vec<Command> = visible_subcommands(&cli).cloned().collect();
+    while let Some(cmd) = todo.pop() {
+        todo.extend(visible_subcommands(&cmd).cloned());
+        let source = format!("payidem {}", cmd.get_version().unwrap_or_default());
+        let man = clap_mangen::Man::new(cmd).source(source);
+        let mut page = Vec::new();
+        man.render(&mut page)?;
+        pages.push((man.get_filename(), ascii(&String::from_utf8_lossy(&page))));
+    }
+    pages[1..].sort();
+    Ok(pages)
+}
+
+/// `cmd` without clap's `help` subcommands: pages document `--help`, and
+/// name no `payidem-help(1)`.
+fn without_help_subcommand(mut cmd: Command) -> Command {
+    let names: Vec<String> = cmd
+        .get_subcommands()
+        .map(|s| s.get_name().to_owned())
+        .collect();
+    for name in names {
+        cmd = cmd.mut_subcommand(name, without_help_subcommand);
+    }
+    cmd.disable_help_subcommand(true)
+}
+
 /// The whole page, in roff.
-pub fn render(mut cli: Command) -> std::io::Result<String> {
+pub fn render(cli: Command) -> std::io::Result<String> {
+    let mut cli = without_help_subcommand(cli);
     // Settles every argument's defaults (how many values it takes).
     cli.build();
     let mut page = Vec::new();
     clap_mangen::Man::new(cli.clone()).render(&mut page)?;
-    let mut page = String::from_utf8_lossy(&page).into_owned();
+    let mut page = ascii(&String::from_utf8_lossy(&page));
     page.push_str(".SH \"COMMANDS IN DETAIL\"\n");
     let mut path = vec![cli.get_name().to_owned()];
     for sub in visible_subcommands(&cli) {
@@ -158,17 +196,108 @@ fn escape(text: &str) -> String {
         match c {
             '\\' => out.push_str("\\e"),
             '-' => out.push_str("\\-"),
-            c if c.is_ascii() => out.push(c),
-            c => out.push_str(&format!("\\[u{:04X}]", u32::from(c))),
+            c => push_ascii(&mut out, c),
         }
     }
     out
+}
+
+/// Roff that clap_mangen wrote (already escaped) with every character
+/// beyond ASCII as groff's `\[uXXXX]`.
+fn ascii(roff: &str) -> String {
+    let mut out = String::with_capacity(roff.len());
+    for c in roff.chars() {
+        push_ascii(&mut out, c);
+    }
+    out
+}
+
+fn push_ascii(out: &mut String, c: char) {
+    if c.is_ascii() {
+        out.push(c);
+    } else {
+        out.push_str(&format!("\\[u{:04X}]", u32::from(c)));
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use clap::CommandFactory;
+
+    /// The page names every other page refers to as `name(1)`.
+    fn references(page: &str) -> Vec<String> {
+        let text = page.replace("\\-", "-");
+        let mut names = Vec::new();
+        for (at, _) in text.match_indices("(1)") {
+            let start = text[..at]
+                .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+                .map_or(0, |i| i + 1);
+            if text[start..at].starts_with("payidem") {
+                names.push(format!("{}.1", &text[start..at]));
+            }
+        }
+        names
+    }
+
+    #[test]
+    fn one_page_per_command_and_every_page_named_in_a_page_exists() {
+        let pages = pages(crate::args::Cli::command()).unwrap();
+        let names: Vec<&str> = pages.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names[0], "payidem.1");
+        for name in [
+            "payidem-journal.1",
+            "payidem-journal-list.1",
+            "payidem-journal-show.1",
+            "payidem-journal-resume.1",
+            "payidem-journal-reconcile.1",
+            "payidem-journal-purge.1",
+            "payidem-journal-export.1",
+            "payidem-journal-check.1",
+            "payidem-sign.1",
+            "payidem-verify.1",
+        ] {
+            assert!(names.contains(&name), "no page {name} in {names:?}");
+        }
+        assert!(!names.iter().any(|n| n.contains("help")), "{names:?}");
+        let mut referenced = 0;
+        for (name, page) in &pages {
+            assert!(page.contains("\n.TH "), "{name} has no title");
+            assert!(page.is_ascii(), "{name}: groff warns beyond ASCII");
+            for target in references(page) {
+                referenced += 1;
+                assert!(
+                    names.contains(&target.as_str()),
+                    "{name} names {target}, not generated"
+                );
+            }
+            let (_, after) = page.split_once(".SH NAME\n").unwrap();
+            let line = after.lines().next().unwrap().replace("\\-", "-");
+            let (command, about) = line.split_once(" - ").unwrap();
+            assert_eq!(
+                format!("{command}.1"),
+                *name,
+                "NAME names its page's command"
+            );
+            assert!(
+                !about.to_lowercase().starts_with("payidem"),
+                "the NAME line repeats the command: {line}"
+            );
+        }
+        assert!(
+            referenced >= 10,
+            "payidem(1) and payidem-journal(1) name the subcommands' pages"
+        );
+        let list = &pages
+            .iter()
+            .find(|(n, _)| n == "payidem-journal-list.1")
+            .unwrap()
+            .1;
+        assert!(
+            list.contains("payidem journal list"),
+            "the synopsis is the full command"
+        );
+    }
 
     #[test]
     fn every_command_that_runs_something_has_a_section_with_its_options() {

@@ -18,6 +18,30 @@
 
 #include <payidem.h>
 
+/*
+ * Whether the linked library keeps the promises of the header this program
+ * was built with (docs/versioning.md): the same ABI (the SONAME's number),
+ * the same major version and at least the header's version; before 1.0 the
+ * same minor version too (a 0.x minor release may break).
+ */
+static int library_compatible(void) {
+    int major, minor, patch;
+    if (payidem_abi_version() != PAYIDEM_ABI_VERSION) {
+        return 0;
+    }
+    if (sscanf(payidem_version(), "%d.%d.%d", &major, &minor, &patch) != 3 ||
+        major != PAYIDEM_VERSION_MAJOR) {
+        return 0;
+    }
+    if (major == 0 && minor != PAYIDEM_VERSION_MINOR) {
+        return 0;
+    }
+    if (minor != PAYIDEM_VERSION_MINOR) {
+        return minor > PAYIDEM_VERSION_MINOR;
+    }
+    return patch >= PAYIDEM_VERSION_PATCH;
+}
+
 static void on_event(void *userdata, const payidem_attempt_event *ev) {
     (void)userdata;
     fprintf(stderr, "attempt %u of %s: HTTP %u\n", ev->attempt, ev->order_id, ev->http_status);
@@ -45,8 +69,12 @@ int main(int argc, char **argv) {
         fprintf(stderr, "the base URL or journal path is too long or holds a quote\n");
         return 2;
     }
-    if (strcmp(payidem_version(), PAYIDEM_VERSION) != 0) {
-        fprintf(stderr, "header %s does not match library %s\n", PAYIDEM_VERSION, payidem_version());
+    if (!library_compatible()) {
+        fprintf(stderr,
+                "libpayidem %s is not compatible with the header %s this program was built with "
+                "(it needs %d.%d.x, x >= %d, before 1.0; see docs/versioning.md)\n",
+                payidem_version(), PAYIDEM_VERSION, PAYIDEM_VERSION_MAJOR, PAYIDEM_VERSION_MINOR,
+                PAYIDEM_VERSION_PATCH);
         return 1;
     }
     snprintf(options, sizeof options,

@@ -5,7 +5,8 @@
 #
 #   bin/payidem                                    stripped, links its debug file
 #   payidem.debug                                  its debug info
-#   share/man/man1/payidem.1                       the manual page
+#   share/man/man1/payidem.1                       the manual pages: payidem(1)
+#   share/man/man1/payidem-*.1                     and one per command
 #   share/bash-completion/completions/payidem      completions, from the
 #   share/zsh/site-functions/_payidem              binary itself
 #   share/fish/vendor_completions.d/payidem.fish
@@ -43,7 +44,7 @@ $objcopy --only-keep-debug "$built" "$stage/payidem.debug"
 (cd "$stage" && $objcopy --strip-all \
     --add-gnu-debuglink=payidem.debug "$built" bin/payidem)
 chmod 0755 "$stage/bin/payidem"
-"$native" man > "$stage/share/man/man1/payidem.1"
+"$native" man --dir "$stage/share/man/man1"
 "$native" completions bash > "$stage/share/bash-completion/completions/payidem"
 "$native" completions zsh > "$stage/share/zsh/site-functions/_payidem"
 "$native" completions fish > "$stage/share/fish/vendor_completions.d/payidem.fish"

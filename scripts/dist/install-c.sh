@@ -57,9 +57,15 @@ dev_files=("$libdir/libpayidem.so" "$libdir/libpayidem.a" "$includedir/payidem.h
     "$libdir/pkgconfig/payidem.pc" "$libdir/pkgconfig/payidem-static.pc"
     "$libdir/cmake/payidem/payidemConfig.cmake"
     "$libdir/cmake/payidem/payidemConfigVersion.cmake")
-# The command: each file's path under the CLI stage and under PREFIX.
+# The command: each file's path under the CLI stage and under PREFIX (its
+# manual pages: payidem.1 and one per command, as the stage holds them).
 cli_files=(bin/payidem share/man/man1/payidem.1 share/bash-completion/completions/payidem
     share/zsh/site-functions/_payidem share/fish/vendor_completions.d/payidem.fish)
+if [ -n "$cli" ] && [ -d "$cli/share/man/man1" ]; then
+    while IFS= read -r page; do
+        cli_files+=("share/man/man1/$page")
+    done < <(cd "$cli/share/man/man1" && find . -maxdepth 1 -name 'payidem-*.1' -printf '%f\n' | sort)
+fi
 
 if [ "$mode" = uninstall ]; then
     files=()

@@ -4,17 +4,25 @@
 #
 #   libpayidem-VERSION-linux-ARCH.tar.gz   lib/ (.so.VERSION, .so.0, .so, .a,
 #                                          pkgconfig/, cmake/payidem/), include/,
-#                                          bin/payidem, share/man/man1/payidem.1,
+#                                          bin/payidem, share/man/man1/payidem*.1,
 #                                          share/{bash-completion,zsh,fish}/...,
-#                                          LICENSE, README.md, THIRD-PARTY.txt
+#                                          LICENSE, README.md, THIRD-PARTY.txt,
+#                                          docs/ (cli.md and the pages it and
+#                                          the README link), examples/c/
 #   libpayidem0_VERSION-1_DEBARCH.deb      the shared library (multiarch libdir)
 #   libpayidem-dev_VERSION-1_DEBARCH.deb   header, .so link, .a, pkg-config, CMake
-#   payidem-cli_VERSION-1_DEBARCH.deb      /usr/bin/payidem, its manual page
-#                                          (man1/payidem.1.gz) and the bash, zsh
+#   payidem-cli_VERSION-1_DEBARCH.deb      /usr/bin/payidem, its manual pages
+#                                          (man1/payidem.1.gz, one per command),
+#                                          its guide (doc/payidem-cli/docs/) and the bash, zsh
 #                                          and fish completions in Debian's paths;
 #                                          Depends: libc6 (>= the newest GLIBC_x.y
 #                                          the binary needs), computed here
 #   debug/ (x86_64), debug/ARCH/ (others)  the separate debug files
+#
+# libpayidem-dev also carries README.md, docs/ and examples/c/ in
+# /usr/share/doc/libpayidem-dev/; every package a DEP-5 copyright and the
+# Debian and upstream changelogs; libpayidem0 a symbols file. Maintainer and
+# Homepage come from Cargo.toml's [workspace.metadata.release].
 #
 # Same inputs, same bytes: every file gets the last commit's time, owner 0.
 #
@@ -48,6 +56,14 @@ cargo metadata --locked --format-version 1 --filter-platform "$arch-unknown-linu
 third_party() {
     python3 "$root/scripts/dist/third-party.py" "$@" < "$work/metadata.json"
 }
+# Who publishes the packages and where the project lives: Cargo.toml's
+# [workspace.metadata.release], the one place of these addresses.
+release_field() {
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["metadata"]["release"][sys.argv[1]])' \
+        "$1" < "$work/metadata.json"
+}
+maintainer="$(release_field maintainer)"
+homepage="$(release_field homepage)"
 
 # Tarball, relocatable (pkg-config and CMake find the prefix from their own place).
 name="libpayidem-$version-linux-$arch"
@@ -56,15 +72,36 @@ tree="$work/$name"
 mv "$tree/opt/payidem"/* "$tree/" && rm -rf "$tree/opt"
 # The relocatable files name no prefix, so the move above changes nothing in them.
 cp "$root/LICENSE" "$tree/LICENSE"
-cp "$root/ffi/README.md" "$tree/README.md"
+# The documentation pages the README, `payidem --help` and the manual page
+# point to, and the C example, where the README says they are.
+cli_docs=(cli.md journal-integrity.md postgres-journal.md metrics.md)
+c_docs=("${cli_docs[@]}" replay-store.md versioning.md)
+# ship_docs DIR SRC=DST...: pages of the checkout into DIR, their links
+# to each other kept, those to other files of the checkout pointing to the
+# repository (scripts/dist/ship-docs.py).
+ship_docs() {
+    local dir=$1; shift
+    python3 "$root/scripts/dist/ship-docs.py" "$root" "$(release_field repository)" "$dir" "$@"
+}
+# ship_c_docs DIR: README.md (the C README), docs/ and examples/c/ into DIR.
+ship_c_docs() {
+    local pages=(ffi/README.md=README.md) page
+    for page in "${c_docs[@]}"; do pages+=("docs/$page=docs/$page"); done
+    ship_docs "$1" "${pages[@]}"
+    install -d "$1/examples/c"
+    cp "$root/examples/c/pay.c" "$root/examples/c/CMakeLists.txt" "$1/examples/c/"
+    chmod -R u=rwX,go=rX "$1/README.md" "$1/docs" "$1/examples"
+}
+ship_c_docs "$tree"
 third_party payidem-ffi payidem-cli > "$tree/THIRD-PARTY.txt"
 find "$tree" -exec touch -h -d "@$epoch" {} +
 tar --sort=name --mtime="@$epoch" --owner=0 --group=0 --numeric-owner --format=gnu \
     -C "$work" -cf - "$name" | gzip -n -9 > "$dist/$name.tar.gz"
 
 # Debian packages (dpkg-deb). The caller fills $work/deb-PKG first; deb()
-# adds the copyright file (LICENSE and the notice of the crates linked into
-# the packages NOTICE names), control and md5sums, and builds PKG.
+# adds what every package documents (a DEP-5 copyright whose Comment lists
+# the crates linked into the packages NOTICE names, the Debian changelog,
+# the upstream changelog), control and md5sums, and builds PKG.
 deb() {
     local pkg=$1 section=$2 multiarch_field=$3 depends=$4 description=$5 notice=$6 long=$7
     local d="$work/deb-$pkg"
@@ -72,15 +109,43 @@ deb() {
     {
         echo "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/"
         echo "Upstream-Name: payidem"
+        echo "Upstream-Contact: $maintainer"
+        echo "Source: $homepage"
+        echo "Comment: The binaries link the crates below statically, each under the"
+        echo " licence named beside it."
+        echo " ."
+        # shellcheck disable=SC2086 # NOTICE is a list of package names
+        third_party $notice | sed -e 's/^$/./' -e 's/^/ /'
         echo
         echo "Files: *"
+        echo "Copyright: the payidem authors"
         echo "License: Apache-2.0"
         echo
-        cat "$root/LICENSE"
-        echo
-        # shellcheck disable=SC2086 # NOTICE is a list of package names
-        third_party $notice
+        echo "License: Apache-2.0"
+        echo " Licensed under the Apache License, Version 2.0 (the \"License\"); you"
+        echo " may not use these files except in compliance with the License."
+        echo " ."
+        echo " On Debian systems, the complete text of the Apache License, Version 2.0"
+        echo " can be found in \"/usr/share/common-licenses/Apache-2.0\"."
     } > "$d/usr/share/doc/$pkg/copyright"
+    {
+        echo "payidem ($debversion) unstable; urgency=medium"
+        echo
+        echo "  * Upstream release $version (its changes: changelog.gz)."
+        echo
+        echo " -- $maintainer  $(LC_ALL=C date -u -R -d "@$epoch")"
+    } | gzip -n -9 > "$d/usr/share/doc/$pkg/changelog.Debian.gz"
+    gzip -n -9 -c "$root/CHANGELOG.md" > "$d/usr/share/doc/$pkg/changelog.gz"
+    chmod 0644 "$d/usr/share/doc/$pkg/"{copyright,changelog.Debian.gz,changelog.gz}
+    # The one tag overridden: it asks a first Debian upload to close its ITP
+    # bug, and these packages are published by the project, not uploaded to
+    # Debian's archive (no bug to close).
+    install -d "$d/usr/share/lintian/overrides"
+    {
+        echo "# Published by the payidem project, not uploaded to Debian: no ITP bug to close."
+        echo "$pkg: initial-upload-closes-no-bugs"
+    } > "$d/usr/share/lintian/overrides/$pkg"
+    chmod 0644 "$d/usr/share/lintian/overrides/$pkg"
     local size
     size="$(du -sk --exclude=DEBIAN "$d" | cut -f1)"
     cat > "$d/DEBIAN/control" <<EOF
@@ -89,12 +154,12 @@ Source: payidem
 Version: $debversion
 Architecture: $debarch
 Multi-Arch: $multiarch_field
-Maintainer: payidem maintainers <payidem@example.invalid>
+Maintainer: $maintainer
 Installed-Size: $size
 Depends: $depends
 Section: $section
 Priority: optional
-Homepage: https://example.invalid/payidem
+Homepage: $homepage
 Description: $description
 $long
 EOF
@@ -111,12 +176,28 @@ d="$work/deb-libpayidem0"
 "$install_c" --only runtime "$stage" "$d" /usr "/usr/lib/$multiarch"
 install -d "$d/DEBIAN"
 echo "libpayidem 0 libpayidem0 (>= $version)" > "$d/DEBIAN/shlibs"
+# symbols: generated from the library's dynamic symbol table, which must
+# export exactly the functions include/payidem.h declares. Each asks for
+# this release: never too old a library (docs/versioning.md).
+# shellcheck source=scripts/dist/elf-checks.sh
+. "$root/scripts/dist/elf-checks.sh"
+elf_prefix=$tool_prefix
+if ! same_functions "$root/include/payidem.h" defined_in_so "$stage/libpayidem.so" >&2; then
+    echo "package-c.sh: libpayidem.so exports (>) other functions than include/payidem.h declares (<)" >&2
+    exit 1
+fi
+{
+    echo "libpayidem.so.0 libpayidem0 #MINVER#"
+    echo "* Build-Depends-Package: libpayidem-dev"
+    defined_in_so "$stage/libpayidem.so" | sed "s/.*/ &@Base $version/"
+} > "$d/DEBIAN/symbols"
 echo "activate-noawait ldconfig" > "$d/DEBIAN/triggers"
-chmod 0644 "$d/DEBIAN/shlibs" "$d/DEBIAN/triggers"
+chmod 0644 "$d/DEBIAN/shlibs" "$d/DEBIAN/symbols" "$d/DEBIAN/triggers"
 deb libpayidem0 libs same "libc6 (>= 2.17)" \
     "signing and idempotent retries for a payment API (shared library)" payidem-ffi "$lib_long"
 
 "$install_c" --only dev "$stage" "$work/deb-libpayidem-dev" /usr "/usr/lib/$multiarch"
+ship_c_docs "$work/deb-libpayidem-dev/usr/share/doc/libpayidem-dev"
 deb libpayidem-dev libdevel same "libpayidem0 (= $debversion)" \
     "signing and idempotent retries for a payment API (development files)" payidem-ffi "$lib_long"
 
@@ -139,10 +220,16 @@ if [ -z "$glibc_floor" ]; then
     exit 1
 fi
 d="$work/deb-payidem-cli"
+cli_pages=()
+for page in "${cli_docs[@]}"; do cli_pages+=("docs/$page=docs/$page"); done
+ship_docs "$d/usr/share/doc/payidem-cli" "${cli_pages[@]}"
+chmod -R u=rwX,go=rX "$d/usr/share/doc/payidem-cli"
 install -D -m 0755 "$cli_bin" "$d/usr/bin/payidem"
 install -d "$d/usr/share/man/man1"
-gzip -n -9 -c "$cli_stage/share/man/man1/payidem.1" > "$d/usr/share/man/man1/payidem.1.gz"
-chmod 0644 "$d/usr/share/man/man1/payidem.1.gz"
+for page in "$cli_stage/share/man/man1/"payidem*.1; do
+    gzip -n -9 -c "$page" > "$d/usr/share/man/man1/${page##*/}.gz"
+    chmod 0644 "$d/usr/share/man/man1/${page##*/}.gz"
+done
 install -D -m 0644 "$cli_stage/share/bash-completion/completions/payidem" \
     "$d/usr/share/bash-completion/completions/payidem"
 install -D -m 0644 "$cli_stage/share/zsh/site-functions/_payidem" "$d/usr/share/zsh/vendor-completions/_payidem"

@@ -5,17 +5,24 @@
 #   (the .so's dynamic table, the .a's global symbols), stripped with a debug
 #   link, sizes printed;
 # - libpayidem.a links for a glibc 2.17 host (zig cc against glibc 2.17);
+# - the .debs: lintian without errors or warnings; libpayidem0's symbols
+#   file names exactly the exported and declared functions;
 # - the .debs installed with dpkg -i into a throwaway root, the tarball
-#   unpacked elsewhere: examples/c/pay.c built against each with pkg-config
-#   and with CMake, dynamically and statically, and run against the mock;
+#   unpacked elsewhere: the C example they ship (examples/c/pay.c) built
+#   against each with pkg-config and with CMake, dynamically and statically,
+#   and run against the mock; the guides they ship, every link resolving;
 # - a program linking the system's libsqlite3 and libpayidem.a keeps the
 #   system's SQLite;
 # - the payidem command, from the payidem-cli .deb (installed alone into a
 #   throwaway root) and from the tarball's bin/: glibc floor, Depends, Debian
 #   paths, --version, `journal list --json` and `journal check --json` on a
 #   journal that the installed library wrote, `man -l` on its manual page,
-#   its bash completion loaded by bash;
+#   `man payidem-journal` and every command's page, its bash completion
+#   loaded by bash;
 # - make install / make uninstall with DESTDIR, PREFIX and LIBDIR;
+# - versioning (docs/versioning.md): pay.c built against this release runs
+#   with a library built with the patch version bumped, and refuses
+#   libraries of another minor version (0.x), naming both versions;
 # - every ```sh block of ffi/README.md, run as written.
 #
 #   scripts/dist/test-c.sh [MOCK]     (default dist/payidem-mock)
@@ -35,7 +42,7 @@ tmp="$(mktemp -d /tmp/payidem-dist-c-XXXXXX)"
 mock_pid=
 cleanup() {
     if [ -n "$mock_pid" ]; then kill "$mock_pid" 2>/dev/null || true; wait "$mock_pid" 2>/dev/null || true; fi
-    rm -rf "$tmp"
+    rm -rf "$tmp" "${compat:-}"
 }
 trap cleanup EXIT
 # shellcheck source=scripts/dist/test-lib.sh
@@ -51,6 +58,7 @@ command -v pkg-config >/dev/null || missing="$missing pkg-config"
 dpkg -s libsqlite3-dev >/dev/null 2>&1 || missing="$missing libsqlite3-dev"
 command -v man >/dev/null || missing="$missing man-db"
 command -v groff >/dev/null || missing="$missing groff-base"
+command -v lintian >/dev/null || missing="$missing lintian"
 if [ -n "$missing" ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
 fi
@@ -80,8 +88,21 @@ check "separate debug files exist" test -s "$dist/debug/libpayidem.so.$version.d
     -a -s "$dist/debug/payidem.debug"
 check "the tarball's bin/payidem needs no glibc newer than 2.17" at_most_2_17 "$tree/bin/payidem"
 check "the tarball's bin/payidem is stripped and links its debug file" stripped_with_link "$tree/bin/payidem"
-check "the tarball has the payidem command's manual page and bash, zsh and fish completions" \
-    test -s "$tree/share/man/man1/payidem.1" -a -s "$tree/share/bash-completion/completions/payidem" \
+# The manual pages the command generates: payidem.1 and one per command.
+"$tree/bin/payidem" man --dir "$(mkdir -p "$tmp/man-expected" && echo "$tmp/man-expected")"
+man_pages=()
+while IFS= read -r page; do man_pages+=("$page"); done < <(cd "$tmp/man-expected" && ls)
+echo "manual pages: ${man_pages[*]}"
+same_man_pages() {
+    local dir=$1 suffix=$2 page
+    [ "${#man_pages[@]}" -gt 10 ] || { echo "only ${#man_pages[@]} pages generated"; return 1; }
+    diff <(cd "$dir" && ls) <(printf "%s$suffix\n" "${man_pages[@]}") || return 1
+    for page in "${man_pages[@]}"; do zcat -f "$dir/$page$suffix" | cmp - "$tmp/man-expected/$page" || return 1; done
+}
+check "the tarball has the payidem command's manual pages (one per command) and bash, zsh and fish completions" \
+    same_man_pages "$tree/share/man/man1" ""
+check "the tarball has the payidem command's completions" \
+    test -s "$tree/share/bash-completion/completions/payidem" \
     -a -s "$tree/share/zsh/site-functions/_payidem" -a -s "$tree/share/fish/vendor_completions.d/payidem.fish"
 check "the tarball's THIRD-PARTY.txt covers the library and the command (clap)" sh -c \
     "grep -qx 'libpayidem and the payidem command (Apache-2.0) link these crates (name, version, licence).' '$tree/THIRD-PARTY.txt' && grep -q '^clap ' '$tree/THIRD-PARTY.txt'"
@@ -89,6 +110,47 @@ check "the tarball has LICENSE, README.md, THIRD-PARTY.txt, pkg-config and CMake
     -a -s "$tree/README.md" -a -s "$tree/THIRD-PARTY.txt" -a -f "$tree/lib/pkgconfig/payidem.pc" \
     -a -f "$tree/lib/pkgconfig/payidem-static.pc" -a -f "$tree/lib/cmake/payidem/payidemConfig.cmake" \
     -a -f "$tree/lib/cmake/payidem/payidemConfigVersion.cmake"
+# Every relative link of the Markdown files under DIR names a file under DIR.
+links_resolve() {
+    python3 - "$1" <<'PY'
+import pathlib, re, sys
+root = pathlib.Path(sys.argv[1])
+pages = sorted(root.rglob("*.md"))
+assert pages, f"no Markdown page under {root}"
+bad = []
+for page in pages:
+    for target in re.findall(r"\]\(([^)#\s]+)", page.read_text()):
+        if "://" in target or target.startswith("mailto:"):
+            continue
+        if not (page.parent / target).resolve().is_relative_to(root.resolve()) or not (page.parent / target).exists():
+            bad.append(f"{page.relative_to(root)} -> {target}")
+print("\n".join(bad) or f"{len(pages)} pages, every link resolves")
+sys.exit(1 if bad else 0)
+PY
+}
+tarball_docs() { test -s "$tree/docs/cli.md" && test -s "$tree/docs/replay-store.md" && links_resolve "$tree"; }
+check "the tarball ships the guides the README and the command point to (docs/cli.md ...), every link resolving" tarball_docs
+check "the tarball ships the C example (examples/c: pay.c, CMakeLists.txt) as in the checkout" sh -c \
+    "cmp '$tree/examples/c/pay.c' '$root/examples/c/pay.c' && cmp '$tree/examples/c/CMakeLists.txt' '$root/examples/c/CMakeLists.txt'"
+lintian_clean() {
+    local out
+    # -I: informational tags are shown, not fatal.
+    out="$(lintian --fail-on error,warning -I "$@" 2>&1)" || { echo "$out"; return 1; }
+    echo "$out"
+    ! grep -qE '^[EW]: ' <<< "$out"
+}
+check "lintian: the three .debs have no error and no warning" lintian_clean "$deb_runtime" "$deb_dev" "$deb_cli"
+symbols_in() { sed -n 's/^ \(payidem_[a-z0-9_]*\)@Base .*/\1/p' "$1"; }
+symbols_match() {
+    local x="$tmp/symbols-x"
+    mkdir -p "$x" && dpkg-deb -e "$deb_runtime" "$x"
+    cat "$x/symbols"
+    test "$(sed -n 1p "$x/symbols")" = "libpayidem.so.0 libpayidem0 #MINVER#" &&
+        ! grep -v -e '^libpayidem.so.0 ' -e '^\* Build-Depends-Package: libpayidem-dev$' -e "^ payidem_[a-z0-9_]*@Base $version\$" "$x/symbols" &&
+        diff <(symbols_in "$x/symbols") <(defined_in_so "$so") &&
+        same_functions "$tree/include/payidem.h" symbols_in "$x/symbols"
+}
+check "libpayidem0's symbols file names exactly the functions the .so exports and the header declares" symbols_match
 check "libpayidem0 depends on libc6 >= 2.17, has shlibs and the ldconfig trigger" sh -c \
     "dpkg-deb -f '$deb_runtime' Depends | grep -qx 'libc6 (>= 2.17)' && dpkg-deb -I '$deb_runtime' shlibs | grep -qx 'libpayidem 0 libpayidem0 (>= $version)' && dpkg-deb -I '$deb_runtime' triggers | grep -qx 'activate-noawait ldconfig'"
 check "libpayidem-dev depends on exactly this libpayidem0" sh -c \
@@ -121,21 +183,40 @@ check "payidem-cli is Multi-Arch: foreign, section admin" sh -c \
     "test \"\$(dpkg-deb -f '$deb_cli' Multi-Arch Section)\" = 'Multi-Arch: foreign
 Section: admin'"
 cli_deb_files() {
-    diff <(dpkg-deb -c "$deb_cli" | awk '$NF !~ /\/$/ {print $NF}' | sort) - <<'EOF'
+    diff <(dpkg-deb -c "$deb_cli" | awk '$NF !~ /\/$/ {print $NF}' | sort) <({
+        cat <<'EOF'
 ./usr/bin/payidem
 ./usr/share/bash-completion/completions/payidem
+./usr/share/doc/payidem-cli/changelog.Debian.gz
+./usr/share/doc/payidem-cli/changelog.gz
 ./usr/share/doc/payidem-cli/copyright
+./usr/share/doc/payidem-cli/docs/cli.md
+./usr/share/doc/payidem-cli/docs/journal-integrity.md
+./usr/share/doc/payidem-cli/docs/metrics.md
+./usr/share/doc/payidem-cli/docs/postgres-journal.md
 ./usr/share/fish/vendor_completions.d/payidem.fish
-./usr/share/man/man1/payidem.1.gz
+./usr/share/lintian/overrides/payidem-cli
 ./usr/share/zsh/vendor-completions/_payidem
 EOF
+        printf './usr/share/man/man1/%s.gz\n' "${man_pages[@]}"
+    } | sort)
 }
-check "payidem-cli holds exactly the command, its gzipped manual page, completions in Debian's paths and the copyright" cli_deb_files
+check "payidem-cli holds exactly the command, its gzipped manual pages, completions in Debian's paths, its guide, changelogs and copyright" cli_deb_files
+check "payidem-cli's guide: every link of its pages resolves inside the package" links_resolve "$cli_x/usr/share/doc/payidem-cli"
+help_points_to_shipped_docs() {
+    local help
+    help="$("$cli_x/usr/bin/payidem" --help)"
+    printf '%s\n' "$help" | tail -n 4
+    grep -q '/usr/share/doc/payidem-cli/docs/cli.md' <<< "$help" && test -s "$cli_x/usr/share/doc/payidem-cli/docs/cli.md" &&
+        ! grep -E 'docs/[a-z-]+\.md' <<< "$help" | grep -v -e '/usr/share/doc/payidem-cli/docs/cli.md' -e 'docs/cli.md in the release tarball'
+}
+check "payidem --help points to the guide the package ships (/usr/share/doc/payidem-cli/docs/cli.md)" help_points_to_shipped_docs
 check "payidem-cli's binary is the tarball's" cmp "$cli_x/usr/bin/payidem" "$tree/bin/payidem"
-check "payidem-cli's manual page is gzip -n (no name, no time) and the tarball's page" sh -c \
-    "gzip -t '$cli_x/usr/share/man/man1/payidem.1.gz' && test \"\$(od -An -tx1 -j4 -N4 '$cli_x/usr/share/man/man1/payidem.1.gz' | tr -d ' ')\" = 00000000 && zcat '$cli_x/usr/share/man/man1/payidem.1.gz' | cmp - '$tree/share/man/man1/payidem.1'"
-check "payidem-cli's copyright has the licence and the command's crates (clap), not only the library's" sh -c \
-    "grep -q 'Apache License' '$cli_x/usr/share/doc/payidem-cli/copyright' && grep -qx 'The payidem command (Apache-2.0) links these crates (name, version, licence).' '$cli_x/usr/share/doc/payidem-cli/copyright' && grep -q '^clap ' '$cli_x/usr/share/doc/payidem-cli/copyright'"
+check "payidem-cli's manual page is gzip -n (no name, no time)" sh -c \
+    "gzip -t '$cli_x/usr/share/man/man1/payidem.1.gz' && test \"\$(od -An -tx1 -j4 -N4 '$cli_x/usr/share/man/man1/payidem.1.gz' | tr -d ' ')\" = 00000000"
+check "payidem-cli's manual pages are the tarball's, one per command" same_man_pages "$cli_x/usr/share/man/man1" .gz
+check "payidem-cli's copyright is DEP-5, points to common-licenses and lists the command's crates (clap)" sh -c \
+    "head -n 1 '$cli_x/usr/share/doc/payidem-cli/copyright' | grep -qx 'Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/' && grep -qx ' can be found in \"/usr/share/common-licenses/Apache-2.0\".' '$cli_x/usr/share/doc/payidem-cli/copyright' && grep -qx ' The payidem command (Apache-2.0) links these crates (name, version, licence).' '$cli_x/usr/share/doc/payidem-cli/copyright' && grep -q '^ clap ' '$cli_x/usr/share/doc/payidem-cli/copyright'"
 
 printf 'sizes: libpayidem.so %s B, libpayidem.a %s B, payidem-mock %s B, payidem %s B, tarball %s B, libpayidem0.deb %s B, libpayidem-dev.deb %s B, payidem-cli.deb %s B\n' \
     "$(size_of "$so")" "$(size_of "$a")" "$(size_of "$mock")" "$(size_of "$tree/bin/payidem")" "$(size_of "$tarball")" \
@@ -202,27 +283,29 @@ completes() {
 }
 static_only() { ! readelf -d "$1" | grep -q 'libpayidem'; }
 
+# The C example as shipped in SRC (examples/c of the tarball or of the -dev
+# package's documentation), built against the library of LIBDIR.
 build_with_pkg_config() {
-    local label=$1 libdir=$2; shift 2
+    local label=$1 libdir=$2 src=$3; shift 3
     local out="$tmp/pay-$label"
     # shellcheck disable=SC2046
     check "$label: pkg-config, dynamic: builds" env "$@" sh -c \
-        "cc ${cflags[*]} '$root/examples/c/pay.c' \$(pkg-config --cflags --libs payidem) -o '$out-dyn'"
+        "cc ${cflags[*]} '$src/pay.c' \$(pkg-config --cflags --libs payidem) -o '$out-dyn'"
     check "$label: pkg-config, dynamic: records libpayidem.so.0" dynamic_only "$out-dyn"
     check "$label: pkg-config, dynamic: pays against the mock" pays "$out-dyn" LD_LIBRARY_PATH="$libdir"
     check "$label: pkg-config payidem-static: builds" env "$@" sh -c \
-        "cc ${cflags[*]} '$root/examples/c/pay.c' \$(pkg-config --cflags --libs payidem-static) -o '$out-static'"
+        "cc ${cflags[*]} '$src/pay.c' \$(pkg-config --cflags --libs payidem-static) -o '$out-static'"
     check "$label: pkg-config payidem-static: no libpayidem at run time" static_only "$out-static"
     check "$label: pkg-config payidem-static: pays against the mock" pays "$out-static"
 }
 build_with_cmake() {
-    local label=$1 prefix=$2 libdir=$3
+    local label=$1 prefix=$2 libdir=$3 src=$4
     local b="$tmp/cmake-$label"
     for kind in shared static; do
         local static=OFF
         [ "$kind" = static ] && static=ON
         check "$label: CMake find_package, $kind: configures and builds" sh -c \
-            "cmake -S '$root/examples/c' -B '$b-$kind' -DCMAKE_PREFIX_PATH='$prefix' -DPAYIDEM_STATIC=$static >/dev/null && cmake --build '$b-$kind' >/dev/null"
+            "cmake -S '$src' -B '$b-$kind' -DCMAKE_PREFIX_PATH='$prefix' -DPAYIDEM_STATIC=$static >/dev/null && cmake --build '$b-$kind' >/dev/null"
     done
     check "$label: CMake shared: records libpayidem.so.0" dynamic_only "$b-shared/pay"
     check "$label: CMake shared: pays against the mock" pays "$b-shared/pay" LD_LIBRARY_PATH="$libdir"
@@ -240,8 +323,13 @@ check "dpkg -i installs libpayidem0 and libpayidem-dev into a throwaway root" \
 check "dpkg lists both packages installed" sh -c \
     "test \"\$(dpkg-query --admindir='$droot/var/lib/dpkg' -W -f='\${Status}\n' libpayidem0 libpayidem-dev | grep -c 'install ok installed')\" -eq 2"
 dlib="$droot/usr/lib/x86_64-linux-gnu"
-build_with_pkg_config deb "$dlib" PKG_CONFIG_SYSROOT_DIR="$droot" PKG_CONFIG_LIBDIR="$dlib/pkgconfig"
-build_with_cmake deb "$droot/usr" "$dlib"
+dexample="$droot/usr/share/doc/libpayidem-dev/examples/c"
+check "libpayidem-dev ships the C example as in the checkout" sh -c \
+    "cmp '$dexample/pay.c' '$root/examples/c/pay.c' && cmp '$dexample/CMakeLists.txt' '$root/examples/c/CMakeLists.txt'"
+check "libpayidem-dev's README.md and docs: every link resolves inside the package" \
+    links_resolve "$droot/usr/share/doc/libpayidem-dev"
+build_with_pkg_config deb "$dlib" "$dexample" PKG_CONFIG_SYSROOT_DIR="$droot" PKG_CONFIG_LIBDIR="$dlib/pkgconfig"
+build_with_cmake deb "$droot/usr" "$dlib" "$dexample"
 
 # payidem-cli alone in a throwaway root of its own: it needs no libpayidem0.
 croot="$tmp/cliroot"
@@ -251,14 +339,27 @@ check "dpkg -i installs payidem-cli alone into a throwaway root" \
     dpkg --root="$croot" --force-depends --force-script-chrootless -i "$deb_cli"
 cli_works deb "$croot/usr/bin/payidem" "$croot/usr/share/man/man1/payidem.1.gz" \
     "$croot/usr/share/bash-completion/completions/payidem" "$tmp/pay-deb-dyn" LD_LIBRARY_PATH="$dlib"
+man_command_pages() {
+    local page name out
+    out="$(MANWIDTH=80 man -M "$croot/usr/share/man" payidem-journal 2>&1)" || { echo "$out"; return 1; }
+    printf '%s\n' "$out" | head -n 12
+    grep -q 'payidem-journal-resume(1)' <<< "$out" || return 1
+    for page in "${man_pages[@]}"; do
+        name="${page%.1}"
+        MANWIDTH=80 man -M "$croot/usr/share/man" "$name" >/dev/null 2>&1 || { echo "man $name finds nothing"; return 1; }
+        out="$(zcat "$croot/usr/share/man/man1/$page.gz" | groff -man -Tutf8 -ww -z 2>&1)"
+        [ -z "$out" ] || { echo "$page: $out"; return 1; }
+    done
+}
+check "deb: man payidem-journal (and every command's page) finds the installed page, groff without warnings" man_command_pages
 check "dpkg -r removes payidem-cli and its files" sh -c \
     "dpkg --root='$croot' --force-script-chrootless -r payidem-cli >/dev/null && test -z \"\$(find '$croot/usr' -type f)\""
 check "dpkg -r removes both packages and their files" sh -c \
     "dpkg --root='$droot' --force-script-chrootless -r libpayidem-dev libpayidem0 >/dev/null && test -z \"\$(find '$droot/usr' -type f)\""
 
 # --- the tarball, unpacked anywhere -----------------------------------------
-build_with_pkg_config tarball "$tree/lib" PKG_CONFIG_PATH="$tree/lib/pkgconfig"
-build_with_cmake tarball "$tree" "$tree/lib"
+build_with_pkg_config tarball "$tree/lib" "$tree/examples/c" PKG_CONFIG_PATH="$tree/lib/pkgconfig"
+build_with_cmake tarball "$tree" "$tree/lib" "$tree/examples/c"
 cli_works tarball "$tree/bin/payidem" "$tree/share/man/man1/payidem.1" \
     "$tree/share/bash-completion/completions/payidem" "$tmp/pay-tarball-dyn" LD_LIBRARY_PATH="$tree/lib"
 
@@ -290,11 +391,76 @@ check "the installed payidem.pc names the final PREFIX and LIBDIR, not DESTDIR" 
 check "make uninstall removes every installed file" sh -c \
     "make -s -C '$root' uninstall DESTDIR='$dest' PREFIX=/opt/pi LIBDIR=/opt/pi/lib64 >/dev/null && test -z \"\$(find '$dest' -type f -o -type l)\""
 
+# --- versioning (docs/versioning.md) -------------------------------------------
+# A newer compatible library: libpayidem built as the release is (zig, glibc
+# 2.17, profile dist) from a copy of the workspace whose version has its
+# patch number bumped. The copy's target dir starts as hard links of this
+# one's dist builds (so it lives beside them, on the same file system) and
+# the build environment is this checkout's, so only the workspace's own
+# crates compile again.
+newer_patch="$(IFS=. read -r major minor patch <<< "$version"; echo "$major.$minor.$((patch + 1))")"
+dist_target="${CARGO_TARGET_DIR:-$root/target}"
+case "$dist_target" in /*) ;; *) dist_target="$root/$dist_target" ;; esac
+compat="$dist_target/version-compat-test"
+build_newer_patch() {
+    rm -rf "$compat"
+    mkdir -p "$compat/src" "$compat/target/x86_64-unknown-linux-gnu"
+    (cd "$root" && git ls-files -z -- Cargo.toml Cargo.lock core mock e2e ffi include bindings/python cli sim |
+        xargs -0 cp --parents -t "$compat/src") || return 1
+    sed -i "0,/^version = \"$version\"/s//version = \"$newer_patch\"/" "$compat/src/Cargo.toml"
+    grep -qx "version = \"$newer_patch\"" "$compat/src/Cargo.toml" || { echo "no version to bump"; return 1; }
+    cp -al "$dist_target/dist" "$compat/target/dist"
+    cp -al "$dist_target/x86_64-unknown-linux-gnu/dist" "$compat/target/x86_64-unknown-linux-gnu/dist"
+    (
+        # shellcheck source=scripts/dist/env.sh
+        . "$root/scripts/dist/env.sh"
+        cd "$compat/src" && CARGO_TARGET_DIR="$compat/target" \
+            cargo zigbuild --offline --profile dist -p payidem-ffi --target x86_64-unknown-linux-gnu.2.17
+    ) || return 1
+    mkdir -p "$compat/lib"
+    cp "$compat/target/x86_64-unknown-linux-gnu/dist/libpayidem.so" "$compat/lib/libpayidem.so.0"
+    version_of "$compat/lib/libpayidem.so.0" | grep -qx "$newer_patch"
+}
+version_of() {
+    python3 -c 'import ctypes, sys; f = ctypes.CDLL(sys.argv[1]).payidem_version; f.restype = ctypes.c_char_p; print(f().decode())' "$1"
+}
+check "a libpayidem $newer_patch builds from a copy of the workspace with the patch version bumped" build_newer_patch
+check "pay.c built against $version pays with the newer compatible library $newer_patch" \
+    pays "$tmp/pay-tarball-dyn" LD_LIBRARY_PATH="$compat/lib"
+# Incompatible pairs, from the program's side: pay.c built against a copy of
+# the header that says 0.(MINOR+1).0 (the library is older) or 0.(MINOR-1).9
+# (a 0.x library of another minor version).
+refused_with() {
+    local claims=$1 hdr="$tmp/header-$1" out
+    mkdir -p "$hdr"
+    IFS=. read -r major minor patch <<< "$claims"
+    sed -e "s/^#define PAYIDEM_VERSION_MAJOR .*/#define PAYIDEM_VERSION_MAJOR $major/" \
+        -e "s/^#define PAYIDEM_VERSION_MINOR .*/#define PAYIDEM_VERSION_MINOR $minor/" \
+        -e "s/^#define PAYIDEM_VERSION_PATCH .*/#define PAYIDEM_VERSION_PATCH $patch/" \
+        -e "s/^#define PAYIDEM_VERSION \".*\"/#define PAYIDEM_VERSION \"$claims\"/" \
+        "$tree/include/payidem.h" > "$hdr/payidem.h"
+    grep -qx "#define PAYIDEM_VERSION \"$claims\"" "$hdr/payidem.h" || return 1
+    cc "${cflags[@]}" -I"$hdr" "$tree/examples/c/pay.c" -L"$tree/lib" -lpayidem -o "$hdr/pay" || return 1
+    if out="$(LD_LIBRARY_PATH="$tree/lib" "$hdr/pay" "$url" "$hdr/journal.sqlite3" 2>&1)"; then
+        echo "accepted: $out"; return 1
+    fi
+    echo "$out"
+    grep -qx "libpayidem $version is not compatible with the header $claims this program was built with .*versioning.md)" <<< "$out" &&
+        test ! -e "$hdr/journal.sqlite3"
+}
+IFS=. read -r v_major v_minor _ <<< "$version"
+check "pay.c built for $v_major.$((v_minor + 1)).0 refuses libpayidem $version, naming both versions" \
+    refused_with "$v_major.$((v_minor + 1)).0"
+if [ "$v_major" = 0 ] && [ "$v_minor" -gt 0 ]; then
+    check "pay.c built for 0.$((v_minor - 1)).9 refuses libpayidem $version (another 0.x minor)" \
+        refused_with "0.$((v_minor - 1)).9"
+fi
+rm -rf "$compat"
+
 # --- ffi/README.md, every ```sh block as written -----------------------------
 readme_dir="$tmp/readme"
 mkdir -p "$readme_dir/home"
 cp "$tarball" "$readme_dir/"
-cp "$root/examples/c/pay.c" "$readme_dir/app.c"
 python3 - "$root/ffi/README.md" > "$readme_dir/commands.sh" <<'EOF'
 import re, sys
 text = open(sys.argv[1]).read()

@@ -86,7 +86,10 @@ pub(crate) struct Shared {
     limits: CallLimits,
     request_timeout: Duration,
     settled_retention: Duration,
-    lease_ttl: Option<Duration>,
+    /// How long a lease holds past a write, beyond the request timeout.
+    lease_ttl: Duration,
+    /// How often a call renews its lease (see [`ClientConfig::lease_heartbeat`]).
+    lease_heartbeat: Duration,
     budget: Arc<RetryBudget>,
     clock_offset: AtomicI64,
     /// The platform's origin (`scheme://host:port`): the journal keeps the
@@ -147,17 +150,9 @@ impl Shared {
             });
     }
 
-    fn lease_ttl_secs(&self) -> u64 {
-        if let Some(ttl) = self.lease_ttl {
-            return ttl.as_secs().max(1);
-        }
-        // Longer than any call can take: the deadline, one more attempt, and slack.
-        self.limits
-            .policy
-            .deadline
-            .saturating_add(self.request_timeout)
-            .as_secs()
-            .saturating_add(30)
+    /// How many seconds past a lease write the lease holds.
+    fn lease_span_secs(&self) -> u64 {
+        crate::journal::lease_span_secs(self.lease_ttl, self.request_timeout)
     }
 
     /// Keeps `lease` of a call whose end the journal could not store nor
@@ -189,7 +184,7 @@ impl Shared {
             let lease = self.new_lease(now);
             return take(&lease).map(|t| (t, lease));
         };
-        lease.expires_at = now.saturating_add(self.lease_ttl_secs());
+        lease.expires_at = now.saturating_add(self.lease_span_secs());
         let taken = take(&lease)?;
         self.orphan_leases
             .lock()
@@ -202,7 +197,7 @@ impl Shared {
         let call = self.calls.fetch_add(1, Ordering::Relaxed);
         Lease {
             owner: crate::journal::process_owner(&self.instance, call),
-            expires_at: now.saturating_add(self.lease_ttl_secs()),
+            expires_at: now.saturating_add(self.lease_span_secs()),
         }
     }
 
@@ -224,6 +219,7 @@ impl Client {
             max_clock_offset: config.max_clock_offset,
         };
         limits.check()?;
+        let (lease_ttl, lease_heartbeat) = config.lease_timing()?;
         if config.request_timeout.is_zero() {
             return Err(Error::invalid(
                 "request_timeout",
@@ -279,7 +275,8 @@ impl Client {
                 limits,
                 request_timeout: config.request_timeout,
                 settled_retention: config.settled_retention,
-                lease_ttl: config.lease_ttl,
+                lease_ttl,
+                lease_heartbeat,
                 budget: Arc::new(RetryBudget::new(config.retry_budget)),
                 clock_offset: AtomicI64::new(stored_offset),
                 platform,

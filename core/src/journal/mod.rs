@@ -101,6 +101,7 @@ pub use open::{open, JournalChoice, JournalOpenOptions, OpenedJournal};
 pub use owner::process_owner;
 pub(crate) use rules::{
     check_heartbeat, default_heartbeat, default_lease_ttl, lease_span_secs, renewal_in,
+    MIN_HEARTBEAT,
 };
 #[cfg(feature = "sim")]
 #[doc(hidden)]

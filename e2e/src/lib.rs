@@ -7,6 +7,7 @@ pub mod load;
 pub mod pg;
 pub mod plan;
 pub mod report;
+pub mod takeover;
 pub mod worker;
 
 use std::path::Path;

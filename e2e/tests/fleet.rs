@@ -9,16 +9,27 @@
 //! synchronous COMMIT. Then the mock's oracle and the journal must show no
 //! double charge, no lost operation, one key per order id and no write by
 //! a stale lease.
+//!
+//! Every worker runs in a PID namespace of its own (`unshare --pid`, with a
+//! user namespace when not root), as on a host of its own: no worker sees
+//! that another one's process died, so a killed worker's operations are
+//! freed by their leases lapsing only. The time from each kill to the
+//! settlement of every operation the killed worker held is measured and
+//! bounded (leases of 3 s with their heartbeat). One worker is paused
+//! (SIGSTOP) past its lease while others take its operations over, then
+//! resumed: it must not write (nor send) for them again.
 
 use std::io::Write;
-use std::os::unix::process::ExitStatusExt;
-use std::process::{Child, Command, Stdio};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::PathBuf;
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use payidem::journal::{Journal, PostgresJournal, PostgresJournalOptions};
 use payidem::operation::OperationState;
 use payidem::{ClientConfig, OperationSpec};
 use payidem_e2e::pg::PgServer;
+use payidem_e2e::takeover::{Isolation, TakeoverWatch};
 use payidem_e2e::{chaos_faults, payment_body, payment_status_path};
 use payidem_mock::{MockConfig, MockServer, DEFAULT_KEY_ID, DEFAULT_SECRET};
 
@@ -50,13 +61,28 @@ struct Fleet {
     done: std::path::PathBuf,
     marker: std::path::PathBuf,
     spawned: usize,
+    isolation: Isolation,
+    /// Each worker's owner file (`--owner-file`), by slot.
+    owners: Vec<PathBuf>,
 }
 
 impl Fleet {
-    fn spawn(&mut self, kill_commit: Option<u64>) -> Child {
+    /// A worker for `slot`, in a process group of its own (signals reach
+    /// `unshare` and the worker at once).
+    fn spawn(&mut self, slot: usize, kill_commit: Option<u64>) -> Child {
         self.spawned += 1;
-        let mut c = Command::new(env!("CARGO_BIN_EXE_payidem-fleet-worker"));
-        c.args(["--url", &self.url, "--journal", &self.journal])
+        let owner = self.done.with_file_name(format!("owner-w{}", self.spawned));
+        if self.owners.len() <= slot {
+            self.owners.resize(slot + 1, PathBuf::new());
+        }
+        self.owners[slot] = owner.clone();
+        let mut c = self
+            .isolation
+            .command(env!("CARGO_BIN_EXE_payidem-fleet-worker"));
+        c.process_group(0)
+            .arg("--owner-file")
+            .arg(&owner)
+            .args(["--url", &self.url, "--journal", &self.journal])
             .args(["--threads", &THREADS.to_string()])
             .args(["--name", &format!("w{}", self.spawned)])
             .arg("--done")
@@ -87,13 +113,26 @@ impl Drop for Workers {
     }
 }
 
-fn sigkill(child: &mut Child) {
+/// Sends `signal` to `child`'s process group (the worker and, when
+/// isolated, its `unshare`).
+fn signal_group(child: &Child, signal: libc::c_int) {
     let pid = libc::pid_t::try_from(child.id()).unwrap();
-    // SAFETY: kill(2) on our own child, not reaped yet.
-    let rc = unsafe { libc::kill(pid, libc::SIGKILL) };
-    assert_eq!(rc, 0, "kill -9 {pid}");
+    // SAFETY: kill(2) on the process group of our own child, not reaped yet.
+    let rc = unsafe { libc::kill(-pid, signal) };
+    assert_eq!(rc, 0, "kill -{signal} -{pid}");
+}
+
+fn sigkill(child: &mut Child) {
+    signal_group(child, libc::SIGKILL);
     let status = child.wait().unwrap();
     assert_eq!(status.signal(), Some(libc::SIGKILL));
+}
+
+/// The lease owner prefix a worker wrote to its owner file, if it has yet.
+fn owner_of(path: &std::path::Path) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .filter(|o| o.ends_with('/'))
 }
 
 /// Counts, in the database, every UPDATE of an operation that a lease
@@ -199,6 +238,34 @@ fn a_fleet_without_local_state_survives_kills_a_database_crash_and_a_lost_commit
         done: dir.path().join("done"),
         marker: dir.path().join("commit-killed"),
         spawned: 0,
+        isolation: Isolation::probe(),
+        owners: Vec::new(),
+    };
+    let watch_url = journal_url.clone();
+    let watch = TakeoverWatch::start(move || {
+        let mut config: postgres::Config = watch_url.parse().ok()?;
+        config.connect_timeout(Duration::from_secs(2));
+        config.connect(postgres::NoTls).ok()
+    });
+    let mut db: Option<postgres::Client> = None;
+    // The owner of `slot`'s worker was killed or paused at `at`: its
+    // unsettled operations are watched until another worker settles them.
+    let orphans = |fleet: &Fleet,
+                   server: &PgServer,
+                   slot: usize,
+                   at: Instant,
+                   db: &mut Option<postgres::Client>| {
+        let Some(owner) = owner_of(&fleet.owners[slot]) else {
+            return 0;
+        };
+        if db.as_ref().is_none_or(postgres::Client::is_closed) {
+            *db = std::panic::catch_unwind(|| server.connect("fleet")).ok();
+        }
+        let found = db.as_mut().and_then(|c| watch.orphaned(c, &owner, at));
+        if found.is_none() {
+            *db = None;
+        }
+        found.unwrap_or(0)
     };
     // The application's own client: it only builds outbox statements, for
     // the fleet's journal (their MACs are bound to that journal).
@@ -207,16 +274,16 @@ fn a_fleet_without_local_state_survives_kills_a_database_crash_and_a_lost_commit
     let app_client = payidem::Client::new(app_config, DEFAULT_SECRET.as_bytes()).unwrap();
     let mut app = None;
 
-    let mut workers = Workers((0..WORKERS).map(|_| fleet.spawn(None)).collect());
+    let mut workers = Workers((0..WORKERS).map(|slot| fleet.spawn(slot, None)).collect());
     let workers = &mut workers.0;
     // One worker cuts its connection before its 3rd synchronous COMMIT;
     // it is not killed before it has.
     workers[0] = {
         sigkill(&mut workers[0]);
-        fleet.spawn(Some(3))
+        fleet.spawn(0, Some(3))
     };
     let mut dice = Dice(0x2545_F491_4F6C_DD1D);
-    let (mut kills, mut batch, mut restarted) = (1, 0, false);
+    let (mut kills, mut batch, mut restarted, mut paused) = (1, 0, false, None);
     let per_batch = ORDERS / BATCHES;
     while kills < KILLS || batch < BATCHES {
         if batch < BATCHES
@@ -240,8 +307,20 @@ fn a_fleet_without_local_state_survives_kills_a_database_crash_and_a_lost_commit
                 panic!("a worker ended before the work was done: {status}");
             }
             sigkill(&mut workers[slot]);
+            let killed_at = Instant::now();
             kills += 1;
-            workers[slot] = fleet.spawn(None);
+            orphans(&fleet, &server, slot, killed_at, &mut db);
+            workers[slot] = fleet.spawn(slot, None);
+        }
+        if kills == KILLS / 3 && paused.is_none() {
+            // A worker stops (a long GC pause, a frozen VM) past its
+            // leases, others take its operations over, and it comes back.
+            let slot = 1 + (dice.next() % (WORKERS as u64 - 1)) as usize;
+            signal_group(&workers[slot], libc::SIGSTOP);
+            let stopped_at = Instant::now();
+            paused = Some(orphans(&fleet, &server, slot, stopped_at, &mut db));
+            std::thread::sleep(Duration::from_secs(8));
+            signal_group(&workers[slot], libc::SIGCONT);
         }
         if kills == KILLS / 2 && !restarted {
             // PostgreSQL crashes and comes back: no checkpoint, every
@@ -254,6 +333,7 @@ fn a_fleet_without_local_state_survives_kills_a_database_crash_and_a_lost_commit
         }
     }
     assert_eq!(batch, BATCHES);
+    let takeovers = watch.finish(Duration::from_secs(60));
     std::fs::write(&fleet.done, b"done").unwrap();
     for w in workers.iter_mut() {
         let until = Instant::now() + Duration::from_secs(120);
@@ -351,13 +431,17 @@ fn a_fleet_without_local_state_survives_kills_a_database_crash_and_a_lost_commit
 
     let summary = format!(
         "fleet run: {:.1} s, {} worker processes, {} POST attempts ({percent:.1} % faulted), \
-         stale-lease writes {stale}, commit cut: {}\nfleet: {} ops, {WORKERS} workers, {kills} \
-         kills, {faults} faults, double {double}, lost {lost}, rekeyed {rekeyed}\n",
+         stale-lease writes {stale}, commit cut: {}, workers in {}\nfleet: {} ops, {WORKERS} \
+         workers, {kills} kills, {faults} faults, double {double}, lost {lost}, rekeyed \
+         {rekeyed}, {}, paused worker's operations {}\n",
         started.elapsed().as_secs_f64(),
         fleet.spawned,
         post,
         killed_commit.trim(),
+        fleet.isolation.describe(),
         all.len(),
+        takeovers.summary(),
+        paused.unwrap_or(0),
     );
     let _ = std::io::stderr().write_all(summary.as_bytes());
 
@@ -370,4 +454,19 @@ fn a_fleet_without_local_state_survives_kills_a_database_crash_and_a_lost_commit
     assert!(kills >= 20);
     assert!(all.len() >= ORDERS);
     assert!(percent >= 30.0, "only {percent:.1} % of attempts faulted");
+    // Every operation a killed or paused worker held was taken over and
+    // settled promptly: leases of 3 s (plus the 300 ms request timeout)
+    // with their heartbeat, a database crash and 30 % faults on the way.
+    assert!(paused.is_some(), "no worker was paused");
+    assert_eq!(takeovers.unsettled, 0, "{}", takeovers.summary());
+    assert!(
+        takeovers.times.len() >= KILLS / 2,
+        "too few operations of killed workers seen: {}",
+        takeovers.summary()
+    );
+    assert!(
+        takeovers.p50() <= Duration::from_secs(5) && takeovers.max() <= Duration::from_secs(15),
+        "{}",
+        takeovers.summary()
+    );
 }

@@ -155,3 +155,37 @@ fn a_heartbeat_must_be_shorter_than_the_lease() {
     config.lease_heartbeat = Some(Duration::from_millis(2_999));
     Client::new(config, SECRET).unwrap();
 }
+
+#[test]
+fn a_takeover_loop_polls_at_the_lease_heartbeat_however_long_its_idle() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Instant;
+
+    let journal = Arc::new(MemoryJournal::new());
+    let mut config = ClientConfig::new("http://127.0.0.1:9", "key_test_1");
+    config.journal = JournalChoice::Custom(journal.clone() as Arc<dyn Journal>);
+    config.lease_ttl = Some(Duration::from_secs(1));
+    config.retry.max_attempts = 1;
+    let client = Client::new(config, SECRET).unwrap();
+    assert_eq!(client.takeover_poll(), Duration::from_secs(1) / 3);
+    let attempted = Arc::new(AtomicBool::new(false));
+    let seen = attempted.clone();
+    let client = client.with_event_hook(Arc::new(move |_| seen.store(true, Ordering::SeqCst)));
+    let started = Instant::now();
+    let stop = || attempted.load(Ordering::SeqCst) || started.elapsed() > Duration::from_secs(60);
+    std::thread::scope(|s| {
+        let looping = s.spawn(|| client.take_over_loop(1, Duration::from_secs(3_600), &stop));
+        // Nothing to take at first: the loop goes idle. Then a holder that
+        // will never renew takes an operation, and its lease lapses.
+        std::thread::sleep(Duration::from_millis(200));
+        let operation = client.freeze(&spec("ord-orphan")).unwrap();
+        let now = unix_now();
+        journal
+            .open(&operation, &other("dead", now + 1), now)
+            .unwrap();
+        assert!(looping.join().unwrap() >= 1);
+    });
+    // Taken over after the lease lapsed, not after the hour of `idle`.
+    assert!(attempted.load(Ordering::SeqCst));
+    assert!(started.elapsed() < Duration::from_secs(60));
+}

@@ -2,6 +2,7 @@
 //! mock platform on loopback and clients wired to it.
 
 pub mod disk;
+pub mod fleet;
 pub mod fsync_floor;
 pub mod load;
 pub mod pg;

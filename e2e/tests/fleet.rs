@@ -20,17 +20,15 @@
 //! resumed: it must not write (nor send) for them again.
 
 use std::io::Write;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::PathBuf;
-use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use payidem::journal::{Journal, PostgresJournal, PostgresJournalOptions};
 use payidem::operation::OperationState;
-use payidem::{ClientConfig, OperationSpec};
+use payidem::ClientConfig;
+use payidem_e2e::chaos_faults;
+use payidem_e2e::fleet::{owner_of, record_batch, sigkill, signal_group, Dice, Fleet, Workers};
 use payidem_e2e::pg::PgServer;
 use payidem_e2e::takeover::{Isolation, TakeoverWatch};
-use payidem_e2e::{chaos_faults, payment_body, payment_status_path};
 use payidem_mock::{MockConfig, MockServer, DEFAULT_KEY_ID, DEFAULT_SECRET};
 
 const ORDERS: usize = 1000;
@@ -39,101 +37,6 @@ const KILLS: usize = 21;
 const THREADS: usize = 8;
 /// Outbox batches, one per kill interval or so.
 const BATCHES: usize = 20;
-
-struct Dice(u64);
-
-impl Dice {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn millis(&mut self, lo: u64, hi: u64) -> Duration {
-        Duration::from_millis(lo + self.next() % (hi - lo))
-    }
-}
-
-struct Fleet {
-    url: String,
-    journal: String,
-    done: std::path::PathBuf,
-    marker: std::path::PathBuf,
-    spawned: usize,
-    isolation: Isolation,
-    /// Each worker's owner file (`--owner-file`), by slot.
-    owners: Vec<PathBuf>,
-}
-
-impl Fleet {
-    /// A worker for `slot`, in a process group of its own (signals reach
-    /// `unshare` and the worker at once).
-    fn spawn(&mut self, slot: usize, kill_commit: Option<u64>) -> Child {
-        self.spawned += 1;
-        let owner = self.done.with_file_name(format!("owner-w{}", self.spawned));
-        if self.owners.len() <= slot {
-            self.owners.resize(slot + 1, PathBuf::new());
-        }
-        self.owners[slot] = owner.clone();
-        let mut c = self
-            .isolation
-            .command(env!("CARGO_BIN_EXE_payidem-fleet-worker"));
-        c.process_group(0)
-            .arg("--owner-file")
-            .arg(&owner)
-            .args(["--url", &self.url, "--journal", &self.journal])
-            .args(["--threads", &THREADS.to_string()])
-            .args(["--name", &format!("w{}", self.spawned)])
-            .arg("--done")
-            .arg(&self.done)
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit());
-        if let Some(n) = kill_commit {
-            c.args(["--kill-commit", &n.to_string()])
-                .arg("--marker")
-                .arg(&self.marker);
-        }
-        c.spawn().expect("the fleet worker starts")
-    }
-}
-
-/// The running workers; any left are killed when the test ends (also by a
-/// failed assertion).
-struct Workers(Vec<Child>);
-
-impl Drop for Workers {
-    fn drop(&mut self) {
-        for w in &mut self.0 {
-            if w.try_wait().ok().flatten().is_none() {
-                let _ = w.kill();
-                let _ = w.wait();
-            }
-        }
-    }
-}
-
-/// Sends `signal` to `child`'s process group (the worker and, when
-/// isolated, its `unshare`).
-fn signal_group(child: &Child, signal: libc::c_int) {
-    let pid = libc::pid_t::try_from(child.id()).unwrap();
-    // SAFETY: kill(2) on the process group of our own child, not reaped yet.
-    let rc = unsafe { libc::kill(-pid, signal) };
-    assert_eq!(rc, 0, "kill -{signal} -{pid}");
-}
-
-fn sigkill(child: &mut Child) {
-    signal_group(child, libc::SIGKILL);
-    let status = child.wait().unwrap();
-    assert_eq!(status.signal(), Some(libc::SIGKILL));
-}
-
-/// The lease owner prefix a worker wrote to its owner file, if it has yet.
-fn owner_of(path: &std::path::Path) -> Option<String> {
-    std::fs::read_to_string(path)
-        .ok()
-        .filter(|o| o.ends_with('/'))
-}
 
 /// Counts, in the database, every UPDATE of an operation that a lease
 /// holder could not have made: a change of state or attempts while no
@@ -156,58 +59,6 @@ const STALE_WRITE_AUDIT: &str = "
     CREATE TRIGGER fleet_audit BEFORE UPDATE ON payidem_operations
         FOR EACH ROW EXECUTE FUNCTION fleet_audit();
     CREATE TABLE orders (id text PRIMARY KEY, amount bigint NOT NULL);";
-
-/// Records orders `from..to` through the outbox, each next to its `orders`
-/// row, in one transaction. A batch whose COMMIT was lost is checked
-/// before it is sent again.
-fn record_batch(
-    server: &PgServer,
-    app: &mut Option<postgres::Client>,
-    client: &payidem::Client,
-    from: usize,
-    to: usize,
-) -> bool {
-    let conn = match app {
-        Some(c) if !c.is_closed() => c,
-        _ => match std::panic::catch_unwind(|| server.connect("fleet")) {
-            Ok(c) => app.insert(c),
-            Err(_) => return false,
-        },
-    };
-    let first = format!("fleet-{from:04}");
-    if let Ok(Some(_)) = conn.query_opt("SELECT 1 FROM orders WHERE id = $1", &[&first]) {
-        return true;
-    }
-    let run = |conn: &mut postgres::Client| -> Result<(), postgres::Error> {
-        let mut tx = conn.transaction()?;
-        for i in from..to {
-            let order_id = format!("fleet-{i:04}");
-            let amount = 1_000 + i as i64;
-            let body = payment_body(&order_id, amount as u64);
-            let status = payment_status_path(&order_id);
-            let insert = client
-                .outbox_insert(
-                    &OperationSpec {
-                        order_id: &order_id,
-                        method: "POST",
-                        path: "/v1/payments",
-                        body: &body,
-                        idempotency_key: None,
-                        status_path: Some(&status),
-                    },
-                    payidem::journal::ParamStyle::Dollar,
-                )
-                .unwrap();
-            tx.execute(
-                "INSERT INTO orders (id, amount) VALUES ($1, $2)",
-                &[&order_id, &amount],
-            )?;
-            tx.execute(&insert.sql, &insert.sql_params())?;
-        }
-        tx.commit()
-    };
-    run(conn).is_ok()
-}
 
 #[test]
 fn a_fleet_without_local_state_survives_kills_a_database_crash_and_a_lost_commit() {
@@ -233,6 +84,8 @@ fn a_fleet_without_local_state_survives_kills_a_database_crash_and_a_lost_commit
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let mut fleet = Fleet {
+        program: env!("CARGO_BIN_EXE_payidem-fleet-worker"),
+        threads: THREADS,
         url: mock.url(),
         journal: journal_url.clone(),
         done: dir.path().join("done"),
@@ -299,7 +152,7 @@ fn a_fleet_without_local_state_survives_kills_a_database_crash_and_a_lost_commit
         }
         std::thread::sleep(dice.millis(300, 900));
         if kills < KILLS {
-            let mut slot = (dice.next() % WORKERS as u64) as usize;
+            let mut slot = (dice.roll() % WORKERS as u64) as usize;
             if slot == 0 && !fleet.marker.exists() {
                 slot = 1;
             }
@@ -315,7 +168,7 @@ fn a_fleet_without_local_state_survives_kills_a_database_crash_and_a_lost_commit
         if kills == KILLS / 3 && paused.is_none() {
             // A worker stops (a long GC pause, a frozen VM) past its
             // leases, others take its operations over, and it comes back.
-            let slot = 1 + (dice.next() % (WORKERS as u64 - 1)) as usize;
+            let slot = 1 + (dice.roll() % (WORKERS as u64 - 1)) as usize;
             signal_group(&workers[slot], libc::SIGSTOP);
             let stopped_at = Instant::now();
             paused = Some(orphans(&fleet, &server, slot, stopped_at, &mut db));

@@ -460,16 +460,19 @@ impl Client {
 
     /// Runs [`Client::take_over`] in a loop for a sidecar or a worker
     /// thread: batches of up to `batch` operations, sleeping `idle` when
-    /// there was nothing to take, until `stop` answers `true` (polled
-    /// between operations and during the sleep). A journal error is
-    /// retried after `idle` (the database may be restarting). Returns how
-    /// many operations it drove.
+    /// there was nothing to take — at most [`Client::takeover_poll`], so
+    /// that an operation whose holder died is picked up within one poll of
+    /// its lease lapsing, however long `idle` is — until `stop` answers
+    /// `true` (polled between operations and during the sleep). A journal
+    /// error is retried after the same sleep (the database may be
+    /// restarting). Returns how many operations it drove.
     pub fn take_over_loop(
         &self,
         batch: usize,
         idle: Duration,
         stop: &(dyn Fn() -> bool + Sync),
     ) -> u64 {
+        let idle = idle.min(self.takeover_poll());
         let mut driven = 0u64;
         while !stop() {
             match self.take_over(batch.max(1)) {
@@ -482,6 +485,15 @@ impl Client {
             }
         }
         driven
+    }
+
+    /// The longest a takeover loop sleeps between looks for operations to
+    /// take over: the lease heartbeat ([`ClientConfig::lease_heartbeat`],
+    /// a third of the lease ttl by default), derived from the lease
+    /// settings so that takeover follows a lapse within a fraction of the
+    /// lease.
+    pub fn takeover_poll(&self) -> Duration {
+        self.shared.lease_heartbeat
     }
 
     /// Starts a call resuming an unsettled operation of the journal, for a

@@ -8,11 +8,9 @@ use std::path::PathBuf;
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
-use payidem::OperationSpec;
-
 use crate::pg::PgServer;
 use crate::takeover::Isolation;
-use crate::{payment_body, payment_status_path};
+use crate::OwnedSpec;
 
 /// A small deterministic random source (xorshift).
 pub struct Dice(pub u64);
@@ -55,6 +53,29 @@ pub struct Fleet {
 }
 
 impl Fleet {
+    /// A fleet of `program` workers with `threads` threads each, on the
+    /// platform at `url` and the journal at `journal`, keeping its files
+    /// in `dir`, isolated as this machine allows ([`Isolation::probe`]).
+    pub fn new(
+        program: &'static str,
+        url: String,
+        journal: String,
+        threads: usize,
+        dir: &std::path::Path,
+    ) -> Fleet {
+        Fleet {
+            program,
+            url,
+            journal,
+            threads,
+            done: dir.join("done"),
+            marker: dir.join("commit-killed"),
+            spawned: 0,
+            isolation: Isolation::probe(),
+            owners: Vec::new(),
+        }
+    }
+
     /// A worker for `slot`, in a process group of its own (signals reach
     /// `unshare` and the worker at once).
     pub fn spawn(&mut self, slot: usize, kill_commit: Option<u64>) -> Child {
@@ -148,20 +169,9 @@ pub fn record_batch(
         for i in from..to {
             let order_id = format!("fleet-{i:04}");
             let amount = 1_000 + i as i64;
-            let body = payment_body(&order_id, amount as u64);
-            let status = payment_status_path(&order_id);
+            let spec = OwnedSpec::payment(&order_id, amount as u64, true);
             let insert = client
-                .outbox_insert(
-                    &OperationSpec {
-                        order_id: &order_id,
-                        method: "POST",
-                        path: "/v1/payments",
-                        body: &body,
-                        idempotency_key: None,
-                        status_path: Some(&status),
-                    },
-                    payidem::journal::ParamStyle::Dollar,
-                )
+                .outbox_insert(&spec.spec(), payidem::journal::ParamStyle::Dollar)
                 .unwrap();
             tx.execute(
                 "INSERT INTO orders (id, amount) VALUES ($1, $2)",

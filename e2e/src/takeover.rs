@@ -140,6 +140,16 @@ impl TakeoverWatch {
         }
     }
 
+    /// Starts watching the journal at `url` (a PostgreSQL URL).
+    pub fn on(url: &str) -> Self {
+        let url = url.to_owned();
+        TakeoverWatch::start(move || {
+            let mut config: postgres::Config = url.parse().ok()?;
+            config.connect_timeout(Duration::from_secs(2));
+            config.connect(postgres::NoTls).ok()
+        })
+    }
+
     /// Adds the unsettled operations whose lease a worker with owner id
     /// prefix `owner` (see `payidem-fleet-worker --owner-file`) held when
     /// it was killed at `killed_at`; answers how many (`None`: the journal

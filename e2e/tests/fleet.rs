@@ -28,7 +28,7 @@ use payidem::ClientConfig;
 use payidem_e2e::chaos_faults;
 use payidem_e2e::fleet::{owner_of, record_batch, sigkill, signal_group, Dice, Fleet, Workers};
 use payidem_e2e::pg::PgServer;
-use payidem_e2e::takeover::{Isolation, TakeoverWatch};
+use payidem_e2e::takeover::TakeoverWatch;
 use payidem_mock::{MockConfig, MockServer, DEFAULT_KEY_ID, DEFAULT_SECRET};
 
 const ORDERS: usize = 1000;
@@ -83,23 +83,14 @@ fn a_fleet_without_local_state_survives_kills_a_database_crash_and_a_lost_commit
     })
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let mut fleet = Fleet {
-        program: env!("CARGO_BIN_EXE_payidem-fleet-worker"),
-        threads: THREADS,
-        url: mock.url(),
-        journal: journal_url.clone(),
-        done: dir.path().join("done"),
-        marker: dir.path().join("commit-killed"),
-        spawned: 0,
-        isolation: Isolation::probe(),
-        owners: Vec::new(),
-    };
-    let watch_url = journal_url.clone();
-    let watch = TakeoverWatch::start(move || {
-        let mut config: postgres::Config = watch_url.parse().ok()?;
-        config.connect_timeout(Duration::from_secs(2));
-        config.connect(postgres::NoTls).ok()
-    });
+    let mut fleet = Fleet::new(
+        env!("CARGO_BIN_EXE_payidem-fleet-worker"),
+        mock.url(),
+        journal_url.clone(),
+        THREADS,
+        dir.path(),
+    );
+    let watch = TakeoverWatch::on(&journal_url);
     let mut db: Option<postgres::Client> = None;
     // The owner of `slot`'s worker was killed or paused at `at`: its
     // unsettled operations are watched until another worker settles them.

@@ -1235,9 +1235,14 @@ bool payidem_result_is_final(uint32_t code);
  *   whose key is older is never POSTed again (`PAYIDEM_KEY_EXPIRED`).
  * - `settled_retention_s` (604800 = 7 days): settled operations older than
  *   this are purged from the journal (0: every settled one, at open).
- * - `lease_ttl_s` (1..=10^9; absent: the retry deadline plus the request
- *   timeout plus 30 s): how long a call's lease on an operation holds
- *   without a new attempt before another call may take it over.
+ * - `lease_ttl_s` (1..=10^9; absent: the retry deadline plus 30 s): how
+ *   long a call's lease on an operation holds past its last renewal
+ *   (beyond the request timeout, which every renewal adds so that an
+ *   attempt in flight stays covered) before another call may take it over.
+ * - `lease_heartbeat_ms` (100..=10^12, less than the lease ttl; absent: a
+ *   third of the ttl): how often a call renews its lease while it waits,
+ *   and the most time since its last renewal with which it sends. A call
+ *   that finds its lease lost never sends again (`PAYIDEM_OPERATION_BUSY`).
  *
  * Ownership: on success `*client_out` receives a new client the caller
  * frees with `payidem_client_free`; the inputs are only read.
@@ -1889,7 +1894,8 @@ payidem_result payidem_client_take_over(const struct payidem_client *client,
  * journal or reading any file, and gives every setting's effective value
  * as a JSON object of the options object's shape (absent settings at
  * their defaults; `journal_key_hex` is `"<set>"` or `""`, never the key;
- * `lease_ttl_s` is null when the lease follows the deadline). Whether
+ * `lease_ttl_s` is null when the lease follows the deadline,
+ * `lease_heartbeat_ms` null when it is a third of the ttl). Whether
  * the base URL, proxy or TLS files are usable is checked by
  * `payidem_client_new` only.
  *

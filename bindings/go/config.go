@@ -51,7 +51,8 @@ const JournalMemory = ":memory:"
 //   - KeyRetention: 48h (also the largest allowed)
 //   - SettledRetention: 168h (7 days)
 //   - MaxClockOffset: 600s
-//   - LeaseTTL: 0s (the lease follows Deadline + RequestTimeout + 30s)
+//   - LeaseTTL: 0s (the lease follows Deadline + 30s)
+//   - LeaseHeartbeat: 0s (a third of the lease ttl)
 //   - RetryBudget: {Capacity:500 RetryCost:5 TimeoutCost:10 SuccessRefund:1}
 //   - AllowInsecureHTTP, ProxyFromEnv: false
 //   - Proxy, CABundle, ClientCert, ClientKey: "" (none)
@@ -128,12 +129,20 @@ type Config struct {
 	// not trusted: the call fails with ErrRejected (status 401) and the
 	// operation is kept.
 	MaxClockOffset time.Duration
-	// LeaseTTL is how long a call's lease on an operation holds without a
-	// new attempt before another call (another instance of a fleet,
-	// Client.TakeOver) may take the operation over; whole seconds, rounded up.
-	// 0: longer than any call (Deadline + RequestTimeout + 30s). A live
-	// call that outlasts a shorter lease stops with ErrOperationBusy.
+	// LeaseTTL is how long a call's lease on an operation holds past its
+	// last renewal (beyond RequestTimeout, which every renewal adds so that
+	// an attempt in flight stays covered) before another call (another
+	// instance of a fleet, Client.TakeOver) may take the operation over;
+	// whole seconds, rounded up. 0: Deadline + 30s, longer than any call.
+	// A call renews its lease every LeaseHeartbeat while it waits; one that
+	// finds its lease lost (paused past it while another call took the
+	// operation) never sends again and stops with ErrOperationBusy.
 	LeaseTTL time.Duration
+	// LeaseHeartbeat is how often a call renews its lease while it waits,
+	// and the most time since its last renewal with which it sends; whole
+	// milliseconds, rounded up, at least 100ms and shorter than the lease
+	// ttl. 0: a third of the lease ttl.
+	LeaseHeartbeat time.Duration
 	// ZeroSettings names numeric fields (as errors name them: "BackoffBase",
 	// "MaxClockOffset", "RetryBudget.RetryCost", ...) whose zero value is
 	// an explicit 0 for the library rather than "not set": BackoffBase
@@ -163,11 +172,11 @@ func (c Config) String() string {
 		"ConnectTimeout:%v RequestTimeout:%v MaxAttempts:%d BackoffBase:%v BackoffCap:%v "+
 		"Deadline:%v KeyRetention:%v SettledRetention:%v RetryBudget:%s OnAttempt:%t "+
 		"AllowInsecureHTTP:%t Proxy:%q ProxyFromEnv:%t CABundle:%q ClientCert:%q ClientKey:%q "+
-		"MaxClockOffset:%v LeaseTTL:%v ZeroSettings:%q}",
+		"MaxClockOffset:%v LeaseTTL:%v LeaseHeartbeat:%v ZeroSettings:%q}",
 		RedactURL(c.BaseURL), c.KeyID, RedactURL(c.JournalPath), c.ConnectTimeout, c.RequestTimeout,
 		c.MaxAttempts, c.BackoffBase, c.BackoffCap, c.Deadline, c.KeyRetention, c.SettledRetention,
 		budget, c.OnAttempt != nil, c.AllowInsecureHTTP, RedactURL(c.Proxy), c.ProxyFromEnv,
-		c.CABundle, c.ClientCert, c.ClientKey, c.MaxClockOffset, c.LeaseTTL, c.ZeroSettings)
+		c.CABundle, c.ClientCert, c.ClientKey, c.MaxClockOffset, c.LeaseTTL, c.LeaseHeartbeat, c.ZeroSettings)
 }
 
 // GoString is String, for %#v.
@@ -200,6 +209,7 @@ type options struct {
 	SettledRetentionS *int64         `json:"settled_retention_s,omitempty"`
 	MaxClockOffsetS   *int64         `json:"max_clock_offset_s,omitempty"`
 	LeaseTTLS         *int64         `json:"lease_ttl_s,omitempty"`
+	LeaseHeartbeatMS  *int64         `json:"lease_heartbeat_ms,omitempty"`
 	AllowInsecureHTTP bool           `json:"allow_insecure_http,omitempty"`
 	Proxy             string         `json:"proxy,omitempty"`
 	ProxyFromEnv      bool           `json:"proxy_from_env,omitempty"`
@@ -274,6 +284,7 @@ var goFieldOfOption = map[string]string{
 	"client_key":                  "ClientKey",
 	"max_clock_offset_s":          "MaxClockOffset",
 	"lease_ttl_s":                 "LeaseTTL",
+	"lease_heartbeat_ms":          "LeaseHeartbeat",
 }
 
 // optionsJSON renders c as the library's options: a zero field is absent
@@ -298,6 +309,7 @@ func (c *Config) optionsJSON() ([]byte, error) {
 		SettledRetentionS: units(c.SettledRetention, time.Second),
 		MaxClockOffsetS:   units(c.MaxClockOffset, time.Second),
 		LeaseTTLS:         units(c.LeaseTTL, time.Second),
+		LeaseHeartbeatMS:  units(c.LeaseHeartbeat, time.Millisecond),
 		AllowInsecureHTTP: c.AllowInsecureHTTP,
 		Proxy:             c.Proxy,
 		ProxyFromEnv:      c.ProxyFromEnv,
@@ -443,6 +455,7 @@ func DefaultConfig() Config {
 		ClientKey:         o.ClientKey,
 		MaxClockOffset:    secs(o.MaxClockOffsetS),
 		LeaseTTL:          secs(o.LeaseTTLS),
+		LeaseHeartbeat:    ms(o.LeaseHeartbeatMS),
 	}
 }
 

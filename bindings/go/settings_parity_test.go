@@ -201,6 +201,7 @@ var clientSetters = map[string]goSetter{
 	"settled_retention_s":         durationSetter(func(c *Config) *time.Duration { return &c.SettledRetention }, time.Second),
 	"max_clock_offset_s":          durationSetter(func(c *Config) *time.Duration { return &c.MaxClockOffset }, time.Second),
 	"lease_ttl_s":                 durationSetter(func(c *Config) *time.Duration { return &c.LeaseTTL }, time.Second),
+	"lease_heartbeat_ms":          durationSetter(func(c *Config) *time.Duration { return &c.LeaseHeartbeat }, time.Millisecond),
 	"retry_budget.capacity":       budgetSetter(func(b *RetryBudget) *uint32 { return &b.Capacity }),
 	"retry_budget.retry_cost":     budgetSetter(func(b *RetryBudget) *uint32 { return &b.RetryCost }),
 	"retry_budget.timeout_cost":   budgetSetter(func(b *RetryBudget) *uint32 { return &b.TimeoutCost }),

@@ -417,6 +417,62 @@ fn leases(j: &dyn Journal) {
     assert_eq!(j.get("nope").unwrap(), None);
 }
 
+/// A heartbeat: `renew` keeps a live holder's lease past its first
+/// expiry and changes nothing else; a lost lease is never renewed.
+fn renewals(j: &dyn Journal) {
+    let short = lease("a", 2);
+    let o = op("order-renew", "key-renew", b"body");
+    j.open_to_send(&o, &short, now()).unwrap();
+    let before = j.get("order-renew").unwrap();
+    let renewed = lease("a", 1_000);
+    j.renew("order-renew", &renewed, now()).unwrap();
+    assert_eq!(
+        j.get("order-renew").unwrap(),
+        before,
+        "a renewal changes only the lease"
+    );
+    outlive(short.expires_at);
+    let b = lease("b", 300);
+    assert_eq!(
+        j.claim("order-renew", &b, now()).unwrap_err().code(),
+        ErrorCode::OperationBusy,
+        "the renewed lease still holds"
+    );
+
+    // Renewed to a short lease that lapses: `b` takes over, and `a`'s
+    // next renewal finds its lease lost and changes nothing.
+    let lapsing = lease("a", 2);
+    j.renew("order-renew", &lapsing, now()).unwrap();
+    outlive(lapsing.expires_at);
+    assert!(matches!(
+        j.claim("order-renew", &b, now()).unwrap(),
+        Opened::Resumable(_)
+    ));
+    let taken = j.get("order-renew").unwrap();
+    let lost = j.renew("order-renew", &renewed, now()).unwrap_err();
+    assert_eq!(lost.code(), ErrorCode::OperationBusy);
+    assert_eq!(lost.order_id(), Some("order-renew"));
+    assert_eq!(j.get("order-renew").unwrap(), taken);
+    assert_eq!(
+        j.claim("order-renew", &lease("c", 10), now())
+            .unwrap_err()
+            .code(),
+        ErrorCode::OperationBusy,
+        "the lost renewal did not free or extend anything for `a`"
+    );
+    // Released by its holder: a renewal of the ended lease is lost too.
+    j.finish("order-renew", &b, OperationState::Unknown, None, now())
+        .unwrap();
+    let ended = j.renew("order-renew", &b, now()).unwrap_err();
+    assert_eq!(ended.code(), ErrorCode::OperationBusy);
+
+    let missing = j.renew("nope", &b, now()).unwrap_err();
+    assert_eq!(
+        (missing.code(), missing.field()),
+        (ErrorCode::InvalidArgument, Some("order_id"))
+    );
+}
+
 fn release(j: &dyn Journal) {
     let a = lease("a", 100);
     let b = lease("b", 100);
@@ -889,6 +945,7 @@ for_every_journal!(
     back_to_pending,
     conflicts_change_nothing,
     leases,
+    renewals,
     release,
     bad_arguments,
     purge_keeps_unsettled,

@@ -150,6 +150,10 @@ impl Journal for FsyncFloor {
             .map(drop)
     }
 
+    fn renew(&self, order_id: &str, lease: &Lease, now: u64) -> Result<()> {
+        self.inner.renew(order_id, lease, now)
+    }
+
     fn release(&self, order_id: &str, lease: &Lease) -> Result<()> {
         self.inner.release(order_id, lease)
     }

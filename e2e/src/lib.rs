@@ -2,11 +2,13 @@
 //! mock platform on loopback and clients wired to it.
 
 pub mod disk;
+pub mod fleet;
 pub mod fsync_floor;
 pub mod load;
 pub mod pg;
 pub mod plan;
 pub mod report;
+pub mod takeover;
 pub mod worker;
 
 use std::path::Path;

@@ -9,17 +9,26 @@
 //! synchronous COMMIT. Then the mock's oracle and the journal must show no
 //! double charge, no lost operation, one key per order id and no write by
 //! a stale lease.
+//!
+//! Every worker runs in a PID namespace of its own (`unshare --pid`, with a
+//! user namespace when not root), as on a host of its own: no worker sees
+//! that another one's process died, so a killed worker's operations are
+//! freed by their leases lapsing only. The time from each kill to the
+//! settlement of every operation the killed worker held is measured and
+//! bounded (leases of 3 s with their heartbeat). One worker is paused
+//! (SIGSTOP) past its lease while others take its operations over, then
+//! resumed: it must not write (nor send) for them again.
 
 use std::io::Write;
-use std::os::unix::process::ExitStatusExt;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use payidem::journal::{Journal, PostgresJournal, PostgresJournalOptions};
 use payidem::operation::OperationState;
-use payidem::{ClientConfig, OperationSpec};
+use payidem::ClientConfig;
+use payidem_e2e::chaos_faults;
+use payidem_e2e::fleet::{owner_of, record_batch, sigkill, signal_group, Dice, Fleet, Workers};
 use payidem_e2e::pg::PgServer;
-use payidem_e2e::{chaos_faults, payment_body, payment_status_path};
+use payidem_e2e::takeover::TakeoverWatch;
 use payidem_mock::{MockConfig, MockServer, DEFAULT_KEY_ID, DEFAULT_SECRET};
 
 const ORDERS: usize = 1000;
@@ -28,73 +37,6 @@ const KILLS: usize = 21;
 const THREADS: usize = 8;
 /// Outbox batches, one per kill interval or so.
 const BATCHES: usize = 20;
-
-struct Dice(u64);
-
-impl Dice {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn millis(&mut self, lo: u64, hi: u64) -> Duration {
-        Duration::from_millis(lo + self.next() % (hi - lo))
-    }
-}
-
-struct Fleet {
-    url: String,
-    journal: String,
-    done: std::path::PathBuf,
-    marker: std::path::PathBuf,
-    spawned: usize,
-}
-
-impl Fleet {
-    fn spawn(&mut self, kill_commit: Option<u64>) -> Child {
-        self.spawned += 1;
-        let mut c = Command::new(env!("CARGO_BIN_EXE_payidem-fleet-worker"));
-        c.args(["--url", &self.url, "--journal", &self.journal])
-            .args(["--threads", &THREADS.to_string()])
-            .args(["--name", &format!("w{}", self.spawned)])
-            .arg("--done")
-            .arg(&self.done)
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit());
-        if let Some(n) = kill_commit {
-            c.args(["--kill-commit", &n.to_string()])
-                .arg("--marker")
-                .arg(&self.marker);
-        }
-        c.spawn().expect("the fleet worker starts")
-    }
-}
-
-/// The running workers; any left are killed when the test ends (also by a
-/// failed assertion).
-struct Workers(Vec<Child>);
-
-impl Drop for Workers {
-    fn drop(&mut self) {
-        for w in &mut self.0 {
-            if w.try_wait().ok().flatten().is_none() {
-                let _ = w.kill();
-                let _ = w.wait();
-            }
-        }
-    }
-}
-
-fn sigkill(child: &mut Child) {
-    let pid = libc::pid_t::try_from(child.id()).unwrap();
-    // SAFETY: kill(2) on our own child, not reaped yet.
-    let rc = unsafe { libc::kill(pid, libc::SIGKILL) };
-    assert_eq!(rc, 0, "kill -9 {pid}");
-    let status = child.wait().unwrap();
-    assert_eq!(status.signal(), Some(libc::SIGKILL));
-}
 
 /// Counts, in the database, every UPDATE of an operation that a lease
 /// holder could not have made: a change of state or attempts while no
@@ -117,58 +59,6 @@ const STALE_WRITE_AUDIT: &str = "
     CREATE TRIGGER fleet_audit BEFORE UPDATE ON payidem_operations
         FOR EACH ROW EXECUTE FUNCTION fleet_audit();
     CREATE TABLE orders (id text PRIMARY KEY, amount bigint NOT NULL);";
-
-/// Records orders `from..to` through the outbox, each next to its `orders`
-/// row, in one transaction. A batch whose COMMIT was lost is checked
-/// before it is sent again.
-fn record_batch(
-    server: &PgServer,
-    app: &mut Option<postgres::Client>,
-    client: &payidem::Client,
-    from: usize,
-    to: usize,
-) -> bool {
-    let conn = match app {
-        Some(c) if !c.is_closed() => c,
-        _ => match std::panic::catch_unwind(|| server.connect("fleet")) {
-            Ok(c) => app.insert(c),
-            Err(_) => return false,
-        },
-    };
-    let first = format!("fleet-{from:04}");
-    if let Ok(Some(_)) = conn.query_opt("SELECT 1 FROM orders WHERE id = $1", &[&first]) {
-        return true;
-    }
-    let run = |conn: &mut postgres::Client| -> Result<(), postgres::Error> {
-        let mut tx = conn.transaction()?;
-        for i in from..to {
-            let order_id = format!("fleet-{i:04}");
-            let amount = 1_000 + i as i64;
-            let body = payment_body(&order_id, amount as u64);
-            let status = payment_status_path(&order_id);
-            let insert = client
-                .outbox_insert(
-                    &OperationSpec {
-                        order_id: &order_id,
-                        method: "POST",
-                        path: "/v1/payments",
-                        body: &body,
-                        idempotency_key: None,
-                        status_path: Some(&status),
-                    },
-                    payidem::journal::ParamStyle::Dollar,
-                )
-                .unwrap();
-            tx.execute(
-                "INSERT INTO orders (id, amount) VALUES ($1, $2)",
-                &[&order_id, &amount],
-            )?;
-            tx.execute(&insert.sql, &insert.sql_params())?;
-        }
-        tx.commit()
-    };
-    run(conn).is_ok()
-}
 
 #[test]
 fn a_fleet_without_local_state_survives_kills_a_database_crash_and_a_lost_commit() {
@@ -193,12 +83,33 @@ fn a_fleet_without_local_state_survives_kills_a_database_crash_and_a_lost_commit
     })
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let mut fleet = Fleet {
-        url: mock.url(),
-        journal: journal_url.clone(),
-        done: dir.path().join("done"),
-        marker: dir.path().join("commit-killed"),
-        spawned: 0,
+    let mut fleet = Fleet::new(
+        env!("CARGO_BIN_EXE_payidem-fleet-worker"),
+        mock.url(),
+        journal_url.clone(),
+        THREADS,
+        dir.path(),
+    );
+    let watch = TakeoverWatch::on(&journal_url);
+    let mut db: Option<postgres::Client> = None;
+    // The owner of `slot`'s worker was killed or paused at `at`: its
+    // unsettled operations are watched until another worker settles them.
+    let orphans = |fleet: &Fleet,
+                   server: &PgServer,
+                   slot: usize,
+                   at: Instant,
+                   db: &mut Option<postgres::Client>| {
+        let Some(owner) = owner_of(&fleet.owners[slot]) else {
+            return 0;
+        };
+        if db.as_ref().is_none_or(postgres::Client::is_closed) {
+            *db = std::panic::catch_unwind(|| server.connect("fleet")).ok();
+        }
+        let found = db.as_mut().and_then(|c| watch.orphaned(c, &owner, at));
+        if found.is_none() {
+            *db = None;
+        }
+        found.unwrap_or(0)
     };
     // The application's own client: it only builds outbox statements, for
     // the fleet's journal (their MACs are bound to that journal).
@@ -207,16 +118,16 @@ fn a_fleet_without_local_state_survives_kills_a_database_crash_and_a_lost_commit
     let app_client = payidem::Client::new(app_config, DEFAULT_SECRET.as_bytes()).unwrap();
     let mut app = None;
 
-    let mut workers = Workers((0..WORKERS).map(|_| fleet.spawn(None)).collect());
+    let mut workers = Workers((0..WORKERS).map(|slot| fleet.spawn(slot, None)).collect());
     let workers = &mut workers.0;
     // One worker cuts its connection before its 3rd synchronous COMMIT;
     // it is not killed before it has.
     workers[0] = {
         sigkill(&mut workers[0]);
-        fleet.spawn(Some(3))
+        fleet.spawn(0, Some(3))
     };
     let mut dice = Dice(0x2545_F491_4F6C_DD1D);
-    let (mut kills, mut batch, mut restarted) = (1, 0, false);
+    let (mut kills, mut batch, mut restarted, mut paused) = (1, 0, false, None);
     let per_batch = ORDERS / BATCHES;
     while kills < KILLS || batch < BATCHES {
         if batch < BATCHES
@@ -232,7 +143,7 @@ fn a_fleet_without_local_state_survives_kills_a_database_crash_and_a_lost_commit
         }
         std::thread::sleep(dice.millis(300, 900));
         if kills < KILLS {
-            let mut slot = (dice.next() % WORKERS as u64) as usize;
+            let mut slot = (dice.roll() % WORKERS as u64) as usize;
             if slot == 0 && !fleet.marker.exists() {
                 slot = 1;
             }
@@ -240,8 +151,20 @@ fn a_fleet_without_local_state_survives_kills_a_database_crash_and_a_lost_commit
                 panic!("a worker ended before the work was done: {status}");
             }
             sigkill(&mut workers[slot]);
+            let killed_at = Instant::now();
             kills += 1;
-            workers[slot] = fleet.spawn(None);
+            orphans(&fleet, &server, slot, killed_at, &mut db);
+            workers[slot] = fleet.spawn(slot, None);
+        }
+        if kills == KILLS / 3 && paused.is_none() {
+            // A worker stops (a long GC pause, a frozen VM) past its
+            // leases, others take its operations over, and it comes back.
+            let slot = 1 + (dice.roll() % (WORKERS as u64 - 1)) as usize;
+            signal_group(&workers[slot], libc::SIGSTOP);
+            let stopped_at = Instant::now();
+            paused = Some(orphans(&fleet, &server, slot, stopped_at, &mut db));
+            std::thread::sleep(Duration::from_secs(8));
+            signal_group(&workers[slot], libc::SIGCONT);
         }
         if kills == KILLS / 2 && !restarted {
             // PostgreSQL crashes and comes back: no checkpoint, every
@@ -254,6 +177,7 @@ fn a_fleet_without_local_state_survives_kills_a_database_crash_and_a_lost_commit
         }
     }
     assert_eq!(batch, BATCHES);
+    let takeovers = watch.finish(Duration::from_secs(60));
     std::fs::write(&fleet.done, b"done").unwrap();
     for w in workers.iter_mut() {
         let until = Instant::now() + Duration::from_secs(120);
@@ -351,13 +275,17 @@ fn a_fleet_without_local_state_survives_kills_a_database_crash_and_a_lost_commit
 
     let summary = format!(
         "fleet run: {:.1} s, {} worker processes, {} POST attempts ({percent:.1} % faulted), \
-         stale-lease writes {stale}, commit cut: {}\nfleet: {} ops, {WORKERS} workers, {kills} \
-         kills, {faults} faults, double {double}, lost {lost}, rekeyed {rekeyed}\n",
+         stale-lease writes {stale}, commit cut: {}, workers in {}\nfleet: {} ops, {WORKERS} \
+         workers, {kills} kills, {faults} faults, double {double}, lost {lost}, rekeyed \
+         {rekeyed}, {}, paused worker's operations {}\n",
         started.elapsed().as_secs_f64(),
         fleet.spawned,
         post,
         killed_commit.trim(),
+        fleet.isolation.describe(),
         all.len(),
+        takeovers.summary(),
+        paused.unwrap_or(0),
     );
     let _ = std::io::stderr().write_all(summary.as_bytes());
 
@@ -370,4 +298,19 @@ fn a_fleet_without_local_state_survives_kills_a_database_crash_and_a_lost_commit
     assert!(kills >= 20);
     assert!(all.len() >= ORDERS);
     assert!(percent >= 30.0, "only {percent:.1} % of attempts faulted");
+    // Every operation a killed or paused worker held was taken over and
+    // settled promptly: leases of 3 s (plus the 300 ms request timeout)
+    // with their heartbeat, a database crash and 30 % faults on the way.
+    assert!(paused.is_some(), "no worker was paused");
+    assert_eq!(takeovers.unsettled, 0, "{}", takeovers.summary());
+    assert!(
+        takeovers.times.len() >= KILLS / 2,
+        "too few operations of killed workers seen: {}",
+        takeovers.summary()
+    );
+    assert!(
+        takeovers.p50() <= Duration::from_secs(5) && takeovers.max() <= Duration::from_secs(15),
+        "{}",
+        takeovers.summary()
+    );
 }

@@ -1111,7 +1111,7 @@ static void test_client_defaults_json(void) {
     static const char *const keys[] = {
         "journal_path", "journal_key_hex", "connect_timeout_ms", "request_timeout_ms", "retry",
         "retry_budget", "key_retention_s", "settled_retention_s", "max_clock_offset_s", "lease_ttl_s",
-        "allow_insecure_http", "proxy", "proxy_from_env", "ca_bundle", "client_cert", "client_key"};
+        "lease_heartbeat_ms", "allow_insecure_http", "proxy", "proxy_from_env", "ca_bundle", "client_cert", "client_key"};
     const char *text = payidem_client_defaults_json();
     cJSON *doc, *options;
     payidem_client *client = NULL;

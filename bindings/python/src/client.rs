@@ -263,7 +263,7 @@ impl NativeClient {
     /// (`ClientConfig::new`); every other value goes to the core's settings
     /// rules as given (`convert::client_settings`), which alone judge it.
     #[new]
-    #[pyo3(signature = (base_url, key_id, secret, *, journal=None, connect_timeout=None, request_timeout=None, max_attempts=None, backoff_base=None, backoff_cap=None, deadline=None, key_retention=None, settled_retention=None, retry_budget=None, on_attempt=None, allow_insecure_http=None, proxy=None, proxy_from_env=None, ca_bundle=None, client_cert=None, client_key=None, max_clock_offset=None, journal_key=None, lease_ttl=None))]
+    #[pyo3(signature = (base_url, key_id, secret, *, journal=None, connect_timeout=None, request_timeout=None, max_attempts=None, backoff_base=None, backoff_cap=None, deadline=None, key_retention=None, settled_retention=None, retry_budget=None, on_attempt=None, allow_insecure_http=None, proxy=None, proxy_from_env=None, ca_bundle=None, client_cert=None, client_key=None, max_clock_offset=None, journal_key=None, lease_ttl=None, lease_heartbeat=None))]
     fn new(
         py: Python<'_>,
         #[pyo3(from_py_with = field::base_url)] base_url: String,
@@ -289,6 +289,7 @@ impl NativeClient {
         max_clock_offset: Option<Bound<'_, PyAny>>,
         journal_key: Option<&[u8]>,
         lease_ttl: Option<Bound<'_, PyAny>>,
+        lease_heartbeat: Option<Bound<'_, PyAny>>,
     ) -> PyResult<NativeClient> {
         let base = PyString::new(py, &base_url).into_any();
         let key = PyString::new(py, &key_id).into_any();
@@ -312,6 +313,7 @@ impl NativeClient {
                 ("proxy_from_env", proxy_from_env.as_ref()),
                 ("max_clock_offset", max_clock_offset.as_ref()),
                 ("lease_ttl", lease_ttl.as_ref()),
+                ("lease_heartbeat", lease_heartbeat.as_ref()),
             ],
         );
         let mut config = payidem::settings::client::client_config(&doc)

@@ -351,6 +351,7 @@ pub(crate) const CLIENT_KEYWORDS: &[(&str, &str, Unit)] = &[
     ("proxy_from_env", "proxy_from_env", Unit::Plain),
     ("max_clock_offset", "max_clock_offset_s", Unit::Seconds),
     ("lease_ttl", "lease_ttl_s", Unit::Seconds),
+    ("lease_heartbeat", "lease_heartbeat_ms", Unit::Millis),
     ("journal", "journal_path", Unit::Plain),
     ("journal_key", "journal_key_hex", Unit::Key),
     ("ca_bundle", "ca_bundle", Unit::Plain),

@@ -45,6 +45,7 @@ KEYWORDS: Dict[str, Tuple[str, str]] = {
     "settled_retention_s": ("settled_retention", S),
     "max_clock_offset_s": ("max_clock_offset", S),
     "lease_ttl_s": ("lease_ttl", S),
+    "lease_heartbeat_ms": ("lease_heartbeat", MS),
     "allow_insecure_http": ("allow_insecure_http", PLAIN),
     "proxy_from_env": ("proxy_from_env", PLAIN),
     "proxy": ("proxy", PLAIN),

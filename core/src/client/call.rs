@@ -85,6 +85,9 @@ pub struct Call {
     /// The caller's clocks at its last [`Call::step_at`] or
     /// [`Call::report_at`]; `None` while the call reads the system's.
     told: Option<CallTime>,
+    /// When (time since the call began) the lease was last written: the
+    /// open or claim that took it, an attempt's record, a renewal.
+    renewed: Duration,
 }
 
 impl std::fmt::Debug for Call {
@@ -116,6 +119,7 @@ impl Call {
             over: false,
             phase: Phase::Running,
             end: None,
+            renewed: Duration::ZERO,
         }
     }
 
@@ -141,6 +145,7 @@ impl Call {
             phase: Phase::Done(result),
             end,
             told: None,
+            renewed: Duration::ZERO,
         }
     }
 
@@ -231,9 +236,17 @@ impl Call {
                 }
                 Phase::Running => {}
             }
+            if let Err(done) = self.keep_lease(now) {
+                return done;
+            }
             match self.poll(now) {
                 Step::End(end) => return self.finish(end, None),
-                Step::Wait(wait) => return CallStep::Wait(wait),
+                Step::Wait(wait) => {
+                    let since = now.elapsed.saturating_sub(self.renewed);
+                    let heartbeat = self.shared.lease_heartbeat;
+                    let due = crate::journal::renewal_in(since, heartbeat).unwrap_or_default();
+                    return CallStep::Wait(wait.min(due));
+                }
                 Step::Persist(persist) => {
                     if let Err(done) = self.persist(persist) {
                         return done;
@@ -265,8 +278,8 @@ impl Call {
     /// for this client's next call of the operation): the operation stays
     /// as the journal last held it, which never says less than was sent.
     fn persist(&mut self, persist: Persist) -> std::result::Result<(), CallStep> {
-        let now = self.now().unix;
-        self.lease.expires_at = now.saturating_add(self.shared.lease_ttl_secs());
+        let CallTime { unix: now, elapsed } = self.now();
+        self.lease.expires_at = now.saturating_add(self.shared.lease_span_secs());
         let write = if persist.first {
             JournalWrite::RecordAttemptDurable
         } else {
@@ -285,23 +298,54 @@ impl Call {
             unsynced.then_some(()).ok_or(e)
         });
         if let Err(e) = recorded {
-            if buggify!(ReleaseFails)
-                || self
-                    .shared
-                    .journal
-                    .release(&self.order_id, &self.lease)
-                    .is_err()
-            {
-                self.shared.keep_orphan_lease(&self.order_id, &self.lease);
-            }
-            let e = e.with_operation(&self.order_id, &self.key);
-            self.over = true;
-            self.phase = Phase::Done(Err(e.clone()));
-            self.observe_end(&Err(e.clone()));
-            return Err(CallStep::Done(Err(e)));
+            return Err(self.stop_on_journal_error(e));
         }
+        self.renewed = elapsed;
         self.machine().persisted();
         Ok(())
+    }
+
+    /// Ends the call with the journal's error `e` without storing an end
+    /// (the journal refused a write: the lease was lost, or the store
+    /// failed): the lease released, or kept for this client's next call
+    /// of the operation when even that fails; the operation stays as the
+    /// journal last held it, which never says less than was sent.
+    fn stop_on_journal_error(&mut self, e: Error) -> CallStep {
+        if buggify!(ReleaseFails)
+            || self
+                .shared
+                .journal
+                .release(&self.order_id, &self.lease)
+                .is_err()
+        {
+            self.shared.keep_orphan_lease(&self.order_id, &self.lease);
+        }
+        let e = e.with_operation(&self.order_id, &self.key);
+        self.over = true;
+        self.phase = Phase::Done(Err(e.clone()));
+        self.observe_end(&Err(e.clone()));
+        CallStep::Done(Err(e))
+    }
+
+    /// The heartbeat: renews the lease when the last lease write is a
+    /// heartbeat old ([`crate::journal::renewal_in`]), before the call
+    /// waits on or hands out an attempt. A renewal the journal refuses
+    /// (the lease was lost to another call, or the store failed) ends the
+    /// call with the journal's error, and nothing more is sent.
+    fn keep_lease(&mut self, now: CallTime) -> std::result::Result<(), CallStep> {
+        let since = now.elapsed.saturating_sub(self.renewed);
+        if crate::journal::renewal_in(since, self.shared.lease_heartbeat).is_some() {
+            return Ok(());
+        }
+        self.lease.expires_at = now.unix.saturating_add(self.shared.lease_span_secs());
+        let renewed = (self.shared.journal).renew(&self.order_id, &self.lease, now.unix);
+        match renewed {
+            Ok(()) => {
+                self.renewed = now.elapsed;
+                Ok(())
+            }
+            Err(e) => Err(self.stop_on_journal_error(e)),
+        }
     }
 
     /// Ends the call now (`reason`): the machine abandons it, the call makes

@@ -65,15 +65,31 @@ pub struct ClientConfig {
     /// one is not trusted: the call fails and the operation stays as it
     /// was. Zero never adjusts the clock.
     pub max_clock_offset: Duration,
-    /// How long a call's lease on an operation holds without a new
-    /// attempt: after it, another call (another instance of a fleet, a
+    /// How long a call's lease on an operation holds past its holder's
+    /// last renewal, beyond the request timeout: every lease write (the
+    /// operation opened or claimed, an attempt recorded, a heartbeat) holds
+    /// it for `lease_ttl` plus the request timeout, so that an attempt in
+    /// flight is always covered. A live call renews it every
+    /// [`ClientConfig::lease_heartbeat`] while it waits between attempts
+    /// and before each attempt; a call that died stops renewing, and once
+    /// its lease lapses another call (another instance of a fleet, a
     /// [`Client::take_over`](crate::Client::take_over)) may take the
-    /// operation over. `None` (the default): the retry deadline plus the
-    /// request timeout plus 30 s, longer than any call. A shorter lease
-    /// hands a dead instance's operations over sooner; a live call that
-    /// outlasts it loses its lease and stops with `operation_busy` at its
-    /// next journal write (the new holder sends the same key).
+    /// operation over. A call that finds at a renewal that its lease was
+    /// lost (it was paused past it, and another call took the operation)
+    /// never sends again and ends with `operation_busy`; the stores' epochs
+    /// fence its writes. `None` (the default): the retry deadline plus
+    /// 30 s, so that a lease outlasts any call even without renewals (a
+    /// caller driving [`Call`](crate::Call) with its own HTTP client that
+    /// overruns the attempt's timeout still holds it). A fleet sets a few
+    /// seconds to hand a dead instance's operations over within seconds.
     pub lease_ttl: Option<Duration>,
+    /// How often a call renews its lease while it waits between attempts,
+    /// and the most time since its last renewal with which it hands out an
+    /// attempt. Shorter than the lease ttl (the effective one when
+    /// `lease_ttl` is `None`) and at least 100 ms. `None` (the default): a
+    /// third of the ttl, so that a live holder renews twice before its
+    /// lease could lapse.
+    pub lease_heartbeat: Option<Duration>,
     /// The key of the journal rows' integrity MACs (see
     /// docs/journal-integrity.md). `None` (the default): derived from the
     /// API secret, `HMAC-SHA256(secret, "payidem journal key v1")`. Set it
@@ -110,6 +126,7 @@ impl std::fmt::Debug for ClientConfig {
             .field("client_key", &self.client_key)
             .field("max_clock_offset", &self.max_clock_offset)
             .field("lease_ttl", &self.lease_ttl)
+            .field("lease_heartbeat", &self.lease_heartbeat)
             .field("journal_key", &self.journal_key.as_ref().map(|_| ".."))
             .finish()
     }
@@ -147,7 +164,23 @@ impl ClientConfig {
             client_key: None,
             max_clock_offset: DEFAULT_MAX_CLOCK_OFFSET,
             lease_ttl: None,
+            lease_heartbeat: None,
             journal_key: None,
         }
+    }
+
+    /// The lease ttl (at least 1 s) and heartbeat this configuration
+    /// gives its calls, with their defaults; `invalid_argument`
+    /// (`lease_heartbeat`) for a heartbeat that cannot keep the lease.
+    pub(crate) fn lease_timing(&self) -> crate::error::Result<(Duration, Duration)> {
+        let ttl = self
+            .lease_ttl
+            .unwrap_or_else(|| crate::journal::default_lease_ttl(self.retry.deadline))
+            .max(Duration::from_secs(1));
+        let Some(heartbeat) = self.lease_heartbeat else {
+            return Ok((ttl, crate::journal::default_heartbeat(ttl)));
+        };
+        crate::journal::check_heartbeat(heartbeat, ttl)?;
+        Ok((ttl, heartbeat))
     }
 }

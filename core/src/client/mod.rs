@@ -86,7 +86,10 @@ pub(crate) struct Shared {
     limits: CallLimits,
     request_timeout: Duration,
     settled_retention: Duration,
-    lease_ttl: Option<Duration>,
+    /// How long a lease holds past a write, beyond the request timeout.
+    lease_ttl: Duration,
+    /// How often a call renews its lease (see [`ClientConfig::lease_heartbeat`]).
+    lease_heartbeat: Duration,
     budget: Arc<RetryBudget>,
     clock_offset: AtomicI64,
     /// The platform's origin (`scheme://host:port`): the journal keeps the
@@ -147,17 +150,9 @@ impl Shared {
             });
     }
 
-    fn lease_ttl_secs(&self) -> u64 {
-        if let Some(ttl) = self.lease_ttl {
-            return ttl.as_secs().max(1);
-        }
-        // Longer than any call can take: the deadline, one more attempt, and slack.
-        self.limits
-            .policy
-            .deadline
-            .saturating_add(self.request_timeout)
-            .as_secs()
-            .saturating_add(30)
+    /// How many seconds past a lease write the lease holds.
+    fn lease_span_secs(&self) -> u64 {
+        crate::journal::lease_span_secs(self.lease_ttl, self.request_timeout)
     }
 
     /// Keeps `lease` of a call whose end the journal could not store nor
@@ -189,7 +184,7 @@ impl Shared {
             let lease = self.new_lease(now);
             return take(&lease).map(|t| (t, lease));
         };
-        lease.expires_at = now.saturating_add(self.lease_ttl_secs());
+        lease.expires_at = now.saturating_add(self.lease_span_secs());
         let taken = take(&lease)?;
         self.orphan_leases
             .lock()
@@ -202,7 +197,7 @@ impl Shared {
         let call = self.calls.fetch_add(1, Ordering::Relaxed);
         Lease {
             owner: crate::journal::process_owner(&self.instance, call),
-            expires_at: now.saturating_add(self.lease_ttl_secs()),
+            expires_at: now.saturating_add(self.lease_span_secs()),
         }
     }
 
@@ -224,6 +219,7 @@ impl Client {
             max_clock_offset: config.max_clock_offset,
         };
         limits.check()?;
+        let (lease_ttl, lease_heartbeat) = config.lease_timing()?;
         if config.request_timeout.is_zero() {
             return Err(Error::invalid(
                 "request_timeout",
@@ -279,7 +275,8 @@ impl Client {
                 limits,
                 request_timeout: config.request_timeout,
                 settled_retention: config.settled_retention,
-                lease_ttl: config.lease_ttl,
+                lease_ttl,
+                lease_heartbeat,
                 budget: Arc::new(RetryBudget::new(config.retry_budget)),
                 clock_offset: AtomicI64::new(stored_offset),
                 platform,
@@ -468,16 +465,19 @@ impl Client {
 
     /// Runs [`Client::take_over`] in a loop for a sidecar or a worker
     /// thread: batches of up to `batch` operations, sleeping `idle` when
-    /// there was nothing to take, until `stop` answers `true` (polled
-    /// between operations and during the sleep). A journal error is
-    /// retried after `idle` (the database may be restarting). Returns how
-    /// many operations it drove.
+    /// there was nothing to take — at most [`Client::takeover_poll`], so
+    /// that an operation whose holder died is picked up within one poll of
+    /// its lease lapsing, however long `idle` is — until `stop` answers
+    /// `true` (polled between operations and during the sleep). A journal
+    /// error is retried after the same sleep (the database may be
+    /// restarting). Returns how many operations it drove.
     pub fn take_over_loop(
         &self,
         batch: usize,
         idle: Duration,
         stop: &(dyn Fn() -> bool + Sync),
     ) -> u64 {
+        let idle = idle.min(self.takeover_poll());
         let mut driven = 0u64;
         while !stop() {
             match self.take_over(batch.max(1)) {
@@ -490,6 +490,15 @@ impl Client {
             }
         }
         driven
+    }
+
+    /// The longest a takeover loop sleeps between looks for operations to
+    /// take over: the lease heartbeat ([`ClientConfig::lease_heartbeat`],
+    /// a third of the lease ttl by default), derived from the lease
+    /// settings so that takeover follows a lapse within a fraction of the
+    /// lease.
+    pub fn takeover_poll(&self) -> Duration {
+        self.shared.lease_heartbeat
     }
 
     /// Starts a call resuming an unsettled operation of the journal, for a

@@ -99,6 +99,10 @@ pub use location::{default_journal_path, MEMORY_JOURNAL};
 pub use memory::MemoryJournal;
 pub use open::{open, JournalChoice, JournalOpenOptions, OpenedJournal};
 pub use owner::process_owner;
+pub(crate) use rules::{
+    check_heartbeat, default_heartbeat, default_lease_ttl, lease_span_secs, renewal_in,
+    MIN_HEARTBEAT,
+};
 #[cfg(feature = "sim")]
 #[doc(hidden)]
 pub use simulated::{DiskStats, SimulatedJournal};
@@ -382,6 +386,16 @@ pub trait Journal: Send + Sync {
     /// docs). Fails with `operation_busy` if `lease` no longer holds the
     /// operation; extends the lease to `lease.expires_at`.
     fn record_attempt(&self, order_id: &str, lease: &Lease, attempts: u32, now: u64) -> Result<()>;
+
+    /// Renews `lease` (the heartbeat of a call that holds it while it waits
+    /// or sends): extends it to `lease.expires_at` when `lease` still holds
+    /// the operation — the same owner and, for a store that fences stale
+    /// holders, the same epoch — and changes nothing else. Answers
+    /// `operation_busy` (the lease was lost: released, or taken over after
+    /// it expired) when it does not; the caller then never sends again.
+    /// Never waits for a sync: losing a renewal in a crash only frees the
+    /// lease sooner, which the crash did anyway.
+    fn renew(&self, order_id: &str, lease: &Lease, now: u64) -> Result<()>;
 
     /// Ends a call: stores the new state (settled, `Unknown`, or back to
     /// `Pending` when no attempt of any call could have reached the

@@ -4,6 +4,7 @@
 use super::{JournalScope, Lease, OperationRecord, RowAuth, StoredMacs};
 use crate::error::{Error, ErrorCode, Result};
 use crate::operation::{FrozenOperation, OperationState, Response};
+use std::time::Duration;
 
 /// The latest Unix time a journal accepts for `now` (SQLite keeps signed
 /// 64-bit integers); later lease expiries are read as "never expires".
@@ -326,4 +327,68 @@ pub(super) fn row_problems(
     }
     problems.extend(auth.check(scope, record, macs).err());
     problems
+}
+
+/// The lease a client's calls hold when it sets no `lease_ttl`: the retry
+/// deadline plus 30 s, so that a call that never renews still holds its
+/// lease for as long as it can run.
+pub(crate) fn default_lease_ttl(deadline: Duration) -> Duration {
+    deadline.saturating_add(Duration::from_secs(30))
+}
+
+/// The heartbeat of a lease of `ttl` when none is set: a third of it, so
+/// that a holder renews twice before the lease can lapse (one lost or slow
+/// renewal never frees a live call's operation).
+pub(crate) fn default_heartbeat(ttl: Duration) -> Duration {
+    ttl / 3
+}
+
+/// The shortest heartbeat: a renewal is a journal write, and a heartbeat
+/// shorter than this would spend the journal on renewals.
+pub(crate) const MIN_HEARTBEAT: Duration = Duration::from_millis(100);
+
+/// Refuses a heartbeat that cannot keep a lease of `ttl` alive: it must
+/// be shorter than the ttl (the holder renews before the lease lapses)
+/// and at least [`MIN_HEARTBEAT`].
+pub(crate) fn check_heartbeat(heartbeat: Duration, ttl: Duration) -> Result<()> {
+    if heartbeat < MIN_HEARTBEAT {
+        return Err(Error::invalid(
+            "lease_heartbeat",
+            format!("must be at least {} ms", MIN_HEARTBEAT.as_millis()),
+        ));
+    }
+    if heartbeat >= ttl {
+        return Err(Error::invalid(
+            "lease_heartbeat",
+            format!(
+                "must be shorter than the lease ttl ({} ms)",
+                ttl.as_millis()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// How many seconds past a lease write (open, claim, attempt record,
+/// renewal) the lease holds: `ttl` plus the request timeout, rounded up,
+/// so that an attempt handed out right after a write holds the lease for
+/// its whole flight (nobody renews while a request is in flight) and for
+/// `ttl` more. A holder that dies therefore frees its operations at most
+/// this long after its last renewal.
+pub(crate) fn lease_span_secs(ttl: Duration, request_timeout: Duration) -> u64 {
+    let span = ttl.saturating_add(request_timeout);
+    let whole = span.as_secs();
+    whole.saturating_add(u64::from(span.subsec_nanos() > 0))
+}
+
+/// What a call holding a lease does about it, having last written it
+/// `since` ago: `None` when the renewal is due now (before anything else
+/// happens: a wait goes on or an attempt is handed out), else how long it
+/// may go on before it renews (a wait is cut to it). A call hands out an
+/// attempt only with a renewal younger than `heartbeat`, so the lease
+/// still holds, at the send, for the attempt's flight and more than
+/// `ttl - heartbeat` after it.
+pub(crate) fn renewal_in(since: Duration, heartbeat: Duration) -> Option<Duration> {
+    let left = heartbeat.saturating_sub(since);
+    (!left.is_zero()).then_some(left)
 }

@@ -20,7 +20,8 @@
 //! | `key_retention_s` | 1..=172800 | invalid | 172800 |
 //! | `settled_retention_s` | 0..=10^9 | purge every settled operation at open | 604800 |
 //! | `max_clock_offset_s` | 0..=10^9 | never adjust the clock | 600 |
-//! | `lease_ttl_s` | 1..=10^9 | invalid | none: deadline + request timeout + 30 s |
+//! | `lease_ttl_s` | 1..=10^9 | invalid | none: deadline + 30 s (a lease holds ttl + request timeout past each renewal) |
+//! | `lease_heartbeat_ms` | 100..=10^12, less than the lease ttl | invalid | none: a third of the lease ttl |
 //! | `allow_insecure_http`, `proxy_from_env` | bool | | false |
 //! | `proxy`, `ca_bundle`, `client_cert`, `client_key` | string | | `""`: none |
 
@@ -31,7 +32,7 @@ use serde_json::{json, Map, Value};
 
 use super::{
     count, flag, millis, ms, object, required, seconds, set, shape, text, SettingError,
-    KEY_RETENTION_SECS, POSITIVE_MS, POSITIVE_SECS, SECS, TOKENS,
+    HEARTBEAT_MS, KEY_RETENTION_SECS, POSITIVE_MS, POSITIVE_SECS, SECS, TOKENS,
 };
 use crate::client::{ClientConfig, JournalChoice};
 
@@ -65,6 +66,7 @@ pub const FIELDS: &[&str] = &[
     "settled_retention_s",
     "max_clock_offset_s",
     "lease_ttl_s",
+    "lease_heartbeat_ms",
     "allow_insecure_http",
     "proxy",
     "proxy_from_env",
@@ -89,6 +91,7 @@ struct Options {
     settled_retention_s: Option<Value>,
     max_clock_offset_s: Option<Value>,
     lease_ttl_s: Option<Value>,
+    lease_heartbeat_ms: Option<Value>,
     allow_insecure_http: Option<Value>,
     proxy: Option<Value>,
     proxy_from_env: Option<Value>,
@@ -152,6 +155,7 @@ const CORE_FIELDS: &[(&str, &str)] = &[
     ("backoff_base", "retry.base_ms"),
     ("deadline", "retry.deadline_ms"),
     ("key_retention_secs", "key_retention_s"),
+    ("lease_heartbeat", "lease_heartbeat_ms"),
 ];
 
 /// Parses `options_json` (named `options_json` in errors) into a client's
@@ -223,6 +227,11 @@ pub fn client_config(options: &Value) -> Result<ClientConfig, SettingError> {
         seconds(o.max_clock_offset_s.as_ref(), "max_clock_offset_s", SECS)?,
     );
     c.lease_ttl = seconds(o.lease_ttl_s.as_ref(), "lease_ttl_s", POSITIVE_SECS)?;
+    c.lease_heartbeat = millis(
+        o.lease_heartbeat_ms.as_ref(),
+        "lease_heartbeat_ms",
+        HEARTBEAT_MS,
+    )?;
     set(
         &mut c.allow_insecure_http,
         flag(o.allow_insecure_http.as_ref(), "allow_insecure_http")?,
@@ -251,13 +260,15 @@ pub fn client_config(options: &Value) -> Result<ClientConfig, SettingError> {
     limits
         .check()
         .map_err(|e| SettingError::from_core(&e, CORE_FIELDS))?;
+    c.lease_timing()
+        .map_err(|e| SettingError::from_core(&e, CORE_FIELDS))?;
     Ok(c)
 }
 
 /// Every setting of `c` at its value, in the options object's shape: an
 /// options object that sets them all explicitly. Settings unset in `c` are `""`
 /// (`journal_path`, `journal_key_hex`, `proxy`, `ca_bundle`,
-/// `client_cert`, `client_key`) or `null` (`lease_ttl_s`); a journal key
+/// `client_cert`, `client_key`) or `null` (`lease_ttl_s`, `lease_heartbeat_ms`); a journal key
 /// is never shown (`"<set>"`), nor a PostgreSQL URL (`""`).
 pub fn settings_json(c: &ClientConfig) -> Value {
     let path = |p: &Option<PathBuf>| {
@@ -295,6 +306,7 @@ pub fn settings_json(c: &ClientConfig) -> Value {
         "settled_retention_s": c.settled_retention.as_secs(),
         "max_clock_offset_s": c.max_clock_offset.as_secs(),
         "lease_ttl_s": c.lease_ttl.map(|d| d.as_secs()),
+        "lease_heartbeat_ms": c.lease_heartbeat.map(ms),
         "allow_insecure_http": c.allow_insecure_http,
         "proxy": c.proxy.clone().unwrap_or_default(),
         "proxy_from_env": c.proxy_from_env,

@@ -134,6 +134,13 @@ const fn range(min: i128, max: u64) -> Range {
 
 /// Durations in milliseconds where 0 has no meaning: `1..=MAX_DURATION_MS`.
 pub(crate) const POSITIVE_MS: Range = range(1, MAX_DURATION_MS);
+/// A lease's heartbeat: `100..=MAX_DURATION_MS` milliseconds (the
+/// shortest heartbeat the core accepts; shorter than the lease ttl is
+/// checked with the ttl).
+pub(crate) const HEARTBEAT_MS: Range = range(
+    crate::journal::MIN_HEARTBEAT.as_millis() as i128,
+    MAX_DURATION_MS,
+);
 /// Durations in milliseconds where 0 means none: `0..=MAX_DURATION_MS`.
 pub(crate) const MS: Range = range(0, MAX_DURATION_MS);
 /// Durations in seconds where 0 means none: `0..=MAX_DURATION_SECS`.

@@ -6,8 +6,13 @@
 //!
 //! ```text
 //! payidem-fleet-worker --url http://127.0.0.1:PORT --journal postgresql://… \
-//!     --threads 8 --name w3 --done /tmp/…/done [--kill-commit N --marker /tmp/…/killed]
+//!     --threads 8 --name w3 --done /tmp/…/done [--kill-commit N --marker /tmp/…/killed] \
+//!     [--owner-file /tmp/…/owner-w3]
 //! ```
+//!
+//! `--owner-file` receives, at start, the prefix of every lease owner id
+//! of this process (`{host and PID namespace}/{pid}/`), so that the test
+//! can tell which operations it held when it was killed.
 //!
 //! `--kill-commit N` (test only) terminates the worker's own database
 //! connection (`pg_terminate_backend`) just before its N-th synchronous
@@ -35,6 +40,7 @@ struct Args {
     done: PathBuf,
     kill_commit: Option<u64>,
     marker: Option<PathBuf>,
+    owner_file: Option<PathBuf>,
 }
 
 fn parse() -> Result<Args, String> {
@@ -44,7 +50,7 @@ fn parse() -> Result<Args, String> {
     };
     let (mut url, mut journal, mut threads, mut name, mut done) =
         (None, None, 4, String::from("w"), None);
-    let (mut kill_commit, mut marker) = (None, None);
+    let (mut kill_commit, mut marker, mut owner_file) = (None, None, None);
     while let Ok(flag) = get("") {
         match flag.as_str() {
             "--url" => url = Some(get("--url")?),
@@ -56,6 +62,7 @@ fn parse() -> Result<Args, String> {
                 kill_commit = Some(get("--kill-commit")?.parse().map_err(|_| "--kill-commit")?)
             }
             "--marker" => marker = Some(PathBuf::from(get("--marker")?)),
+            "--owner-file" => owner_file = Some(PathBuf::from(get("--owner-file")?)),
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
@@ -67,6 +74,7 @@ fn parse() -> Result<Args, String> {
         done: done.ok_or("--done is required")?,
         kill_commit,
         marker,
+        owner_file,
     })
 }
 
@@ -132,6 +140,11 @@ fn open(args: &Args) -> payidem::Result<(Arc<PostgresJournal>, Client)> {
 }
 
 fn run(args: &Args) -> Result<(), String> {
+    if let Some(path) = &args.owner_file {
+        let owner = payidem::journal::process_owner("i", 0);
+        let prefix = owner.strip_suffix("i/0").unwrap_or(&owner);
+        std::fs::write(path, prefix).map_err(|e| format!("--owner-file: {e}"))?;
+    }
     // Started while the database restarts: wait for it.
     let mut tries = 0;
     let (journal, client) = loop {

@@ -220,6 +220,7 @@ class Client:
         max_clock_offset: Optional[float] = None,
         journal_key: Optional[bytes] = None,
         lease_ttl: Optional[float] = None,
+        lease_heartbeat: Optional[float] = None,
     ) -> Client:
         """Every option left ``None`` keeps the core's default."""
     @property

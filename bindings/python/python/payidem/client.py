@@ -203,10 +203,15 @@ class Client(NativeResource):
     ``secret``. Set it to keep reading operations journaled before a
     rotation of ``secret``. It is never shown.
 
-    ``lease_ttl`` (seconds; ``None``: the deadline plus the request timeout
-    plus 30 s, longer than any call) is how long a call's lease on an
-    operation holds without a new attempt before another call (another
-    instance sharing the journal) may take it over.
+    ``lease_ttl`` (seconds; ``None``: the deadline plus 30 s, longer than
+    any call) is how long a call's lease on an operation holds past its
+    last renewal (beyond the request timeout, which every renewal adds so
+    that an attempt in flight stays covered) before another call (another
+    instance sharing the journal) may take it over. ``lease_heartbeat``
+    (seconds, at least 0.1 and shorter than the lease ttl; ``None``: a
+    third of it) is how often a call renews its lease while it waits; a
+    call that finds its lease lost never sends again
+    (:class:`OperationBusy`).
 
     Every setting is judged by the Rust core's one rule for it, the same in
     every language (core/src/settings): ranges, what 0 means (e.g. a zero
@@ -242,6 +247,7 @@ class Client(NativeResource):
         max_clock_offset: float = _D.max_clock_offset,
         journal_key: Optional[bytes] = None,
         lease_ttl: Optional[float] = None,
+        lease_heartbeat: Optional[float] = None,
     ) -> None:
         if not isinstance(secret, bytes):
             raise TypeError(f"secret must be bytes, not {type(secret).__name__}")
@@ -275,6 +281,7 @@ class Client(NativeResource):
             max_clock_offset=_seconds("max_clock_offset", max_clock_offset),
             journal_key=journal_key,
             lease_ttl=_optional_seconds("lease_ttl", lease_ttl),
+            lease_heartbeat=_optional_seconds("lease_heartbeat", lease_heartbeat),
         )
         self._proxy_from_env = bool(proxy_from_env)
         self._proxy = proxy or None

@@ -146,6 +146,8 @@ pub(crate) enum Intent<'a> {
     ClaimNext { lease: &'a Lease },
     /// `record_attempt`.
     RecordAttempt { order_id: &'a str, lease: &'a Lease },
+    /// `renew`.
+    Renew { order_id: &'a str, lease: &'a Lease },
     /// `finish`.
     Finish { order_id: &'a str, lease: &'a Lease },
     /// `release`.

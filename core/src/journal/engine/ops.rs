@@ -167,6 +167,23 @@ fn record_attempt<S: Storage>(
     store.transact(intent, &action, Work { body, read_back })
 }
 
+/// `renew`: the lease extended if `lease` still holds the operation
+/// under the epoch it took, the row's state left as it is.
+fn renew<S: Storage>(store: &S, order_id: &str, lease: &Lease, now: u64) -> Result<()> {
+    rules::check_now(now)?;
+    store.guard().check_writable()?;
+    let action = format!("renew the lease of order id {order_id:?}");
+    let intent = Intent::Renew { order_id, lease };
+    let (id, held) = (order_id.to_owned(), lease.clone());
+    // Renewing again after a lost commit extends the same lease again.
+    let work = Work::again(Box::new(move |g, tx| {
+        let row = g.held(tx, &id, &held)?;
+        let state = RowState::of(&row.record);
+        g.write(tx, &row, &state, LeaseChange::Extend(&held, now))
+    }));
+    store.transact(intent, &action, work)
+}
+
 /// Puts an operation whose attempt could not be made durable back where
 /// it stood before (`before`: state and attempts; nothing was sent), if
 /// `lease` still holds it in flight with `attempted` attempts. For a store
@@ -431,6 +448,10 @@ impl<S: Storage> Journal for S {
 
     fn record_attempt(&self, order_id: &str, lease: &Lease, attempts: u32, now: u64) -> Result<()> {
         record_attempt(self, order_id, lease, attempts, now)
+    }
+
+    fn renew(&self, order_id: &str, lease: &Lease, now: u64) -> Result<()> {
+        renew(self, order_id, lease, now)
     }
 
     fn finish(

@@ -57,7 +57,8 @@ fn json_out(doc: &serde_json::Value) -> *mut c_char {
 /// journal or reading any file, and gives every setting's effective value
 /// as a JSON object of the options object's shape (absent settings at
 /// their defaults; `journal_key_hex` is `"<set>"` or `""`, never the key;
-/// `lease_ttl_s` is null when the lease follows the deadline). Whether
+/// `lease_ttl_s` is null when the lease follows the deadline,
+/// `lease_heartbeat_ms` null when it is a third of the ttl). Whether
 /// the base URL, proxy or TLS files are usable is checked by
 /// `payidem_client_new` only.
 ///

@@ -476,9 +476,20 @@ public final class PayidemClient implements AutoCloseable {
             return secondsOption("settled_retention_s", d);
         }
 
-        /** How long a call's lease holds without a new attempt (unset: follows the deadline). */
+        /**
+         * How long a call's lease holds past its last renewal, beyond the request timeout (unset: the
+         * deadline plus 30 s); after it, another instance may take a dead caller's operation over.
+         */
         public Builder leaseTtl(Duration d) {
             return secondsOption("lease_ttl_s", d);
+        }
+
+        /**
+         * How often a call renews its lease while it waits (at least 100 ms, shorter than the lease ttl;
+         * unset: a third of it). A call that finds its lease lost never sends again (operation_busy).
+         */
+        public Builder leaseHeartbeat(Duration d) {
+            return millisOption("lease_heartbeat_ms", d);
         }
 
         /** The largest clock offset learnt from the platform (0: never adjust). */

@@ -257,7 +257,8 @@ class ClientTest {
                 .connectTimeout(Duration.ofMillis(1234)).requestTimeout(Duration.ofMillis(4321)).maxAttempts(3)
                 .backoffBase(Duration.ofMillis(7)).backoffCap(Duration.ofMillis(70)).deadline(Duration.ofSeconds(9))
                 .retryBudget(11, 2, 3, 4).keyRetention(Duration.ofHours(1)).settledRetention(Duration.ofMinutes(1))
-                .leaseTtl(Duration.ofSeconds(90)).maxClockOffset(Duration.ofSeconds(30)).allowInsecureHttp(true)
+                .leaseTtl(Duration.ofSeconds(90)).leaseHeartbeat(Duration.ofSeconds(20))
+                .maxClockOffset(Duration.ofSeconds(30)).allowInsecureHttp(true)
                 .proxy("http://proxy.example:3128").proxyFromEnv(true).caBundle("/etc/shop/ca.pem")
                 .clientCertificate("/etc/shop/client.pem", "/etc/shop/client.key");
         java.util.Map<String, com.google.gson.JsonElement> tuned = leaves(JsonParser.parseString(b.resolve())

@@ -49,6 +49,7 @@ class SettingsVectorsTest {
         SETTERS.put("settled_retention_s", (b, v) -> b.settledRetention(Duration.ofSeconds(number(v))));
         SETTERS.put("max_clock_offset_s", (b, v) -> b.maxClockOffset(Duration.ofSeconds(number(v))));
         SETTERS.put("lease_ttl_s", (b, v) -> b.leaseTtl(Duration.ofSeconds(number(v))));
+        SETTERS.put("lease_heartbeat_ms", (b, v) -> b.leaseHeartbeat(Duration.ofMillis(number(v))));
         SETTERS.put("allow_insecure_http", (b, v) -> b.allowInsecureHttp(flag(v)));
         SETTERS.put("proxy_from_env", (b, v) -> b.proxyFromEnv(flag(v)));
         SETTERS.put("proxy", (b, v) -> b.proxy(text(v)));

@@ -28,13 +28,14 @@ CARGO ?= cargo
 	uninstall bench-c c-deps redis-deps pg-deps c-artifacts dist dist-c dist-mock dist-wheel dist-go \
 	dist-arm64 test-arm64 dist-x86_64 cross-deps dist-windows test-windows
 .PHONY: test-sim sim-planted simulate sim-feature-check
+.PHONY: test-docs docs-figures
 
 ## test: every test of every language, then the release artifacts outside the repository, in
 ## two lanes at once (scripts/test-lanes.sh): the suites of lane 2 build and emulate other
 ## platforms while lane 1 keeps the cores busy with the native ones. The Debian packages and
 ## Rust targets of every suite are installed first, one apt-get at a time.
 TEST_DEPS := pg-deps redis-deps c-deps java-deps cross-deps
-TEST_LANE1 := test-rust test-sim test-c test-python test-go test-java test-windows
+TEST_LANE1 := test-rust test-sim test-c test-python test-docs test-go test-java test-windows
 TEST_LANE2 := test-dist test-arm64
 test:
 	scripts/test-lanes.sh --deps "$(TEST_DEPS)" --lane1 "$(TEST_LANE1)" --lane2 "$(TEST_LANE2)"
@@ -131,6 +132,21 @@ redis-deps:
 test-python: redis-deps pg-deps
 	@echo '## phase: test-python'
 	bindings/python/run-tests.sh
+
+## test-docs: every fenced block of the READMEs and docs/*.md (scripts/docs/run-blocks.py):
+## those marked `run` run as written, each in a scratch directory against the release library,
+## the payidem command, a payidem-mock of its own and the Python package of test-python's venv
+## (installed there when missing); every other block must say `no-run: REASON`. The blocks
+## marked needs=dist run in test-dist, against dist/. First, the runner's own test.
+DOCS_PYTHON := bindings/python/.venv/bin/python
+test-docs: c-deps
+	@echo '## phase: test-docs'
+	@$(MAKE) --no-print-directory c-artifacts
+	$(CARGO) build --release -p payidem-cli
+	@$(DOCS_PYTHON) -c 'import payidem, requests, httpx, prometheus_client' 2>/dev/null || \
+		bindings/python/run-tests.sh --collect-only -q >/dev/null
+	scripts/docs/test-run-blocks.sh
+	PAYIDEM_DOCS_PYTHON=$(CURDIR)/$(DOCS_PYTHON) scripts/docs/run-blocks.py
 
 ## test-go: builds the static library and the mock, then go vet, go test -race,
 ## the GOGC=1 cgocheck run, the dynamic-link run and a short benchmark
@@ -302,9 +318,11 @@ test-windows: dist-windows dist-mock
 	@echo '## phase: test-windows'
 	scripts/dist/test-windows.sh "$$(ls dist/libpayidem-*-windows-x86_64.zip | head -n 1)" dist/payidem-mock
 
-## dist-go: rebuilds the Go module's committed static libraries when stale
+## dist-go: rebuilds the Go module's committed static libraries when stale, then writes the
+## module as a module proxy serves it into dist/goproxy (the route before publication)
 dist-go:
 	scripts/dist/go-lib.sh
+	scripts/dist/go-module-zip.sh
 
 ## dist-arm64: the Linux aarch64 artifacts (glibc 2.17): libpayidem-VERSION-linux-aarch64.tar.gz,
 ## the _arm64 .debs, payidem-mock-aarch64 and the manylinux aarch64 wheel
@@ -329,6 +347,13 @@ test-dist:
 	scripts/dist/test-c.sh dist/payidem-mock
 	scripts/dist/test-wheel.sh "$$(ls dist/payidem-*manylinux*_x86_64.whl | head -n 1)" dist/payidem-mock
 	scripts/dist/test-go-module.sh dist/payidem-mock
+	PAYIDEM_DOCS_BIN=$(CURDIR)/dist scripts/docs/run-blocks.py --dist dist
+	scripts/dist/sizes.sh --check x86_64
+
+## docs-figures: rewrites the generated figures of BENCHMARKS.md and the READMEs (artifact
+## sizes) from dist/ (both Linux platforms: make dist-x86_64 dist-arm64 first)
+docs-figures:
+	scripts/dist/sizes.sh --write
 
 bench-c:
 	$(CARGO) bench -p payidem-capi --bench sign_ffi

@@ -14,10 +14,12 @@ import (
 	"testing"
 )
 
-// headerResultCodes reads every payidem_result the header defines.
+// headerResultCodes reads every payidem_result the header defines: the
+// module's copy, which TestCommittedLibraryMatchesSources holds equal to
+// the repository's include/payidem.h.
 func headerResultCodes(t *testing.T) map[string]uint32 {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("..", "..", "include", "payidem.h"))
+	raw, err := os.ReadFile(filepath.Join("include", "payidem.h"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -21,7 +20,7 @@ import (
 // cannot start fails the test: it is never skipped.
 func startPostgres(t *testing.T) string {
 	t.Helper()
-	script := filepath.Join(repoRoot, "ffi", "tests-c", "pg_server.sh")
+	script := repositoryFile(t, "ffi/tests-c/pg_server.sh")
 	dir, err := os.MkdirTemp("/tmp", "payidem-go-pg-")
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -59,7 +60,7 @@ func runTests(m *testing.M) int {
 			return 2
 		}
 	}
-	bin, err := findOrBuildMock()
+	bin, err := findMock()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "payidem-mock:", err)
 		return 2
@@ -68,25 +69,44 @@ func runTests(m *testing.M) int {
 	return m.Run()
 }
 
-// findOrBuildMock prefers $PAYIDEM_MOCK, then a release, then a debug
-// build; with none, it runs `cargo build -p payidem-mock`.
-func findOrBuildMock() (string, error) {
+// findMock finds the payidem-mock the tests start, never building it:
+// $PAYIDEM_MOCK, else payidem-mock on PATH (the released binary), else,
+// inside the payidem repository, a release then a debug build of
+// target/. Without one, the error says how to provide it.
+func findMock() (string, error) {
 	if p := os.Getenv("PAYIDEM_MOCK"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("PAYIDEM_MOCK=%s: %w", p, err)
+		}
 		return p, nil
 	}
-	for _, profile := range []string{"release", "debug"} {
-		p := filepath.Join(repoRoot, "target", profile, "payidem-mock")
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
+	if p, err := exec.LookPath("payidem-mock"); err == nil {
+		return p, nil
+	}
+	if insideRepository() {
+		for _, profile := range []string{"release", "debug"} {
+			p := filepath.Join(repoRoot, "target", profile, "payidem-mock")
+			if _, err := os.Stat(p); err == nil {
+				return p, nil
+			}
 		}
 	}
-	cmd := exec.Command("cargo", "build", "-p", "payidem-mock")
-	cmd.Dir = repoRoot
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("cargo build -p payidem-mock: %w", err)
+	return "", errors.New("the tests need the mock platform and found none: put the released " +
+		"payidem-mock (dist/payidem-mock of `make dist`) on PATH, or set PAYIDEM_MOCK to its path " +
+		"(in the repository, `cargo build -p payidem-mock` builds one into target/debug)")
+}
+
+// repositoryFile is the path of rel (slash-separated) in the payidem
+// repository around this module. A copy of the module alone (a `go get`
+// user's module cache) does not carry the repository's conformance vectors
+// and scripts: there the test is skipped, saying which file it needs; in
+// the repository a missing file fails the test where it is read.
+func repositoryFile(t testing.TB, rel string) string {
+	t.Helper()
+	if !insideRepository() {
+		t.Skipf("needs %s of the payidem repository, which the module does not carry (module copied alone)", rel)
 	}
-	return filepath.Join(repoRoot, "target", "debug", "payidem-mock"), nil
+	return filepath.Join(repoRoot, filepath.FromSlash(rel))
 }
 
 // mock is one running payidem-mock process with its control routes.

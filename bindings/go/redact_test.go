@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +18,7 @@ import (
 // which core/tests/redact_vectors.rs runs against payidem::redact_url: Go
 // must print every location as the library does, secrets nowhere.
 func TestRedactURLIsTheLibrarysRule(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join("..", "..", "core", "tests", "vectors", "redact-v1.json"))
+	raw, err := os.ReadFile(repositoryFile(t, "core/tests/vectors/redact-v1.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,10 +90,23 @@ func TestNoPrintableSurfaceShowsAURLPassword(t *testing.T) {
 		t.Errorf("Config does not name its locations redacted: %s", s)
 	}
 
-	// A PostgreSQL journal nobody listens for.
+	// A PostgreSQL journal nobody listens for: the client starts (its
+	// journal connects lazily; libraries built before that refuse it with
+	// ErrJournal) and each call answers ErrJournal, never the password.
 	cfg = fastConfig("http://127.0.0.1:1")
 	cfg.JournalPath = leakPgURL
-	if _, err := NewClient(cfg); !errors.Is(err, ErrJournal) {
+	if lazy, err := NewClient(cfg); err == nil {
+		assertNoPassword(t, "Client", lazy)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err = lazy.Execute(ctx, Operation{OrderID: "ord-leak-pg", Method: "POST", Path: "/v1/payments", Body: []byte(`{"amount":1}`)})
+		cancel()
+		lazy.Close()
+		if !errors.Is(err, ErrJournal) {
+			t.Errorf("a call with an unreachable PostgreSQL journal: %v", err)
+		} else {
+			assertNoPassword(t, "the PostgreSQL journal's error", err)
+		}
+	} else if !errors.Is(err, ErrJournal) {
 		t.Errorf("NewClient with an unreachable PostgreSQL journal: %v", err)
 	} else {
 		assertNoPassword(t, "the PostgreSQL journal's error", err)

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"math"
 	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -41,7 +40,7 @@ type settingsCase struct {
 
 func loadSettingsVectors(t *testing.T) settingsVectors {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("..", "..", "core", "tests", "vectors", "settings-v1.json"))
+	raw, err := os.ReadFile(repositoryFile(t, "core/tests/vectors/settings-v1.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

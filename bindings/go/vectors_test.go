@@ -8,7 +8,6 @@ import (
 	"errors"
 	"net/http"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 )
@@ -16,7 +15,7 @@ import (
 // loadVectorFile decodes core/tests/vectors/<name> into v.
 func loadVectorFile(t *testing.T, name string, v any) {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("..", "..", "core", "tests", "vectors", name))
+	raw, err := os.ReadFile(repositoryFile(t, "core/tests/vectors/"+name))
 	if err != nil {
 		t.Fatal(err)
 	}

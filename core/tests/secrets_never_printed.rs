@@ -83,11 +83,17 @@ fn a_postgres_journal_that_cannot_connect_names_no_password() {
         assert_eq!(e.code(), ErrorCode::Journal, "{url}: {e}");
         assert_error_hidden(&url, &e);
     }
+    // A client connects lazily: it starts, and each call answers
+    // journal_error (never the password) while the server is unreachable.
+    let lazy = PostgresJournal::connect_lazily(PG_URL, options()).unwrap();
+    assert!(!lazy.is_connected());
+    assert_hidden("a lazily connected journal", &format!("{lazy:?}"));
     let mut config = ClientConfig::new("http://127.0.0.1:1", KEY_ID);
     config.journal = JournalChoice::Postgres(PG_URL.to_owned());
-    let e = Client::new(config, SECRET).unwrap_err();
+    let client = Client::new(config, SECRET).unwrap();
+    let e = client.execute(&payment("ord-secret-pg")).unwrap_err();
     assert_eq!(e.code(), ErrorCode::Journal, "{e}");
-    assert_error_hidden("Client::new with a PostgreSQL journal", &e);
+    assert_error_hidden("a call with an unreachable PostgreSQL journal", &e);
 }
 
 #[test]

@@ -298,7 +298,7 @@ cp "$root/examples/c/pay.c" "$readme_dir/app.c"
 python3 - "$root/ffi/README.md" > "$readme_dir/commands.sh" <<'EOF'
 import re, sys
 text = open(sys.argv[1]).read()
-blocks = re.findall(r"^```sh\n(.*?)^```", text, re.S | re.M)
+blocks = re.findall(r"^```sh[^\n]*\n(.*?)^```", text, re.S | re.M)
 if not blocks:
     sys.exit("ffi/README.md has no ```sh block")
 print("set -eux")

@@ -14,7 +14,10 @@
 # committed libraries define only payidem_* globals and are at most 15 MiB;
 # with zig, the arm64 library links (and pays under qemu-aarch64 when
 # installed) and a platform without a library gets one clear error; the
-# module's own manifest test passes outside the repository. Ends with
+# module's own manifest test passes outside the repository; its whole test
+# suite passes from the copy alone and from the module cache (`go test all`)
+# with the released mock on PATH, stops with a clear message without one,
+# and never runs cargo. Ends with
 # "N passed, N failed"; exits 1 when anything failed.
 set -uo pipefail
 
@@ -172,26 +175,16 @@ fi
 # 2b. The same program with the module fetched the way `go get` fetches it:
 # a module zip from a (file://) module proxy into a read-only module cache,
 # whose path holds '@'.
-proxy="$work/proxy/$module_path/@v"
-mkdir -p "$proxy" "$work/app-proxy"
-cp "$mod/go.mod" "$proxy/v0.1.0.mod"
-printf '{"Version":"v0.1.0","Time":"2026-01-01T00:00:00Z"}\n' > "$proxy/v0.1.0.info"
-printf 'v0.1.0\n' > "$proxy/list"
-python3 - "$mod" "$proxy/v0.1.0.zip" "$module_path@v0.1.0" <<'PY'
-import os, sys, zipfile
-src, out, prefix = sys.argv[1:]
-with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
-    for d, _, files in os.walk(src):
-        for f in sorted(files):
-            full = os.path.join(d, f)
-            z.write(full, prefix + "/" + os.path.relpath(full, src))
-PY
+mkdir -p "$work/app-proxy"
+version="v$(sed -n 's/^version = "\(.*\)"/\1/p' "$root/Cargo.toml" | head -n 1)"
+"$root/scripts/dist/go-module-zip.sh" "$mod" "$work/proxy" > "$work/zip.log" 2>&1 ||
+    fail "scripts/dist/go-module-zip.sh: $(tail -n 5 "$work/zip.log")"
 cp "$app/main.go" "$work/app-proxy/main.go"
 printf 'module example.com/payidem-module-proxy-test\n\ngo 1.22\n' > "$work/app-proxy/go.mod"
 if (cd "$work/app-proxy" &&
-    GOPROXY="file://$work/proxy" GOMODCACHE="$work/modcache" go get "$module_path@v0.1.0" &&
+    GOPROXY="file://$work/proxy" GOMODCACHE="$work/modcache" go get "$module_path@$version" &&
     GOPROXY="file://$work/proxy" GOMODCACHE="$work/modcache" CGO_ENABLED=1 go build -o "$work/app-proxy-bin" . ) > "$work/proxy.log" 2>&1; then
-    pass "go get $module_path@v0.1.0 from a module proxy (zip, read-only module cache) and go build"
+    pass "go get $module_path@$version from a module proxy (zip, read-only module cache) and go build"
 else
     fail "go get / go build through a module proxy: $(tail -n 20 "$work/proxy.log")"
 fi
@@ -385,6 +378,44 @@ if (cd "$mod" && PAYIDEM_MOCK="$mock_bin" go test -count=1 -v -run '^TestCommitt
     pass "go test TestCommittedLibraryMatchesSources in the copied module: copies match their manifest, source check skipped"
 else
     fail "go test in the copied module: $(tail -n 20 "$work/gotest.log")"
+fi
+
+# 8. The module's whole test suite from the copy alone, and from the module
+# cache as `go test all` runs it in a user's project (the module's package
+# only: `all` also names the standard library): with the released mock
+# on PATH it passes; without one it stops with the one clear message; it
+# never runs cargo (a `cargo` on PATH that records being called).
+mkdir -p "$work/bin-mock" "$work/bin-cargo"
+ln -s "$mock_bin" "$work/bin-mock/payidem-mock"
+printf '#!/bin/sh\necho "$*" >> "%s"\nexit 1\n' "$work/cargo-called" > "$work/bin-cargo/cargo"
+chmod +x "$work/bin-cargo/cargo"
+with_mock="$work/bin-cargo:$work/bin-mock:$PATH"
+without_mock="$work/bin-cargo:$PATH"
+if command -v payidem-mock >/dev/null 2>&1; then
+    fail "a payidem-mock is already on PATH ($(command -v payidem-mock)): the check without one cannot run"
+fi
+if (cd "$mod" && env -u PAYIDEM_MOCK PATH="$with_mock" go test -count=1 -v . ) > "$work/gotest-copy.log" 2>&1; then
+    pass "go test in the module copied alone, released mock on PATH: $(grep -c -- '^--- PASS' "$work/gotest-copy.log") passed, $(grep -c -- '^--- SKIP' "$work/gotest-copy.log") skipped (they need the repository's vectors or scripts)"
+else
+    fail "go test in the module copied alone: $(grep -E -- '^(--- FAIL|FAIL|panic)' "$work/gotest-copy.log" | head -n 10) $(tail -n 20 "$work/gotest-copy.log")"
+fi
+if (cd "$mod" && env -u PAYIDEM_MOCK PATH="$without_mock" go test -count=1 . ) > "$work/gotest-nomock.log" 2>&1; then
+    fail "go test without a mock passed"
+elif grep -q 'put the released payidem-mock (dist/payidem-mock of `make dist`) on PATH, or set PAYIDEM_MOCK' "$work/gotest-nomock.log"; then
+    pass "go test without a mock fails with: $(grep -m 1 'payidem-mock:' "$work/gotest-nomock.log")"
+else
+    fail "go test without a mock said: $(tail -n 20 "$work/gotest-nomock.log")"
+fi
+if (cd "$work/app-proxy" && env -u PAYIDEM_MOCK PATH="$with_mock" GOPROXY="file://$work/proxy" GOMODCACHE="$work/modcache" \
+    go test -count=1 "$module_path" ) > "$work/gotest-all.log" 2>&1; then
+    pass "go test $module_path from a project that imports it (the read-only module cache, as \`go test all\` runs it; released mock on PATH): $(head -n 1 "$work/gotest-all.log")"
+else
+    fail "go test $module_path from a project that imports it: $(tail -n 20 "$work/gotest-all.log")"
+fi
+if [ -e "$work/cargo-called" ]; then
+    fail "the module's tests ran cargo: $(cat "$work/cargo-called")"
+else
+    pass "the module's tests never ran cargo"
 fi
 
 echo "$passed passed, $failed failed"

@@ -288,7 +288,7 @@ from pathlib import Path
 
 text = Path(sys.argv[1]).read_text(encoding="utf-8")
 out = Path(sys.argv[2])
-marker = re.compile(r"^<!--\s*example:\s*([A-Za-z0-9_-]+)\s*-->\s*\n```python\n(.*?)\n```", re.S | re.M)
+marker = re.compile(r"^<!--\s*example:\s*([A-Za-z0-9_-]+)\s*-->\s*\n```python[^\n]*\n(.*?)\n```", re.S | re.M)
 names = []
 for n, m in enumerate(marker.finditer(text), 1):
     name, code = m.group(1), m.group(2)

@@ -42,11 +42,18 @@ def assert_hidden(what: str, value: object) -> None:
 
 
 def test_a_postgres_journal_that_cannot_connect_names_no_password() -> None:
+    # The client starts (its journal connects lazily); each call answers
+    # JournalError until the server is reachable.
     for journal in (PG_URL, f"postgres://127.0.0.1:1/db?password={PASSWORD}"):
-        with pytest.raises(payidem.JournalError) as info:
-            payidem.Client("http://127.0.0.1:1", MOCK_KEY_ID, MOCK_SECRET,
-                           **fast_options(journal=journal))
-        assert_hidden("the PostgreSQL journal's error", info.value)
+        client = payidem.Client("http://127.0.0.1:1", MOCK_KEY_ID, MOCK_SECRET,
+                                **fast_options(journal=journal))
+        try:
+            assert_hidden("Client", client)
+            with pytest.raises(payidem.JournalError) as info:
+                client.execute(new_order("pg"), "POST", "/v1/payments", {"amount": 1})
+            assert_hidden("the PostgreSQL journal's error", info.value)
+        finally:
+            client.close()
 
 
 def test_a_mistyped_journal_url_is_named_redacted() -> None:

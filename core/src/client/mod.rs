@@ -291,7 +291,12 @@ impl Client {
                 orphan_leases: Mutex::new(HashMap::new()),
             }),
         };
-        client.purge_settled()?;
+        // A PostgreSQL journal still unreachable (connected lazily) is
+        // purged by the next client that finds it up.
+        let reachable = client.shared.postgres.as_ref();
+        if reachable.is_none_or(|journal| journal.is_connected()) {
+            client.purge_settled()?;
+        }
         Ok(client)
     }
 

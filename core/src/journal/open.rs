@@ -116,8 +116,11 @@ impl std::fmt::Debug for OpenedJournal {
 /// Opens the journal `choice` names with `options`: the one way a
 /// [`Client`](crate::Client) and the `payidem` command open their journal.
 ///
-/// Errors are those of [`SqliteJournal::open`] and
-/// [`PostgresJournal::connect`]; a SQLite file's errors name it through
+/// A client's PostgreSQL journal is opened with
+/// [`PostgresJournal::connect_lazily`] (an unreachable server is no error),
+/// a tool's ([`JournalOpenOptions::existing_only`]) with
+/// [`PostgresJournal::connect`]. Errors are those of
+/// [`SqliteJournal::open`] and [`PostgresJournal::connect`]; a SQLite file's errors name it through
 /// [`redact_url`](crate::redact::redact_url) (a mistyped PostgreSQL URL is taken
 /// for a file name). See [`JournalOpenOptions::existing_only`] for what a
 /// tool is refused.
@@ -140,15 +143,19 @@ pub fn open(choice: &JournalChoice, options: JournalOpenOptions) -> Result<Opene
         JournalChoice::Memory => return Ok(unshared(Arc::new(MemoryJournal::new()), ":memory:")),
         JournalChoice::Custom(journal) => return Ok(unshared(Arc::clone(journal), "custom")),
         JournalChoice::Postgres(url) => {
-            let journal = Arc::new(PostgresJournal::connect(
-                url,
-                PostgresJournalOptions {
-                    journal_key: options.journal_key,
-                    scope: options.scope,
-                    create: !options.existing_only,
-                    ..PostgresJournalOptions::default()
-                },
-            )?);
+            let pg = PostgresJournalOptions {
+                journal_key: options.journal_key,
+                scope: options.scope,
+                create: !options.existing_only,
+                ..PostgresJournalOptions::default()
+            };
+            // A client starts while its server is unreachable (each call
+            // answers journal_error until it is back); a tool needs it now.
+            let journal = Arc::new(if options.existing_only {
+                PostgresJournal::connect(url, pg)?
+            } else {
+                PostgresJournal::connect_lazily(url, pg)?
+            });
             return Ok(OpenedJournal {
                 name: journal.target().to_owned(),
                 journal: Arc::clone(&journal) as Arc<dyn Journal>,

@@ -1,12 +1,13 @@
 //! A journal in PostgreSQL, shared by every instance of a fleet.
 //!
-//! Every trait call is one short transaction on a pooled connection; no
-//! transaction and no row lock is held while an attempt travels. The write
-//! that must be durable before anything is sent (the first
-//! `record_attempt` of each lease) commits with `SET LOCAL
-//! synchronous_commit = on`; every other write with `off` (the server
-//! makes concurrent synchronous commits share WAL flushes, so there is no
-//! group commit of our own). Leases are columns with an epoch: taking a
+//! Every trait call's write runs in a short transaction on a pooled
+//! connection; no transaction and no row lock is held while an attempt
+//! travels. Concurrent callers of one handle share transactions (group
+//! commit, see [`group`]): one COMMIT answers them all. The write that
+//! must be durable before anything is sent (the first `record_attempt` of
+//! each lease) commits with `SET LOCAL synchronous_commit = on`; every
+//! other write with `off`, in groups of their own that never wait for a
+//! WAL flush. Each statement is prepared once per connection. Leases are columns with an epoch: taking a
 //! lease increments `lease_epoch`, and every later write of the lease
 //! holder is `UPDATE … WHERE order_id = $1 AND lease_owner = $2 AND
 //! lease_epoch = $3`, so a stale owner changes nothing. Times come from the
@@ -14,17 +15,17 @@
 //! `sslrootcert` URL parameters, and always verifies the server (see
 //! [`tls`]). See docs/postgres-journal.md.
 
+mod group;
 mod outbox;
 mod pool;
 mod rows;
 mod schema;
 mod tls;
 
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Duration;
 
 use postgres::types::ToSql;
@@ -178,9 +179,16 @@ pub struct PostgresJournal {
     leases: Mutex<HashMap<(String, String), Taken>>,
     stats: Counters,
     hook: Option<PgHook>,
-    migrated_from: Option<u32>,
+    /// Set once the schema is prepared and the rows' authentication
+    /// decided (at connect, or at the first call of a handle made by
+    /// [`PostgresJournal::connect_lazily`]): the version it migrated from.
+    prepared: OnceLock<Option<u32>>,
+    /// Held while the schema is being prepared by a call.
+    preparing: Mutex<()>,
     /// How rows are authenticated and scoped.
     guard: Guard,
+    /// Writes waiting for the next shared transaction.
+    groups: group::Groups,
 }
 
 impl fmt::Debug for PostgresJournal {
@@ -208,10 +216,13 @@ struct Taken {
     durable: bool,
 }
 
-/// A pooled connection and its server process id.
+/// A pooled connection, its server process id, and the statements the
+/// journal prepared on it (by their text): a statement is parsed and
+/// planned once per connection, and each later run is one round trip.
 struct Conn {
     client: postgres::Client,
     pid: i32,
+    statements: HashMap<String, postgres::Statement>,
 }
 
 /// What a connection URL names, without its password.
@@ -252,6 +263,23 @@ impl PostgresJournal {
     /// its schema version. Messages name the user, host and database,
     /// never the password.
     pub fn connect(url: &str, options: PostgresJournalOptions) -> Result<PostgresJournal> {
+        PostgresJournal::open(url, options, false)
+    }
+
+    /// [`PostgresJournal::connect`], except that a server that cannot be
+    /// reached (no connection: down, restarting, a network cut; not a
+    /// refused login, a newer schema or a wrong key) is no error: the
+    /// journal is returned unconnected, and every call answers
+    /// `journal_error` (nothing is written, so a client sends nothing)
+    /// until a call finds the server again, prepares the schema and
+    /// decides the rows' authentication exactly as `connect` would have.
+    /// What a [`Client`](crate::Client) uses, so that a worker can start
+    /// while its journal is down.
+    pub fn connect_lazily(url: &str, options: PostgresJournalOptions) -> Result<PostgresJournal> {
+        PostgresJournal::open(url, options, true)
+    }
+
+    fn open(url: &str, options: PostgresJournalOptions, lazily: bool) -> Result<PostgresJournal> {
         let invalid = |why: &dyn fmt::Display| {
             Error::new(
                 ErrorCode::Journal,
@@ -284,18 +312,64 @@ impl PostgresJournal {
             leases: Mutex::new(HashMap::new()),
             stats: Counters::default(),
             hook: None,
-            migrated_from: None,
+            prepared: OnceLock::new(),
+            preparing: Mutex::new(()),
             guard: Guard::new(RowAuth::Keyless { sealed: false }, None, String::new()),
+            groups: group::Groups::default(),
         };
-        let mut conn = journal
-            .new_conn()
-            .map_err(|e| journal.no_conn("connect", &e))?;
-        let (migrated_from, auth) = schema::prepare(&mut conn.client, &journal)?;
-        journal.migrated_from = migrated_from;
         let scope = journal.options.scope.clone();
-        journal.guard = Guard::new(auth, scope, journal.target.clone());
-        journal.put_back(conn);
-        Ok(journal)
+        journal.guard = Guard::new(
+            RowAuth::Keyless { sealed: false },
+            scope,
+            journal.target.clone(),
+        );
+        match journal.prepare("connect") {
+            Err(Unprepared::Unreachable(e)) if lazily => {
+                drop(e);
+                Ok(journal)
+            }
+            Err(Unprepared::Unreachable(e) | Unprepared::Refused(e)) => Err(e),
+            Ok(()) => Ok(journal),
+        }
+    }
+
+    /// Prepares the schema and decides how rows are authenticated, once.
+    fn prepare(&self, action: &str) -> std::result::Result<(), Unprepared> {
+        if self.prepared.get().is_some() {
+            return Ok(());
+        }
+        let _preparing = self
+            .preparing
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if self.prepared.get().is_some() {
+            return Ok(());
+        }
+        let mut conn = match self.new_conn() {
+            Ok(conn) => conn,
+            Err(e) if e.as_db_error().is_none() => {
+                return Err(Unprepared::Unreachable(self.no_conn(action, &e)))
+            }
+            Err(e) => return Err(Unprepared::Refused(self.no_conn(action, &e))),
+        };
+        let (migrated_from, auth) =
+            schema::prepare(&mut conn.client, self).map_err(Unprepared::Refused)?;
+        *self
+            .guard
+            .auth
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = auth;
+        let _ = self.prepared.set(migrated_from);
+        self.put_back(conn);
+        Ok(())
+    }
+
+    /// `journal_error` until the schema is prepared (a handle of
+    /// [`PostgresJournal::connect_lazily`] whose server was unreachable).
+    fn ready(&self, action: &str) -> Result<()> {
+        self.prepare(action).map_err(|e| match e {
+            Unprepared::Unreachable(e) | Unprepared::Refused(e) => e,
+        })
     }
 
     /// **Test only**: the journal with `hook` called at every [`PgPoint`].
@@ -304,6 +378,14 @@ impl PostgresJournal {
     pub fn with_hook(mut self, hook: PgHook) -> PostgresJournal {
         self.hook = Some(hook);
         self
+    }
+
+    /// Whether the journal has reached its server once (always after
+    /// [`PostgresJournal::connect`]; after
+    /// [`PostgresJournal::connect_lazily`], once a call found the server):
+    /// its schema is prepared and its rows' authentication decided.
+    pub fn is_connected(&self) -> bool {
+        self.prepared.get().is_some()
     }
 
     /// The user, host and database this journal uses (no password).
@@ -339,6 +421,14 @@ impl PostgresJournal {
     }
 }
 
+/// Why the schema could not be prepared.
+enum Unprepared {
+    /// No connection to the server.
+    Unreachable(Error),
+    /// The server answered and refused (login, schema, key, seal).
+    Refused(Error),
+}
+
 /// What a transaction saw that the handle keeps after its commit: the
 /// epoch of a lease it took (and of which order id), the epoch of the row
 /// it read last, whether it inserted the row.
@@ -349,13 +439,18 @@ struct Seen {
     inserted: bool,
 }
 
+/// What a transaction saw so far (plain stores: consistent after a panic).
+fn see(seen: &Mutex<Seen>) -> MutexGuard<'_, Seen> {
+    seen.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
 /// One transaction, for the engine. A database error is kept to tell a
 /// lost connection (run again) from a refusal.
 struct PgTx<'a> {
     j: &'a PostgresJournal,
-    client: &'a mut postgres::Client,
+    conn: &'a mut Conn,
     action: &'a str,
-    seen: &'a RefCell<Seen>,
+    seen: &'a Mutex<Seen>,
     failed: Option<postgres::Error>,
 }
 
@@ -365,14 +460,14 @@ impl PostgresJournal {
     /// [`Fail::Journal`].
     fn in_tx<R>(
         &self,
-        client: &mut postgres::Client,
+        conn: &mut Conn,
         action: &str,
-        seen: &RefCell<Seen>,
+        seen: &Mutex<Seen>,
         f: &mut dyn FnMut(&mut dyn Tx) -> Result<R>,
     ) -> std::result::Result<R, Fail> {
         let mut tx = PgTx {
             j: self,
-            client,
+            conn,
             action,
             seen,
             failed: None,
@@ -382,6 +477,45 @@ impl PostgresJournal {
 }
 
 impl PgTx<'_> {
+    /// `sql` prepared on this connection, once.
+    fn prepared(&mut self, sql: &str) -> std::result::Result<postgres::Statement, postgres::Error> {
+        if let Some(statement) = self.conn.statements.get(sql) {
+            return Ok(statement.clone());
+        }
+        let statement = self.conn.client.prepare(sql)?;
+        self.conn
+            .statements
+            .insert(sql.to_owned(), statement.clone());
+        Ok(statement)
+    }
+
+    fn query_opt(
+        &mut self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> std::result::Result<Option<Row>, postgres::Error> {
+        let statement = self.prepared(sql)?;
+        self.conn.client.query_opt(&statement, params)
+    }
+
+    fn query_one(
+        &mut self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> std::result::Result<Row, postgres::Error> {
+        let statement = self.prepared(sql)?;
+        self.conn.client.query_one(&statement, params)
+    }
+
+    fn execute(
+        &mut self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> std::result::Result<u64, postgres::Error> {
+        let statement = self.prepared(sql)?;
+        self.conn.client.execute(&statement, params)
+    }
+
     fn pg<T>(&mut self, result: std::result::Result<T, postgres::Error>) -> Result<T> {
         result.map_err(|e| {
             let error = self.j.db(self.action, &e);
@@ -395,7 +529,7 @@ impl PgTx<'_> {
             return Ok(None);
         };
         let stored = read_row(&self.j.target, &row, true)?;
-        self.seen.borrow_mut().read_epoch = Some(stored.holder.epoch);
+        see(self.seen).read_epoch = Some(stored.holder.epoch);
         Ok(Some(stored))
     }
 }
@@ -404,13 +538,13 @@ impl Tx for PgTx<'_> {
     fn load(&mut self, order_id: &str) -> Result<Option<Stored>> {
         let sql =
             format!("SELECT {COLUMNS} FROM payidem_operations WHERE order_id = $1 FOR UPDATE");
-        let row = self.client.query_opt(&sql, &[&order_id]);
+        let row = self.query_opt(&sql, &[&order_id]);
         let row = self.pg(row)?;
         self.stored(row)
     }
 
     fn key_holder(&mut self, idempotency_key: &str) -> Result<Option<String>> {
-        let row = self.client.query_opt(
+        let row = self.query_opt(
             "SELECT order_id FROM payidem_operations WHERE idempotency_key = $1",
             &[&idempotency_key],
         );
@@ -432,7 +566,7 @@ impl Tx for PgTx<'_> {
         let state = record.state.as_str();
         let attempts = i32::try_from(record.attempts).unwrap_or(0);
         let (seconds, at) = (lease_seconds(lease, now), pg_time(record.created_at));
-        let created = self.client.query_opt(
+        let created = self.query_opt(
             &insert,
             &[
                 &op.order_id,
@@ -455,7 +589,7 @@ impl Tx for PgTx<'_> {
         );
         let created = self.pg(created)?.is_some();
         if created {
-            let mut seen = self.seen.borrow_mut();
+            let mut seen = see(self.seen);
             seen.took = Some((op.order_id.clone(), 1));
             seen.inserted = true;
         }
@@ -469,11 +603,9 @@ impl Tx for PgTx<'_> {
             expiry_sql(3)
         );
         let seconds = lease_seconds(lease, now);
-        let row = self
-            .client
-            .query_one(&sql, &[&order_id, &lease.owner, &seconds]);
+        let row = self.query_one(&sql, &[&order_id, &lease.owner, &seconds]);
         let epoch: i64 = self.pg(row)?.get(0);
-        self.seen.borrow_mut().took = Some((order_id.to_owned(), epoch));
+        see(self.seen).took = Some((order_id.to_owned(), epoch));
         Ok(())
     }
 
@@ -514,14 +646,14 @@ impl Tx for PgTx<'_> {
         if let Some(seconds) = &seconds {
             params.push(seconds);
         }
-        let done = self.client.execute(&sql, &params);
+        let done = self.execute(&sql, &params);
         self.pg(done)?;
         Ok(())
     }
 
     fn release(&mut self, order_id: &str, lease: &Lease) -> Result<bool> {
         let epoch = self.j.recall(order_id, &lease.owner).map(|t| t.epoch);
-        let row = self.client.query_opt(
+        let row = self.query_opt(
             "WITH target AS (SELECT order_id FROM payidem_operations WHERE order_id = $1), \
              released AS (UPDATE payidem_operations SET lease_owner = NULL, \
                lease_expires = NULL WHERE order_id = $1 AND lease_owner = $2 \
@@ -533,7 +665,7 @@ impl Tx for PgTx<'_> {
     }
 
     fn reconciled(&mut self, r: &Reconciliation) -> Result<u64> {
-        let row = self.client.query_one(
+        let row = self.query_one(
             "INSERT INTO payidem_reconciliations (order_id, idempotency_key, \
              previous_state, state, reconciled_by, reference) \
              VALUES ($1, $2, $3, $4, $5, $6) \
@@ -582,20 +714,18 @@ impl Tx for PgTx<'_> {
         );
         let seconds = lease_seconds(lease, now);
         let (platform, key_id) = (scope.map(|s| &s.platform), scope.map(|s| &s.key_id));
-        let row = self
-            .client
-            .query_opt(&sql, &[&lease.owner, &seconds, &platform, &key_id]);
+        let row = self.query_opt(&sql, &[&lease.owner, &seconds, &platform, &key_id]);
         let row = self.pg(row)?;
         let stored = self.stored(row)?;
         if let Some(s) = &stored {
             let took = (s.record.operation.order_id.clone(), s.holder.epoch);
-            self.seen.borrow_mut().took = Some(took);
+            see(self.seen).took = Some(took);
         }
         Ok(stored)
     }
 
     fn find_reconciliation(&mut self, r: &Reconciliation) -> Result<Option<Reconciliation>> {
-        let row = self.client.query_opt(
+        let row = self.query_opt(
             "SELECT previous_state, floor(extract(epoch FROM reconciled_at))::bigint, \
              idempotency_key FROM payidem_reconciliations WHERE order_id = $1 \
              AND state = $2 AND reconciled_by = $3 AND reference = $4 \
@@ -635,6 +765,19 @@ impl Storage for PostgresJournal {
         action: &str,
         work: Work<T>,
     ) -> Result<T> {
+        self.ready(action)?;
+        // The engine checked writability before the schema was prepared
+        // if this call prepared it: again, with the rows' real
+        // authentication.
+        if !matches!(
+            intent,
+            Intent::Claim { .. } | Intent::ClaimNext { .. } | Intent::Release { .. }
+        ) {
+            self.guard
+                .auth()
+                .check_writable()
+                .map_err(|why| self.refused(why))?;
+        }
         let durable = match intent {
             Intent::Open { first_attempt, .. } => first_attempt,
             Intent::RecordAttempt { order_id, lease } => !self
@@ -643,21 +786,33 @@ impl Storage for PostgresJournal {
             Intent::Reconcile { .. } => true,
             _ => false,
         };
-        let seen = RefCell::new(Seen::default());
+        let seen = Arc::new(Mutex::new(Seen::default()));
         let Work {
             mut body,
             mut read_back,
         } = work;
-        let written = self.write(
-            action,
-            durable,
-            &mut |client| {
-                *seen.borrow_mut() = Seen::default();
-                self.in_tx(client, action, &seen, &mut |tx| body(&self.guard, tx))
-            },
-            &mut |client| self.in_tx(client, action, &seen, &mut |tx| read_back(&self.guard, tx)),
-        );
-        let seen = seen.into_inner();
+        let (ran, read) = (Arc::clone(&seen), Arc::clone(&seen));
+        let (doing, checking) = (action.to_owned(), action.to_owned());
+        let run: group::Run = Box::new(move |j, conn| {
+            *see(&ran) = Seen::default();
+            j.in_tx(conn, &doing, &ran, &mut |tx| body(&j.guard, tx))
+                .map(|value| Box::new(value) as group::Value)
+        });
+        let verify: group::Verify = Box::new(move |j, conn| {
+            j.in_tx(conn, &checking, &read, &mut |tx| read_back(&j.guard, tx))
+                .map(|found| found.map(|value| Box::new(value) as group::Value))
+        });
+        let job = group::Job::new(action, durable, run, verify);
+        let written = self
+            .groups
+            .submit(&job, &|jobs| self.run_group(jobs))
+            .and_then(|value| {
+                value
+                    .downcast::<T>()
+                    .map(|value| *value)
+                    .map_err(|_| self.refused(format!("cannot {action}: a mismatched result")))
+            });
+        let seen = std::mem::take(&mut *see(&seen));
         match intent {
             Intent::Open { lease, .. }
             | Intent::Claim { lease, .. }
@@ -688,6 +843,7 @@ impl Storage for PostgresJournal {
 
     fn row(&self, order_id: &str) -> Result<Option<Stored>> {
         let action = format!("read order id {order_id:?}");
+        self.ready(&action)?;
         let sql = format!("SELECT {COLUMNS} FROM payidem_operations WHERE order_id = $1");
         self.read(&action, |client| {
             match client.query_opt(&sql, &[&order_id])? {
@@ -698,6 +854,7 @@ impl Storage for PostgresJournal {
     }
 
     fn rows(&self, states: Option<&[OperationState]>) -> Result<Vec<Read>> {
+        self.ready("list operations")?;
         let all: Vec<&str> = OperationState::ALL.iter().map(|s| s.as_str()).collect();
         let names: Vec<&str> = states.map_or(all, |s| s.iter().map(|s| s.as_str()).collect());
         let sql = format!(
@@ -719,6 +876,17 @@ impl Storage for PostgresJournal {
     }
 
     fn purge(&self, before: u64, horizon: Option<&(u64, String)>) -> Result<usize> {
+        self.ready("purge settled operations")?;
+        // A horizon the engine could not make before this call prepared
+        // the schema (and learnt the key's seal) is made here.
+        let own;
+        let horizon = match horizon {
+            Some(horizon) => Some(horizon),
+            None => {
+                own = self.guard.auth().purge_horizon(before.min(Self::LATEST));
+                own.as_ref()
+            }
+        };
         // Past year 9999 every row is older.
         let bound = i64::try_from(before.min(Self::LATEST)).unwrap_or(i64::MAX) as f64;
         let sql = format!(
@@ -743,6 +911,7 @@ impl Storage for PostgresJournal {
     }
 
     fn reconciliations(&self, order_id: Option<&str>) -> Result<Vec<Reconciliation>> {
+        self.ready("read reconciliations")?;
         self.read("read reconciliations", |client| {
             let sql =
                 format!("{RECONCILIATIONS} WHERE $1::text IS NULL OR order_id = $1 ORDER BY id");
@@ -755,6 +924,7 @@ impl Storage for PostgresJournal {
     }
 
     fn inspect(&self) -> Result<Inspection> {
+        self.ready("check the journal")?;
         let rows = self.rows(None)?;
         self.read("check the journal", |client| {
             let schema_version = schema::version(client)?;
@@ -764,7 +934,7 @@ impl Storage for PostgresJournal {
                 backend: "postgres",
                 schema_version: Some(schema_version),
                 library_schema_version: Some(POSTGRES_SCHEMA_VERSION),
-                migrated_from: self.migrated_from,
+                migrated_from: self.prepared.get().copied().flatten(),
                 sealed: Some(sealed),
                 rows: Vec::new(),
                 reconciliations: recs.iter().map(|r| self.reconciliation(r)).collect(),
@@ -775,6 +945,7 @@ impl Storage for PostgresJournal {
     }
 
     fn save_clock_offset(&self, offset: &StoredClockOffset) -> Result<()> {
+        self.ready("store the clock offset")?;
         let measured_at = i64::try_from(offset.measured_at).unwrap_or(i64::MAX);
         self.write(
             "store the clock offset",
@@ -794,6 +965,7 @@ impl Storage for PostgresJournal {
     }
 
     fn clock_offsets(&self, platform: Option<&str>) -> Result<Vec<StoredClockOffset>> {
+        self.ready("read the clock offsets")?;
         self.read("read the clock offsets", |client| {
             Ok(client
                 .query(

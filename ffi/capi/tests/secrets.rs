@@ -76,7 +76,17 @@ fn journals_that_cannot_be_opened_name_no_password() {
             "journal_path": journal,
             "connect_timeout_ms": 2000,
         });
-        let err = client_new(&options).expect_err(&journal);
+        let err = match client_new(&options) {
+            Err(err) => err,
+            // A PostgreSQL journal connects lazily: the client starts and
+            // its call answers the journal's error.
+            Ok(client) => {
+                assert!(shown.is_none(), "{journal}");
+                let rc = execute(client, "ord-capi-pg");
+                assert_eq!(rc.0, payidem_result::PAYIDEM_JOURNAL_ERROR);
+                rc.1
+            }
+        };
         let message = checked_message("payidem_client_new", err);
         assert!(message.contains("journal"), "{message}");
         if let Some(shown) = shown {
@@ -85,26 +95,9 @@ fn journals_that_cannot_be_opened_name_no_password() {
     }
 }
 
-#[test]
-fn a_proxy_password_is_in_no_error() {
-    let refused = serde_json::json!({
-        "base_url": "http://127.0.0.1:1",
-        "key_id": "key_1",
-        "journal_path": ":memory:",
-        "proxy": "socks5://u:PASSWORD-x7Qz@127.0.0.1:1",
-    });
-    checked_message("a refused proxy", client_new(&refused).expect_err("socks5"));
-
-    let options = serde_json::json!({
-        "base_url": "http://platform.invalid:8080",
-        "key_id": "key_1",
-        "journal_path": ":memory:",
-        "allow_insecure_http": true,
-        "proxy": "http://u:PASSWORD-x7Qz@127.0.0.1:1",
-        "retry": {"max_attempts": 1},
-    });
-    let client = client_new(&options).unwrap_or_else(|e| panic!("{}", checked_message("new", e)));
-    let order_id = CString::new("ord-capi-1").unwrap();
+/// One payment through `client` (then freed): its result and error.
+fn execute(client: *mut payidem_client, order_id: &str) -> (payidem_result, *mut payidem_error) {
+    let order_id = CString::new(order_id).unwrap();
     let method = CString::new("POST").unwrap();
     let path = CString::new("/v1/payments").unwrap();
     let body = br#"{"amount":1}"#;
@@ -126,10 +119,33 @@ fn a_proxy_password_is_in_no_error() {
             &mut err,
         )
     };
-    assert_ne!(rc, payidem_result::PAYIDEM_OK);
-    checked_message("a call through an unreachable proxy", err);
     // SAFETY: the client is live and freed once.
     unsafe { payidem_client_free(client) };
+    (rc, err)
+}
+
+#[test]
+fn a_proxy_password_is_in_no_error() {
+    let refused = serde_json::json!({
+        "base_url": "http://127.0.0.1:1",
+        "key_id": "key_1",
+        "journal_path": ":memory:",
+        "proxy": "socks5://u:PASSWORD-x7Qz@127.0.0.1:1",
+    });
+    checked_message("a refused proxy", client_new(&refused).expect_err("socks5"));
+
+    let options = serde_json::json!({
+        "base_url": "http://platform.invalid:8080",
+        "key_id": "key_1",
+        "journal_path": ":memory:",
+        "allow_insecure_http": true,
+        "proxy": "http://u:PASSWORD-x7Qz@127.0.0.1:1",
+        "retry": {"max_attempts": 1},
+    });
+    let client = client_new(&options).unwrap_or_else(|e| panic!("{}", checked_message("new", e)));
+    let (rc, err) = execute(client, "ord-capi-1");
+    assert_ne!(rc, payidem_result::PAYIDEM_OK);
+    checked_message("a call through an unreachable proxy", err);
 }
 
 #[test]

@@ -123,6 +123,8 @@ impl PostgresJournal {
         now: u64,
     ) -> Result<OutboxInsert> {
         rules::check_now(now)?;
+        // The MACs are bound to the journal's seal, read when connected.
+        self.ready("make an outbox insert")?;
         let record = OperationRecord {
             operation: operation.clone(),
             state: OperationState::Pending,

@@ -5,12 +5,14 @@
 
 use std::fmt;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::sync::MutexGuard;
 use std::sync::PoisonError;
 
 use postgres::error::SqlState;
 use postgres::NoTls;
 
+use super::group::Job;
 use super::{Conn, PgPoint, PostgresJournal};
 use crate::error::{Error, ErrorCode, Result};
 
@@ -51,6 +53,14 @@ pub(super) fn with_causes(e: &postgres::Error) -> String {
         cause = c.source();
     }
     text
+}
+
+/// Whether `e` aborted a transaction that may simply run again: a
+/// deadlock or a serialization failure.
+fn retryable(e: &postgres::Error) -> bool {
+    e.code().is_some_and(|code| {
+        *code == SqlState::T_R_DEADLOCK_DETECTED || *code == SqlState::T_R_SERIALIZATION_FAILURE
+    })
 }
 
 /// Whether `e` means the connection (or the server) is gone: the outcome
@@ -116,7 +126,11 @@ impl PostgresJournal {
             ms.saturating_mul(3)
         ))?;
         let pid: i32 = client.query_one("SELECT pg_backend_pid()", &[])?.get(0);
-        Ok(Conn { client, pid })
+        Ok(Conn {
+            client,
+            pid,
+            statements: std::collections::HashMap::new(),
+        })
     }
 
     pub(super) fn pooled(&self) -> MutexGuard<'_, Vec<Conn>> {
@@ -125,12 +139,16 @@ impl PostgresJournal {
 
     /// An idle connection, or a new one.
     pub(super) fn take_conn(&self, action: &str) -> Result<Conn> {
+        self.idle_or_new().map_err(|e| self.no_conn(action, &e))
+    }
+
+    fn idle_or_new(&self) -> std::result::Result<Conn, postgres::Error> {
         while let Some(conn) = self.pooled().pop() {
             if !conn.client.is_closed() {
                 return Ok(conn);
             }
         }
-        self.new_conn().map_err(|e| self.no_conn(action, &e))
+        self.new_conn()
     }
 
     pub(super) fn put_back(&self, conn: Conn) {
@@ -192,18 +210,10 @@ impl PostgresJournal {
                     }
                 }
             };
-            if let Some(hook) = &self.hook {
-                hook(PgPoint::BeforeCommit {
-                    durable,
-                    backend_pid: conn.pid,
-                });
-            }
+            self.before_commit(durable, &conn);
             match conn.client.batch_execute("COMMIT") {
                 Ok(()) => {
-                    self.stats.commits.fetch_add(1, Ordering::Relaxed);
-                    if durable {
-                        self.stats.durable_commits.fetch_add(1, Ordering::Relaxed);
-                    }
+                    self.count_commit(durable);
                     self.put_back(conn);
                     return Ok(value);
                 }
@@ -211,25 +221,16 @@ impl PostgresJournal {
                     // Committed or not: only the database can tell.
                     self.stats.unknown_commits.fetch_add(1, Ordering::Relaxed);
                     drop(conn);
-                    match self.read_back(action, &mut *verify) {
+                    match self.read_back(action, &mut |conn| verify(&mut conn.client)) {
                         Ok(Some(value)) => {
-                            self.stats.commits.fetch_add(1, Ordering::Relaxed);
-                            if durable {
-                                self.stats.durable_commits.fetch_add(1, Ordering::Relaxed);
-                            }
+                            self.count_commit(durable);
                             return Ok(value);
                         }
                         Ok(None) => {
                             last = Some(e);
                             continue;
                         }
-                        Err(why) => {
-                            return Err(self.refused(format!(
-                                "cannot {action}: the connection was lost during COMMIT and the \
-                                 outcome cannot be read back ({why}); nothing may be sent until \
-                                 it is"
-                            )))
-                        }
+                        Err(why) => return Err(self.unreadable(action, &why)),
                     }
                 }
                 Err(e) => return Err(self.db(action, &e)),
@@ -241,10 +242,173 @@ impl PostgresJournal {
         })
     }
 
+    /// Runs `jobs` (a group of [`group`](super::group)) in one transaction
+    /// committed once, with `synchronous_commit` on when any of them must
+    /// be durable, and completes each. A job refused by the journal is
+    /// answered at once (its body wrote nothing). A database error in a
+    /// body rolls the transaction back: that job fails (or runs again when
+    /// the connection was lost, or for a deadlock or serialization
+    /// failure) and the others run again. A connection lost during the
+    /// COMMIT is read back job by job before anything is decided; any
+    /// other failed COMMIT fails every job that was in it.
+    pub(super) fn run_group(&self, jobs: Vec<Arc<Job>>) {
+        const TRIES: usize = 3;
+        let mut todo = jobs;
+        let mut tries = 0;
+        let mut last: Option<postgres::Error> = None;
+        while !todo.is_empty() {
+            if tries >= TRIES {
+                for job in &todo {
+                    job.complete(Err(match &last {
+                        Some(e) => self.db(&job.action, e),
+                        None => self.refused(format!("cannot {}", job.action)),
+                    }));
+                }
+                return;
+            }
+            let durable = todo.iter().any(|job| job.durable);
+            let mut conn = match self.idle_or_new() {
+                Ok(conn) => conn,
+                Err(e) => {
+                    for job in &todo {
+                        job.complete(Err(self.no_conn(&job.action, &e)));
+                    }
+                    return;
+                }
+            };
+            let begin = if durable {
+                "BEGIN; SET LOCAL synchronous_commit TO on"
+            } else {
+                "BEGIN; SET LOCAL synchronous_commit TO off"
+            };
+            if let Err(e) = conn.client.batch_execute(begin) {
+                if connection_lost(&e) {
+                    tries += 1;
+                    last = Some(e);
+                    continue;
+                }
+                for job in &todo {
+                    job.complete(Err(self.db(&job.action, &e)));
+                }
+                return;
+            }
+            let mut ran = Vec::new();
+            let mut aborted = false;
+            for job in &todo {
+                match job.run(self, &mut conn) {
+                    Ok(Ok(value)) => ran.push((Arc::clone(job), value)),
+                    Ok(Err(Fail::Journal(e))) => {
+                        if e.code() == ErrorCode::OperationBusy {
+                            self.stats.fenced.fetch_add(1, Ordering::Relaxed);
+                        }
+                        job.complete(Err(e));
+                    }
+                    Ok(Err(Fail::Pg(e))) => {
+                        if connection_lost(&e) || retryable(&e) {
+                            tries += 1;
+                            last = Some(e);
+                        } else {
+                            job.complete(Err(self.db(&job.action, &e)));
+                        }
+                        aborted = true;
+                        break;
+                    }
+                    Err(panic) => {
+                        job.complete_panic(panic);
+                        aborted = true;
+                        break;
+                    }
+                }
+            }
+            if aborted || ran.is_empty() {
+                let rolled_back =
+                    !conn.client.is_closed() && conn.client.batch_execute("ROLLBACK").is_ok();
+                if rolled_back {
+                    self.put_back(conn);
+                }
+                todo.retain(|job| !job.is_done());
+                continue;
+            }
+            self.before_commit(durable, &conn);
+            match conn.client.batch_execute("COMMIT") {
+                Ok(()) => {
+                    self.count_commit(durable);
+                    self.put_back(conn);
+                    for (job, value) in ran {
+                        job.complete(Ok(value));
+                    }
+                }
+                Err(e) if connection_lost(&e) => {
+                    // Committed or not: only the database can tell, and
+                    // the group committed all or nothing.
+                    self.stats.unknown_commits.fetch_add(1, Ordering::Relaxed);
+                    drop(conn);
+                    let mut committed = false;
+                    for (job, _) in &ran {
+                        match self.read_job_back(job) {
+                            Ok(Some(value)) => {
+                                committed = true;
+                                job.complete(Ok(value));
+                            }
+                            Ok(None) => {}
+                            Err(why) => job.complete(Err(self.unreadable(&job.action, &why))),
+                        }
+                    }
+                    if committed {
+                        self.count_commit(durable);
+                    }
+                    tries += 1;
+                    last = Some(e);
+                }
+                Err(e) => {
+                    for (job, _) in ran {
+                        job.complete(Err(self.db(&job.action, &e)));
+                    }
+                }
+            }
+            todo.retain(|job| !job.is_done());
+        }
+    }
+
+    /// Whether `job` was committed, read on a new connection.
+    fn read_job_back(&self, job: &Job) -> Result<Option<super::group::Value>> {
+        self.read_back(&job.action, &mut |conn| job.verify(self, conn))
+    }
+
+    /// The test hook's [`PgPoint::BeforeCommit`].
+    fn before_commit(&self, durable: bool, conn: &Conn) {
+        if let Some(hook) = &self.hook {
+            hook(PgPoint::BeforeCommit {
+                durable,
+                backend_pid: conn.pid,
+            });
+        }
+    }
+
+    /// A COMMIT whose connection was lost and whose outcome could not be
+    /// read back.
+    fn unreadable(&self, action: &str, why: &Error) -> Error {
+        self.refused(format!(
+            "cannot {action}: the connection was lost during COMMIT and the outcome cannot be \
+             read back ({why}); nothing may be sent until it is"
+        ))
+    }
+
+    fn count_commit(&self, durable: bool) {
+        self.stats.commits.fetch_add(1, Ordering::Relaxed);
+        if durable {
+            self.stats.durable_commits.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     /// `verify` on a new connection, in its own (read) transaction.
-    pub(super) fn read_back<T>(&self, action: &str, verify: Verify<'_, T>) -> Result<Option<T>> {
+    pub(super) fn read_back<T>(
+        &self,
+        action: &str,
+        verify: &mut dyn FnMut(&mut Conn) -> std::result::Result<Option<T>, Fail>,
+    ) -> Result<Option<T>> {
         let mut conn = self.take_conn(action)?;
-        match verify(&mut conn.client) {
+        match verify(&mut conn) {
             Ok(found) => {
                 self.put_back(conn);
                 Ok(found)

@@ -1,0 +1,241 @@
+//! Group commit: the writes of concurrent callers of one
+//! [`PostgresJournal`] share one transaction and one COMMIT.
+//!
+//! A caller queues its write as a [`Job`]; whoever finds fewer than
+//! [`MAX_RUNNING`] groups running becomes a combiner: it takes every queued
+//! job, runs their bodies one after the other in one transaction on one
+//! connection, commits once and completes each job. A group holds either
+//! only writes that must be durable (committed with `synchronous_commit`
+//! on) or only writes that need not be, so that these never wait for a
+//! WAL flush; a caller whose job is still queued
+//! leads the next group. Callers are answered only after that COMMIT returned, so a write
+//! reported durable is on the server's disk.
+//!
+//! A body checks everything before it writes anything (the engine's rule),
+//! so a body refused by the journal (busy, lost lease…) leaves nothing in
+//! the shared transaction and is answered at once. A database error in a
+//! body aborts the whole transaction: it is rolled back, that body's
+//! caller gets `journal_error` (or, for a lost connection, a deadlock or
+//! a serialization failure, it runs again), and every other body runs
+//! again in a new transaction. A COMMIT that fails fails every caller in
+//! the group with `journal_error`; a connection lost during the COMMIT is
+//! read back for each caller before anything is decided.
+
+use std::any::Any;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+
+use super::pool::Fail;
+use super::{Conn, PostgresJournal};
+use crate::error::Result;
+
+/// The most writes one transaction carries.
+const MAX_GROUP: usize = 64;
+
+/// The most groups of one journal running at once (each on its own
+/// connection): while one waits for its COMMIT's WAL flush, the next runs
+/// its statements, and the server flushes their commits together.
+const MAX_RUNNING: usize = 4;
+
+/// The most groups of durable writes running at once: the writes that
+/// arrive while they run wait and share the next one.
+const MAX_DURABLE: usize = 2;
+
+/// A body's value, whatever its type.
+pub(super) type Value = Box<dyn Any + Send>;
+
+/// A write's body: runs inside the shared transaction.
+pub(super) type Run =
+    Box<dyn FnMut(&PostgresJournal, &mut Conn) -> std::result::Result<Value, Fail> + Send>;
+
+/// How to tell after a lost COMMIT whether the write was committed
+/// (`Some`: its value) or not (`None`: run it again).
+pub(super) type Verify =
+    Box<dyn FnMut(&PostgresJournal, &mut Conn) -> std::result::Result<Option<Value>, Fail> + Send>;
+
+/// What a job ended with.
+enum Outcome {
+    Done(Result<Value>),
+    Panicked(Box<dyn Any + Send>),
+}
+
+/// One caller's write.
+pub(super) struct Job {
+    /// What the write does, for error messages.
+    pub(super) action: String,
+    /// Whether it must be on disk before its caller is answered.
+    pub(super) durable: bool,
+    run: Mutex<Run>,
+    verify: Mutex<Verify>,
+    out: Mutex<Option<Outcome>>,
+}
+
+fn relock<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Fields are only replaced whole: consistent even after a panic.
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Job {
+    pub(super) fn new(action: &str, durable: bool, run: Run, verify: Verify) -> Arc<Job> {
+        Arc::new(Job {
+            action: action.to_owned(),
+            durable,
+            run: Mutex::new(run),
+            verify: Mutex::new(verify),
+            out: Mutex::new(None),
+        })
+    }
+
+    /// Runs the body; a panic is kept for the caller's own thread.
+    pub(super) fn run(
+        &self,
+        j: &PostgresJournal,
+        conn: &mut Conn,
+    ) -> std::result::Result<std::result::Result<Value, Fail>, Box<dyn Any + Send>> {
+        let mut run = relock(&self.run);
+        catch_unwind(AssertUnwindSafe(|| (*run)(j, conn)))
+    }
+
+    /// Reads back whether the write was committed.
+    pub(super) fn verify(
+        &self,
+        j: &PostgresJournal,
+        conn: &mut Conn,
+    ) -> std::result::Result<Option<Value>, Fail> {
+        let mut verify = relock(&self.verify);
+        match catch_unwind(AssertUnwindSafe(|| (*verify)(j, conn))) {
+            Ok(found) => found,
+            Err(panic) => {
+                self.complete_panic(panic);
+                Err(Fail::Journal(crate::error::Error::new(
+                    crate::error::ErrorCode::Journal,
+                    "journal: a read-back panicked",
+                )))
+            }
+        }
+    }
+
+    /// Answers the caller (the first answer stays).
+    pub(super) fn complete(&self, result: Result<Value>) {
+        relock(&self.out).get_or_insert(Outcome::Done(result));
+    }
+
+    pub(super) fn complete_panic(&self, panic: Box<dyn Any + Send>) {
+        relock(&self.out).get_or_insert(Outcome::Panicked(panic));
+    }
+
+    pub(super) fn is_done(&self) -> bool {
+        relock(&self.out).is_some()
+    }
+}
+
+/// Writes waiting for a transaction, and whether a group is running.
+#[derive(Default)]
+pub(super) struct Groups {
+    queue: Mutex<Queue>,
+    wake: Condvar,
+}
+
+#[derive(Default)]
+struct Queue {
+    jobs: Vec<Arc<Job>>,
+    /// Groups running now: of writes that need not be durable, and of
+    /// those that must.
+    running: [usize; 2],
+}
+
+impl Queue {
+    /// The kind (durable or not) of the next group that may start now:
+    /// the oldest queued job's whose kind has room, if any.
+    fn next_kind(&self) -> Option<bool> {
+        let limits = [MAX_RUNNING, MAX_DURABLE];
+        self.jobs
+            .iter()
+            .map(|job| job.durable)
+            .find(|&durable| self.running[usize::from(durable)] < limits[usize::from(durable)])
+    }
+}
+
+impl Groups {
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        relock(&self.queue)
+    }
+
+    /// Runs `job` in a shared transaction, leading groups (`run_group`)
+    /// while it waits and no other caller leads one; returns its result
+    /// (a panic of its body is resumed here, in its caller's thread).
+    pub(super) fn submit(
+        &self,
+        job: &Arc<Job>,
+        run_group: &dyn Fn(Vec<Arc<Job>>),
+    ) -> Result<Value> {
+        let mut queue = self.lock();
+        queue.jobs.push(Arc::clone(job));
+        loop {
+            if let Some(out) = relock(&job.out).take() {
+                return match out {
+                    Outcome::Done(result) => result,
+                    Outcome::Panicked(panic) => resume_unwind(panic),
+                };
+            }
+            let durable = match queue.next_kind() {
+                Some(durable) => durable,
+                None => {
+                    queue = self
+                        .wake
+                        .wait(queue)
+                        .unwrap_or_else(PoisonError::into_inner);
+                    continue;
+                }
+            };
+            queue.running[usize::from(durable)] += 1;
+            // Writes that need no flush never wait for one: a group holds
+            // one kind only.
+            let mut jobs = Vec::new();
+            queue.jobs.retain(|job| {
+                let take = job.durable == durable && jobs.len() < MAX_GROUP;
+                if take {
+                    jobs.push(Arc::clone(job));
+                }
+                !take
+            });
+            drop(queue);
+            let leading = Leading {
+                groups: self,
+                durable,
+                jobs: jobs.clone(),
+            };
+            run_group(jobs);
+            drop(leading);
+            queue = self.lock();
+        }
+    }
+}
+
+/// Ends a group, even one that unwound: the next caller may lead, and no
+/// job of it is left without an answer.
+struct Leading<'a> {
+    groups: &'a Groups,
+    durable: bool,
+    jobs: Vec<Arc<Job>>,
+}
+
+impl Drop for Leading<'_> {
+    fn drop(&mut self) {
+        for job in &self.jobs {
+            if !job.is_done() {
+                job.complete(Err(crate::error::Error::new(
+                    crate::error::ErrorCode::Journal,
+                    format!(
+                        "journal: cannot {}: the group commit running it failed",
+                        job.action
+                    ),
+                )));
+            }
+        }
+        let mut queue = self.groups.lock();
+        queue.running[usize::from(self.durable)] -= 1;
+        drop(queue);
+        self.groups.wake.notify_all();
+    }
+}

@@ -1,0 +1,176 @@
+//! The PostgreSQL journal's group commit, against a real server started by
+//! the tests (e2e/src/pg.rs): concurrent callers of one handle share
+//! transactions and synchronous commits, each is answered only once its
+//! write is committed, a refused caller does not disturb the others, and a
+//! connection lost during a shared COMMIT is read back for every caller.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier, Mutex};
+use std::time::Duration;
+
+use payidem::journal::{Journal, Lease, PgPoint, PostgresJournal, PostgresJournalOptions};
+use payidem::operation::OperationState;
+use payidem::ErrorCode;
+
+#[path = "../../e2e/src/pg.rs"]
+mod pg;
+
+mod fixtures;
+use fixtures::{now, op};
+
+const CALLERS: usize = 12;
+
+fn lease(owner: &str) -> Lease {
+    Lease {
+        owner: owner.into(),
+        expires_at: now() + 100,
+    }
+}
+
+fn open(url: &str) -> PostgresJournal {
+    PostgresJournal::connect(url, PostgresJournalOptions::default()).unwrap()
+}
+
+/// A journal whose synchronous COMMITs each wait a little first (so that
+/// concurrent callers queue behind them), and, once `armed`, whose next
+/// synchronous COMMIT loses its connection; counts synchronous COMMITs.
+fn slow_journal(url: &str, armed: bool) -> (PostgresJournal, Arc<AtomicBool>, Arc<AtomicUsize>) {
+    let killer = Arc::new(Mutex::new(pg::shared().connect("postgres")));
+    let armed = Arc::new(AtomicBool::new(armed));
+    let durable_commits = Arc::new(AtomicUsize::new(0));
+    let hook = {
+        let (armed, durable_commits) = (Arc::clone(&armed), Arc::clone(&durable_commits));
+        Arc::new(move |point: PgPoint| {
+            let PgPoint::BeforeCommit {
+                durable: true,
+                backend_pid,
+            } = point
+            else {
+                return;
+            };
+            durable_commits.fetch_add(1, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_millis(60));
+            if armed.swap(false, Ordering::SeqCst) {
+                killer
+                    .lock()
+                    .unwrap()
+                    .execute("SELECT pg_terminate_backend($1)", &[&backend_pid])
+                    .unwrap();
+            }
+        })
+    };
+    (open(url).with_hook(hook), armed, durable_commits)
+}
+
+/// Caller `i` settles its operation `o-{i}`: it still holds the lease it
+/// took, under its epoch.
+fn settle(j: &PostgresJournal, i: usize) {
+    let (id, owner) = (format!("o-{i}"), lease(&format!("a{i}")));
+    j.finish(&id, &owner, OperationState::Succeeded, None, now())
+        .unwrap();
+}
+
+/// Runs `call(i)` on `CALLERS` threads started together.
+fn together<T: Send>(call: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    let start = Barrier::new(CALLERS);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..CALLERS)
+            .map(|i| {
+                let (start, call) = (&start, &call);
+                s.spawn(move || {
+                    start.wait();
+                    call(i)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
+#[test]
+fn concurrent_callers_share_synchronous_commits_and_are_answered_once_committed() {
+    let url = pg::fresh_db();
+    let (j, _, durable) = slow_journal(&url, false);
+    // Another handle, on its own connections: sees only committed rows.
+    let observer = open(&url);
+    let seen_committed = together(|i| {
+        let id = format!("o-{i}");
+        j.open_to_send(&op(&id), &lease(&format!("a{i}")), now())
+            .unwrap();
+        let r = observer.get(&id).unwrap().expect("committed when answered");
+        (r.state, r.attempts)
+    });
+    assert!(seen_committed
+        .iter()
+        .all(|s| *s == (OperationState::InFlight, 1)));
+    let stats = j.commit_stats();
+    let shared = durable.load(Ordering::SeqCst);
+    assert_eq!(stats.durable_commits as usize, shared);
+    assert!(
+        shared < CALLERS,
+        "{CALLERS} durable writes took {shared} synchronous commits"
+    );
+    // Each caller holds its own lease, as if alone.
+    for i in 0..CALLERS {
+        let id = format!("o-{i}");
+        let err = j
+            .open_to_send(&op(&id), &lease("other"), now())
+            .unwrap_err();
+        assert_eq!(err.code(), ErrorCode::OperationBusy);
+        settle(&j, i);
+    }
+}
+
+#[test]
+fn a_refused_caller_leaves_the_rest_of_its_group_written() {
+    let url = pg::fresh_db();
+    let (j, _, _) = slow_journal(&url, false);
+    j.open(&op("held"), &lease("holder"), now()).unwrap();
+    let answers = together(|i| {
+        if i % 3 == 0 {
+            // Held by another live lease: refused, nothing written.
+            j.open_to_send(&op("held"), &lease(&format!("a{i}")), now())
+                .map(|_| ())
+        } else {
+            j.open_to_send(&op(&format!("o-{i}")), &lease(&format!("a{i}")), now())
+                .map(|_| ())
+        }
+    });
+    for (i, answer) in answers.iter().enumerate() {
+        if i % 3 == 0 {
+            assert_eq!(
+                answer.as_ref().unwrap_err().code(),
+                ErrorCode::OperationBusy
+            );
+        } else {
+            answer.as_ref().unwrap();
+            let r = j.get(&format!("o-{i}")).unwrap().unwrap();
+            assert_eq!((r.state, r.attempts), (OperationState::InFlight, 1));
+        }
+    }
+    let held = j.get("held").unwrap().unwrap();
+    assert_eq!((held.state, held.attempts), (OperationState::Pending, 0));
+}
+
+#[test]
+fn a_connection_lost_during_a_shared_commit_is_read_back_for_every_caller() {
+    let url = pg::fresh_db();
+    let (j, armed, _) = slow_journal(&url, false);
+    for i in 0..CALLERS {
+        j.open(&op(&format!("o-{i}")), &lease(&format!("a{i}")), now())
+            .unwrap();
+    }
+    armed.store(true, Ordering::SeqCst);
+    let answers =
+        together(|i| j.record_attempt(&format!("o-{i}"), &lease(&format!("a{i}")), 1, now()));
+    assert!(!armed.load(Ordering::SeqCst), "the hook fired");
+    assert!(answers.iter().all(|a| a.is_ok()), "{answers:?}");
+    assert!(j.commit_stats().unknown_commits >= 1);
+    for i in 0..CALLERS {
+        let id = format!("o-{i}");
+        let r = j.get(&id).unwrap().unwrap();
+        assert_eq!((r.state, r.attempts), (OperationState::InFlight, 1), "{id}");
+        // Still held by its caller, under the epoch it took.
+        settle(&j, i);
+    }
+}

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The block runner's own test: a document of blocks that must fail (an
+# unmarked block, a reason too short, a wrong exit status, a temporary file
+# left behind) and blocks that must pass (an expected error exit, a block
+# that cleans up), each through scripts/docs/run-blocks.py --only FILE:LINE.
+# Needs what the runner needs for sh blocks (PAYIDEM_DOCS_BIN, see there).
+# Ends with "N passed, N failed"; exits 1 when anything failed.
+set -uo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+doc="$work/fixture.md"
+cat > "$doc" <<'MD'
+```sh
+echo unmarked
+```
+
+```text no-run: short
+x
+```
+
+```sh run
+exit 3
+```
+
+```sh run
+touch "$TMPDIR/left-behind"
+```
+
+```sh run exit=2
+exit 2
+```
+
+```sh run
+f="$(mktemp)"; rm -f "$f"; test -n "$PAYIDEM_BASE_URL"; command -v payidem-mock
+```
+MD
+passed=0 failed=0
+expect() { # LINE WANT(PASS|FAIL) TEXT: the block at LINE ends WANT, saying TEXT
+    local out
+    out="$("$root/scripts/docs/run-blocks.py" --only "$doc:$1" "$doc" 2>&1)"
+    if grep -q "^$2 $doc:$1 .*$3" <<<"$out"; then
+        passed=$((passed + 1)); echo "PASS: block at line $1 ends $2 ($3)"
+    else
+        failed=$((failed + 1)); echo "FAIL: block at line $1: want $2 with '$3', got: $out"
+    fi
+}
+expect 1 FAIL "unmarked"
+expect 5 FAIL "no-run needs a reason"
+expect 9 FAIL "exit status 3, want 0"
+expect 13 FAIL "left temporary files behind in TMPDIR"
+expect 17 PASS ""
+expect 21 PASS "payidem-mock"
+if "$root/scripts/docs/run-blocks.py" "$doc" > /dev/null 2>&1; then
+    failed=$((failed + 1)); echo "FAIL: the runner exits 0 on a document with failing blocks"
+else
+    passed=$((passed + 1)); echo "PASS: the runner exits non-zero on a document with failing blocks"
+fi
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]

@@ -58,10 +58,13 @@ cross-deps:
 
 ## test-rust: every Rust test of the workspace (core, mock, e2e with the chaos test and the
 ## fleet chaos test, C ABI crate); the replay-store tests start their own redis-server (see
-## redis-deps), the PostgreSQL journal tests their own PostgreSQL (see pg-deps)
+## redis-deps), the PostgreSQL journal tests their own PostgreSQL (see pg-deps). Every error
+## message the suites produce is recorded and checked (core/src/error/text.rs).
 test-rust: redis-deps pg-deps
 	@echo '## phase: test-rust'
-	$(CARGO) test --workspace
+	@texts=$$(mktemp); rm -f "$$texts"; \
+	PAYIDEM_ERROR_TEXT_LOG="$$texts" $(CARGO) test --workspace && scripts/check-error-texts.sh "$$texts" 1000; \
+	rc=$$?; rm -f "$$texts"; exit $$rc
 
 ## test-fleet: the fleet chaos test alone (also part of test-rust): worker processes without
 ## local state sharing one PostgreSQL journal through kills, a database crash and a lost COMMIT

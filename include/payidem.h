@@ -963,9 +963,12 @@ const char *payidem_error_message(const struct payidem_error *err);
 const char *payidem_error_field(const struct payidem_error *err);
 
 /**
- * The HTTP status: the platform's answer for `PAYIDEM_REJECTED` (and a
- * conflict answered by the platform), or the status a verifier answers
- * with for a verification failure (401, 409, 503, 400); 0 when none.
+ * The HTTP status: the platform's answer for an error that came with one
+ * (`PAYIDEM_REJECTED`, `PAYIDEM_REFUSED`, a conflict answered by the
+ * platform), or the status a verifier answers with for a request that
+ * failed verification (401, 409, 503, 400); 0 when none, which is every
+ * local error (an invalid argument, a journal error: nothing was sent nor
+ * answered).
  *
  * Ownership: borrows `err`.
  * NULL: `err` may be NULL, giving 0.
@@ -988,6 +991,35 @@ uint16_t payidem_error_http_status(const struct payidem_error *err);
  * Errors: none.
  */
 bool payidem_error_body(const struct payidem_error *err, const uint8_t **body_out, size_t *len_out);
+
+/**
+ * The platform's error code (`error.code` of its answer's body, e.g.
+ * `"card_declined"`), for an error that came with a platform answer in the
+ * protocol's error body (`PAYIDEM_REJECTED`, `PAYIDEM_REFUSED`, a conflict
+ * answered by the platform); NULL otherwise. NUL-terminated UTF-8, at most
+ * 64 characters (a longer code is cut and ends with `…`), control
+ * characters written as escapes (`\n`): safe to print.
+ *
+ * Ownership: borrowed from `err`; valid until `payidem_error_free(err)`.
+ * NULL: `err` may be NULL, giving NULL.
+ * Threads: read-only; safe while no other thread frees `err`.
+ * Errors: none.
+ */
+const char *payidem_error_platform_code(const struct payidem_error *err);
+
+/**
+ * The platform's error message for people (`error.message` of its answer's
+ * body), when `payidem_error_platform_code` is set and the body has a
+ * message; NULL otherwise. NUL-terminated UTF-8, at most 256 characters (a
+ * longer message is cut and ends with `…`), control characters written as
+ * escapes: safe to print.
+ *
+ * Ownership: borrowed from `err`; valid until `payidem_error_free(err)`.
+ * NULL: `err` may be NULL, giving NULL.
+ * Threads: read-only; safe while no other thread frees `err`.
+ * Errors: none.
+ */
+const char *payidem_error_platform_message(const struct payidem_error *err);
 
 /**
  * The operation's order id, when the error concerns one operation

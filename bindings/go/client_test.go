@@ -70,6 +70,11 @@ func TestClientRejectedKeepsStatusAndBody(t *testing.T) {
 	if !errors.As(err, &e) || e.Code != CodeRejected || e.HTTPStatus != 402 {
 		t.Errorf("as *Error: %+v", e)
 	}
+	// The platform's code and message, read by the core from the body.
+	if e.PlatformCode != "card_declined" || e.PlatformMessage != "the card was declined" ||
+		!strings.Contains(e.Error(), "HTTP 402 card_declined: the card was declined (final)") {
+		t.Errorf("platform error: %q %q in %q", e.PlatformCode, e.PlatformMessage, e.Error())
+	}
 	if errors.Is(err, ErrOutcomeUnknown) || errors.Is(err, ErrCancelled) {
 		t.Error("a rejection matches another sentinel")
 	}
@@ -332,6 +337,8 @@ func TestNewClientInvalidConfig(t *testing.T) {
 		var ia *InvalidArgumentError
 		if !errors.As(err, &ia) || ia.Field != tc.field {
 			t.Errorf("want invalid %q, got %v (%+v)", tc.field, err, ia)
+		} else if ia.Err.HTTPStatus != 0 || ia.Err.PlatformCode != "" || ia.Err.Body != nil {
+			t.Errorf("a local error carries a platform answer: %+v", ia.Err)
 		}
 		if err != nil && strings.Contains(err.Error(), mockSecret) {
 			t.Errorf("error shows the secret: %v", err)

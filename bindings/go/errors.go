@@ -134,11 +134,22 @@ type Error struct {
 	Message string
 	// Field names the invalid argument or option (invalid_argument only).
 	Field string
-	// HTTPStatus is the platform's status for rejected (and a conflict the
-	// platform answered), or the status a verifier answers with; 0 when none.
+	// HTTPStatus is the platform's status for an error that came with its
+	// answer (rejected, refused, a conflict the platform answered), or the
+	// status a verifier answers with for a request that failed
+	// verification; 0 when none, which is every local error (an invalid
+	// argument, a journal error: nothing was sent nor answered).
 	HTTPStatus int
-	// Body is the platform's response body for rejected and conflict.
+	// Body is the platform's response body for rejected, refused and
+	// conflict.
 	Body []byte
+	// PlatformCode and PlatformMessage are the platform's error code (e.g.
+	// "card_declined") and message of an answer in the protocol's error
+	// body, read from Body by the core: bounded, control characters
+	// escaped, safe to print. Empty when the error came with no such answer
+	// (PlatformMessage also when the body had no message).
+	PlatformCode    string
+	PlatformMessage string
 	// OrderID and IdempotencyKey name the operation the error concerns
 	// (outcome_unknown, key_expired, cancelled, ...); empty otherwise.
 	OrderID        string
@@ -237,6 +248,8 @@ func copyError(rc C.payidem_result, cerr *C.payidem_error, cause error) error {
 		e.Message = goStringOrEmpty(C.payidem_error_message(cerr))
 		e.Field = goStringOrEmpty(C.payidem_error_field(cerr))
 		e.HTTPStatus = int(C.payidem_error_http_status(cerr))
+		e.PlatformCode = goStringOrEmpty(C.payidem_error_platform_code(cerr))
+		e.PlatformMessage = goStringOrEmpty(C.payidem_error_platform_message(cerr))
 		e.OrderID = goStringOrEmpty(C.payidem_error_order_id(cerr))
 		e.IdempotencyKey = goStringOrEmpty(C.payidem_error_idempotency_key(cerr))
 		var body *C.uint8_t

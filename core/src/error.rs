@@ -1,7 +1,11 @@
 //! The crate's single error type and its stable machine codes.
 
 pub use crate::vocabulary::ErrorCode;
+pub use platform::PlatformError;
 use std::fmt;
+
+pub mod platform;
+pub mod text;
 
 impl ErrorCode {
     /// Whether an operation that ended with this code is final: its
@@ -47,8 +51,8 @@ impl fmt::Display for ErrorCode {
 ///
 /// It carries a stable [`ErrorCode`], a message written for people, and the
 /// context the code calls for: the offending field for
-/// [`ErrorCode::InvalidArgument`], the platform's status and body for
-/// [`ErrorCode::Rejected`], the order id and idempotency key for
+/// [`ErrorCode::InvalidArgument`], the platform's status, body and error
+/// code and message for [`ErrorCode::Rejected`], the order id and idempotency key for
 /// [`ErrorCode::OutcomeUnknown`] and [`ErrorCode::KeyExpired`]. It never holds
 /// a secret.
 #[derive(Clone, PartialEq, Eq)]
@@ -61,6 +65,7 @@ struct Inner {
     field: Option<&'static str>,
     status: Option<u16>,
     body: Option<Vec<u8>>,
+    platform: Option<PlatformError>,
     order_id: Option<String>,
     idempotency_key: Option<String>,
     server_time: Option<u64>,
@@ -69,12 +74,20 @@ struct Inner {
 impl Error {
     /// An error with this code and human-readable message.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Error {
+        let e = Error::bare(code, message.into());
+        text::record(code, &e.0.message);
+        e
+    }
+
+    /// An error with this code and message, not recorded ([`text`]).
+    fn bare(code: ErrorCode, message: String) -> Error {
         Error(Box::new(Inner {
             code,
-            message: message.into(),
+            message,
             field: None,
             status: None,
             body: None,
+            platform: None,
             order_id: None,
             idempotency_key: None,
             server_time: None,
@@ -89,11 +102,34 @@ impl Error {
         e
     }
 
-    /// Attaches the platform's HTTP status and body.
+    /// Attaches the platform's HTTP status and body, and the platform's
+    /// error code and message read from the body when it is the protocol's
+    /// error body ([`PlatformError`]).
     pub fn with_response(mut self, status: u16, body: Vec<u8>) -> Error {
         self.0.status = Some(status);
+        self.0.platform = PlatformError::from_body(&body);
         self.0.body = Some(body);
         self
+    }
+
+    /// An error that came with the platform's answer (`status`, `body`):
+    /// its message is `message` given the answer described for people,
+    /// `HTTP 402 card_declined: Your card was declined` (the status, then the
+    /// platform's code and message when the body carries them).
+    pub fn answered(
+        code: ErrorCode,
+        status: u16,
+        body: Vec<u8>,
+        message: impl FnOnce(&str) -> String,
+    ) -> Error {
+        let mut e = Error::bare(code, String::new()).with_response(status, body);
+        let answer = match &e.0.platform {
+            Some(platform) => format!("HTTP {status} {platform}"),
+            None => format!("HTTP {status}"),
+        };
+        e.0.message = message(&answer);
+        text::record(code, &e.0.message);
+        e
     }
 
     /// The same error with every occurrence of `location` in its message
@@ -104,6 +140,7 @@ impl Error {
         let redacted = crate::redact::redact_url(location);
         if !location.is_empty() && redacted != location {
             self.0.message = self.0.message.replace(location, &redacted);
+            text::record(self.0.code, &self.0.message);
         }
         self
     }
@@ -132,6 +169,7 @@ impl Error {
             self.0.message,
             journal.message()
         );
+        text::record(self.0.code, &self.0.message);
         self
     }
 
@@ -157,16 +195,35 @@ impl Error {
         self.0.field
     }
 
-    /// The HTTP status: the platform's answer for [`ErrorCode::Rejected`], or
-    /// the status a verifier answers with for a verification failure.
+    /// The HTTP status: the platform's answer for an error that came with
+    /// one ([`ErrorCode::Rejected`], [`ErrorCode::Refused`], a conflict the
+    /// platform answered), or the status a verifier answers with for a
+    /// request that failed [`Verifier::verify`](crate::verifier::Verifier::verify).
+    /// `None` for every local error (an invalid argument, a journal error):
+    /// nothing was sent nor answered.
     pub fn http_status(&self) -> Option<u16> {
-        self.0.status.or_else(|| self.0.code.http_status())
+        self.0.status
     }
 
     /// The platform's response body, for [`ErrorCode::Rejected`] and
     /// [`ErrorCode::IdempotencyConflict`] answered by the platform.
     pub fn body(&self) -> Option<&[u8]> {
         self.0.body.as_deref()
+    }
+
+    /// The platform's error code (`error.code` of its answer's body, e.g.
+    /// `card_declined`), for an error that came with a platform answer in
+    /// the protocol's error body; bounded and with control characters
+    /// escaped ([`PlatformError`]).
+    pub fn platform_code(&self) -> Option<&str> {
+        self.0.platform.as_ref().map(PlatformError::code)
+    }
+
+    /// The platform's error message for people (`error.message` of its
+    /// answer's body), when [`Error::platform_code`] is set and the body
+    /// has a message; bounded and with control characters escaped.
+    pub fn platform_message(&self) -> Option<&str> {
+        self.0.platform.as_ref().and_then(PlatformError::message)
     }
 
     /// The operation's order id, when the error concerns one operation.
@@ -195,6 +252,9 @@ impl fmt::Debug for Error {
         }
         if let Some(status) = self.0.status {
             d.field("status", &status);
+        }
+        if let Some(platform) = &self.0.platform {
+            d.field("platform", &platform.to_string());
         }
         if let Some(order_id) = &self.0.order_id {
             d.field("order_id", order_id);
@@ -239,5 +299,36 @@ mod tests {
         assert_eq!(e.code(), ErrorCode::InvalidArgument);
         assert_eq!(e.field(), Some("amount"));
         assert_eq!(e.to_string(), "invalid_argument: amount: must be positive");
+    }
+
+    #[test]
+    fn local_errors_carry_no_http_status() {
+        for code in ErrorCode::ALL {
+            let e = Error::new(code, "local");
+            assert_eq!(e.http_status(), None, "{code}");
+            assert_eq!((e.platform_code(), e.platform_message()), (None, None));
+        }
+        assert_eq!(Error::invalid("base_url", "not a URL").http_status(), None);
+    }
+
+    #[test]
+    fn an_answer_names_the_platform_error() {
+        let body = br#"{"error":{"code":"card_declined","message":"Your card was declined"}}"#;
+        let e = Error::answered(ErrorCode::Rejected, 402, body.to_vec(), |a| {
+            format!("refused with {a} (final)")
+        });
+        assert_eq!(e.http_status(), Some(402));
+        assert_eq!(e.body(), Some(&body[..]));
+        assert_eq!(e.platform_code(), Some("card_declined"));
+        assert_eq!(e.platform_message(), Some("Your card was declined"));
+        assert_eq!(
+            e.message(),
+            "refused with HTTP 402 card_declined: Your card was declined (final)"
+        );
+        assert!(format!("{e:?}").contains("card_declined: Your card was declined"));
+        let forged = br#"{"error":{"code":"x\n","message":"a\r\nINFO forged"}}"#;
+        let e = Error::answered(ErrorCode::Refused, 401, forged.to_vec(), |a| a.to_owned());
+        assert_eq!(e.message(), "HTTP 401 x\\n: a\\r\\nINFO forged");
+        assert!(!e.to_string().chars().any(char::is_control));
     }
 }

@@ -154,6 +154,21 @@ impl Journal for FsyncFloor {
         self.inner.renew(order_id, lease, now)
     }
 
+    fn finish_with_attempts(
+        &self,
+        order_id: &str,
+        lease: &Lease,
+        state: OperationState,
+        response: Option<&Response>,
+        attempts: u32,
+        now: u64,
+    ) -> Result<()> {
+        (self.inner).finish_with_attempts(order_id, lease, state, response, attempts, now)?;
+        let body = response.map(|r| r.body.as_slice()).unwrap_or_default();
+        self.append(&[order_id.as_bytes(), state.as_str().as_bytes(), body])
+            .map(drop)
+    }
+
     fn release(&self, order_id: &str, lease: &Lease) -> Result<()> {
         self.inner.release(order_id, lease)
     }

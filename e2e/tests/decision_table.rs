@@ -732,6 +732,16 @@ fn a_dropped_answer_is_settled_with_one_payment() {
         }
         assert_eq!(mock.stats().faults["drop_after_commit"], 1);
         assert_one_payment(&mock, "ord-drop-1", "create-ord-drop-1");
+        // One count: the journal says what the call said, status query included.
+        let record = c.status("ord-drop-1").unwrap().unwrap();
+        assert_eq!((outcome.attempts, record.attempts), (2, 2));
+        let again = c
+            .execute(&OwnedSpec::payment("ord-drop-1", 1000, with_status).spec())
+            .unwrap();
+        assert_eq!(
+            again.attempts, 2,
+            "a settled operation answers the stored count"
+        );
     }
 }
 

@@ -1192,10 +1192,15 @@ static void test_client_transport_options(void) {
     const uint8_t *s = (const uint8_t *)MOCK_SECRET;
     size_t n = strlen(MOCK_SECRET);
     char body[128];
-    EXPECT_ERR(payidem_client_new("{\"base_url\":\"http://api.example.com\",\"key_id\":\"k\","
-                                  "\"journal_path\":\":memory:\"}",
-                                  s, n, &client, &err),
-               err, PAYIDEM_INVALID_ARGUMENT, "base_url");
+    payidem_result rc;
+    rc = payidem_client_new("{\"base_url\":\"http://api.example.com\",\"key_id\":\"k\","
+                            "\"journal_path\":\":memory:\"}",
+                            s, n, &client, &err);
+    /* A local error: nothing was sent, so no HTTP status, no platform error. */
+    CHECK(payidem_error_http_status(err) == 0);
+    CHECK(payidem_error_platform_code(err) == NULL);
+    CHECK(payidem_error_platform_message(err) == NULL);
+    EXPECT_ERR(rc, err, PAYIDEM_INVALID_ARGUMENT, "base_url");
     EXPECT_OK(payidem_client_new("{\"base_url\":\"http://api.example.com\",\"key_id\":\"k\","
                                  "\"journal_path\":\":memory:\",\"allow_insecure_http\":true,"
                                  "\"proxy\":\"http://127.0.0.1:3128\",\"proxy_from_env\":true,"
@@ -1396,6 +1401,11 @@ static void test_e2e_rejected_and_conflicts(void) {
     CHECK(rc == PAYIDEM_REJECTED);
     CHECK(outcome == NULL);
     CHECK(payidem_error_http_status(err) == 402);
+    /* The platform's code and message, read by the core from the body. */
+    CHECK_STR(payidem_error_platform_code(err), "card_declined");
+    CHECK_STR(payidem_error_platform_message(err), "the card was declined");
+    CHECK(strstr(payidem_error_message(err),
+                 "HTTP 402 card_declined: the card was declined (final)") != NULL);
     CHECK(payidem_error_body(err, &bytes, &len));
     CHECK(len > 0 && bytes != NULL && memchr(bytes, 'c', len) != NULL);
     if (bytes) {

@@ -67,7 +67,10 @@ impl Answer {
         if let Some(field) = err.field() {
             return Answer::invalid(field, err.message());
         }
-        let status = err.http_status().unwrap_or(500);
+        let status = err
+            .http_status()
+            .or(err.code().http_status())
+            .unwrap_or(500);
         Answer::error(status, err.code().as_str(), err.message())
     }
 

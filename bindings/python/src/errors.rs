@@ -30,6 +30,8 @@ fn build<'py>(py: Python<'py>, error: &Error) -> PyResult<Bound<'py, PyAny>> {
         context.set_item("status", error.http_status())?;
     }
     context.set_item("body", error.body().map(|b| PyBytes::new(py, b)))?;
+    context.set_item("platform_code", error.platform_code())?;
+    context.set_item("platform_message", error.platform_message())?;
     context.set_item("order_id", error.order_id())?;
     context.set_item("idempotency_key", error.idempotency_key())?;
     context.set_item("server_time", error.server_time())?;

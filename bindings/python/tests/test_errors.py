@@ -55,24 +55,41 @@ def test_final_or_not_is_the_cores() -> None:
 
 
 def test_python_raised_errors_carry_the_cores_status() -> None:
-    # No status given: the class's, from the core's table.
+    # No status given: a verification error answers with its class's, from
+    # the core's table; any other error is local and has none.
     assert payidem.NonceReused("again").http_status == 409
-    assert payidem.InvalidArgument("bad", field="x").http_status == 400
+    assert payidem.InvalidArgument("bad", field="x").http_status is None
     assert payidem.OutcomeUnknown("?").http_status is None
 
 
 def test_errors_pickle_with_their_context() -> None:
-    e = errors._from_native("rejected", "no", http_status=402, status=402, body=b"{}", order_id="o", idempotency_key="k")
+    e = errors._from_native(
+        "rejected",
+        "no",
+        http_status=402,
+        status=402,
+        body=b"{}",
+        platform_code="card_declined",
+        platform_message="declined",
+        order_id="o",
+        idempotency_key="k",
+    )
     back = pickle.loads(pickle.dumps(e))
     assert isinstance(back, payidem.Rejected)
     assert (back.status, back.body, back.order_id, back.idempotency_key) == (402, b"{}", "o", "k")
+    assert (back.platform_code, back.platform_message) == ("card_declined", "declined")
 
 
 def test_invalid_argument(mock: Mock, make_client: MakeClient) -> None:
     with pytest.raises(payidem.InvalidArgument) as info:
         make_client().execute("ord 1", "POST", "/v1/payments", b"{}")
     assert info.value.field == "order_id" and info.value.code == "invalid_argument"
-    assert info.value.http_status == 400
+    # Local: nothing was sent, so no HTTP status and no platform error.
+    assert info.value.http_status is None
+    assert (info.value.platform_code, info.value.platform_message) == (None, None)
+    with pytest.raises(payidem.InvalidArgument) as bad_url:
+        make_client(base_url="not a url")
+    assert bad_url.value.field == "base_url" and bad_url.value.http_status is None
 
 
 def test_idempotency_conflict_local_and_platform(mock: Mock, make_client: MakeClient) -> None:
@@ -99,6 +116,10 @@ def test_rejected(mock: Mock, make_client: MakeClient) -> None:
     assert info.value.status == 402 and info.value.http_status == 402
     assert info.value.body is not None and b"card_declined" in info.value.body
     assert info.value.order_id == order
+    # The platform's code and message, read by the core from the body.
+    assert info.value.platform_code == "card_declined"
+    assert info.value.platform_message == "the card was declined"
+    assert "HTTP 402 card_declined: the card was declined (final)" in info.value.message
 
 
 def test_refused_with_a_wrong_secret_is_not_final(mock: Mock, make_client: MakeClient) -> None:

@@ -26,6 +26,10 @@ def pay(client: payidem.Client, order_id: str, amount: int) -> Optional[int]:
         status: int | None = e.status
         body: bytes | None = e.body
         settled: bool = e.final
+        platform_code: Optional[str] = e.platform_code
+        platform_message: Optional[str] = e.platform_message
+        if platform_code == "card_declined" and platform_message is not None:
+            return None
         return status if body is not None and settled else None
     except payidem.Refused as e:
         number: int = e.number

@@ -126,7 +126,9 @@ pub(crate) fn check_private_location(path: &Path) -> std::result::Result<(), Str
         let mode = meta.mode() & 0o7777;
         if mode & 0o002 != 0 {
             return Err(format!(
-                "refused: its directory {} is writable by every user (mode {mode:04o}), so                  another user could replace or plant the journal's files; keep the journal in a                  directory only its owner (and group) can write, e.g. one made with mkdir -m 700",
+                "refused: its directory {} is writable by every user (mode {mode:04o}), so \
+                 another user could replace or plant the journal's files; keep the journal in a \
+                 directory only its owner (and group) can write, e.g. one made with mkdir -m 700",
                 dir.display()
             ));
         }

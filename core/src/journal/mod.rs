@@ -409,6 +409,21 @@ pub trait Journal: Send + Sync {
         now: u64,
     ) -> Result<()>;
 
+    /// [`Journal::finish`] that also stores `attempts`, the attempts made
+    /// over every call so far (status queries included, which
+    /// [`Journal::record_attempt`] never records): what the call's
+    /// [`Outcome::attempts`](crate::Outcome::attempts) says, so the journal
+    /// and the live call agree. A count below the stored one leaves it.
+    fn finish_with_attempts(
+        &self,
+        order_id: &str,
+        lease: &Lease,
+        state: OperationState,
+        response: Option<&Response>,
+        attempts: u32,
+        now: u64,
+    ) -> Result<()>;
+
     /// Releases a lease without changing the operation (a call that gave up
     /// before sending anything).
     fn release(&self, order_id: &str, lease: &Lease) -> Result<()>;

@@ -151,9 +151,7 @@ impl Context {
             Some(SqliteCode::NotADatabase) => format!("the file is not a SQLite database ({e})"),
             Some(SqliteCode::DatabaseCorrupt) => format!("the database is corrupt ({e})"),
             Some(SqliteCode::CannotOpen) => {
-                format!(
-                    "cannot open the file: missing or unwritable directory, or no permission ({e})"
-                )
+                format!("missing or unwritable directory, or no permission ({e})")
             }
             Some(SqliteCode::ReadOnly | SqliteCode::PermissionDenied) => {
                 format!("the file or its directory is not writable ({e})")

@@ -239,11 +239,12 @@ impl End {
                 response,
                 journal_error: None,
             }),
-            End::Rejected(r) => Err(op(Error::new(
+            End::Rejected(r) => Err(op(Error::answered(
                 ErrorCode::Rejected,
-                format!("order {order_id}: the platform refused the operation with HTTP {} (final)", r.status),
-            )
-            .with_response(r.status, r.body))),
+                r.status,
+                r.body,
+                |answer| format!("order {order_id}: the platform refused the operation with {answer} (final)"),
+            ))),
             End::Refused { response: r, reason } => Err(op(Error::new(
                 ErrorCode::Refused,
                 format!(

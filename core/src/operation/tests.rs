@@ -327,6 +327,22 @@ fn final_answers() {
         (crate::error::ErrorCode::Rejected, Some(402))
     );
     assert!(e.body().unwrap().starts_with(b"{\"error\""));
+    assert_eq!(
+        (e.platform_code(), e.platform_message()),
+        (Some("card_declined"), Some("m"))
+    );
+    assert_eq!(
+        e.message(),
+        "order ord-1: the platform refused the operation with HTTP 402 card_declined: m (final)"
+    );
+    let mut op = start(OperationState::Pending, None);
+    let (_, s, _) = drive(&mut op, vec![response(400, &[], "<html>bad</html>")]);
+    let e = s.into_result("ord-2", "create-ord-2", 1).unwrap_err();
+    assert_eq!((e.platform_code(), e.platform_message()), (None, None));
+    assert_eq!(
+        e.message(),
+        "order ord-2: the platform refused the operation with HTTP 400 (final)"
+    );
 }
 
 #[test]

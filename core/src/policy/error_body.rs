@@ -1,9 +1,13 @@
-//! The protocol's error body: `{"error": {"code": "...", "message": "..."}}`.
+//! The protocol's error body: `{"error": {"code": "...", "message": "..."}}`,
+//! parsed once by [`crate::error::platform`], for the decisions
+//! ([`error_code_from_body`]) as for the errors people read.
 
-/// The `error.code` of a JSON error body, if the body is one.
+use crate::error::platform::parse;
+
+/// The `error.code` of a JSON error body, if the body is one, exactly as
+/// sent: what the decisions compare with the protocol's codes.
 pub fn error_code_from_body(body: &[u8]) -> Option<String> {
-    let value: serde_json::Value = serde_json::from_slice(body).ok()?;
-    value.get("error")?.get("code")?.as_str().map(str::to_owned)
+    parse(body).map(|(code, _)| code)
 }
 
 /// The protocol's error body carrying `code` (`{"error":{"code":...}}`),

@@ -67,6 +67,13 @@ impl Refusal {
         ErrorCode::ReplayStoreUnavailable,
     ];
 
+    /// The status a request refused with `code` is answered with, for a
+    /// code of [`Refusal::VERIFICATION_CODES`]; `None` for any other code.
+    pub fn verification_status(code: ErrorCode) -> Option<u16> {
+        code.http_status()
+            .filter(|_| Refusal::VERIFICATION_CODES.contains(&code))
+    }
+
     /// The answer to a request whose verification failed with `error`.
     ///
     /// A code of [`Refusal::VERIFICATION_CODES`] is answered with its status
@@ -81,9 +88,8 @@ impl Refusal {
     /// 500 `internal_error` with a fixed message that shows nothing of it.
     pub fn for_error(error: &Error) -> Refusal {
         let code = error.code();
-        let status = match code.http_status() {
-            Some(status) if Refusal::VERIFICATION_CODES.contains(&code) => status,
-            _ => return Refusal::new(500, ErrorCode::Internal.as_str(), INTERNAL_MESSAGE),
+        let Some(status) = Refusal::verification_status(code) else {
+            return Refusal::new(500, ErrorCode::Internal.as_str(), INTERNAL_MESSAGE);
         };
         let mut refusal = Refusal::new(status, code.as_str(), error.message());
         if code == ErrorCode::TimestampOutOfWindow {
@@ -189,13 +195,13 @@ mod tests {
 
     #[test]
     fn the_body_escapes_what_json_must_and_nothing_else() {
-        let e = Error::new(ErrorCode::InvalidSignature, "a \"quote\", <tag> & é\n");
+        let e = Error::new(ErrorCode::InvalidSignature, "a \"quote\",\n<tag> & é");
         let r = Refusal::for_error(&e);
         assert_eq!(
             std::str::from_utf8(r.body()).unwrap(),
-            r#"{"error":{"code":"invalid_signature","message":"a \"quote\", <tag> & é\n"}}"#
+            r#"{"error":{"code":"invalid_signature","message":"a \"quote\",\n<tag> & é"}}"#
         );
-        assert_eq!(body_of(&r)["error"]["message"], "a \"quote\", <tag> & é\n");
+        assert_eq!(body_of(&r)["error"]["message"], "a \"quote\",\n<tag> & é");
     }
 
     #[test]

@@ -277,7 +277,12 @@ impl Verifier {
     ///
     /// Every verdict is counted in [`Verifier::metrics`].
     pub fn verify<'a>(&self, request: &IncomingRequest<'a>, now: u64) -> Result<Verified<'a>> {
-        let verdict = self.verify_uncounted(request, now);
+        let verdict = self.verify_uncounted(request, now).map_err(|e| {
+            match crate::protocol::Refusal::verification_status(e.code()) {
+                Some(status) => e.with_status(status),
+                None => e,
+            }
+        });
         (self.metrics).verdict(verdict.as_ref().err().map(Error::code));
         verdict
     }

@@ -469,7 +469,11 @@ mod tests {
             .claim("key_1", "00112233-4455-4677-8899-aabbccddeeff", 100, 430)
             .unwrap_err();
         assert_eq!(e.code(), ErrorCode::ReplayStoreUnavailable);
-        assert_eq!(e.http_status(), Some(503));
+        assert_eq!(
+            crate::protocol::Refusal::verification_status(e.code()),
+            Some(503),
+            "the verifier answers it with 503"
+        );
         assert!(!e.message().contains("absent.sock"), "{}", e.message());
         assert_eq!(
             store.check_server().unwrap_err().code(),

@@ -5,7 +5,11 @@ snake_case name shared with the Rust core, the C ABI and the Go binding,
 ``number``, the code's stable number there, and ``final``, whether the
 operation the error concerns is settled for good. Verification failures
 derive from :class:`VerificationError`, whose ``http_status`` is the status a
-platform answers with.
+platform answers with. An error that came with the platform's answer carries
+its ``http_status`` and, when the answer is the protocol's error body, the
+platform's own ``platform_code`` (e.g. ``"card_declined"``) and
+``platform_message``; a local error (an invalid argument, a journal error)
+has ``http_status`` ``None``: nothing was sent nor answered.
 
 The table of codes is the Rust core's (``payidem._native.error_codes()``):
 importing this module fails if a code of the core has no class here, or a
@@ -75,7 +79,11 @@ class Error(Exception):
     """Base class of every payidem error.
 
     ``code`` is the stable machine code, ``message`` the text for people,
-    ``http_status`` the HTTP status tied to the error when there is one, and
+    ``http_status`` the platform's HTTP status for an error that came with its
+    answer or the status a verifier answers with (``None`` for a local
+    error), ``platform_code`` / ``platform_message`` the platform's error code
+    and message read by the core from that answer's error body (bounded,
+    control characters escaped; ``None`` without one), and
     ``order_id`` / ``idempotency_key`` name the operation the error concerns
     when it concerns one. ``number`` is the code's stable number (the C ABI's
     result and Go's code) and ``final`` tells whether the operation is
@@ -99,6 +107,8 @@ class Error(Exception):
     code: ErrorCodeName
     message: str
     http_status: Optional[int]
+    platform_code: Optional[str]
+    platform_message: Optional[str]
     order_id: Optional[str]
     idempotency_key: Optional[str]
 
@@ -107,13 +117,17 @@ class Error(Exception):
         message: str,
         *,
         http_status: Optional[int] = None,
+        platform_code: Optional[str] = None,
+        platform_message: Optional[str] = None,
         order_id: Optional[str] = None,
         idempotency_key: Optional[str] = None,
     ) -> None:
         super().__init__(message)
         self.code = self.CODE
         self.message = message
-        self.http_status = http_status if http_status is not None else self.HTTP_STATUS
+        self.http_status = http_status
+        self.platform_code = platform_code
+        self.platform_message = platform_message
         self.order_id = order_id
         self.idempotency_key = idempotency_key
 
@@ -133,6 +147,8 @@ class Error(Exception):
     def _context(self) -> Dict[str, Any]:
         return {
             "http_status": self.http_status,
+            "platform_code": self.platform_code,
+            "platform_message": self.platform_message,
             "order_id": self.order_id,
             "idempotency_key": self.idempotency_key,
             **{name: getattr(self, name) for name in self._EXTRA},
@@ -269,12 +285,13 @@ class InternalError(Error):
 
 class VerificationError(Error):
     """A request failed verification; ``http_status`` is the answer to send
-    and ``code`` goes into the error body."""
+    (the code's status from the core's table when none is given) and
+    ``code`` goes into the error body."""
 
     http_status: int
 
     def __init__(self, message: str, *, http_status: Optional[int] = None, **context: Any) -> None:
-        super().__init__(message, http_status=http_status, **context)
+        super().__init__(message, http_status=http_status if http_status is not None else self.HTTP_STATUS, **context)
 
 
 class MissingSignature(VerificationError):
@@ -413,6 +430,8 @@ def _from_native(
     http_status: Optional[int] = None,
     status: Optional[int] = None,
     body: Optional[bytes] = None,
+    platform_code: Optional[str] = None,
+    platform_message: Optional[str] = None,
     order_id: Optional[str] = None,
     idempotency_key: Optional[str] = None,
     server_time: Optional[int] = None,
@@ -423,6 +442,8 @@ def _from_native(
     extra = {"field": field, "status": status, "body": body, "server_time": server_time}
     context: Dict[str, Any] = {
         "http_status": http_status,
+        "platform_code": platform_code,
+        "platform_message": platform_message,
         "order_id": order_id,
         "idempotency_key": idempotency_key,
     }

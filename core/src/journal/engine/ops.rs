@@ -224,6 +224,7 @@ fn finish<S: Storage>(
     lease: &Lease,
     state: OperationState,
     response: Option<&Response>,
+    attempts: Option<u32>,
     now: u64,
 ) -> Result<()> {
     rules::check_now(now)?;
@@ -236,7 +237,7 @@ fn finish<S: Storage>(
         let row = g.held(tx, &id, &held)?;
         let new = RowState {
             state,
-            attempts: row.record.attempts,
+            attempts: attempts.map_or(row.record.attempts, |a| a.max(row.record.attempts)),
             updated_at: now,
             response: response.as_ref(),
         };
@@ -462,7 +463,19 @@ impl<S: Storage> Journal for S {
         response: Option<&Response>,
         now: u64,
     ) -> Result<()> {
-        finish(self, order_id, lease, state, response, now)
+        finish(self, order_id, lease, state, response, None, now)
+    }
+
+    fn finish_with_attempts(
+        &self,
+        order_id: &str,
+        lease: &Lease,
+        state: OperationState,
+        response: Option<&Response>,
+        attempts: u32,
+        now: u64,
+    ) -> Result<()> {
+        finish(self, order_id, lease, state, response, Some(attempts), now)
     }
 
     fn release(&self, order_id: &str, lease: &Lease) -> Result<()> {

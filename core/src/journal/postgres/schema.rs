@@ -127,6 +127,13 @@ pub(super) fn prepare(
     j: &PostgresJournal,
 ) -> Result<(Option<u32>, RowAuth)> {
     let fail = |f: Fail| match f {
+        // Already named after this journal (`j.refused`): kept as it is.
+        Fail::Journal(e)
+            if e.message()
+                .starts_with(&format!("journal {}: ", j.target())) =>
+        {
+            e
+        }
         Fail::Journal(e) => j.refused(e.message().trim_start_matches("journal: ")),
         Fail::Pg(e) => j.db("prepare the schema", &e),
     };

@@ -20,6 +20,8 @@ struct Detail {
     field: Option<String>,
     http_status: Option<u16>,
     body: Option<Vec<u8>>,
+    platform_code: Option<String>,
+    platform_message: Option<String>,
     order_id: Option<String>,
     idempotency_key: Option<String>,
     server_time: Option<u64>,
@@ -43,7 +45,6 @@ impl FfiError {
             format!("{field}: {message}"),
         );
         e.detail.field = Some(field.to_owned());
-        e.detail.http_status = Some(400);
         e
     }
 
@@ -94,6 +95,8 @@ impl From<payidem::Error> for FfiError {
                 field: e.field().map(str::to_owned),
                 http_status: e.http_status(),
                 body: e.body().map(<[u8]>::to_vec),
+                platform_code: e.platform_code().map(str::to_owned),
+                platform_message: e.platform_message().map(str::to_owned),
                 order_id: e.order_id().map(str::to_owned),
                 idempotency_key: e.idempotency_key().map(str::to_owned),
                 server_time: e.server_time(),
@@ -114,6 +117,8 @@ pub struct payidem_error {
     field: Option<CString>,
     http_status: Option<u16>,
     body: Option<Vec<u8>>,
+    platform_code: Option<CString>,
+    platform_message: Option<CString>,
     order_id: Option<CString>,
     idempotency_key: Option<CString>,
     server_time: Option<u64>,
@@ -129,6 +134,8 @@ impl From<FfiError> for payidem_error {
             field: e.field.map(c_string),
             http_status: e.http_status,
             body: e.body,
+            platform_code: e.platform_code.map(c_string),
+            platform_message: e.platform_message.map(c_string),
             order_id: e.order_id.map(c_string),
             idempotency_key: e.idempotency_key.map(c_string),
             server_time: e.server_time,
@@ -174,9 +181,12 @@ pub unsafe extern "C" fn payidem_error_field(err: *const payidem_error) -> *cons
     text_of(err, |e| e.field.as_deref())
 }
 
-/// The HTTP status: the platform's answer for `PAYIDEM_REJECTED` (and a
-/// conflict answered by the platform), or the status a verifier answers
-/// with for a verification failure (401, 409, 503, 400); 0 when none.
+/// The HTTP status: the platform's answer for an error that came with one
+/// (`PAYIDEM_REJECTED`, `PAYIDEM_REFUSED`, a conflict answered by the
+/// platform), or the status a verifier answers with for a request that
+/// failed verification (401, 409, 503, 400); 0 when none, which is every
+/// local error (an invalid argument, a journal error: nothing was sent nor
+/// answered).
 ///
 /// Ownership: borrows `err`.
 /// NULL: `err` may be NULL, giving 0.
@@ -205,6 +215,39 @@ pub unsafe extern "C" fn payidem_error_body(
     len_out: *mut usize,
 ) -> bool {
     bytes_of(err, body_out, len_out, |e| e.body.as_deref())
+}
+
+/// The platform's error code (`error.code` of its answer's body, e.g.
+/// `"card_declined"`), for an error that came with a platform answer in the
+/// protocol's error body (`PAYIDEM_REJECTED`, `PAYIDEM_REFUSED`, a conflict
+/// answered by the platform); NULL otherwise. NUL-terminated UTF-8, at most
+/// 64 characters (a longer code is cut and ends with `…`), control
+/// characters written as escapes (`\n`): safe to print.
+///
+/// Ownership: borrowed from `err`; valid until `payidem_error_free(err)`.
+/// NULL: `err` may be NULL, giving NULL.
+/// Threads: read-only; safe while no other thread frees `err`.
+/// Errors: none.
+#[no_mangle]
+pub unsafe extern "C" fn payidem_error_platform_code(err: *const payidem_error) -> *const c_char {
+    text_of(err, |e| e.platform_code.as_deref())
+}
+
+/// The platform's error message for people (`error.message` of its answer's
+/// body), when `payidem_error_platform_code` is set and the body has a
+/// message; NULL otherwise. NUL-terminated UTF-8, at most 256 characters (a
+/// longer message is cut and ends with `…`), control characters written as
+/// escapes: safe to print.
+///
+/// Ownership: borrowed from `err`; valid until `payidem_error_free(err)`.
+/// NULL: `err` may be NULL, giving NULL.
+/// Threads: read-only; safe while no other thread frees `err`.
+/// Errors: none.
+#[no_mangle]
+pub unsafe extern "C" fn payidem_error_platform_message(
+    err: *const payidem_error,
+) -> *const c_char {
+    text_of(err, |e| e.platform_message.as_deref())
 }
 
 /// The operation's order id, when the error concerns one operation

@@ -87,6 +87,10 @@ final class Lib {
 
     static native byte payidem_error_body(Pointer err, PointerByReference body, LongByReference len);
 
+    static native Pointer payidem_error_platform_code(Pointer err);
+
+    static native Pointer payidem_error_platform_message(Pointer err);
+
     static native Pointer payidem_error_order_id(Pointer err);
 
     static native Pointer payidem_error_idempotency_key(Pointer err);

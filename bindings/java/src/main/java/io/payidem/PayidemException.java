@@ -22,17 +22,21 @@ public class PayidemException extends RuntimeException {
         final String field;
         final int httpStatus;
         final byte[] body;
+        final String platformCode;
+        final String platformMessage;
         final String orderId;
         final String idempotencyKey;
         final Long serverTime;
 
-        Details(ErrorCode code, String message, String field, int httpStatus, byte[] body, String orderId,
-                String idempotencyKey, Long serverTime) {
+        Details(ErrorCode code, String message, String field, int httpStatus, byte[] body, String platformCode,
+                String platformMessage, String orderId, String idempotencyKey, Long serverTime) {
             this.code = code;
             this.message = message;
             this.field = field;
             this.httpStatus = httpStatus;
             this.body = body;
+            this.platformCode = platformCode;
+            this.platformMessage = platformMessage;
             this.orderId = orderId;
             this.idempotencyKey = idempotencyKey;
             this.serverTime = serverTime;
@@ -44,6 +48,8 @@ public class PayidemException extends RuntimeException {
     private final String field;
     private final int httpStatus;
     private final byte[] body;
+    private final String platformCode;
+    private final String platformMessage;
     private final String orderId;
     private final String idempotencyKey;
     private final Long serverTime;
@@ -57,6 +63,8 @@ public class PayidemException extends RuntimeException {
         this.field = d.field;
         this.httpStatus = d.httpStatus;
         this.body = d.body;
+        this.platformCode = d.platformCode;
+        this.platformMessage = d.platformMessage;
         this.orderId = d.orderId;
         this.idempotencyKey = d.idempotencyKey;
         this.serverTime = d.serverTime;
@@ -105,7 +113,12 @@ public class PayidemException extends RuntimeException {
         return field;
     }
 
-    /** The platform's status (rejected, conflict, refused) or a verifier's answer; 0 when none. */
+    /**
+     * The platform's status for an error that came with its answer (rejected,
+     * conflict, refused) or a verifier's answer; 0 when none, which is every
+     * local error (an invalid argument, a journal error: nothing was sent nor
+     * answered).
+     */
     public int httpStatus() {
         return httpStatus;
     }
@@ -113,6 +126,21 @@ public class PayidemException extends RuntimeException {
     /** A copy of the platform's response body (rejected, conflict, refused); null when none. */
     public byte[] body() {
         return body == null ? null : body.clone();
+    }
+
+    /**
+     * The platform's error code (e.g. {@code card_declined}) of an answer in
+     * the protocol's error body (rejected, conflict, refused), read by the
+     * core: bounded, control characters escaped, safe to print; null when
+     * none.
+     */
+    public String platformCode() {
+        return platformCode;
+    }
+
+    /** The platform's error message of that answer, read like {@link #platformCode()}; null when none. */
+    public String platformMessage() {
+        return platformMessage;
     }
 
     /** The order the error concerns (outcome_unknown, key_expired, ...); null when none. */
@@ -358,7 +386,7 @@ public class PayidemException extends RuntimeException {
 
     /** An invalid_argument raised by this binding itself (e.g. a NUL inside a string). */
     static PayidemException invalidArgument(String field, String message) {
-        return of(new Details(ErrorCode.INVALID_ARGUMENT, message, field, 0, null, null, null, null));
+        return of(new Details(ErrorCode.INVALID_ARGUMENT, message, field, 0, null, null, null, null, null, null));
     }
 
     /**
@@ -382,7 +410,7 @@ public class PayidemException extends RuntimeException {
         if (e == null) {
             String msg = code.number() == rc ? null : "result " + rc + " (" + Text.read(Lib.payidem_result_name(rc))
                     + ")";
-            return of(new Details(code, msg, null, 0, null, null, null, null));
+            return of(new Details(code, msg, null, 0, null, null, null, null, null, null));
         }
         byte[] body = null;
         PointerByReference bodyPtr = new PointerByReference();
@@ -397,7 +425,8 @@ public class PayidemException extends RuntimeException {
             message = "result " + rc + " (" + Text.read(Lib.payidem_result_name(rc)) + "): " + message;
         }
         return of(new Details(code, message, nonEmpty(Lib.payidem_error_field(e)),
-                Lib.payidem_error_http_status(e) & 0xffff, body, nonEmpty(Lib.payidem_error_order_id(e)),
+                Lib.payidem_error_http_status(e) & 0xffff, body, nonEmpty(Lib.payidem_error_platform_code(e)),
+                nonEmpty(Lib.payidem_error_platform_message(e)), nonEmpty(Lib.payidem_error_order_id(e)),
                 nonEmpty(Lib.payidem_error_idempotency_key(e)), serverTime));
     }
 

@@ -58,6 +58,11 @@ class ClientTest {
             assertTrue(e.isFinal());
             assertEquals(402, e.httpStatus());
             assertTrue(new String(e.body(), StandardCharsets.UTF_8).contains("card_declined"));
+            // The platform's code and message, read by the core from the body.
+            assertEquals("card_declined", e.platformCode());
+            assertEquals("the card was declined", e.platformMessage());
+            assertTrue(e.getMessage().contains("HTTP 402 card_declined: the card was declined (final)"),
+                    e.getMessage());
             assertEquals("rejected", c.status(order).state());
         }
     }
@@ -212,6 +217,10 @@ class ClientTest {
         e = assertThrows(PayidemException.InvalidArgument.class, () -> PayidemClient.builder().keyId("k")
                 .secret(new byte[32]).journalPath(":memory:").build());
         assertEquals("base_url", e.field());
+        // Local: nothing was sent, so no HTTP status and no platform error.
+        assertEquals(0, e.httpStatus());
+        assertNull(e.platformCode());
+        assertNull(e.platformMessage());
         assertEquals("retry.base_ms", assertThrows(PayidemException.InvalidArgument.class,
                 () -> PayidemClient.builder().backoffBase(Duration.ofNanos(1500))).field());
     }

@@ -18,8 +18,8 @@
 # directories of base-files' postinst (/opt, /usr/local/…) here, and its
 # loader cache when the user runs `ldconfig` in it (an arm64 program).
 #
-# The files belong to the user who ran this; inside the root (proot -0, or a
-# user namespace mapping that user to root) they are root's.
+# The files belong to the user who ran this; in a user namespace mapping that
+# user to root (test-arm64.sh's session) they are root's.
 set -euo pipefail
 
 [ $# -ge 3 ] || { echo "usage: $0 DIR SUITE MIRROR [PACKAGE...]" >&2; exit 2; }

@@ -294,8 +294,9 @@ dist-windows:
 	scripts/dist/build-windows.sh
 
 ## test-windows: that zip under Wine, from a fresh prefix, against the Linux mock
-## (see scripts/dist/test-windows.sh); runs beside other suites (own temp dir and prefix)
-test-windows: dist-windows dist-mock
+## (see scripts/dist/test-windows.sh); runs beside other suites (own temp dir and prefix); the jar
+## with its payidem.dll on a Windows JVM there
+test-windows: dist-windows dist-mock lib java-deps
 	@echo '## phase: test-windows'
 	scripts/dist/test-windows.sh "$$(ls dist/libpayidem-*-windows-x86_64.zip | head -n 1)" dist/payidem-mock
 

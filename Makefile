@@ -42,10 +42,10 @@ test:
 
 ## cross-deps: what the other platforms' builds and emulated suites need (Debian packages,
 ## installed when missing: cmake, sqlite headers, man, the arm64 binutils, glibc and qemu,
-## debootstrap, MinGW-w64 and Wine, lintian; the Rust targets), so that no suite runs apt-get or rustup beside another
+## debootstrap and fakeroot, MinGW-w64 and Wine, lintian; the Rust targets), so that no suite runs apt-get or rustup beside another
 CROSS_PACKAGES := cmake curl pkg-config libsqlite3-dev man-db groff-base binutils-aarch64-linux-gnu \
 	libc6-arm64-cross qemu-user debootstrap util-linux gcc-mingw-w64-x86-64 binutils-mingw-w64-x86-64 \
-	wine wine64 lintian
+	wine wine64 lintian fakeroot
 CROSS_TARGETS := aarch64-unknown-linux-gnu x86_64-pc-windows-gnu
 cross-deps:
 	@missing=""; for p in $(CROSS_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -313,8 +313,9 @@ dist-windows:
 	scripts/dist/build-windows.sh
 
 ## test-windows: that zip under Wine, from a fresh prefix, against the Linux mock
-## (see scripts/dist/test-windows.sh); runs beside other suites (own temp dir and prefix)
-test-windows: dist-windows dist-mock
+## (see scripts/dist/test-windows.sh); runs beside other suites (own temp dir and prefix); the jar
+## with its payidem.dll on a Windows JVM there
+test-windows: dist-windows dist-mock lib java-deps
 	@echo '## phase: test-windows'
 	scripts/dist/test-windows.sh "$$(ls dist/libpayidem-*-windows-x86_64.zip | head -n 1)" dist/payidem-mock
 
@@ -333,9 +334,10 @@ dist-arm64:
 	scripts/dist/build-mock.sh --arch aarch64
 	scripts/dist/build-wheel.sh --arch aarch64
 
-## test-arm64: the aarch64 artifacts of dist/ in an arm64 Debian root under qemu (needs root;
-## see scripts/dist/test-arm64.sh), after building them
-test-arm64: dist-arm64 dist-mock
+## test-arm64: the aarch64 artifacts of dist/ in an arm64 Debian root under qemu (root or not,
+## Linux >= 6.7; see scripts/dist/test-arm64.sh), after building them; the jar with their
+## library (as dist-java builds it) on an arm64 JRE there
+test-arm64: dist-arm64 dist-mock lib java-deps
 	@echo '## phase: test-arm64'
 	scripts/dist/test-arm64.sh dist/payidem-mock
 

@@ -6,7 +6,7 @@
 #   arm64-root-tests.sh DIR VERSION MOCK_URL
 #
 # DIR holds the artifacts (the three _arm64.debs, the linux-aarch64 tarball,
-# the manylinux aarch64 wheel, payidem-mock-aarch64), examples/c/pay.c and,
+# the manylinux aarch64 wheel, payidem-mock-aarch64, the jar), examples/c/pay.c and,
 # under DIR/repo, the files scripts/dist/test-wheel.sh reads (itself,
 # LICENSE, bindings/python/README.md). MOCK_URL is a payidem-mock on the
 # host's loopback (the root shares its network).
@@ -21,6 +21,10 @@
 # - the wheel installs into a venv of the root's Python and runs the Python
 #   README's examples against payidem-mock-aarch64, started by
 #   scripts/dist/test-wheel.sh --only install in this root;
+# - the jar (DIR/java/lib, with JNA and Gson; shop.Pay of bindings/java/outside
+#   in DIR/java/classes) on the root's arm64 JRE pays against the mock, having
+#   loaded its linux-aarch64 library (the mock's oracle: one payment), and
+#   `payidem journal list` reads that journal;
 # - `dpkg -r` removes the three packages and their files.
 #
 # The last line is `N passed, N failed`; the exit status is 1 when anything
@@ -98,6 +102,34 @@ if [[ "$wheel_summary" =~ ^([0-9]+)\ passed,\ 0\ failed$ ]] && [ "${BASH_REMATCH
 else
     fail "the wheel's install checks and README examples ($wheel_summary)"
 fi
+
+# --- the jar, on this root's arm64 JRE (Debian's openjdk-17-jre-headless) ---------
+java="$(ls /usr/lib/jvm/java-*-openjdk-arm64/bin/java | head -n 1)"
+java_order=java-arm64-1
+# java_pays: examples' shop.Pay (bindings/java/outside) pays one order and asks
+# again, answered from its journal; prints what it says.
+java_pays() {
+    local out
+    mkdir -m 700 "$tmp/java"
+    out="$("$java" -cp "$dir/java/classes:$dir/java/lib/*" shop.Pay "$url" "$tmp/java/journal.sqlite3" "$java_order" 2>&1)" ||
+        { echo "$out"; return 1; }
+    echo "$out" | tee "$tmp/java.out"
+    grep -qx "paid: 201 create-$java_order" "$tmp/java.out" && grep -qx 'again: 201 attempts 1' "$tmp/java.out"
+}
+check "the jar: shop.Pay on $("$java" -version 2>&1 | head -n 1) pays against the mock, then is answered from its journal" \
+    java_pays
+check "the jar: it loaded the jar's linux-aarch64 library, SHA-256 verified" \
+    grep -q '^library: jar (linux-aarch64, SHA-256 verified): ' "$tmp/java.out"
+# The mock's oracle: one payment for that order, under one idempotency key.
+check "the jar: the mock saw one payment for $java_order, one key" python3 -c '
+import json, sys, urllib.request
+stats = json.load(urllib.request.urlopen(sys.argv[1] + "/_mock/stats"))
+o = stats["orders"][sys.argv[2]]
+assert o["payments_created"] == 1 and len(o["idempotency_keys"]) == 1, o
+print(o)
+' "$url" "$java_order"
+check "payidem-cli: journal list --json reads the Java journal" sh -c \
+    "payidem journal list --json --journal '$tmp/java/journal.sqlite3' | grep -q '\"order_id\": *\"$java_order\"'"
 
 # --- removal ------------------------------------------------------------------------
 check "dpkg -r removes the three packages and their files" sh -c \

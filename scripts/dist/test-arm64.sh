@@ -13,21 +13,25 @@
 # scripts/dist/test-wheel.sh --arch aarch64 --only file (tag, size,
 # auditwheel, stripped AArch64 extension).
 #
-# Then an arm64 Debian root (debootstrap --variant=minbase, plus python3,
-# python3-venv, gcc, libc6-dev and pkg-config), built in a temporary
-# directory under target/ and removed at the end, runs
-# scripts/dist/arm64-root-tests.sh: dpkg -i of the three .debs, pay.c built
-# with pkg-config paying against MOCK on the host's loopback, `payidem
+# Then an arm64 Debian root (Debian's minbase packages plus python3,
+# python3-venv, gcc, libc6-dev and pkg-config, unpacked and recorded in its
+# dpkg database by scripts/dist/arm64-root.sh: no root needed, no arm64 code
+# run to make it), in a temporary directory under target/ removed at the end,
+# runs scripts/dist/arm64-root-tests.sh: dpkg -i of the three .debs, pay.c
+# built with pkg-config paying against MOCK on the host's loopback, `payidem
 # journal list` on its journal, the tarball unpacked elsewhere, the wheel in
 # a venv running the Python README's examples against payidem-mock-aarch64.
 #
-# How arm64 programs run: a user namespace of this run's own (unshare) mounts
-# its own binfmt_misc, where qemu-aarch64-static (taken from Debian's
-# qemu-user-static package with `apt-get download`, never installed) is
-# registered with the F flag, so that it runs inside the chroot; nothing
-# outside the namespace sees the registration. Needs root (the namespace maps
-# every uid for dpkg; Linux >= 6.7 for a binfmt_misc per user namespace),
-# debootstrap (installed when missing) and the Debian mirror
+# How arm64 programs run: a user namespace of this run's own (unshare
+# --map-root-user: the user who runs this, root or not, is root there and
+# owns the root's files) mounts its own binfmt_misc, where
+# qemu-aarch64-static (taken from Debian's qemu-user-static package with
+# `apt-get download`, never installed) is registered with the F flag, so that
+# it runs inside the chroot; nothing outside the namespace sees the
+# registration. Needs Linux >= 6.7 (a binfmt_misc per user namespace) with
+# user namespaces allowed to the user, not root; debootstrap, fakeroot (when
+# not root), the aarch64 binutils and util-linux, installed by apt-get when
+# missing and run as root, else named; and the Debian mirror
 # (PAYIDEM_DEBIAN_MIRROR, default http://deb.debian.org/debian; suite
 # PAYIDEM_ARM64_SUITE, default bookworm).
 #
@@ -58,15 +62,15 @@ if [ "${#wheels[@]}" -ne 1 ] || [ ! -f "${wheels[0]}" ]; then
     exit 1
 fi
 wheel="${wheels[0]}"
-if [ "$(id -u)" -ne 0 ]; then
-    echo "test-arm64.sh: needs root: the arm64 root is built by debootstrap and used through a user namespace mapping every uid" >&2
-    exit 1
-fi
+root_user=false
+[ "$(id -u)" -ne 0 ] || root_user=true
 missing=""
 command -v debootstrap >/dev/null || missing="$missing debootstrap"
 command -v aarch64-linux-gnu-objdump >/dev/null || missing="$missing binutils-aarch64-linux-gnu"
 command -v unshare >/dev/null || missing="$missing util-linux"
+$root_user || command -v fakeroot >/dev/null || missing="$missing fakeroot"
 if [ -n "$missing" ]; then
+    $root_user || { echo "test-arm64.sh: missing Debian packages (install them as root):$missing" >&2; exit 1; }
     echo "installing$missing"
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
 fi
@@ -75,7 +79,9 @@ mkdir -p "$root/target"
 tmp="$(mktemp -d "$root/target/test-arm64.XXXXXX")"
 mock_pid=
 session_pid=
+java_pid=
 cleanup() {
+    if [ -n "$java_pid" ]; then kill "$java_pid" 2>/dev/null || true; wait "$java_pid" 2>/dev/null || true; fi
     if [ -n "$session_pid" ]; then kill "$session_pid" 2>/dev/null || true; wait "$session_pid" 2>/dev/null || true; fi
     if [ -n "$mock_pid" ]; then kill "$mock_pid" 2>/dev/null || true; wait "$mock_pid" 2>/dev/null || true; fi
     # The root's /proc, /dev and /sys are bound only inside the namespace,
@@ -148,25 +154,38 @@ printf 'sizes (aarch64): libpayidem.so %s B, libpayidem.a %s B, payidem-mock-aar
     "$(size_of "$deb_runtime")" "$(size_of "$deb_dev")" "$(size_of "$deb_cli")" "$(size_of "$wheel")"
 elapsed "host checks"
 
+# --- the jar, for the arm64 JRE -------------------------------------------------------
+java_app="$tmp/java-app"
+echo "== bindings/java/build-app.sh (the jar with every staged library, and shop.Pay), in the background"
+"$root/bindings/java/build-app.sh" "$java_app" > "$tmp/java-build.log" 2>&1 &
+java_pid=$!
+
 # --- the arm64 root --------------------------------------------------------------
-# apt's download user cannot write into this root-only directory: download as root.
-(cd "$tmp" && apt-get download -q -o APT::Sandbox::User=root qemu-user-static >/dev/null)
+# apt's download user could not write into this directory of ours: download as ourselves.
+(cd "$tmp" && apt-get download -q -o APT::Sandbox::User="$(id -un)" qemu-user-static >/dev/null)
 dpkg-deb -x "$tmp"/qemu-user-static_*.deb "$tmp/qemu"
 qemu="$tmp/qemu/usr/bin/qemu-aarch64-static"
 [ -x "$qemu" ] || { echo "test-arm64.sh: no qemu-aarch64-static in Debian's qemu-user-static" >&2; exit 1; }
 rm -f "$tmp"/qemu-user-static_*.deb
 
 aroot="$tmp/root"
-echo "== debootstrap --foreign --arch=arm64 --variant=minbase $suite ($mirror)"
-debootstrap --foreign --arch=arm64 --variant=minbase \
-    --include=python3,python3-venv,gcc,libc6-dev,pkg-config "$suite" "$aroot" "$mirror" > "$tmp/debootstrap.log" 2>&1 || {
-    tail -n 30 "$tmp/debootstrap.log"
-    echo "test-arm64.sh: debootstrap (first stage) failed" >&2
+echo "== scripts/dist/arm64-root.sh: an arm64 Debian $suite root ($mirror)"
+"$root/scripts/dist/arm64-root.sh" "$aroot" "$suite" "$mirror" python3 python3-venv gcc libc6-dev pkg-config \
+    openjdk-17-jre-headless
+elapsed "the arm64 root, unpacked"
+java_status=0
+wait "$java_pid" || java_status=$?
+java_pid=
+if [ "$java_status" -ne 0 ]; then
+    tail -n 30 "$tmp/java-build.log"
+    echo "test-arm64.sh: the jar's build failed" >&2
     exit 1
-}
-# The first stage links proc to the host's /proc; the namespace binds it instead.
-rm -f "$aroot/proc" && mkdir -p "$aroot/proc"
-elapsed "debootstrap, first stage"
+fi
+jar="$java_app/lib/payidem-$version.jar"
+check "the jar carries the tarball's libpayidem.so as linux-aarch64, with its SHA-256" sh -c \
+    "unzip -p '$jar' io/payidem/native/linux-aarch64/libpayidem.so | cmp - '$so' &&
+     unzip -p '$jar' io/payidem/native/linux-aarch64/SHA256SUMS | grep -q \"^\$(sha256sum < '$so' | cut -d' ' -f1)  libpayidem.so\$\""
+elapsed "the jar"
 
 # What the tests inside need, in the root.
 inside="$aroot/payidem-test"
@@ -177,6 +196,7 @@ cp "$root/scripts/dist/arm64-root-tests.sh" "$root/scripts/dist/test-lib.sh" "$r
     "$inside/repo/scripts/dist/"
 cp "$root/LICENSE" "$inside/repo/LICENSE"
 cp "$root/bindings/python/README.md" "$inside/repo/bindings/python/README.md"
+cp -r "$java_app" "$inside/java"
 
 "$mock" --port 0 --control > "$tmp/mock.out" 2>"$tmp/mock.err" &
 mock_pid=$!
@@ -185,8 +205,8 @@ port="$(sed -n '1s/.*:\([0-9]*\)$/\1/p' "$tmp/mock.out")"
 [ -n "$port" ] || { echo "test-arm64.sh: the mock did not start"; cat "$tmp/mock.err"; exit 1; }
 url="http://127.0.0.1:$port"
 
-# The session, run as root of a new user namespace (every uid mapped, so
-# that dpkg can chown) with a mount namespace of its own.
+# The session, run as root of a new user namespace (this user mapped to
+# root) with a mount namespace of its own.
 cat > "$tmp/session.sh" <<'EOF'
 set -euo pipefail
 aroot=$1 qemu=$2 version=$3 url=$4
@@ -199,30 +219,12 @@ magic='\x7f\x45\x4c\x46\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00\
 mask='\xff\xff\xff\xff\xff\xff\xff\x00\xff\xff\xff\xff\xff\xff\xff\xff\xfe\xff\xff\xff'
 printf ':payidem-aarch64:M::%s:%s:%s:F\n' "$magic" "$mask" "$qemu" > /proc/sys/fs/binfmt_misc/register
 for fs in proc dev sys; do mount --rbind "/$fs" "$aroot/$fs"; done
-start=$SECONDS
-# container=lxc: debootstrap binds the device nodes it cannot create here.
-env container=lxc chroot "$aroot" /debootstrap/debootstrap --second-stage > "$aroot/../second-stage.log" 2>&1 || {
-    tail -n 30 "$aroot/../second-stage.log"
-    echo "debootstrap --second-stage failed" >&2
-    exit 1
-}
-echo "== debootstrap, second stage (under qemu): $((SECONDS - start)) s"
-chroot "$aroot" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
-    bash /payidem-test/repo/scripts/dist/arm64-root-tests.sh /payidem-test "$version" "$url"
+run() { chroot "$aroot" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"; }
+run ldconfig
+run bash /payidem-test/repo/scripts/dist/arm64-root-tests.sh /payidem-test "$version" "$url"
 EOF
-rm -f "$tmp/go" && mkfifo "$tmp/go"
-# The shell waits on the fifo until its user namespace has its uid and gid maps.
-unshare --user --mount sh -c 'read _ < "$0"; exec "$@"' "$tmp/go" \
-    bash "$tmp/session.sh" "$aroot" "$qemu" "$version" "$url" > "$tmp/session.out" 2>&1 &
+unshare --user --map-root-user --mount bash "$tmp/session.sh" "$aroot" "$qemu" "$version" "$url" > "$tmp/session.out" 2>&1 &
 session_pid=$!
-host_ns="$(readlink /proc/self/ns/user)"
-for _ in $(seq 200); do
-    [ "$(readlink "/proc/$session_pid/ns/user" 2>/dev/null)" != "$host_ns" ] && break
-    sleep 0.05
-done
-echo '0 0 4294967295' > "/proc/$session_pid/uid_map"
-echo '0 0 4294967295' > "/proc/$session_pid/gid_map"
-echo go > "$tmp/go"
 tail -n +1 -f --pid="$session_pid" "$tmp/session.out" &
 tail_pid=$!
 session_status=0

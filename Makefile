@@ -340,6 +340,7 @@ dist-arm64:
 test-arm64: dist-arm64 dist-mock lib java-deps
 	@echo '## phase: test-arm64'
 	scripts/dist/test-arm64.sh dist/payidem-mock
+	scripts/dist/sizes.sh --check aarch64
 
 ## test-dist: the Linux x86_64 artifacts of `make dist` and the Go module, installed and used
 ## outside the repository (the aarch64 ones: test-arm64)

@@ -14,7 +14,8 @@
 #   scripts/dist/sizes.sh --check ARCH [DIST]    `make test-dist`: ARCH's column and the
 #                                                figures against the files, exact (but the
 #                                                .tar.gz and .deb files, which hold the commit's
-#                                                date: within 0.01 %; the Go libraries' sizes are
+#                                                date: within 0.01 %; the wheel and debug files,
+#                                                which name the build paths: within 0.05 %; the Go libraries' sizes are
 #                                                rounded to 0.1 MiB, the rounding recomputed);
 #                                                and every ARCH artifact
 #                                                file name the documents give (README.md,
@@ -144,18 +145,27 @@ else:
         if len(want_rows) != len(have_rows):
             problems.append(f"BENCHMARKS.md sizes table: {len(have_rows)} lines, the files give {len(want_rows)}")
         def same(label, want, have):
-            """Exact, but for the archives themselves (a .tar.gz, a .deb): their tar
-            headers hold the commit's date, which moves the compressed size by tens
-            of bytes from one commit to the next; they agree within 0.01 %."""
+            """Exact for the stripped binaries. The archives themselves (a .tar.gz,
+            a .deb) hold the commit's date in their tar headers, which moves the
+            compressed size by tens of bytes from one commit to the next: within
+            0.01 %. The wheel (maturin's SBOM names the checkout's path) and the
+            debug files (the C objects' debug information names the build
+            directories, which --remap-path-prefix does not reach) depend on where
+            the tree was built: measured 15 B and up to 3,824 B (0.012 %) apart
+            between /work/main and a fresh clone elsewhere, so within 0.05 %."""
             if want == have:
                 return True
-            if not re.match(r"`[^`]*\.(tar\.gz|deb)`", label):
+            if re.match(r"`[^`]*\.(tar\.gz|deb)`", label):
+                parts = 10000
+            elif re.match(r"(`[^`]*\.whl`|debug: )", label):
+                parts = 2000
+            else:
                 return False
             try:
                 w, h = int(want.replace(",", "")), int(have.replace(",", ""))
             except ValueError:
                 return False
-            return abs(w - h) <= w // 10000
+            return abs(w - h) <= w // parts
         for w, h in zip(want_rows[2:], have_rows[2:]):
             wc, hc = [c.strip() for c in w.split("|")], [c.strip() for c in h.split("|")]
             if wc[1] != hc[1] or not same(wc[1], wc[col], hc[col]):

@@ -278,6 +278,13 @@ test-c: c-deps redis-deps pg-deps
 	$(CC) $(C_FLAGS) -I$(PG_INCLUDE) -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer \
 		$(C_TESTS)/test_postgres.c -o $(C_OUT)/test_postgres_asan $(C_LINK) $(CJSON) -lpq
 	$(TEST_ENV) ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 $(C_TESTS)/pg_server.sh run $(C_OUT)/test_postgres_asan
+	@echo "== the take-over loop: an abandoned operation taken over once its lease lapsed, stopped by its callback (plain, ASan+UBSan, valgrind)"
+	$(CC) $(C_FLAGS) $(C_TESTS)/test_takeover.c -o $(C_OUT)/test_takeover $(C_LINK)
+	$(TEST_ENV) $(C_OUT)/test_takeover
+	$(CC) $(C_FLAGS) -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer \
+		$(C_TESTS)/test_takeover.c -o $(C_OUT)/test_takeover_asan $(C_LINK)
+	$(TEST_ENV) ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 $(C_OUT)/test_takeover_asan
+	$(TEST_ENV) $(VALGRIND) $(C_OUT)/test_takeover
 	@echo "== 8 threads sharing a signer, a verifier and a client, under ThreadSanitizer"
 	$(CC) $(C_FLAGS) -fsanitize=thread $(C_TESTS)/test_threads.c -o $(C_OUT)/test_threads_tsan -pthread $(C_LINK)
 	$(TEST_ENV) TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/$(C_TESTS)/tsan.supp" $(C_OUT)/test_threads_tsan

@@ -2131,6 +2131,43 @@ const char *payidem_order_list_get(const struct payidem_order_list *list, size_t
 void payidem_order_list_free(struct payidem_order_list *list);
 
 /**
+ * Takes over, in a loop, the unsettled operations of the journal that no
+ * live call holds (leases free or expired, outbox inserts), as
+ * `payidem_client_take_over` does, in batches of up to `batch` (0 counts
+ * as 1), until `stop` returns non-zero. When a batch found nothing (or
+ * the journal could not be asked: the database may be restarting) it
+ * sleeps `idle_ms`, but never longer than the client's lease heartbeat,
+ * so that an operation whose holder died is picked up within one
+ * heartbeat of its lease lapsing. `stop` is polled with `stop_userdata`
+ * on the calling thread between operations and during the sleep (about
+ * every 20 ms), never during an operation's call: the call in progress
+ * ends as it would without a stop. `*driven_out` receives how many
+ * operations it drove (each one's end is in the journal: read it with
+ * `payidem_client_status`).
+ *
+ * `stop` has the rules of `payidem_cancel_callback`: it must return
+ * normally; the library holds no lock while it runs, so it may call any
+ * function of this client (e.g. `payidem_client_status`).
+ *
+ * Ownership: `stop_userdata` stays the caller's.
+ * NULL: `client`, `stop` and `driven_out` must not be NULL (a loop
+ * nothing can stop would never return); `stop_userdata` and `err_out` may
+ * be NULL.
+ * Threads: blocks the calling thread until `stop` returns non-zero; safe
+ * from any number of threads on one client (and from any number of
+ * clients on one journal): each operation is taken by one of them.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `client`, `stop` or
+ * `driven_out`. A journal that cannot be asked is retried, not reported.
+ */
+payidem_result payidem_client_take_over_loop(const struct payidem_client *client,
+                                             uint32_t batch,
+                                             uint64_t idle_ms,
+                                             payidem_cancel_callback stop,
+                                             void *stop_userdata,
+                                             uint64_t *driven_out,
+                                             struct payidem_error **err_out);
+
+/**
  * Writes, in lowercase hex and a NUL into `buf`, the journal key a client
  * derives from the API secret `secret` when it is given no journal key of
  * its own (64 hex digits). After the API secret is rotated, a journal

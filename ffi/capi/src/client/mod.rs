@@ -7,6 +7,7 @@ pub mod events;
 pub mod fleet;
 pub mod options;
 pub mod outcome;
+pub mod takeover;
 
 use std::ffi::{c_char, c_int, c_void, CString};
 use std::ptr;
@@ -369,9 +370,10 @@ pub unsafe extern "C" fn payidem_client_set_event_callback(
     })
 }
 
-struct Cancel {
-    function: unsafe extern "C" fn(*mut c_void) -> c_int,
-    userdata: *mut c_void,
+/// A C hook that cancels a call or stops a loop, with its userdata.
+pub(crate) struct Cancel {
+    pub(crate) function: unsafe extern "C" fn(*mut c_void) -> c_int,
+    pub(crate) userdata: *mut c_void,
 }
 
 // SAFETY: the cancel hook is polled only on the thread that made the call;
@@ -379,7 +381,7 @@ struct Cancel {
 unsafe impl Sync for Cancel {}
 
 impl Cancel {
-    fn cancelled(&self) -> bool {
+    pub(crate) fn cancelled(&self) -> bool {
         // SAFETY: the caller passed a valid function for this userdata.
         unsafe { (self.function)(self.userdata) != 0 }
     }

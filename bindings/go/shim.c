@@ -31,6 +31,13 @@ payidem_result payidem_go_resume(const payidem_client *client, const char *order
         (void *)cancel_handle, outcome_out, err_out);
 }
 
+payidem_result payidem_go_take_over_loop(const payidem_client *client, uint32_t batch,
+                                         uint64_t idle_ms, uintptr_t stop_handle,
+                                         uint64_t *driven_out, payidem_error **err_out) {
+    return payidem_client_take_over_loop(client, batch, idle_ms, cancel_trampoline,
+                                         (void *)stop_handle, driven_out, err_out);
+}
+
 void payidem_go_set_event_handle(const payidem_client *client, uintptr_t event_handle) {
     payidem_client_set_event_callback(client, event_handle ? event_trampoline : NULL,
                                       (void *)event_handle);

@@ -20,6 +20,10 @@ payidem_result payidem_go_resume(const payidem_client *client, const char *order
                                  uint64_t deadline_ms, uintptr_t cancel_handle,
                                  payidem_outcome **outcome_out, payidem_error **err_out);
 
+payidem_result payidem_go_take_over_loop(const payidem_client *client, uint32_t batch,
+                                         uint64_t idle_ms, uintptr_t stop_handle,
+                                         uint64_t *driven_out, payidem_error **err_out);
+
 void payidem_go_set_event_handle(const payidem_client *client, uintptr_t event_handle);
 
 #endif

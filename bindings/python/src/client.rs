@@ -123,6 +123,29 @@ pub(crate) fn log_callback_failure(py: Python<'_>, err: PyErr, message: &str) {
     }
 }
 
+/// Polled by the core with the GIL released (a call's cancel hook, a
+/// take-over loop's stop): re-acquires the GIL to run Python's signal
+/// handlers and then `cancel`; `true` when either fires, keeping the
+/// handler's or `cancel`'s exception in `raised` for the caller to raise.
+fn poll_stop(cancel: Option<&Py<PyAny>>, raised: &Mutex<Option<PyErr>>) -> bool {
+    let keep = |err: PyErr| {
+        *raised.lock().unwrap_or_else(|p| p.into_inner()) = Some(err);
+        true
+    };
+    Python::attach(|py| {
+        if let Err(signal) = py.check_signals() {
+            return keep(signal);
+        }
+        match cancel {
+            None => false,
+            Some(cancel) => match cancel.call0(py).and_then(|v| v.bind(py).is_truthy()) {
+                Ok(stop) => stop,
+                Err(err) => keep(err),
+            },
+        }
+    })
+}
+
 /// Runs one core call with the GIL released. Between attempts and during
 /// waits the call re-acquires the GIL to run Python's signal handlers and the
 /// caller's `cancel` callable; when either fires, the core ends the call as
@@ -139,24 +162,7 @@ where
     F: for<'a> FnOnce(CallOptions<'a>) -> payidem::Result<Outcome> + Send,
 {
     let raised: Mutex<Option<PyErr>> = Mutex::new(None);
-    let keep = |err: PyErr| {
-        *raised.lock().unwrap_or_else(|p| p.into_inner()) = Some(err);
-        true
-    };
-    let should_stop = || -> bool {
-        Python::attach(|py| {
-            if let Err(signal) = py.check_signals() {
-                return keep(signal);
-            }
-            match cancel {
-                None => false,
-                Some(cancel) => match cancel.call0(py).and_then(|v| v.bind(py).is_truthy()) {
-                    Ok(stop) => stop,
-                    Err(err) => keep(err),
-                },
-            }
-        })
-    };
+    let should_stop = || poll_stop(cancel, &raised);
     let result = py.detach(|| {
         call(CallOptions {
             cancel: Some(&should_stop),
@@ -495,6 +501,31 @@ impl NativeClient {
                 Ok((order_id, value))
             })
             .collect()
+    }
+
+    /// Runs the core's take-over loop with the GIL released until `stop`
+    /// (a callable, polled between operations and during the idle sleep)
+    /// answers true: how many operations it drove. A signal handler's
+    /// exception (e.g. `KeyboardInterrupt`) or `stop`'s own ends the loop
+    /// and is raised.
+    #[pyo3(signature = (batch, idle, stop))]
+    fn take_over_loop(
+        &self,
+        py: Python<'_>,
+        batch: i128,
+        idle: f64,
+        stop: Py<PyAny>,
+    ) -> PyResult<u64> {
+        let client = self.client()?;
+        let batch = whole(py, "batch", batch, u64::from(u32::MAX))? as usize;
+        let idle = seconds(py, "idle", idle)?;
+        let raised: Mutex<Option<PyErr>> = Mutex::new(None);
+        let driven =
+            py.detach(|| client.take_over_loop(batch, idle, &|| poll_stop(Some(&stop), &raised)));
+        match raised.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            Some(err) => Err(err),
+            None => Ok(driven),
+        }
     }
 
     fn purge_settled(&self, py: Python<'_>) -> PyResult<usize> {

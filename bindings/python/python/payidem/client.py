@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 from . import _native
@@ -487,6 +488,27 @@ class Client(NativeResource):
         for order_id, result in self._native.take_over(_count("limit", limit)):
             results.append((order_id, result if isinstance(result, Error) else _outcome(result)))
         return results
+
+    def take_over_loop(self, batch: int = 100, idle: float = 1.0, *, stop: threading.Event) -> int:
+        """Runs :meth:`take_over` in a loop, for a sidecar or a worker thread,
+        until ``stop`` is set: batches of up to ``batch`` operations (0 counts
+        as 1), sleeping ``idle`` seconds when there was nothing to take, but
+        never longer than the lease heartbeat (``lease_heartbeat``), so that
+        an operation whose holder died is picked up within one heartbeat of
+        its lease lapsing. A journal that cannot be asked (the database
+        restarting) is retried after the same sleep, not raised. The GIL is
+        released while it runs; ``stop`` (and Ctrl-C) are looked at between
+        operations and during the sleep, not during an operation's call,
+        which ends as it would without them. Returns how many operations it
+        drove (each one's end is in the journal: :meth:`status`). A signal
+        handler's exception (e.g. ``KeyboardInterrupt``) ends the loop and
+        propagates. Raises :class:`~payidem.InvalidArgument` for a ``batch``
+        outside ``0..=4294967295``, an ``idle`` that is not a positive
+        number of seconds, or a ``stop`` without ``is_set``."""
+        is_set = getattr(stop, "is_set", None)
+        if not callable(is_set):
+            raise _wrong_type("stop", "a threading.Event", stop)
+        return self._native.take_over_loop(_count("batch", batch), _seconds("idle", idle), is_set)
 
     def get(self, path: str) -> Response:
         """One signed GET of ``path`` (no journal, no retries), e.g. to read a

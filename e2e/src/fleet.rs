@@ -8,9 +8,150 @@ use std::path::PathBuf;
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
+use payidem::journal::{PostgresJournal, PostgresJournalOptions};
+use payidem::ClientConfig;
+use payidem_mock::{DEFAULT_KEY_ID, DEFAULT_SECRET};
+
 use crate::pg::PgServer;
-use crate::takeover::Isolation;
+use crate::takeover::{Isolation, TakeoverBound};
+use crate::worker::worker_config;
 use crate::OwnedSpec;
+
+/// The lease ttl of every fleet worker: short, so that a killed worker's
+/// operations are taken over within seconds.
+pub const WORKER_LEASE_TTL: Duration = Duration::from_secs(3);
+/// The fleet workers' lease heartbeat, which is also the longest their
+/// idle take-over loops sleep.
+pub const WORKER_LEASE_HEARTBEAT: Duration = Duration::from_secs(1);
+
+/// The client settings of a fleet worker on the platform at `url`: the
+/// chaos worker's short timeouts and retries, with the leases above (the
+/// worker sets its journal).
+pub fn fleet_worker_config(url: &str) -> ClientConfig {
+    let mut config = worker_config(url, std::path::Path::new("unused"));
+    config.lease_ttl = Some(WORKER_LEASE_TTL);
+    config.lease_heartbeat = Some(WORKER_LEASE_HEARTBEAT);
+    config
+}
+
+/// What the fleet workers' settings promise about taking over a killed
+/// worker's operations.
+pub fn worker_takeover_bound() -> TakeoverBound {
+    let config = fleet_worker_config("http://127.0.0.1:9");
+    TakeoverBound {
+        lease_ttl: WORKER_LEASE_TTL,
+        request_timeout: config.request_timeout,
+        heartbeat: WORKER_LEASE_HEARTBEAT,
+        deadline: config.retry.deadline,
+    }
+}
+
+/// Audit tables and triggers of a fleet's journal database (run once its
+/// tables exist), and the application's `orders` table.
+/// `fleet_stale_writes` gets every UPDATE of an operation that a lease
+/// holder could not have made: a change of state or attempts while no
+/// lease is held (a released or finished lease writing again), a change of
+/// a settled operation, an epoch going back. `fleet_early_takeovers` gets
+/// every lease taken from another holder before it lapsed (by the
+/// server's clock, as the journal's claim compares it), with the old
+/// holder: allowed only from a holder whose process this machine sees is
+/// gone.
+pub const AUDIT_SQL: &str = "
+    CREATE TABLE fleet_stale_writes (order_id text, old_state text, new_state text,
+        old_owner text, new_owner text, at timestamptz DEFAULT now());
+    CREATE TABLE fleet_early_takeovers (order_id text, old_owner text, new_owner text,
+        early_by interval);
+    CREATE FUNCTION fleet_audit() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF (OLD.lease_owner IS NULL AND NEW.lease_owner IS NULL
+                AND (NEW.state <> OLD.state OR NEW.attempts <> OLD.attempts))
+            OR (OLD.state IN ('succeeded', 'rejected', 'conflict') AND NEW.state <> OLD.state)
+            OR NEW.lease_epoch < OLD.lease_epoch THEN
+            INSERT INTO fleet_stale_writes (order_id, old_state, new_state, old_owner, new_owner)
+                VALUES (OLD.order_id, OLD.state, NEW.state, OLD.lease_owner, NEW.lease_owner);
+        END IF;
+        IF OLD.lease_owner IS NOT NULL AND NEW.lease_owner IS NOT NULL
+                AND NEW.lease_owner <> OLD.lease_owner AND OLD.lease_expires > now() THEN
+            INSERT INTO fleet_early_takeovers (order_id, old_owner, new_owner, early_by)
+                VALUES (OLD.order_id, OLD.lease_owner, NEW.lease_owner, OLD.lease_expires - now());
+        END IF;
+        RETURN NEW;
+    END $$;
+    CREATE TRIGGER fleet_audit BEFORE UPDATE ON payidem_operations
+        FOR EACH ROW EXECUTE FUNCTION fleet_audit();
+    CREATE TABLE orders (id text PRIMARY KEY, amount bigint NOT NULL);";
+
+/// A fleet's shared journal: a throwaway PostgreSQL server with a database
+/// `fleet` holding the journal's tables, the audit of [`AUDIT_SQL`] and
+/// the application's `orders`.
+pub struct FleetJournal {
+    /// The server (stopped when dropped).
+    pub server: PgServer,
+    /// The journal's URL.
+    pub url: String,
+    /// A journal handle for reading every operation at the end.
+    pub admin: PostgresJournal,
+}
+
+impl FleetJournal {
+    /// Starts the server and creates the tables, then the audit on them.
+    pub fn start() -> FleetJournal {
+        let server = PgServer::start();
+        server.create_db("fleet");
+        let url = server.url_for("fleet");
+        let admin = PostgresJournal::connect(&url, PostgresJournalOptions::default()).unwrap();
+        server.connect("fleet").batch_execute(AUDIT_SQL).unwrap();
+        FleetJournal { server, url, admin }
+    }
+
+    /// The application's own client for the platform at `mock_url`: it
+    /// only builds outbox statements for this journal (their MACs are
+    /// bound to it).
+    pub fn app_client(&self, mock_url: &str) -> payidem::Client {
+        let mut config = ClientConfig::new(mock_url, DEFAULT_KEY_ID);
+        config.journal = payidem::JournalChoice::Postgres(self.url.clone());
+        payidem::Client::new(config, DEFAULT_SECRET.as_bytes()).unwrap()
+    }
+}
+
+/// What the audit tables of [`AUDIT_SQL`] hold at the end of a run.
+#[derive(Clone, Debug, Default)]
+pub struct Audit {
+    /// Writes no lease holder could have made.
+    pub stale_writes: i64,
+    /// The old holders of leases taken before they lapsed.
+    pub early_takeovers: Vec<String>,
+}
+
+impl Audit {
+    /// Reads the audit tables.
+    pub fn read(db: &mut postgres::Client) -> Audit {
+        let stale_writes = db
+            .query_one("SELECT count(*) FROM fleet_stale_writes", &[])
+            .unwrap()
+            .get(0);
+        let early_takeovers = db
+            .query("SELECT old_owner FROM fleet_early_takeovers", &[])
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        Audit {
+            stale_writes,
+            early_takeovers,
+        }
+    }
+
+    /// The early takeovers whose old holder was not `gone` (owner id
+    /// prefixes of killed workers this machine can see are dead): each one
+    /// a lease taken from a holder that may have been alive.
+    pub fn early_from_live(&self, gone: &[String]) -> Vec<&String> {
+        self.early_takeovers
+            .iter()
+            .filter(|owner| !gone.iter().any(|g| owner.starts_with(g.as_str())))
+            .collect()
+    }
+}
 
 /// A small deterministic random source (xorshift).
 pub struct Dice(pub u64);

@@ -71,19 +71,49 @@ impl Isolation {
     }
 }
 
-/// The operations a killed worker left, watched until another worker
-/// settles each.
+/// An operation a killed worker left, watched until another worker
+/// settles it.
 struct Orphan {
     order_id: String,
+    /// The lease owner prefix of the worker killed while holding it.
+    owner: String,
     killed_at: Instant,
+    /// When the watch first saw the lease held by someone else (or free,
+    /// or the operation settled).
+    taken_at: Option<Instant>,
+}
+
+impl Orphan {
+    /// Notes a look at the operation's row at `now`: whether it is settled
+    /// and who holds its lease. The kill-to-claim and kill-to-settlement
+    /// times once settled.
+    fn look(&mut self, settled: bool, holder: Option<&str>, now: Instant) -> Option<Takeover> {
+        if self.taken_at.is_none()
+            && (settled || !holder.is_some_and(|h| h.starts_with(&self.owner)))
+        {
+            self.taken_at = Some(now);
+        }
+        settled.then(|| Takeover {
+            claimed: self.taken_at.unwrap_or(now).duration_since(self.killed_at),
+            settled: now.duration_since(self.killed_at),
+        })
+    }
+}
+
+/// One operation of a killed worker, taken over: how long after the kill
+/// another worker held its lease, and settled it.
+#[derive(Clone, Copy, Debug)]
+struct Takeover {
+    claimed: Duration,
+    settled: Duration,
 }
 
 /// Watches, from a thread of its own polling the journal's table every
 /// 50 ms, the operations killed workers held, and records how long after
-/// the kill each was settled.
+/// the kill each was claimed by another worker and settled.
 pub struct TakeoverWatch {
     pending: Arc<Mutex<Vec<Orphan>>>,
-    times: Arc<Mutex<Vec<Duration>>>,
+    done: Arc<Mutex<Vec<Takeover>>>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
@@ -96,14 +126,14 @@ impl TakeoverWatch {
     /// the database is down).
     pub fn start(connect: impl Fn() -> Option<postgres::Client> + Send + 'static) -> Self {
         let pending: Arc<Mutex<Vec<Orphan>>> = Arc::default();
-        let times: Arc<Mutex<Vec<Duration>>> = Arc::default();
+        let done: Arc<Mutex<Vec<Takeover>>> = Arc::default();
         let stop = Arc::new(AtomicBool::new(false));
-        let (p, t, s) = (pending.clone(), times.clone(), stop.clone());
+        let (p, t, s) = (pending.clone(), done.clone(), stop.clone());
         let thread = std::thread::spawn(move || {
             let mut db: Option<postgres::Client> = None;
             let sql = format!(
-                "SELECT order_id FROM payidem_operations WHERE order_id = ANY($1) \
-                 AND state IN {SETTLED}"
+                "SELECT order_id, state IN {SETTLED}, lease_owner FROM payidem_operations \
+                 WHERE order_id = ANY($1)"
             );
             while !s.load(Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_millis(50));
@@ -120,21 +150,23 @@ impl TakeoverWatch {
                     continue;
                 };
                 let now = Instant::now();
-                let settled: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
                 let mut pending = lock(&p);
-                let mut times = lock(&t);
-                pending.retain(|o| {
-                    let done = settled.contains(&o.order_id);
-                    if done {
-                        times.push(now.duration_since(o.killed_at));
+                let mut done = lock(&t);
+                for row in &rows {
+                    let (order_id, settled): (&str, bool) = (row.get(0), row.get(1));
+                    let holder: Option<&str> = row.get(2);
+                    if let Some(i) = pending.iter().position(|o| o.order_id == order_id) {
+                        if let Some(takeover) = pending[i].look(settled, holder, now) {
+                            done.push(takeover);
+                            pending.swap_remove(i);
+                        }
                     }
-                    !done
-                });
+                }
             }
         });
         TakeoverWatch {
             pending,
-            times,
+            done,
             stop,
             thread: Some(thread),
         }
@@ -153,7 +185,10 @@ impl TakeoverWatch {
     /// Adds the unsettled operations whose lease a worker with owner id
     /// prefix `owner` (see `payidem-fleet-worker --owner-file`) held when
     /// it was killed at `killed_at`; answers how many (`None`: the journal
-    /// could not be read, e.g. the database is restarting).
+    /// could not be read, e.g. the database is restarting). An operation
+    /// already watched (its earlier holder was killed too, then this one
+    /// took it over) is timed from this kill: each time runs from the kill
+    /// of the operation's last holder.
     pub fn orphaned(
         &self,
         db: &mut postgres::Client,
@@ -168,10 +203,17 @@ impl TakeoverWatch {
         let rows = db.query(&sql, &[&pattern]).ok()?;
         let mut pending = lock(&self.pending);
         for row in &rows {
-            pending.push(Orphan {
-                order_id: row.get(0),
+            let order_id: String = row.get(0);
+            let orphan = Orphan {
+                order_id,
+                owner: owner.to_owned(),
                 killed_at,
-            });
+                taken_at: None,
+            };
+            match pending.iter_mut().find(|o| o.order_id == orphan.order_id) {
+                Some(watched) => *watched = orphan,
+                None => pending.push(orphan),
+            }
         }
         Some(rows.len())
     }
@@ -187,10 +229,14 @@ impl TakeoverWatch {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
-        let mut times = lock(&self.times).clone();
+        let done = lock(&self.done).clone();
+        let mut times: Vec<Duration> = done.iter().map(|t| t.settled).collect();
+        let mut claims: Vec<Duration> = done.iter().map(|t| t.claimed).collect();
         times.sort();
+        claims.sort();
         Takeovers {
             times,
+            claims,
             unsettled: lock(&self.pending).len(),
         }
     }
@@ -206,37 +252,96 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Takeover times from kill to settlement, sorted.
+/// Takeover times of the operations killed workers held, sorted.
 #[derive(Clone, Debug, Default)]
 pub struct Takeovers {
-    /// One per operation a killed worker held, shortest first.
+    /// From the kill of its last holder to its settlement by another
+    /// worker, one per operation, shortest first.
     pub times: Vec<Duration>,
+    /// From the same kill to another worker holding its lease, shortest
+    /// first.
+    pub claims: Vec<Duration>,
     /// Operations never settled within the wait.
     pub unsettled: usize,
 }
 
+/// The median of sorted `times` (zero without any).
+fn median(times: &[Duration]) -> Duration {
+    times.get(times.len() / 2).copied().unwrap_or_default()
+}
+
 impl Takeovers {
-    /// The median (zero without any).
+    /// The median kill-to-settlement time (zero without any).
     pub fn p50(&self) -> Duration {
-        self.times
-            .get(self.times.len() / 2)
-            .copied()
-            .unwrap_or_default()
+        median(&self.times)
     }
 
-    /// The longest (zero without any).
+    /// The longest kill-to-settlement time (zero without any).
     pub fn max(&self) -> Duration {
         self.times.last().copied().unwrap_or_default()
     }
 
-    /// `takeover p50 …s max …s (n operations)`, for summary lines.
+    /// The median kill-to-claim time (zero without any).
+    pub fn claim_p50(&self) -> Duration {
+        median(&self.claims)
+    }
+
+    /// The longest kill-to-claim time (zero without any).
+    pub fn claim_max(&self) -> Duration {
+        self.claims.last().copied().unwrap_or_default()
+    }
+
+    /// `takeover p50 …s max …s (claimed p50 …s max …s, n operations …)`,
+    /// for summary lines.
     pub fn summary(&self) -> String {
         format!(
-            "takeover p50 {:.1}s max {:.1}s ({} operations of killed workers)",
+            "takeover p50 {:.1}s max {:.1}s (claimed p50 {:.1}s max {:.1}s; {} operations of \
+             killed workers)",
             self.p50().as_secs_f64(),
             self.max().as_secs_f64(),
+            self.claim_p50().as_secs_f64(),
+            self.claim_max().as_secs_f64(),
             self.times.len()
         )
+    }
+}
+
+/// What a fleet's lease settings promise about taking over the operations
+/// of a worker killed while holding their leases, measured from the kill:
+/// the bounds [`Takeovers`] are checked against.
+#[derive(Clone, Copy, Debug)]
+pub struct TakeoverBound {
+    /// The workers' `lease_ttl`.
+    pub lease_ttl: Duration,
+    /// Their request timeout: every lease write holds the lease for
+    /// `lease_ttl` plus it.
+    pub request_timeout: Duration,
+    /// Their lease heartbeat, which is also how long an idle take-over
+    /// loop sleeps at most ([`payidem::Client::takeover_poll`]).
+    pub heartbeat: Duration,
+    /// Their retry deadline: the longest one call of a taken-over
+    /// operation runs.
+    pub deadline: Duration,
+}
+
+impl TakeoverBound {
+    /// The latest a killed holder's lease lapses: its last lease write
+    /// came before the kill and holds `lease_ttl` + request timeout, which
+    /// the journal rounds up to whole seconds.
+    pub fn lapse(&self) -> Duration {
+        self.lease_ttl + self.request_timeout + Duration::from_secs(1)
+    }
+
+    /// The latest another worker's idle take-over loop claims the
+    /// operation: one heartbeat after the lapse.
+    pub fn claim(&self) -> Duration {
+        self.lapse() + self.heartbeat
+    }
+
+    /// The latest that claim's call settles it: one call's deadline after
+    /// the claim.
+    pub fn settle(&self) -> Duration {
+        self.claim() + self.deadline
     }
 }
 
@@ -248,11 +353,58 @@ mod tests {
     fn the_median_and_maximum_of_sorted_times() {
         let t = Takeovers {
             times: [1, 2, 9].map(Duration::from_secs).to_vec(),
+            claims: [1, 1, 5].map(Duration::from_secs).to_vec(),
             unsettled: 0,
         };
         assert_eq!(t.p50(), Duration::from_secs(2));
         assert_eq!(t.max(), Duration::from_secs(9));
-        assert!(t.summary().starts_with("takeover p50 2.0s max 9.0s"));
+        assert_eq!(
+            (t.claim_p50(), t.claim_max()),
+            (Duration::from_secs(1), Duration::from_secs(5))
+        );
+        assert!(t
+            .summary()
+            .starts_with("takeover p50 2.0s max 9.0s (claimed p50 1.0s max 5.0s"));
         assert_eq!(Takeovers::default().max(), Duration::ZERO);
+    }
+
+    #[test]
+    fn an_orphan_is_claimed_when_another_owner_or_none_holds_it() {
+        let killed_at = Instant::now();
+        let mut o = Orphan {
+            order_id: "o".into(),
+            owner: "h/1/".into(),
+            killed_at,
+            taken_at: None,
+        };
+        let later = |ms| killed_at + Duration::from_millis(ms);
+        assert!(o.look(false, Some("h/1/i/3"), later(100)).is_none());
+        assert!(o.taken_at.is_none(), "still its killed holder's");
+        assert!(o.look(false, Some("h/2/i/7"), later(4000)).is_none());
+        let t = o.look(true, None, later(4500)).expect("settled");
+        assert_eq!(
+            (t.claimed, t.settled),
+            (Duration::from_millis(4000), Duration::from_millis(4500))
+        );
+        let mut free = Orphan {
+            taken_at: None,
+            ..o
+        };
+        free.killed_at = killed_at;
+        assert!(free.look(false, None, later(10)).is_none());
+        assert_eq!(free.taken_at, Some(later(10)));
+    }
+
+    #[test]
+    fn the_bounds_add_up_from_the_settings() {
+        let b = TakeoverBound {
+            lease_ttl: Duration::from_secs(3),
+            request_timeout: Duration::from_millis(300),
+            heartbeat: Duration::from_secs(1),
+            deadline: Duration::from_secs(4),
+        };
+        assert_eq!(b.lapse(), Duration::from_millis(4300));
+        assert_eq!(b.claim(), Duration::from_millis(5300));
+        assert_eq!(b.settle(), Duration::from_millis(9300));
     }
 }

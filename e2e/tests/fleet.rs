@@ -14,22 +14,29 @@
 //! user namespace when not root), as on a host of its own: no worker sees
 //! that another one's process died, so a killed worker's operations are
 //! freed by their leases lapsing only. The time from each kill to the
-//! settlement of every operation the killed worker held is measured and
-//! bounded (leases of 3 s with their heartbeat). One worker is paused
-//! (SIGSTOP) past its lease while others take its operations over, then
-//! resumed: it must not write (nor send) for them again.
+//! settlement of every operation the killed worker held is measured (the
+//! summary line; the figures are BENCHMARKS.md's) and checked against what
+//! the lease settings promise: no lease taken before it lapsed (a trigger
+//! compares each change of holder with the old lease's expiry, by the
+//! server's clock as the journal's claim does), every claim and settlement
+//! within the bound the settings give (`TakeoverBound`) plus a documented
+//! margin for a loaded CI host. One worker is paused (SIGSTOP) past its
+//! lease while others take its operations over, then resumed: it must not
+//! write (nor send) for them again.
 
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use payidem::journal::{Journal, PostgresJournal, PostgresJournalOptions};
+use payidem::journal::Journal;
 use payidem::operation::OperationState;
-use payidem::ClientConfig;
 use payidem_e2e::chaos_faults;
-use payidem_e2e::fleet::{owner_of, record_batch, sigkill, signal_group, Dice, Fleet, Workers};
+use payidem_e2e::fleet::{
+    owner_of, record_batch, sigkill, signal_group, worker_takeover_bound, Audit, Dice, Fleet,
+    FleetJournal, Workers,
+};
 use payidem_e2e::pg::PgServer;
-use payidem_e2e::takeover::TakeoverWatch;
-use payidem_mock::{MockConfig, MockServer, DEFAULT_KEY_ID, DEFAULT_SECRET};
+use payidem_e2e::takeover::{Isolation, TakeoverWatch};
+use payidem_mock::{MockConfig, MockServer};
 
 const ORDERS: usize = 1000;
 const WORKERS: usize = 3;
@@ -38,40 +45,21 @@ const THREADS: usize = 8;
 /// Outbox batches, one per kill interval or so.
 const BATCHES: usize = 20;
 
-/// Counts, in the database, every UPDATE of an operation that a lease
-/// holder could not have made: a change of state or attempts while no
-/// lease is held (a released or finished lease writing again), or a change
-/// of a settled operation.
-const STALE_WRITE_AUDIT: &str = "
-    CREATE TABLE fleet_stale_writes (order_id text, old_state text, new_state text,
-        old_owner text, new_owner text, at timestamptz DEFAULT now());
-    CREATE FUNCTION fleet_audit() RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN
-        IF (OLD.lease_owner IS NULL AND NEW.lease_owner IS NULL
-                AND (NEW.state <> OLD.state OR NEW.attempts <> OLD.attempts))
-            OR (OLD.state IN ('succeeded', 'rejected', 'conflict') AND NEW.state <> OLD.state)
-            OR NEW.lease_epoch < OLD.lease_epoch THEN
-            INSERT INTO fleet_stale_writes (order_id, old_state, new_state, old_owner, new_owner)
-                VALUES (OLD.order_id, OLD.state, NEW.state, OLD.lease_owner, NEW.lease_owner);
-        END IF;
-        RETURN NEW;
-    END $$;
-    CREATE TRIGGER fleet_audit BEFORE UPDATE ON payidem_operations
-        FOR EACH ROW EXECUTE FUNCTION fleet_audit();
-    CREATE TABLE orders (id text PRIMARY KEY, amount bigint NOT NULL);";
+/// How much later than the settings promise (`TakeoverBound`) a takeover
+/// may come on a loaded CI host, which the bound does not model: the 2
+/// cores shared with the other suites (processes descheduled for
+/// seconds), PostgreSQL crashed and recovering mid-run (about 1-2 s with
+/// no journal), killed workers restarting, every thread of the survivors
+/// busy in a call, and a taken-over call that ends unknown under the
+/// chaos faults and is driven a second time (one more deadline). One run
+/// came within 1.2 s of a fixed 15 s limit; the bound plus this margin is
+/// 15.3 s to the claim and 19.3 s to the settlement.
+const LOADED_HOST_MARGIN: Duration = Duration::from_secs(10);
 
 #[test]
 fn a_fleet_without_local_state_survives_kills_a_database_crash_and_a_lost_commit() {
     let started = Instant::now();
-    let mut server = PgServer::start();
-    server.create_db("fleet");
-    let journal_url = server.url_for("fleet");
-    // The tables, then the audit trigger on them.
-    let admin = PostgresJournal::connect(&journal_url, PostgresJournalOptions::default()).unwrap();
-    server
-        .connect("fleet")
-        .batch_execute(STALE_WRITE_AUDIT)
-        .unwrap();
+    let journal = FleetJournal::start();
 
     let mock = MockServer::start(MockConfig {
         port: 0,
@@ -82,6 +70,12 @@ fn a_fleet_without_local_state_survives_kills_a_database_crash_and_a_lost_commit
         ..MockConfig::default()
     })
     .unwrap();
+    let app_client = journal.app_client(&mock.url());
+    let FleetJournal {
+        mut server,
+        url: journal_url,
+        admin,
+    } = journal;
     let dir = tempfile::tempdir().unwrap();
     let mut fleet = Fleet::new(
         env!("CARGO_BIN_EXE_payidem-fleet-worker"),
@@ -111,19 +105,17 @@ fn a_fleet_without_local_state_survives_kills_a_database_crash_and_a_lost_commit
         }
         found.unwrap_or(0)
     };
-    // The application's own client: it only builds outbox statements, for
-    // the fleet's journal (their MACs are bound to that journal).
-    let mut app_config = ClientConfig::new(mock.url(), DEFAULT_KEY_ID);
-    app_config.journal = payidem::JournalChoice::Postgres(journal_url.clone());
-    let app_client = payidem::Client::new(app_config, DEFAULT_SECRET.as_bytes()).unwrap();
     let mut app = None;
 
     let mut workers = Workers((0..WORKERS).map(|slot| fleet.spawn(slot, None)).collect());
     let workers = &mut workers.0;
     // One worker cuts its connection before its 3rd synchronous COMMIT;
     // it is not killed before it has.
+    // The owner id prefixes of the workers killed (their processes gone).
+    let mut killed_owners: Vec<String> = Vec::new();
     workers[0] = {
         sigkill(&mut workers[0]);
+        killed_owners.extend(owner_of(&fleet.owners[0]));
         fleet.spawn(0, Some(3))
     };
     let mut dice = Dice(0x2545_F491_4F6C_DD1D);
@@ -153,6 +145,7 @@ fn a_fleet_without_local_state_survives_kills_a_database_crash_and_a_lost_commit
             sigkill(&mut workers[slot]);
             let killed_at = Instant::now();
             kills += 1;
+            killed_owners.extend(owner_of(&fleet.owners[slot]));
             orphans(&fleet, &server, slot, killed_at, &mut db);
             workers[slot] = fleet.spawn(slot, None);
         }
@@ -222,10 +215,17 @@ fn a_fleet_without_local_state_survives_kills_a_database_crash_and_a_lost_commit
         );
     }
     let mut db = server.connect("fleet");
-    let stale: i64 = db
-        .query_one("SELECT count(*) FROM fleet_stale_writes", &[])
-        .unwrap()
-        .get(0);
+    let audit = Audit::read(&mut db);
+    let stale = audit.stale_writes;
+    // Without PID namespaces a killed worker's process is seen gone on this
+    // machine, which frees its leases at once (the journal's rule); with
+    // them, no lease may go before it lapsed.
+    let gone = if fleet.isolation == Isolation::None {
+        &killed_owners[..]
+    } else {
+        &[]
+    };
+    let early = audit.early_from_live(gone);
     let orders: i64 = db
         .query_one("SELECT count(*) FROM orders", &[])
         .unwrap()
@@ -275,12 +275,14 @@ fn a_fleet_without_local_state_survives_kills_a_database_crash_and_a_lost_commit
 
     let summary = format!(
         "fleet run: {:.1} s, {} worker processes, {} POST attempts ({percent:.1} % faulted), \
-         stale-lease writes {stale}, commit cut: {}, workers in {}\nfleet: {} ops, {WORKERS} \
+         stale-lease writes {stale}, early takeovers {}, commit cut: {}, workers in {}\nfleet: \
+         {} ops, {WORKERS} \
          workers, {kills} kills, {faults} faults, double {double}, lost {lost}, rekeyed \
          {rekeyed}, {}, paused worker's operations {}\n",
         started.elapsed().as_secs_f64(),
         fleet.spawned,
         post,
+        early.len(),
         killed_commit.trim(),
         fleet.isolation.describe(),
         all.len(),
@@ -298,19 +300,31 @@ fn a_fleet_without_local_state_survives_kills_a_database_crash_and_a_lost_commit
     assert!(kills >= 20);
     assert!(all.len() >= ORDERS);
     assert!(percent >= 30.0, "only {percent:.1} % of attempts faulted");
-    // Every operation a killed or paused worker held was taken over and
-    // settled promptly: leases of 3 s (plus the 300 ms request timeout)
-    // with their heartbeat, a database crash and 30 % faults on the way.
+    // Every operation a killed or paused worker held was taken over, never
+    // before its lease lapsed, and settled within what the lease settings
+    // promise (plus the loaded host's margin): a database crash and 30 %
+    // faults on the way. The times themselves are BENCHMARKS.md's.
     assert!(paused.is_some(), "no worker was paused");
     assert_eq!(takeovers.unsettled, 0, "{}", takeovers.summary());
+    assert!(
+        early.is_empty(),
+        "leases taken before they lapsed, from {early:?}"
+    );
     assert!(
         takeovers.times.len() >= KILLS / 2,
         "too few operations of killed workers seen: {}",
         takeovers.summary()
     );
-    assert!(
-        takeovers.p50() <= Duration::from_secs(5) && takeovers.max() <= Duration::from_secs(15),
-        "{}",
-        takeovers.summary()
-    );
+    let bound = worker_takeover_bound();
+    for (what, longest, promised) in [
+        ("claimed", takeovers.claim_max(), bound.claim()),
+        ("settled", takeovers.max(), bound.settle()),
+    ] {
+        assert!(
+            longest <= promised + LOADED_HOST_MARGIN,
+            "{what} later than the lease settings allow ({bound:?}: {promised:?} + margin \
+             {LOADED_HOST_MARGIN:?}): {}",
+            takeovers.summary()
+        );
+    }
 }

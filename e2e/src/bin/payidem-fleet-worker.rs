@@ -1,7 +1,8 @@
-//! One client instance of the fleet chaos test: no local state, only the
-//! shared PostgreSQL journal. Executes a few orders of its own, then takes
-//! over whatever no live call holds (outbox rows, operations of killed
-//! instances once their leases expire) until the done file exists and
+//! One client instance of the fleet chaos test and the takeover benchmark:
+//! no local state, only the shared PostgreSQL journal. Executes a few
+//! orders of its own, then takes over whatever no live call holds (outbox
+//! rows, operations of killed instances once their leases expire), with
+//! `Client::take_over_loop` on each thread, until the done file exists and
 //! nothing unsettled is left. Killed with SIGKILL at random moments.
 //!
 //! ```text
@@ -22,13 +23,13 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use payidem::journal::{Journal, JournalKey, PgPoint, PostgresJournal, PostgresJournalOptions};
 use payidem::operation::OperationState;
 use payidem::{Client, JournalChoice, OperationSpec};
-use payidem_e2e::worker::worker_config;
+use payidem_e2e::fleet::{fleet_worker_config, WORKER_LEASE_HEARTBEAT};
 use payidem_e2e::{payment_body, payment_status_path};
 use payidem_mock::DEFAULT_SECRET;
 
@@ -131,10 +132,8 @@ fn open(args: &Args) -> payidem::Result<(Arc<PostgresJournal>, Client)> {
         journal = journal.with_hook(commit_killer(&args.journal, nth, marker.clone()));
     }
     let journal = Arc::new(journal);
-    let mut config = worker_config(&args.url, std::path::Path::new("unused"));
+    let mut config = fleet_worker_config(&args.url);
     config.journal = JournalChoice::Custom(journal.clone());
-    // Short leases: a killed instance's operations are taken over soon.
-    config.lease_ttl = Some(Duration::from_secs(3));
     let client = Client::new(config, DEFAULT_SECRET.as_bytes())?;
     Ok((journal, client))
 }
@@ -178,23 +177,26 @@ fn run(args: &Args) -> Result<(), String> {
         OperationState::InFlight,
         OperationState::Unknown,
     ];
+    // The end: the done file exists and nothing unsettled is left (asked
+    // of the journal at most every 200 ms, by whichever thread looks).
+    let last_look = Mutex::new(Instant::now());
+    let finished = || {
+        if !args.done.exists() {
+            return false;
+        }
+        let mut last = last_look.lock().unwrap_or_else(PoisonError::into_inner);
+        if last.elapsed() < Duration::from_millis(200) {
+            return false;
+        }
+        *last = Instant::now();
+        journal.list(&unsettled).is_ok_and(|left| left.is_empty())
+    };
+    // The core's take-over loop, one operation at a time on each thread,
+    // idle at most a heartbeat; journal errors (the database restarting)
+    // are retried by the loop.
     std::thread::scope(|s| {
         for _ in 0..args.threads {
-            s.spawn(|| loop {
-                match client.take_over(1) {
-                    Ok(done) if !done.is_empty() => continue,
-                    Ok(_) => {
-                        if args.done.exists()
-                            && journal.list(&unsettled).is_ok_and(|left| left.is_empty())
-                        {
-                            return;
-                        }
-                        std::thread::sleep(Duration::from_millis(100));
-                    }
-                    // The database may be restarting.
-                    Err(_) => std::thread::sleep(Duration::from_millis(200)),
-                }
-            });
+            s.spawn(|| client.take_over_loop(1, WORKER_LEASE_HEARTBEAT, &finished));
         }
     });
     Ok(())

@@ -178,6 +178,9 @@ final class Lib {
     static native int payidem_client_take_over(Pointer client, int limit, PointerByReference taken,
             PointerByReference err);
 
+    static native int payidem_client_take_over_loop(Pointer client, int batch, long idleMs, CancelCallback stop,
+            Pointer userdata, LongByReference driven, PointerByReference err);
+
     static native int payidem_client_metrics(Pointer client, int format, byte[] buf, long bufLen,
             LongByReference lenOut, PointerByReference err);
 

@@ -271,6 +271,41 @@ public final class PayidemClient implements AutoCloseable {
     }
 
     /**
+     * Runs {@link #takeOver(int)} in a loop, for a sidecar or a worker
+     * thread, until {@code stop} answers true or the calling thread is
+     * interrupted (its interrupt status stays set): batches of up to
+     * {@code batch} operations (0 counts as 1), sleeping {@code idle} when
+     * there was nothing to take, but never longer than the lease heartbeat
+     * ({@link Builder#leaseHeartbeat(Duration)}), so that an operation whose
+     * holder died is picked up within one heartbeat of its lease lapsing.
+     * The core's loop ({@code payidem_client_take_over_loop}): a journal
+     * that cannot be asked is retried after the same sleep, not thrown;
+     * {@code stop} and the interrupt are looked at between operations and
+     * about every 20 ms of the sleep, not during an operation's call, which
+     * ends as it would without them. A {@code stop} that throws stops the
+     * loop. Returns how many operations it drove (each one's end is in the
+     * journal: {@link #status(String)}). Throws invalid_argument naming
+     * {@code batch} (negative), {@code idle} (null, negative or not whole
+     * milliseconds) or {@code stop} (null).
+     */
+    public long takeOverLoop(int batch, Duration idle, BooleanSupplier stop) {
+        if (batch < 0) {
+            throw PayidemException.invalidArgument("batch", "batch is negative");
+        }
+        if (idle != null && idle.isNegative()) {
+            throw PayidemException.invalidArgument("idle", "idle is negative");
+        }
+        long ms = Builder.millis(idle, "idle");
+        if (stop == null) {
+            throw PayidemException.invalidArgument("stop", "stop is null: the loop could never end");
+        }
+        Lib.CancelCallback hook = hook(stop);
+        LongByReference driven = new LongByReference();
+        call((h, err) -> Lib.payidem_client_take_over_loop(h, batch, ms, hook, null, driven, err));
+        return driven.getValue();
+    }
+
+    /**
      * The statement that records one operation as pending in this client's
      * PostgreSQL journal, to run in the application's own transaction
      * together with its business rows (see {@link Outbox}).

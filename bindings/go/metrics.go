@@ -243,7 +243,7 @@ type Event struct {
 	Final    bool   `json:"final"`
 	Landed   string `json:"landed"`
 	Attempts int    `json:"attempts"`
-	// Journal failures: the write (open, claim, record_attempt, finish),
+	// Journal failures: the write (open, claim, record_attempt, finish, renew),
 	// whether it was a durable one and the journal's message.
 	Write   string `json:"write"`
 	Durable bool   `json:"durable"`

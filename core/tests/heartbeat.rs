@@ -189,3 +189,47 @@ fn a_takeover_loop_polls_at_the_lease_heartbeat_however_long_its_idle() {
     assert!(attempted.load(Ordering::SeqCst));
     assert!(started.elapsed() < Duration::from_secs(60));
 }
+
+#[test]
+fn renewals_are_counted_in_the_journal_metrics() {
+    let journal = Arc::new(MemoryJournal::new());
+    let client = client(&journal, 3, None);
+    let writes = |write: &str| {
+        let m = client.metrics();
+        let labels = [("write", write), ("durable", "false")];
+        (
+            m.sum("payidem_client_journal_write_duration_seconds", &labels),
+            m.sum("payidem_client_journal_failures_total", &labels),
+        )
+    };
+    let base = unix_now();
+    let mut call = client.begin(&spec("ord-renew"), None).unwrap();
+    assert!(matches!(call.step_at(at(base, 0)), CallStep::Send { .. }));
+    call.report_at(unavailable(), at(base, 100));
+    assert_eq!(
+        writes("renew"),
+        (0.0, 0.0),
+        "no renewal within the heartbeat"
+    );
+    // Each step comes a heartbeat (a third of 3 s) after the last renewal:
+    // the call renews before it waits on or hands out an attempt.
+    for k in 1..=4u64 {
+        match call.step_at(at(base, 100 + k * 1_100)) {
+            CallStep::Wait(_) => {}
+            CallStep::Send { .. } => call.report_at(unavailable(), at(base, 100 + k * 1_100)),
+            CallStep::Done(result) => panic!("the call ended: {result:?}"),
+        }
+        assert_eq!(writes("renew"), (k as f64, 0.0));
+    }
+    // Paused past its lease while another call took the operation over:
+    // the renewal is refused, and counted as a failed one.
+    let later = base + 60;
+    journal
+        .claim("ord-renew", &other("b", later + 30), later)
+        .unwrap();
+    assert!(matches!(
+        call.step_at(at(base, 60_000)),
+        CallStep::Done(Err(_))
+    ));
+    assert_eq!(writes("renew"), (5.0, 1.0));
+}

@@ -338,7 +338,8 @@ impl Call {
             return Ok(());
         }
         self.lease.expires_at = now.unix.saturating_add(self.shared.lease_span_secs());
-        let renewed = (self.shared.journal).renew(&self.order_id, &self.lease, now.unix);
+        let renew = || (self.shared.journal).renew(&self.order_id, &self.lease, now.unix);
+        let renewed = (self.shared.observer).journal(JournalWrite::Renew, &self.order_id, renew);
         match renewed {
             Ok(()) => {
                 self.renewed = now.elapsed;

@@ -55,25 +55,32 @@ pub enum JournalWrite {
     RecordAttempt,
     /// Storing a call's end and releasing its lease.
     Finish,
+    /// Renewing a call's lease (the heartbeat,
+    /// [`crate::ClientConfig::lease_heartbeat`]); a renewal the journal
+    /// refuses (the lease was lost, or the store failed) counts as failed.
+    Renew,
 }
 
 impl JournalWrite {
     /// Every write kind.
-    pub const ALL: [JournalWrite; 5] = [
+    pub const ALL: [JournalWrite; 6] = [
         JournalWrite::Open,
         JournalWrite::Claim,
         JournalWrite::RecordAttemptDurable,
         JournalWrite::RecordAttempt,
         JournalWrite::Finish,
+        JournalWrite::Renew,
     ];
 
-    /// The `write` label: `open`, `claim`, `record_attempt`, `finish`.
+    /// The `write` label: `open`, `claim`, `record_attempt`, `finish`,
+    /// `renew`.
     pub fn as_str(self) -> &'static str {
         match self {
             JournalWrite::Open => "open",
             JournalWrite::Claim => "claim",
             JournalWrite::RecordAttemptDurable | JournalWrite::RecordAttempt => "record_attempt",
             JournalWrite::Finish => "finish",
+            JournalWrite::Renew => "renew",
         }
     }
 
@@ -140,8 +147,8 @@ pub(crate) struct ClientMetrics {
     attempt_seconds: [Histogram; 2],
     ends: [AtomicU64; END_NAMES.len()],
     settle_seconds: Histogram,
-    journal_seconds: [Histogram; 5],
-    journal_failures: [AtomicU64; 5],
+    journal_seconds: [Histogram; JournalWrite::ALL.len()],
+    journal_failures: [AtomicU64; JournalWrite::ALL.len()],
 }
 
 impl ClientMetrics {

@@ -149,8 +149,9 @@ fn main() {
     let bound = worker_takeover_bound();
     let s = |d: Duration| format!("{:.1} s", d.as_secs_f64());
     println!(
-        "fleet takeover: {hits} kills of lease holders ({kills} kills), {orphaned} operations \
-         orphaned, {} taken over; {}; {} orders, double {double}, stale-lease writes {}, early \
+        "fleet takeover: {hits} kills of lease holders ({kills} kills), {orphaned} leases held at \
+         the kills, {} operations taken over (one orphaned by two kills counts once, timed from \
+         the last); {}; {} orders, double {double}, stale-lease writes {}, early \
          takeovers 0; {WORKERS} workers x {THREADS} threads in {}; lease_ttl {:?} + request \
          timeout {:?}, heartbeat {:?}; mock answers after {PROCESSING_DELAY_MS} ms; load \
          average {load_before} -> {load_after}; {:.0} s",

@@ -38,6 +38,7 @@ func TestTakeOverLoop(t *testing.T) {
 	journal := filepath.Join(t.TempDir(), "journal.sqlite3")
 	holder, taker := loopClient(t, m, journal), loopClient(t, m, journal)
 	op := payment(orderID("loop"), 700)
+	begun := time.Now() // the lease is written after this instant
 	call, err := holder.Begin(bg(), op)
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +46,6 @@ func TestTakeOverLoop(t *testing.T) {
 	if step, err := call.Step(); err != nil || step.Kind != StepSend {
 		t.Fatalf("first step %+v %v", step, err)
 	}
-	abandoned := time.Now()
 
 	ctx, cancel := context.WithCancel(bg())
 	defer cancel()
@@ -65,16 +65,16 @@ func TestTakeOverLoop(t *testing.T) {
 			t.Fatal(err)
 		}
 		if st.State == StateSucceeded {
-			settled = time.Since(abandoned)
-		} else if time.Since(abandoned) > loopLeaseSpan+loopLoadMargin+10*time.Second {
-			t.Fatalf("not taken over %v after the abandonment: %+v", time.Since(abandoned), st)
+			settled = time.Since(begun)
+		} else if time.Since(begun) > loopLeaseSpan+loopLoadMargin+10*time.Second {
+			t.Fatalf("not taken over %v after the call began: %+v", time.Since(begun), st)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	// The lease was written at most a second before the abandonment (the
-	// journal's clock counts whole seconds).
+	// The lease, written after begun, lapses loopLeaseSpan after that write
+	// on the journal's clock, in whole seconds.
 	if settled < loopLeaseSpan-time.Second || settled > loopLeaseSpan+3*loopHeartbeat+loopLoadMargin {
-		t.Errorf("settled %v after the abandonment; the lease lapses %v after its last write", settled, loopLeaseSpan)
+		t.Errorf("settled %v after the call began; the lease lapses %v after its last write", settled, loopLeaseSpan)
 	}
 	cancel()
 	select {

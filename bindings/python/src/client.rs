@@ -12,9 +12,11 @@ use pyo3::types::{PyBytes, PyDict, PyString};
 use payidem::client::AttemptEvent;
 use payidem::journal::{OperationRecord, OutboxValue, ParamStyle};
 use payidem::operation::Response;
-use payidem::{CallOptions, ClientConfig, JournalChoice, OperationSpec, Outcome};
+use payidem::{CallOptions, ClientConfig, JournalChoice, Outcome};
 
-use crate::convert::{self, field, optional_field, optional_path_field, seconds, whole};
+use crate::convert::{
+    self, field, optional_field, optional_path_field, seconds, whole, OperationArgs,
+};
 use crate::errors::{invalid, raise, to_pyerr};
 use crate::events;
 
@@ -358,29 +360,18 @@ impl NativeClient {
         py.detach(|| drop(taken));
     }
 
-    #[pyo3(signature = (order_id, method, path, body, *, status_path, idempotency_key, deadline, cancel))]
+    /// Runs `operation` (see `convert::OperationArgs`) to its outcome.
+    #[pyo3(signature = (operation, *, deadline, cancel))]
     fn execute<'py>(
         &self,
         py: Python<'py>,
-        #[pyo3(from_py_with = field::order_id)] order_id: String,
-        #[pyo3(from_py_with = field::method)] method: String,
-        #[pyo3(from_py_with = field::path)] path: String,
-        body: &[u8],
-        #[pyo3(from_py_with = optional_field::status_path)] status_path: Option<String>,
-        #[pyo3(from_py_with = optional_field::idempotency_key)] idempotency_key: Option<String>,
+        #[pyo3(from_py_with = OperationArgs::extract)] operation: OperationArgs<'py>,
         deadline: Option<f64>,
         cancel: Option<Py<PyAny>>,
     ) -> PyResult<OutcomeTuple<'py>> {
         let client = self.client()?;
         let deadline = optional_seconds(py, "deadline", deadline)?;
-        let spec = OperationSpec {
-            order_id: &order_id,
-            method: &method,
-            path: &path,
-            body,
-            idempotency_key: idempotency_key.as_deref(),
-            status_path: status_path.as_deref(),
-        };
+        let spec = operation.spec();
         let outcome = interruptible(py, cancel.as_ref(), deadline, |options| {
             client.execute_with(&spec, options)
         })?;
@@ -431,16 +422,11 @@ impl NativeClient {
 
     /// The outbox statement of an operation: `(sql, params)`, the params a
     /// list of `str`, `bytes` (the body) and `None` (no status path).
-    #[pyo3(signature = (order_id, method, path, body, *, status_path, idempotency_key, paramstyle))]
+    #[pyo3(signature = (operation, *, paramstyle))]
     fn outbox_insert<'py>(
         &self,
         py: Python<'py>,
-        #[pyo3(from_py_with = field::order_id)] order_id: String,
-        #[pyo3(from_py_with = field::method)] method: String,
-        #[pyo3(from_py_with = field::path)] path: String,
-        body: &[u8],
-        #[pyo3(from_py_with = optional_field::status_path)] status_path: Option<String>,
-        #[pyo3(from_py_with = optional_field::idempotency_key)] idempotency_key: Option<String>,
+        #[pyo3(from_py_with = OperationArgs::extract)] operation: OperationArgs<'py>,
         paramstyle: &str,
     ) -> PyResult<(String, Vec<Bound<'py, PyAny>>)> {
         let client = self.client()?;
@@ -455,15 +441,7 @@ impl NativeClient {
                 ))
             }
         };
-        let spec = OperationSpec {
-            order_id: &order_id,
-            method: &method,
-            path: &path,
-            body,
-            idempotency_key: idempotency_key.as_deref(),
-            status_path: status_path.as_deref(),
-        };
-        let insert = raise(py, client.outbox_insert(&spec, style))?;
+        let insert = raise(py, client.outbox_insert(&operation.spec(), style))?;
         let params = insert
             .params
             .into_iter()

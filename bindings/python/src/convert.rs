@@ -543,7 +543,7 @@ fn by_setting(py: Python<'_>, e: payidem::settings::SettingError) -> PyErr {
 }
 
 /// Keyword values as the settings document takes them: each one given.
-fn present<'a, 'py>(
+pub(crate) fn present<'a, 'py>(
     values: &'a [(&'static str, Bound<'py, PyAny>)],
 ) -> Vec<(&'static str, Option<&'a Bound<'py, PyAny>>)> {
     values.iter().map(|(k, v)| (*k, Some(v))).collect()
@@ -551,7 +551,7 @@ fn present<'a, 'py>(
 
 /// The keywords `kwargs` gives, each one of `table`'s (another is the
 /// `TypeError` Python raises for an unexpected keyword of `function`).
-fn keywords<'py>(
+pub(crate) fn keywords<'py>(
     kwargs: Option<&Bound<'py, PyDict>>,
     table: &[(&'static str, &str, Unit)],
     function: &str,
@@ -569,6 +569,17 @@ fn keywords<'py>(
     Ok(values)
 }
 
+/// The client configuration the core's settings rules make of `values`
+/// (keywords of [`CLIENT_KEYWORDS`]); paths and the journal key, which are
+/// not JSON text, are the caller's to set.
+pub(crate) fn client_config_of(
+    py: Python<'_>,
+    values: &[(&'static str, Bound<'_, PyAny>)],
+) -> PyResult<payidem::ClientConfig> {
+    let doc = settings_doc(CLIENT_KEYWORDS, &present(values));
+    payidem::settings::client::client_config(&doc).map_err(|e| setting_error(py, e))
+}
+
 /// Every setting's effective value (the core's settings document) for the
 /// keywords `kwargs` gives, as `payidem.Client` would be made with them
 /// (`base_url` and `key_id` required), without opening a journal. For the
@@ -580,9 +591,7 @@ pub(crate) fn resolve_client_settings(
     kwargs: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<String> {
     let values = keywords(kwargs, CLIENT_KEYWORDS, "resolve_client_settings")?;
-    let doc = settings_doc(CLIENT_KEYWORDS, &present(&values));
-    let mut config =
-        payidem::settings::client::client_config(&doc).map_err(|e| setting_error(py, e))?;
+    let mut config = client_config_of(py, &values)?;
     if let Some((_, key)) = values.iter().find(|(k, _)| *k == "journal_key") {
         if let Ok(key) = key.cast::<PyBytes>() {
             let key = payidem::journal::JournalKey::new(key.as_bytes());

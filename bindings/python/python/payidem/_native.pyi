@@ -204,28 +204,17 @@ class Client:
         secret: bytes,
         *,
         journal: Optional[str] = None,
-        connect_timeout: Optional[float] = None,
-        request_timeout: Optional[float] = None,
-        max_attempts: Optional[int] = None,
-        backoff_base: Optional[float] = None,
-        backoff_cap: Optional[float] = None,
-        deadline: Optional[float] = None,
-        key_retention: Optional[float] = None,
-        settled_retention: Optional[float] = None,
-        retry_budget: Optional[int] = None,
         on_attempt: Optional[Callable[[_AttemptEvent], object]] = None,
-        allow_insecure_http: Optional[bool] = None,
         proxy: Optional[str] = None,
-        proxy_from_env: Optional[bool] = None,
         ca_bundle: Optional[str] = None,
         client_cert: Optional[str] = None,
         client_key: Optional[str] = None,
-        max_clock_offset: Optional[float] = None,
         journal_key: Optional[bytes] = None,
-        lease_ttl: Optional[float] = None,
-        lease_heartbeat: Optional[float] = None,
+        **settings: Union[float, bool, None],
     ) -> Client:
-        """Every option left ``None`` keeps the core's default."""
+        """``settings``: ``payidem.Client``'s other setting keywords
+        (``connect_timeout``, ``max_attempts``, ...; the core's list). Every
+        option absent or ``None`` keeps the core's default."""
     @property
     def key_id(self) -> str: ...
     @property

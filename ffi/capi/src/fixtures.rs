@@ -5,7 +5,7 @@
 use std::ffi::CString;
 use std::ptr;
 
-use crate::base::result::payidem_result;
+use crate::base::enums::payidem_result;
 use crate::client::call::{payidem_call, payidem_call_step, payidem_client_begin};
 use crate::client::{payidem_client, payidem_client_new};
 use crate::operation::step::payidem_step;

@@ -3,9 +3,9 @@
 use std::ffi::c_char;
 
 use crate::base::boundary::guard;
+use crate::base::enums::payidem_result;
 use crate::base::error::payidem_error;
 use crate::base::handles::{req_bytes, write_text};
-use crate::base::result::payidem_result;
 
 /// Writes, in lowercase hex and a NUL into `buf`, the journal key a client
 /// derives from the API secret `secret` when it is given no journal key of

@@ -4,24 +4,12 @@ use std::ffi::c_char;
 use std::sync::PoisonError;
 
 use crate::base::boundary::guard;
+use crate::base::enums::payidem_result;
 use crate::base::error::{payidem_error, FfiError};
 use crate::base::handles::write_text;
-use crate::base::result::payidem_result;
 use crate::base::text::handle;
 use crate::client::payidem_client;
 use crate::verifying::payidem_verifier;
-
-/// The form of a metrics snapshot.
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum payidem_metrics_format {
-    /// The Prometheus text exposition format 0.0.4 (`# HELP`, `# TYPE`,
-    /// samples; histograms as `_bucket`, `_sum`, `_count`).
-    PAYIDEM_METRICS_PROMETHEUS = 1,
-    /// JSON: `{"metrics": [{"name", "type", "help", "series": [...]}]}`
-    /// (see docs/metrics.md).
-    PAYIDEM_METRICS_JSON = 2,
-}
 
 /// Writes `snapshot` as `format` into the caller's `buf` (see
 /// `payidem_client_metrics`).

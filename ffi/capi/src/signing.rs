@@ -9,12 +9,12 @@ use payidem::protocol::{
 };
 
 use crate::base::boundary::guard;
+use crate::base::enums::payidem_result;
 use crate::base::error::{payidem_error, FfiError};
 /// The one text writer, [`crate::base::handles::write_text`], also named here for
 /// the modules that import it from this file (`call.rs`, `policy.rs`).
 pub(crate) use crate::base::handles::write_text;
 use crate::base::handles::{fill, free, give, header_at, read_or, req_bytes, text_of};
-use crate::base::result::payidem_result;
 use crate::base::text::{bytes, handle, opt_str, out, req_str};
 
 /// Bytes of `payidem_signed_headers.api_key`: a key id (at most 128) and

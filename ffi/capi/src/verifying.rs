@@ -9,12 +9,12 @@ use payidem::verifier::{IncomingRequest, Verifier, VerifierConfig};
 use payidem::{Error, ErrorCode};
 
 use crate::base::boundary::guard;
+use crate::base::enums::payidem_result;
 use crate::base::error::{
     payidem_error, payidem_error_code, payidem_error_message, payidem_error_server_time, FfiError,
 };
 use crate::base::handles::{bytes_of, fill, free, give, header_at, read_or, text_of};
 use crate::base::headers::{payidem_header, read_headers};
-use crate::base::result::payidem_result;
 use crate::base::text::{array, bytes, handle, out, req_str, Out};
 use crate::signing::{
     PAYIDEM_IDEMPOTENCY_KEY_BUF_LEN, PAYIDEM_KEY_ID_BUF_LEN, PAYIDEM_NONCE_BUF_LEN,

@@ -5,8 +5,8 @@ use std::ffi::{c_char, CString};
 use payidem::error::text::record_named;
 
 use crate::base::boundary::guard_value;
+use crate::base::enums::payidem_result;
 use crate::base::handles::{bytes_of, free, read_or, text_of};
-use crate::base::result::payidem_result;
 use crate::base::text::c_string;
 
 /// An error inside the C layer before it is boxed for the caller.

@@ -181,7 +181,7 @@ mod tests {
     use super::*;
     use std::ffi::CString;
 
-    use crate::base::result::payidem_result;
+    use crate::base::enums::payidem_result;
 
     struct Thing {
         name: CString,

@@ -8,10 +8,10 @@ use payidem::client::{Call, CallStep};
 use payidem::operation::CallTime;
 
 use crate::base::boundary::guard;
+use crate::base::enums::payidem_result;
 use crate::base::error::payidem_error;
 use crate::base::handles::{free, give};
 use crate::base::headers::payidem_header;
-use crate::base::result::payidem_result;
 use crate::base::text::{handle, handle_mut, out, req_str};
 use crate::client::{deadline_of, payidem_client, read_spec};
 use crate::operation::step::payidem_step;

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
-use crate::base::result::payidem_result;
+use crate::base::enums::{payidem_result, payidem_step_type};
 use crate::client::call::*;
 use crate::client::events::payidem_client_set_event_json_callback;
 use crate::client::*;

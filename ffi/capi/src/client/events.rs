@@ -7,25 +7,11 @@ use payidem::client::{attempt_level, Event, LogLevel};
 use payidem::operation::NextAction;
 
 use crate::base::callback::CallbackCell;
+use crate::base::enums::payidem_log_level;
 use crate::base::handles::read_or;
 use crate::base::text::c_string;
 use crate::base::vocabulary::core_of;
 use crate::client::{payidem_attempt_event, payidem_client};
-
-/// How loud an event is: one policy for every language (a first-attempt
-/// success is debug; a retry, backoff, clock adjustment, status query or a
-/// success after them is info; a give-up — unknown, key expired, refused,
-/// nothing sent, a journal failure — is warn).
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum payidem_log_level {
-    /// Routine: nothing needed more than one attempt.
-    PAYIDEM_LOG_DEBUG = 1,
-    /// The retry machinery worked: retries, backoffs, status queries.
-    PAYIDEM_LOG_INFO = 2,
-    /// The call gave up or the journal failed: someone may have to act.
-    PAYIDEM_LOG_WARN = 3,
-}
 
 fn level_of(level: LogLevel) -> payidem_log_level {
     match level {

@@ -14,17 +14,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use payidem::client::AttemptEvent;
-use payidem::operation::OperationState;
-use payidem::operation::{AttemptKind, NextAction};
 use payidem::{CallOptions, Client, OperationSpec};
 
 use crate::base::boundary::{guard, guard_value};
 use crate::base::callback::CallbackCell;
+use crate::base::enums::payidem_result;
+use crate::base::enums::{payidem_attempt_kind, payidem_next_action, payidem_operation_state};
 use crate::base::error::{payidem_error, FfiError};
 use crate::base::handles::{free, give, read_or, req_bytes};
-use crate::base::result::payidem_result;
 use crate::base::text::{bytes, c_string, handle, opt_str, out, req_str};
-use crate::base::vocabulary::{c_enum, carries};
+use crate::base::vocabulary::c_enum;
 use crate::client::events::JsonCallback;
 use crate::client::outcome::{payidem_order_list, payidem_outcome};
 
@@ -51,68 +50,6 @@ impl Drop for payidem_client {
         self.json_callback.close();
     }
 }
-
-/// The kind of an attempt.
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum payidem_attempt_kind {
-    /// The operation's own request (same method, path, body and key every
-    /// time).
-    PAYIDEM_ATTEMPT_KIND_OPERATION = 1,
-    /// A signed GET of the operation's status path.
-    PAYIDEM_ATTEMPT_KIND_STATUS_QUERY = 2,
-}
-
-/// What the client does after an attempt.
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum payidem_next_action {
-    /// The call settled.
-    PAYIDEM_NEXT_SETTLE = 1,
-    /// Retry at once with a fresh signature.
-    PAYIDEM_NEXT_RETRY_NOW = 2,
-    /// Retry after a backoff or `Retry-After`.
-    PAYIDEM_NEXT_RETRY_LATER = 3,
-    /// Adjust the clock offset and retry at once.
-    PAYIDEM_NEXT_ADJUST_CLOCK = 4,
-    /// Query the operation's status.
-    PAYIDEM_NEXT_QUERY_STATUS = 5,
-    /// Query the status again after a backoff.
-    PAYIDEM_NEXT_QUERY_LATER = 6,
-    /// Give up: attempts, deadline or budget exhausted.
-    PAYIDEM_NEXT_GIVE_UP = 7,
-}
-
-/// Where an operation stands in the journal.
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum payidem_operation_state {
-    /// Not in the journal.
-    PAYIDEM_STATE_NOT_FOUND = 0,
-    /// Prepared; nothing sent, so nothing can have happened.
-    PAYIDEM_STATE_PENDING = 1,
-    /// An attempt may have reached the platform and the call has not ended
-    /// (or the process died during it).
-    PAYIDEM_STATE_IN_FLIGHT = 2,
-    /// A call ended without learning the outcome; resumable.
-    PAYIDEM_STATE_UNKNOWN = 3,
-    /// Settled: the platform answered 2xx.
-    PAYIDEM_STATE_SUCCEEDED = 4,
-    /// Settled: the platform refused it with a final answer.
-    PAYIDEM_STATE_REJECTED = 5,
-    /// Settled: the platform reported an idempotency conflict.
-    PAYIDEM_STATE_CONFLICT = 6,
-}
-
-carries!(payidem_attempt_kind: AttemptKind =>
-    PAYIDEM_ATTEMPT_KIND_OPERATION, PAYIDEM_ATTEMPT_KIND_STATUS_QUERY);
-carries!(payidem_next_action: NextAction =>
-    PAYIDEM_NEXT_SETTLE, PAYIDEM_NEXT_RETRY_NOW, PAYIDEM_NEXT_RETRY_LATER,
-    PAYIDEM_NEXT_ADJUST_CLOCK, PAYIDEM_NEXT_QUERY_STATUS, PAYIDEM_NEXT_QUERY_LATER,
-    PAYIDEM_NEXT_GIVE_UP);
-carries!(payidem_operation_state: OperationState =>
-    PAYIDEM_STATE_PENDING, PAYIDEM_STATE_IN_FLIGHT, PAYIDEM_STATE_UNKNOWN,
-    PAYIDEM_STATE_SUCCEEDED, PAYIDEM_STATE_REJECTED, PAYIDEM_STATE_CONFLICT);
 
 /// One attempt's event, for logs and metrics. Holds no secret and no body.
 /// Every pointer is borrowed and valid only during the callback.

@@ -6,9 +6,9 @@ use std::ptr;
 use payidem::Outcome;
 
 use crate::base::boundary::guard;
+use crate::base::enums::payidem_result;
 use crate::base::error::{payidem_error, FfiError};
 use crate::base::handles::{bytes_of, free, header_at, read_or, text_of};
-use crate::base::result::payidem_result;
 use crate::base::text::{c_string, handle};
 
 /// The settled outcome of an operation: the platform's 2xx answer (status,

@@ -12,10 +12,10 @@ use std::time::Duration;
 use payidem::operation::{CallTime, End, Operation, OsEntropy, Reaction, Reply, ReplyKind, Step};
 
 use crate::base::boundary::guard;
+use crate::base::enums::payidem_result;
 use crate::base::error::{payidem_error, FfiError};
 use crate::base::handles::{free, give, read_or};
 use crate::base::headers::{payidem_header, read_headers};
-use crate::base::result::payidem_result;
 use crate::base::text::{bytes, handle, handle_mut, opt_str, out};
 use crate::signing::payidem_signer;
 

@@ -7,14 +7,15 @@ use std::ptr;
 
 use super::step::*;
 use super::*;
+use crate::base::enums::{
+    payidem_attempt_kind, payidem_attempt_outcome, payidem_landed, payidem_landed_name,
+    payidem_next_action, payidem_next_action_name, payidem_operation_state, payidem_step_type,
+};
 use crate::base::error::{payidem_error_code, payidem_error_field, payidem_error_free};
-use crate::base::names::{payidem_landed_name, payidem_next_action_name};
 use crate::client::call::*;
 use crate::client::outcome::{payidem_outcome_free, payidem_outcome_http_status};
-use crate::client::{payidem_attempt_kind, payidem_next_action};
 use crate::client::{payidem_client, payidem_client_free, payidem_client_status};
 use crate::fixtures::{begin, call_step, client, SECRET};
-use crate::operation::policy::{payidem_attempt_outcome, payidem_landed};
 use crate::signing::{payidem_signer_free, payidem_signer_new};
 
 fn signer() -> *mut payidem_signer {
@@ -439,10 +440,10 @@ fn base64_is_strict() {
     }
 }
 
-fn state_of(c: *const payidem_client, order: &str) -> crate::client::payidem_operation_state {
+fn state_of(c: *const payidem_client, order: &str) -> payidem_operation_state {
     let order = CString::new(order).unwrap();
     let mut found = false;
-    let mut state = crate::client::payidem_operation_state::PAYIDEM_STATE_NOT_FOUND;
+    let mut state = payidem_operation_state::PAYIDEM_STATE_NOT_FOUND;
     let mut attempts = 0;
     let rc = unsafe {
         payidem_client_status(
@@ -460,7 +461,7 @@ fn state_of(c: *const payidem_client, order: &str) -> crate::client::payidem_ope
 
 #[test]
 fn a_call_driven_by_the_caller_journals_sends_and_settles() {
-    use crate::client::payidem_operation_state as S;
+    use payidem_operation_state as S;
     let c = client("");
     unsafe {
         let call = begin(c, "ord-c1");

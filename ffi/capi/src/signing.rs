@@ -11,10 +11,9 @@ use payidem::protocol::{
 use crate::base::boundary::guard;
 use crate::base::enums::payidem_result;
 use crate::base::error::{payidem_error, FfiError};
-/// The one text writer, [`crate::base::handles::write_text`], also named here for
-/// the modules that import it from this file (`call.rs`, `policy.rs`).
-pub(crate) use crate::base::handles::write_text;
-use crate::base::handles::{fill, free, give, header_at, read_or, req_bytes, text_of};
+use crate::base::handles::{
+    fill, free, give, header_of, read_or, req_bytes, text_of, text_out, write_text,
+};
 use crate::base::text::{bytes, handle, opt_str, out, req_str};
 
 /// Bytes of `payidem_signed_headers.api_key`: a key id (at most 128) and
@@ -407,11 +406,9 @@ pub unsafe extern "C" fn payidem_canonical_string(
     len_out: *mut usize,
     err_out: *mut *mut payidem_error,
 ) -> payidem_result {
-    guard(err_out, || {
+    text_out(buf, buf_len, len_out, err_out, || {
         let parts = read_parts(method, path, timestamp, nonce, idempotency_key)?;
-        let body = bytes(body, body_len, "body")?;
-        let text = canonical_string(&parts, body)?;
-        write_text(&text, buf, buf_len, len_out, "buf")
+        Ok(canonical_string(&parts, bytes(body, body_len, "body")?)?)
     })
 }
 
@@ -472,10 +469,15 @@ pub unsafe extern "C" fn payidem_signed_attempt_header_at(
     value_out: *mut *const c_char,
     err_out: *mut *mut payidem_error,
 ) -> payidem_result {
-    guard(err_out, || {
-        let attempt = handle(attempt, "attempt")?;
-        header_at("attempt", &attempt.headers, index, name_out, value_out)
-    })
+    header_of(
+        "attempt",
+        attempt,
+        index,
+        name_out,
+        value_out,
+        err_out,
+        |a| &a.headers,
+    )
 }
 
 /// The signed timestamp (Unix seconds); 0 for a NULL attempt.

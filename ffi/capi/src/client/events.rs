@@ -6,7 +6,7 @@ use std::ffi::{c_char, c_void};
 use payidem::client::{attempt_level, Event, LogLevel};
 use payidem::operation::NextAction;
 
-use crate::base::callback::CallbackCell;
+use crate::base::callback::{CallbackCell, Registration};
 use crate::base::enums::payidem_log_level;
 use crate::base::handles::read_or;
 use crate::base::text::c_string;
@@ -69,16 +69,8 @@ pub extern "C" fn payidem_log_level_name(level: u32) -> *const c_char {
 pub type payidem_event_json_callback =
     Option<unsafe extern "C" fn(userdata: *mut c_void, event_json: *const c_char)>;
 
-#[derive(Clone, Copy)]
-pub(crate) struct JsonCallback {
-    function: unsafe extern "C" fn(*mut c_void, *const c_char),
-    userdata: *mut c_void,
-}
-
-// SAFETY: the caller promises (in the header) that the callback and its
-// userdata may be used from any thread calling the client.
-unsafe impl Send for JsonCallback {}
-unsafe impl Sync for JsonCallback {}
+/// A registered JSON event callback.
+pub(crate) type JsonCallback = Registration<unsafe extern "C" fn(*mut c_void, *const c_char)>;
 
 /// Sets (or, with `callback` NULL, removes) the function that receives
 /// every event of the client as JSON: each attempt (the same attempts
@@ -108,21 +100,18 @@ pub unsafe extern "C" fn payidem_client_set_event_json_callback(
     callback: payidem_event_json_callback,
     userdata: *mut c_void,
 ) {
-    read_or(client, (), |client| {
-        (client.json_callback).set(callback.map(|function| JsonCallback { function, userdata }))
-    })
+    read_or(client, (), |c| c.json_callback.register(callback, userdata))
 }
 
 /// Hands `event` to the client's JSON callback, if one is registered (the
 /// client's event listener, installed by `payidem_client_new`).
 pub(crate) fn deliver(cell: &CallbackCell<JsonCallback>, event: &Event) {
-    // No lock is held from here on: the cell counts the delivery instead.
-    let Some(delivery) = cell.enter() else { return };
-    let cb = delivery.callback();
-    let json = c_string(event.to_json());
-    // SAFETY: the caller registered a valid callback for this userdata,
-    // and the registration is not replaced nor the client freed before
-    // `delivery` is dropped (both wait for it).
-    unsafe { (cb.function)(cb.userdata, json.as_ptr()) };
-    drop(delivery);
+    // No lock is held while `cb` runs: the cell counts the delivery instead.
+    cell.deliver(|cb| {
+        let json = c_string(event.to_json());
+        // SAFETY: the caller registered a valid callback for this userdata,
+        // and the registration is not replaced nor the client freed before
+        // the delivery ends (both wait for it).
+        unsafe { (cb.function)(cb.userdata, json.as_ptr()) };
+    });
 }

@@ -17,7 +17,7 @@ use payidem::client::AttemptEvent;
 use payidem::{CallOptions, Client, OperationSpec};
 
 use crate::base::boundary::{guard, guard_value};
-use crate::base::callback::CallbackCell;
+use crate::base::callback::{CallbackCell, Registration};
 use crate::base::enums::payidem_result;
 use crate::base::enums::{payidem_attempt_kind, payidem_next_action, payidem_operation_state};
 use crate::base::error::{payidem_error, FfiError};
@@ -114,48 +114,39 @@ pub type payidem_event_callback =
 /// a call, return non-zero instead.
 pub type payidem_cancel_callback = Option<unsafe extern "C" fn(userdata: *mut c_void) -> c_int>;
 
-#[derive(Clone, Copy)]
-pub(crate) struct EventCallback {
-    function: unsafe extern "C" fn(*mut c_void, *const payidem_attempt_event),
-    userdata: *mut c_void,
-}
+/// A registered attempt callback.
+pub(crate) type EventCallback =
+    Registration<unsafe extern "C" fn(*mut c_void, *const payidem_attempt_event)>;
 
-// SAFETY: the caller promises (in the header) that the callback and its
-// userdata may be used from any thread calling the client.
-unsafe impl Send for EventCallback {}
-unsafe impl Sync for EventCallback {}
-
+/// Hands `event` to the client's attempt callback, if one is registered.
 fn deliver(callback: &CallbackCell<EventCallback>, event: &AttemptEvent) {
-    // No lock is held from here on: the cell counts the delivery instead.
-    let Some(delivery) = callback.enter() else {
-        return;
-    };
-    let cb = delivery.callback();
-    let order_id = c_string(event.order_id.as_str());
-    let key = c_string(event.idempotency_key.as_str());
-    let error_code = event.error_code.as_deref().map(c_string);
-    let transport_error = event.transport_error.as_deref().map(c_string);
-    let c_event = payidem_attempt_event {
-        order_id: order_id.as_ptr(),
-        idempotency_key: key.as_ptr(),
-        attempt: event.attempt,
-        kind: c_enum(event.kind),
-        next: c_enum(event.next),
-        http_status: event.status.unwrap_or(0),
-        replayed: event.replayed,
-        has_wait: event.wait.is_some(),
-        wait_ms: event
-            .wait
-            .map_or(0, |w| u64::try_from(w.as_millis()).unwrap_or(u64::MAX)),
-        duration_us: u64::try_from(event.duration.as_micros()).unwrap_or(u64::MAX),
-        error_code: error_code.as_ref().map_or(ptr::null(), |c| c.as_ptr()),
-        transport_error: transport_error.as_ref().map_or(ptr::null(), |c| c.as_ptr()),
-    };
-    // SAFETY: the caller registered a valid callback for this userdata,
-    // and the registration is not replaced nor the client freed before
-    // `delivery` is dropped (both wait for it).
-    unsafe { (cb.function)(cb.userdata, &c_event) };
-    drop(delivery);
+    // No lock is held while `cb` runs: the cell counts the delivery instead.
+    callback.deliver(|cb| {
+        let order_id = c_string(event.order_id.as_str());
+        let key = c_string(event.idempotency_key.as_str());
+        let error_code = event.error_code.as_deref().map(c_string);
+        let transport_error = event.transport_error.as_deref().map(c_string);
+        let c_event = payidem_attempt_event {
+            order_id: order_id.as_ptr(),
+            idempotency_key: key.as_ptr(),
+            attempt: event.attempt,
+            kind: c_enum(event.kind),
+            next: c_enum(event.next),
+            http_status: event.status.unwrap_or(0),
+            replayed: event.replayed,
+            has_wait: event.wait.is_some(),
+            wait_ms: event
+                .wait
+                .map_or(0, |w| u64::try_from(w.as_millis()).unwrap_or(u64::MAX)),
+            duration_us: u64::try_from(event.duration.as_micros()).unwrap_or(u64::MAX),
+            error_code: error_code.as_ref().map_or(ptr::null(), |c| c.as_ptr()),
+            transport_error: transport_error.as_ref().map_or(ptr::null(), |c| c.as_ptr()),
+        };
+        // SAFETY: the caller registered a valid callback for this userdata,
+        // and the registration is not replaced nor the client freed before
+        // the delivery ends (both wait for it).
+        unsafe { (cb.function)(cb.userdata, &c_event) };
+    });
 }
 
 /// Creates a client from `options_json`, a JSON object, and the key's
@@ -301,9 +292,7 @@ pub unsafe extern "C" fn payidem_client_set_event_callback(
     callback: payidem_event_callback,
     userdata: *mut c_void,
 ) {
-    read_or(client, (), |client| {
-        (client.callback).set(callback.map(|function| EventCallback { function, userdata }))
-    })
+    read_or(client, (), |c| c.callback.register(callback, userdata))
 }
 
 struct Cancel {

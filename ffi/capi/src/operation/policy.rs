@@ -11,11 +11,11 @@ use crate::base::boundary::guard;
 use crate::base::enums::payidem_result;
 use crate::base::enums::{payidem_decision_kind, payidem_landed};
 use crate::base::error::{payidem_error, FfiError};
+use crate::base::handles::text_out;
 use crate::base::headers::payidem_header;
 use crate::base::text::{bytes, opt_str, out};
 use crate::base::vocabulary::c_enum;
-use crate::operation::read_reply;
-use crate::signing::write_text;
+use crate::operation::RawReply;
 
 /// The decision of `payidem_decide`. Fields that do not apply to `kind` are
 /// 0 / false.
@@ -157,15 +157,16 @@ unsafe fn decide_with(
 ) -> Result<(), FfiError> {
     let slot = out(decision_out, "decision_out")?;
     let body = error_body(opt_str(error_code, "error_code")?);
-    let reply = read_reply(
+    let reply = RawReply {
         outcome,
         status,
         headers,
         header_count,
-        body.as_ptr(),
-        body.len(),
-        std::ptr::null(),
-    )?;
+        body: body.as_ptr(),
+        body_len: body.len(),
+        reason: std::ptr::null(),
+    }
+    .read()?;
     slot.write(rule(&reply).into());
     Ok(())
 }
@@ -191,12 +192,13 @@ pub unsafe extern "C" fn payidem_error_code_from_body(
     len_out: *mut usize,
     err_out: *mut *mut payidem_error,
 ) -> payidem_result {
-    guard(err_out, || {
-        let body = bytes(body, body_len, "body")?;
-        let code = error_code_from_body(body).unwrap_or_default();
-        if code.contains('\0') {
-            return write_text("", buf, buf_len, len_out, "buf");
-        }
-        write_text(&code, buf, buf_len, len_out, "buf")
+    text_out(buf, buf_len, len_out, err_out, || {
+        let code = error_code_from_body(bytes(body, body_len, "body")?).unwrap_or_default();
+        // A code with a NUL cannot be a C string: no code.
+        Ok(if code.contains('\0') {
+            String::new()
+        } else {
+            code
+        })
     })
 }

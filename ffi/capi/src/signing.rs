@@ -181,6 +181,37 @@ unsafe fn sign_attempt(
         .sign_attempt(method, path, key, body, timestamp, nonce)?)
 }
 
+/// The body of `payidem_signer_sign_attempt` and its `_with_nonce`: checks
+/// `attempt_out` first, then signs and gives the attempt.
+unsafe fn new_signed_attempt(
+    signer: *const payidem_signer,
+    method: *const c_char,
+    path: *const c_char,
+    idempotency_key: *const c_char,
+    body: *const u8,
+    body_len: usize,
+    timestamp: u64,
+    nonce: Option<*const c_char>,
+    attempt_out: *mut *mut payidem_signed_attempt,
+    err_out: *mut *mut payidem_error,
+) -> payidem_result {
+    guard(err_out, || {
+        let slot = out(attempt_out, "attempt_out")?;
+        let signed = sign_attempt(
+            signer,
+            method,
+            path,
+            idempotency_key,
+            body,
+            body_len,
+            timestamp,
+            nonce,
+        )?;
+        give(slot, payidem_signed_attempt::new(&signed));
+        Ok(())
+    })
+}
+
 /// Signs one attempt at `timestamp` (Unix seconds, any clock offset already
 /// applied) with a fresh random nonce. `idempotency_key` is NULL or `""` for
 /// a request without one (a POST requires one).
@@ -205,21 +236,18 @@ pub unsafe extern "C" fn payidem_signer_sign_attempt(
     attempt_out: *mut *mut payidem_signed_attempt,
     err_out: *mut *mut payidem_error,
 ) -> payidem_result {
-    guard(err_out, || {
-        let slot = out(attempt_out, "attempt_out")?;
-        let signed = sign_attempt(
-            signer,
-            method,
-            path,
-            idempotency_key,
-            body,
-            body_len,
-            timestamp,
-            None,
-        )?;
-        give(slot, payidem_signed_attempt::new(&signed));
-        Ok(())
-    })
+    new_signed_attempt(
+        signer,
+        method,
+        path,
+        idempotency_key,
+        body,
+        body_len,
+        timestamp,
+        None,
+        attempt_out,
+        err_out,
+    )
 }
 
 /// `payidem_signer_sign_attempt` with an explicit `nonce` (a lower-case
@@ -245,21 +273,18 @@ pub unsafe extern "C" fn payidem_signer_sign_attempt_with_nonce(
     attempt_out: *mut *mut payidem_signed_attempt,
     err_out: *mut *mut payidem_error,
 ) -> payidem_result {
-    guard(err_out, || {
-        let slot = out(attempt_out, "attempt_out")?;
-        let signed = sign_attempt(
-            signer,
-            method,
-            path,
-            idempotency_key,
-            body,
-            body_len,
-            timestamp,
-            Some(nonce),
-        )?;
-        give(slot, payidem_signed_attempt::new(&signed));
-        Ok(())
-    })
+    new_signed_attempt(
+        signer,
+        method,
+        path,
+        idempotency_key,
+        body,
+        body_len,
+        timestamp,
+        Some(nonce),
+        attempt_out,
+        err_out,
+    )
 }
 
 /// Signs one attempt like `payidem_signer_sign_attempt` (fresh random

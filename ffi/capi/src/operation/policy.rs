@@ -10,7 +10,7 @@ use payidem::policy::{
 use crate::base::boundary::guard;
 use crate::base::enums::payidem_result;
 use crate::base::enums::{payidem_decision_kind, payidem_landed};
-use crate::base::error::{payidem_error, FfiError};
+use crate::base::error::payidem_error;
 use crate::base::handles::text_out;
 use crate::base::headers::payidem_header;
 use crate::base::text::{bytes, opt_str, out};
@@ -96,17 +96,16 @@ pub unsafe extern "C" fn payidem_decide(
     decision_out: *mut payidem_decision,
     err_out: *mut *mut payidem_error,
 ) -> payidem_result {
-    guard(err_out, || {
-        decide_with(
-            outcome,
-            status,
-            error_code,
-            headers,
-            header_count,
-            decision_out,
-            |r| decide(r, has_status_path, now),
-        )
-    })
+    decide_with(
+        outcome,
+        status,
+        error_code,
+        headers,
+        header_count,
+        decision_out,
+        err_out,
+        |r| decide(r, has_status_path, now),
+    )
 }
 
 /// The protocol's decision after one status query (a signed GET of the
@@ -133,19 +132,20 @@ pub unsafe extern "C" fn payidem_decide_status_query(
     decision_out: *mut payidem_decision,
     err_out: *mut *mut payidem_error,
 ) -> payidem_result {
-    guard(err_out, || {
-        decide_with(
-            outcome,
-            status,
-            error_code,
-            headers,
-            header_count,
-            decision_out,
-            |r| decide_status_query(r, now),
-        )
-    })
+    decide_with(
+        outcome,
+        status,
+        error_code,
+        headers,
+        header_count,
+        decision_out,
+        err_out,
+        |r| decide_status_query(r, now),
+    )
 }
 
+/// The body of `payidem_decide` and `payidem_decide_status_query`: reads
+/// the reply as they document it and writes what `rule` decides.
 unsafe fn decide_with(
     outcome: u32,
     status: u16,
@@ -153,22 +153,25 @@ unsafe fn decide_with(
     headers: *const payidem_header,
     header_count: usize,
     decision_out: *mut payidem_decision,
+    err_out: *mut *mut payidem_error,
     rule: impl FnOnce(&Reply) -> Decision,
-) -> Result<(), FfiError> {
-    let slot = out(decision_out, "decision_out")?;
-    let body = error_body(opt_str(error_code, "error_code")?);
-    let reply = RawReply {
-        outcome,
-        status,
-        headers,
-        header_count,
-        body: body.as_ptr(),
-        body_len: body.len(),
-        reason: std::ptr::null(),
-    }
-    .read()?;
-    slot.write(rule(&reply).into());
-    Ok(())
+) -> payidem_result {
+    guard(err_out, || {
+        let slot = out(decision_out, "decision_out")?;
+        let body = error_body(opt_str(error_code, "error_code")?);
+        let reply = RawReply {
+            outcome,
+            status,
+            headers,
+            header_count,
+            body: body.as_ptr(),
+            body_len: body.len(),
+            reason: std::ptr::null(),
+        }
+        .read()?;
+        slot.write(rule(&reply).into());
+        Ok(())
+    })
 }
 
 /// Writes the `error.code` of a protocol error body

@@ -1804,8 +1804,8 @@ payidem_result payidem_client_target_of(const struct payidem_client *client,
 payidem_log_level payidem_attempt_event_level(const struct payidem_attempt_event *event);
 
 /**
- * The name of a `payidem_log_level`: `"debug"`, `"info"`, `"warn"`;
- * `"unknown"` for any other number.
+ * The name of a `payidem_log_level`: `"debug"`, `"info"`, `"warn"` (the
+ * core's names); `"unknown"` for any other number.
  *
  * Ownership: the string is static; never free it.
  * NULL: never takes a pointer.

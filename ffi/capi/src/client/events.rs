@@ -1,11 +1,13 @@
 //! The log-level policy and the client's call-level events (call ends,
 //! journal failures) as JSON.
 
-use std::ffi::{c_char, c_void};
+use std::ffi::{c_char, c_void, CString};
+use std::sync::OnceLock;
 
 use payidem::client::{attempt_level, Event, LogLevel};
 use payidem::operation::NextAction;
 
+use crate::base::boundary::guard_value;
 use crate::base::callback::{CallbackCell, Registration};
 use crate::base::enums::payidem_log_level;
 use crate::base::handles::read_or;
@@ -41,8 +43,8 @@ pub unsafe extern "C" fn payidem_attempt_event_level(
     })
 }
 
-/// The name of a `payidem_log_level`: `"debug"`, `"info"`, `"warn"`;
-/// `"unknown"` for any other number.
+/// The name of a `payidem_log_level`: `"debug"`, `"info"`, `"warn"` (the
+/// core's names); `"unknown"` for any other number.
 ///
 /// Ownership: the string is static; never free it.
 /// NULL: never takes a pointer.
@@ -50,13 +52,15 @@ pub unsafe extern "C" fn payidem_attempt_event_level(
 /// Errors: none.
 #[no_mangle]
 pub extern "C" fn payidem_log_level_name(level: u32) -> *const c_char {
-    let name: &'static [u8] = match level {
-        1 => b"debug\0",
-        2 => b"info\0",
-        3 => b"warn\0",
-        _ => b"unknown\0",
-    };
-    name.as_ptr().cast()
+    // The constants number the core's levels from 1, quietest first.
+    static NAMES: OnceLock<Vec<CString>> = OnceLock::new();
+    guard_value(c"unknown".as_ptr(), || {
+        let names = NAMES.get_or_init(|| LogLevel::ALL.map(|l| c_string(l.as_str())).to_vec());
+        (level as usize)
+            .checked_sub(1)
+            .and_then(|i| names.get(i))
+            .map_or(c"unknown".as_ptr(), |name| name.as_ptr())
+    })
 }
 
 /// Receives one client event as JSON (`event_json`, borrowed for the call
@@ -114,4 +118,24 @@ pub(crate) fn deliver(cell: &CallbackCell<JsonCallback>, event: &Event) {
         // the delivery ends (both wait for it).
         unsafe { (cb.function)(cb.userdata, json.as_ptr()) };
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::CStr;
+
+    #[test]
+    fn log_levels_are_the_cores_numbered_from_one() {
+        for (i, level) in LogLevel::ALL.into_iter().enumerate() {
+            let number = level_of(level) as u32;
+            assert_eq!(number as usize, i + 1, "{level:?}");
+            let name = unsafe { CStr::from_ptr(payidem_log_level_name(number)) };
+            assert_eq!(name.to_str().unwrap(), level.as_str());
+        }
+        for unknown in [0, 4, u32::MAX] {
+            let name = unsafe { CStr::from_ptr(payidem_log_level_name(unknown)) };
+            assert_eq!(name, c"unknown");
+        }
+    }
 }

@@ -238,8 +238,10 @@ c-artifacts:
 
 test-c: c-deps redis-deps pg-deps
 	@echo '## phase: test-c'
-	@echo "== Rust side: header drift, version macros, code mapping, panic boundary"
-	$(CARGO) test -p payidem-capi
+	@echo "== Rust side: header drift, version macros, code mapping, panic boundary; the C layer's error texts"
+	@texts=$$(mktemp); rm -f "$$texts"; \
+	PAYIDEM_ERROR_TEXT_LOG="$$texts" $(CARGO) test -p payidem-capi && scripts/check-error-texts.sh "$$texts" 400; \
+	rc=$$?; rm -f "$$texts"; exit $$rc
 	@$(MAKE) --no-print-directory c-artifacts
 	@echo "== exported symbols and SONAME"
 	$(C_TESTS)/check-symbols.sh $(RELEASE)/libpayidem.so include/payidem.h

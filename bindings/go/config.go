@@ -378,6 +378,19 @@ func (b *RetryBudget) options() *budgetOptions {
 	return &budgetOptions{setting(b.Capacity), setting(b.RetryCost), setting(b.TimeoutCost), setting(b.SuccessRefund)}
 }
 
+// written is the budget as the machine start document's retry_budget
+// object (every field written, zero included), or nil.
+func (b *RetryBudget) written() *budgetOptions {
+	if b == nil {
+		return nil
+	}
+	n := func(v uint32) *int64 {
+		w := int64(v)
+		return &w
+	}
+	return &budgetOptions{n(b.Capacity), n(b.RetryCost), n(b.TimeoutCost), n(b.SuccessRefund)}
+}
+
 // libraryDefaults is the document payidem_client_defaults_json returns.
 type libraryDefaults struct {
 	Options       options `json:"options"`

@@ -245,18 +245,9 @@ type startJSON struct {
 		MaxClockOffsetSecs *int64         `json:"max_clock_offset_secs,omitempty"`
 		ClockOffset        int64          `json:"clock_offset"`
 		ClockTrusted       bool           `json:"clock_trusted"`
-		RetryBudget        *machineBudget `json:"retry_budget"`
+		RetryBudget        *budgetOptions `json:"retry_budget"`
 	} `json:"setup"`
 	Now int64 `json:"now"`
-}
-
-// machineBudget is a retry budget in the start document: every field is
-// written, zero included.
-type machineBudget struct {
-	Capacity      uint32 `json:"capacity"`
-	RetryCost     uint32 `json:"retry_cost"`
-	TimeoutCost   uint32 `json:"timeout_cost"`
-	SuccessRefund uint32 `json:"success_refund"`
 }
 
 // NewMachine starts the machine for one call of an operation. Bad input is
@@ -314,14 +305,7 @@ func (s MachineStart) json() ([]byte, error) {
 	d.Setup.MaxClockOffsetSecs = units(set.MaxClockOffset, time.Second)
 	d.Setup.ClockOffset = int64(set.ClockOffset / time.Second)
 	d.Setup.ClockTrusted = !set.ClockUntrusted
-	if b := set.RetryBudget; b != nil {
-		d.Setup.RetryBudget = &machineBudget{
-			Capacity:      b.Capacity,
-			RetryCost:     b.RetryCost,
-			TimeoutCost:   b.TimeoutCost,
-			SuccessRefund: b.SuccessRefund,
-		}
-	}
+	d.Setup.RetryBudget = set.RetryBudget.written()
 	doc, err := json.Marshal(&d)
 	if err != nil || len(set.ZeroSettings) == 0 {
 		return doc, err

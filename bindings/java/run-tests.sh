@@ -17,6 +17,11 @@ mvn -B -ntp verify
 jar=target/payidem-0.1.0.jar
 major() { unzip -p "$jar" "$1" | od -An -j6 -N2 -tu1 | awk '{print $1 * 256 + $2}'; }
 unzip -p "$jar" META-INF/MANIFEST.MF | grep -q '^Multi-Release: true' || { echo "$jar: not Multi-Release" >&2; exit 1; }
+# The jakarta filter is made by the build from the javax one: both are in the jar.
+for ns in javax jakarta; do
+    unzip -l "$jar" "io/payidem/servlet/$ns/PayidemVerifyingFilter.class" >/dev/null \
+        || { echo "$jar: no $ns servlet filter" >&2; exit 1; }
+done
 [ "$(major io/payidem/PayidemClient.class)" = 52 ] || { echo "$jar: base classes are not Java 8" >&2; exit 1; }
 [ "$(major META-INF/versions/11/io/payidem/jdkhttp/PayidemJdkHttp.class)" = 55 ] \
     || { echo "$jar: the java.net.http integration is not Java 11 under META-INF/versions/11" >&2; exit 1; }

@@ -43,7 +43,7 @@ case "$out" in *"paid: 201 create-$order"*) ;; *) echo "no payment" >&2; exit 1 
 case "$out" in *"again: 201 attempts 1"*) ;; *) echo "the second call was not answered from the journal" >&2; exit 1 ;; esac
 # The Java 11 integration from the multi-release jar, by a source-file program (Java 11+).
 jdk_order="java-outside-jdk-$$"
-jdk_out="$(java -cp "$(cat cp.txt)" "$here/outside/JdkPay.java" "$url" "$work/journal.sqlite3" "$jdk_order")"
+jdk_out="$(java -cp "target/classes:$(cat cp.txt)" "$here/outside/JdkPay.java" "$url" "$work/journal.sqlite3" "$jdk_order")"
 echo "$jdk_out"
 case "$jdk_out" in *"jdk paid: 201 create-$jdk_order"*) ;; *) echo "no payment over java.net.http" >&2; exit 1 ;; esac
 stats="$(curl -fsS "$url/_mock/stats")"

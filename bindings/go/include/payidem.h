@@ -930,6 +930,104 @@ extern "C" {
 #endif // __cplusplus
 
 /**
+ * The stable name of a `payidem_operation_state` value (`"pending"`,
+ * `"in_flight"`, `"unknown"`, `"succeeded"`, `"rejected"`, `"conflict"`:
+ * the names journals store); NULL for `PAYIDEM_STATE_NOT_FOUND` and any
+ * other number that is no state.
+ *
+ * Ownership: the string is static; never free it.
+ * NULL: never takes a pointer.
+ * Threads: safe from any thread.
+ * Errors: none; an unknown number gives NULL.
+ */
+const char *payidem_operation_state_name(uint32_t state);
+
+/**
+ * The stable name of a `payidem_step_type` value (`"persist"`, `"send"`,
+ * `"wait"`, `"end"`); NULL for a number that is no step type.
+ *
+ * Ownership: the string is static; never free it.
+ * NULL: never takes a pointer.
+ * Threads: safe from any thread.
+ * Errors: none; an unknown number gives NULL.
+ */
+const char *payidem_step_type_name(uint32_t kind);
+
+/**
+ * The stable name of a `payidem_attempt_outcome` value (`"response"`,
+ * `"not_sent"`, `"sent_no_response"`); NULL for a number that is none.
+ *
+ * Ownership: the string is static; never free it.
+ * NULL: never takes a pointer.
+ * Threads: safe from any thread.
+ * Errors: none; an unknown number gives NULL.
+ */
+const char *payidem_attempt_outcome_name(uint32_t outcome);
+
+/**
+ * The stable name of a `payidem_next_action` value (`"settle"`,
+ * `"retry_now"`, `"retry_later"`, `"adjust_clock"`, `"query_status"`,
+ * `"query_later"`, `"give_up"`), as the core library names it; NULL for a
+ * number that is no action.
+ *
+ * Ownership: the string is static; never free it.
+ * NULL: never takes a pointer.
+ * Threads: safe from any thread.
+ * Errors: none; an unknown number gives NULL.
+ */
+const char *payidem_next_action_name(uint32_t action);
+
+/**
+ * The stable name of a `payidem_landed` value (`"no"`, `"maybe"`,
+ * `"yes"`), as the core library names it; NULL for a number that is none.
+ *
+ * Ownership: the string is static; never free it.
+ * NULL: never takes a pointer.
+ * Threads: safe from any thread.
+ * Errors: none; an unknown number gives NULL.
+ */
+const char *payidem_landed_name(uint32_t landed);
+
+/**
+ * The stable name of a `payidem_attempt_kind` value (`"operation"`,
+ * `"status_query"`), as the core library names it; NULL for a number that
+ * is no kind.
+ *
+ * Ownership: the string is static; never free it.
+ * NULL: never takes a pointer.
+ * Threads: safe from any thread.
+ * Errors: none; an unknown number gives NULL.
+ */
+const char *payidem_attempt_kind_name(uint32_t kind);
+
+/**
+ * The stable name of a `payidem_decision_kind` (`done`, `fail`,
+ * `retry_now`, `retry_backoff`, `retry_after`, `adjust_clock_retry`,
+ * `query_status`, `send_operation`: the core's names); NULL for a number
+ * that is no decision kind.
+ *
+ * Ownership: a static string; never free it.
+ * NULL: never takes a pointer.
+ * Threads: safe from any thread.
+ * Errors: none (NULL for an unknown number).
+ */
+const char *payidem_decision_kind_name(uint32_t kind);
+
+/**
+ * The name of the `index`th header a signed attempt carries, in the
+ * core's order (`"X-Api-Key"`, `"X-Timestamp"`, `"X-Nonce"`,
+ * `"X-Signature"`, `"Idempotency-Key"`; a request without an idempotency
+ * key carries the first four); NULL from index 5 on. A caller's own values
+ * of these headers must never be sent with an attempt.
+ *
+ * Ownership: the string is static; never free it.
+ * NULL: never takes a pointer.
+ * Threads: safe from any thread.
+ * Errors: none; an index past the last gives NULL.
+ */
+const char *payidem_signed_header_name(uint32_t index);
+
+/**
  * The error's code; `PAYIDEM_OK` for a NULL error (no error).
  *
  * Ownership: borrows `err`.
@@ -1070,104 +1168,6 @@ bool payidem_error_server_time(const struct payidem_error *err, uint64_t *server
  * Errors: none.
  */
 void payidem_error_free(struct payidem_error *err);
-
-/**
- * The stable name of a `payidem_operation_state` value (`"pending"`,
- * `"in_flight"`, `"unknown"`, `"succeeded"`, `"rejected"`, `"conflict"`:
- * the names journals store); NULL for `PAYIDEM_STATE_NOT_FOUND` and any
- * other number that is no state.
- *
- * Ownership: the string is static; never free it.
- * NULL: never takes a pointer.
- * Threads: safe from any thread.
- * Errors: none; an unknown number gives NULL.
- */
-const char *payidem_operation_state_name(uint32_t state);
-
-/**
- * The stable name of a `payidem_step_type` value (`"persist"`, `"send"`,
- * `"wait"`, `"end"`); NULL for a number that is no step type.
- *
- * Ownership: the string is static; never free it.
- * NULL: never takes a pointer.
- * Threads: safe from any thread.
- * Errors: none; an unknown number gives NULL.
- */
-const char *payidem_step_type_name(uint32_t kind);
-
-/**
- * The stable name of a `payidem_attempt_outcome` value (`"response"`,
- * `"not_sent"`, `"sent_no_response"`); NULL for a number that is none.
- *
- * Ownership: the string is static; never free it.
- * NULL: never takes a pointer.
- * Threads: safe from any thread.
- * Errors: none; an unknown number gives NULL.
- */
-const char *payidem_attempt_outcome_name(uint32_t outcome);
-
-/**
- * The stable name of a `payidem_next_action` value (`"settle"`,
- * `"retry_now"`, `"retry_later"`, `"adjust_clock"`, `"query_status"`,
- * `"query_later"`, `"give_up"`), as the core library names it; NULL for a
- * number that is no action.
- *
- * Ownership: the string is static; never free it.
- * NULL: never takes a pointer.
- * Threads: safe from any thread.
- * Errors: none; an unknown number gives NULL.
- */
-const char *payidem_next_action_name(uint32_t action);
-
-/**
- * The stable name of a `payidem_landed` value (`"no"`, `"maybe"`,
- * `"yes"`), as the core library names it; NULL for a number that is none.
- *
- * Ownership: the string is static; never free it.
- * NULL: never takes a pointer.
- * Threads: safe from any thread.
- * Errors: none; an unknown number gives NULL.
- */
-const char *payidem_landed_name(uint32_t landed);
-
-/**
- * The stable name of a `payidem_attempt_kind` value (`"operation"`,
- * `"status_query"`), as the core library names it; NULL for a number that
- * is no kind.
- *
- * Ownership: the string is static; never free it.
- * NULL: never takes a pointer.
- * Threads: safe from any thread.
- * Errors: none; an unknown number gives NULL.
- */
-const char *payidem_attempt_kind_name(uint32_t kind);
-
-/**
- * The stable name of a `payidem_decision_kind` (`done`, `fail`,
- * `retry_now`, `retry_backoff`, `retry_after`, `adjust_clock_retry`,
- * `query_status`, `send_operation`: the core's names); NULL for a number
- * that is no decision kind.
- *
- * Ownership: a static string; never free it.
- * NULL: never takes a pointer.
- * Threads: safe from any thread.
- * Errors: none (NULL for an unknown number).
- */
-const char *payidem_decision_kind_name(uint32_t kind);
-
-/**
- * The name of the `index`th header a signed attempt carries, in the
- * core's order (`"X-Api-Key"`, `"X-Timestamp"`, `"X-Nonce"`,
- * `"X-Signature"`, `"Idempotency-Key"`; a request without an idempotency
- * key carries the first four); NULL from index 5 on. A caller's own values
- * of these headers must never be sent with an attempt.
- *
- * Ownership: the string is static; never free it.
- * NULL: never takes a pointer.
- * Threads: safe from any thread.
- * Errors: none; an index past the last gives NULL.
- */
-const char *payidem_signed_header_name(uint32_t index);
 
 /**
  * The stable snake_case name of a result number (`"ok"`,
@@ -1804,8 +1804,8 @@ payidem_result payidem_client_target_of(const struct payidem_client *client,
 payidem_log_level payidem_attempt_event_level(const struct payidem_attempt_event *event);
 
 /**
- * The name of a `payidem_log_level`: `"debug"`, `"info"`, `"warn"`;
- * `"unknown"` for any other number.
+ * The name of a `payidem_log_level`: `"debug"`, `"info"`, `"warn"` (the
+ * core's names); `"unknown"` for any other number.
  *
  * Ownership: the string is static; never free it.
  * NULL: never takes a pointer.

@@ -15,12 +15,11 @@ use pyo3::types::PyTuple;
 
 use payidem::client::{Call, CallStep};
 use payidem::operation::Outcome;
-use payidem::OperationSpec;
 
 use crate::client::{outcome_tuple, NativeClient};
-use crate::convert::{field, optional_field, seconds};
+use crate::convert::{field, seconds, OperationArgs};
 use crate::errors::{invalid, raise, to_pyerr};
-use crate::operation::{attempt_tuple, call_time, end_tuple, reply};
+use crate::operation::{attempt_tuple, call_time, end_tuple, reply_arg};
 
 fn call_step_kind(step: &CallStep) -> &'static str {
     step.kind().as_str()
@@ -82,31 +81,20 @@ fn result_object<'py>(
 
 #[pymethods]
 impl NativeCall {
-    /// Starts a call of the operation (checked, then journaled) with the
+    /// Starts a call of `operation` (see `convert::OperationArgs`; checked,
+    /// then journaled) with the
     /// client's journal, signer, budget and clock; see `Client::begin`.
     #[staticmethod]
-    #[pyo3(signature = (client, order_id, method, path, body, *, status_path, idempotency_key, deadline))]
-    fn begin(
-        py: Python<'_>,
-        client: PyRef<'_, NativeClient>,
-        #[pyo3(from_py_with = field::order_id)] order_id: String,
-        #[pyo3(from_py_with = field::method)] method: String,
-        #[pyo3(from_py_with = field::path)] path: String,
-        body: &[u8],
-        #[pyo3(from_py_with = optional_field::status_path)] status_path: Option<String>,
-        #[pyo3(from_py_with = optional_field::idempotency_key)] idempotency_key: Option<String>,
+    #[pyo3(signature = (client, operation, *, deadline))]
+    fn begin<'py>(
+        py: Python<'py>,
+        client: PyRef<'py, NativeClient>,
+        #[pyo3(from_py_with = OperationArgs::extract)] operation: OperationArgs<'py>,
         deadline: Option<f64>,
     ) -> PyResult<NativeCall> {
         let core = client.client()?;
         let deadline = optional_deadline(py, deadline)?;
-        let spec = OperationSpec {
-            order_id: &order_id,
-            method: &method,
-            path: &path,
-            body,
-            idempotency_key: idempotency_key.as_deref(),
-            status_path: status_path.as_deref(),
-        };
+        let spec = operation.spec();
         let call = raise(py, py.detach(|| core.begin(&spec, deadline)))?;
         Ok(NativeCall::new(core, call))
     }
@@ -188,23 +176,18 @@ impl NativeCall {
         }
     }
 
-    /// Reports what the attempt of the last `send` step produced (see
-    /// `payidem.Reply`); ignored when no attempt is in flight. `now` and
+    /// Reports what the attempt of the last `send` step produced (the
+    /// tuple of `payidem.Reply`, see `operation::reply_arg`); ignored when no attempt is in flight. `now` and
     /// `elapsed` as for `step`.
-    #[pyo3(signature = (kind, status=None, headers=None, body=None, reason=None, *, now=None, elapsed=None))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (reply, *, now=None, elapsed=None))]
     fn report(
         &self,
         py: Python<'_>,
-        kind: &str,
-        status: Option<i128>,
-        headers: Option<&Bound<'_, PyAny>>,
-        body: Option<&[u8]>,
-        reason: Option<String>,
+        reply: &Bound<'_, PyAny>,
         now: Option<i128>,
         elapsed: Option<f64>,
     ) -> PyResult<()> {
-        let reply = reply(py, "kind", kind, status, headers, body, reason)?;
+        let reply = reply_arg(py, reply)?;
         let told = told_time(py, now, elapsed)?;
         py.detach(|| match told {
             Some(at) => self.call().report_at(reply, at),

@@ -12,9 +12,11 @@ use pyo3::types::{PyBytes, PyDict, PyString};
 use payidem::client::AttemptEvent;
 use payidem::journal::{OperationRecord, OutboxValue, ParamStyle};
 use payidem::operation::Response;
-use payidem::{CallOptions, ClientConfig, JournalChoice, OperationSpec, Outcome};
+use payidem::{CallOptions, ClientConfig, JournalChoice, Outcome};
 
-use crate::convert::{self, field, optional_field, optional_path_field, seconds, whole};
+use crate::convert::{
+    self, field, optional_field, optional_path_field, seconds, whole, OperationArgs,
+};
 use crate::errors::{invalid, raise, to_pyerr};
 use crate::events;
 
@@ -265,65 +267,34 @@ fn optional_seconds(
 
 #[pymethods]
 impl NativeClient {
-    /// Every option left `None` keeps the core's default
-    /// (`ClientConfig::new`); every other value goes to the core's settings
-    /// rules as given (`convert::client_settings`), which alone judge it.
+    /// `settings` are the keywords of `convert::CLIENT_KEYWORDS` that are
+    /// not named here. Every option absent or `None` keeps the core's
+    /// default (`ClientConfig::new`); every other value goes to the core's
+    /// settings rules as given (`convert::client_config_of`), which alone
+    /// judge it.
     #[new]
-    #[pyo3(signature = (base_url, key_id, secret, *, journal=None, connect_timeout=None, request_timeout=None, max_attempts=None, backoff_base=None, backoff_cap=None, deadline=None, key_retention=None, settled_retention=None, retry_budget=None, on_attempt=None, allow_insecure_http=None, proxy=None, proxy_from_env=None, ca_bundle=None, client_cert=None, client_key=None, max_clock_offset=None, journal_key=None, lease_ttl=None, lease_heartbeat=None))]
-    fn new(
-        py: Python<'_>,
+    #[pyo3(signature = (base_url, key_id, secret, *, journal=None, on_attempt=None, proxy=None, ca_bundle=None, client_cert=None, client_key=None, journal_key=None, **settings))]
+    fn new<'py>(
+        py: Python<'py>,
         #[pyo3(from_py_with = field::base_url)] base_url: String,
         #[pyo3(from_py_with = field::key_id)] key_id: String,
         secret: &[u8],
         #[pyo3(from_py_with = optional_path_field::journal)] journal: Option<PathBuf>,
-        connect_timeout: Option<Bound<'_, PyAny>>,
-        request_timeout: Option<Bound<'_, PyAny>>,
-        max_attempts: Option<Bound<'_, PyAny>>,
-        backoff_base: Option<Bound<'_, PyAny>>,
-        backoff_cap: Option<Bound<'_, PyAny>>,
-        deadline: Option<Bound<'_, PyAny>>,
-        key_retention: Option<Bound<'_, PyAny>>,
-        settled_retention: Option<Bound<'_, PyAny>>,
-        retry_budget: Option<Bound<'_, PyAny>>,
         on_attempt: Option<Py<PyAny>>,
-        allow_insecure_http: Option<Bound<'_, PyAny>>,
         #[pyo3(from_py_with = optional_field::proxy)] proxy: Option<String>,
-        proxy_from_env: Option<Bound<'_, PyAny>>,
         #[pyo3(from_py_with = optional_path_field::ca_bundle)] ca_bundle: Option<PathBuf>,
         #[pyo3(from_py_with = optional_path_field::client_cert)] client_cert: Option<PathBuf>,
         #[pyo3(from_py_with = optional_path_field::client_key)] client_key: Option<PathBuf>,
-        max_clock_offset: Option<Bound<'_, PyAny>>,
         journal_key: Option<&[u8]>,
-        lease_ttl: Option<Bound<'_, PyAny>>,
-        lease_heartbeat: Option<Bound<'_, PyAny>>,
+        settings: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<NativeClient> {
-        let base = PyString::new(py, &base_url).into_any();
-        let key = PyString::new(py, &key_id).into_any();
-        let proxy = proxy.map(|p| PyString::new(py, &p).into_any());
-        let doc = convert::settings_doc(
-            convert::CLIENT_KEYWORDS,
-            &[
-                ("base_url", Some(&base)),
-                ("key_id", Some(&key)),
-                ("connect_timeout", connect_timeout.as_ref()),
-                ("request_timeout", request_timeout.as_ref()),
-                ("max_attempts", max_attempts.as_ref()),
-                ("backoff_base", backoff_base.as_ref()),
-                ("backoff_cap", backoff_cap.as_ref()),
-                ("deadline", deadline.as_ref()),
-                ("key_retention", key_retention.as_ref()),
-                ("settled_retention", settled_retention.as_ref()),
-                ("retry_budget", retry_budget.as_ref()),
-                ("allow_insecure_http", allow_insecure_http.as_ref()),
-                ("proxy", proxy.as_ref()),
-                ("proxy_from_env", proxy_from_env.as_ref()),
-                ("max_clock_offset", max_clock_offset.as_ref()),
-                ("lease_ttl", lease_ttl.as_ref()),
-                ("lease_heartbeat", lease_heartbeat.as_ref()),
-            ],
-        );
-        let mut config = payidem::settings::client::client_config(&doc)
-            .map_err(|e| convert::setting_error(py, e))?;
+        let mut given = convert::keywords(settings, convert::CLIENT_KEYWORDS, "Client")?;
+        given.push(("base_url", PyString::new(py, &base_url).into_any()));
+        given.push(("key_id", PyString::new(py, &key_id).into_any()));
+        if let Some(proxy) = proxy {
+            given.push(("proxy", PyString::new(py, &proxy).into_any()));
+        }
+        let mut config = convert::client_config_of(py, &given)?;
         // Paths and the key are not JSON text (a path need not be UTF-8).
         config.journal = journal_choice(journal);
         let path = |p: Option<PathBuf>| p.filter(|p| !p.as_os_str().is_empty());
@@ -364,29 +335,18 @@ impl NativeClient {
         py.detach(|| drop(taken));
     }
 
-    #[pyo3(signature = (order_id, method, path, body, *, status_path, idempotency_key, deadline, cancel))]
+    /// Runs `operation` (see `convert::OperationArgs`) to its outcome.
+    #[pyo3(signature = (operation, *, deadline, cancel))]
     fn execute<'py>(
         &self,
         py: Python<'py>,
-        #[pyo3(from_py_with = field::order_id)] order_id: String,
-        #[pyo3(from_py_with = field::method)] method: String,
-        #[pyo3(from_py_with = field::path)] path: String,
-        body: &[u8],
-        #[pyo3(from_py_with = optional_field::status_path)] status_path: Option<String>,
-        #[pyo3(from_py_with = optional_field::idempotency_key)] idempotency_key: Option<String>,
+        #[pyo3(from_py_with = OperationArgs::extract)] operation: OperationArgs<'py>,
         deadline: Option<f64>,
         cancel: Option<Py<PyAny>>,
     ) -> PyResult<OutcomeTuple<'py>> {
         let client = self.client()?;
         let deadline = optional_seconds(py, "deadline", deadline)?;
-        let spec = OperationSpec {
-            order_id: &order_id,
-            method: &method,
-            path: &path,
-            body,
-            idempotency_key: idempotency_key.as_deref(),
-            status_path: status_path.as_deref(),
-        };
+        let spec = operation.spec();
         let outcome = interruptible(py, cancel.as_ref(), deadline, |options| {
             client.execute_with(&spec, options)
         })?;
@@ -437,16 +397,11 @@ impl NativeClient {
 
     /// The outbox statement of an operation: `(sql, params)`, the params a
     /// list of `str`, `bytes` (the body) and `None` (no status path).
-    #[pyo3(signature = (order_id, method, path, body, *, status_path, idempotency_key, paramstyle))]
+    #[pyo3(signature = (operation, *, paramstyle))]
     fn outbox_insert<'py>(
         &self,
         py: Python<'py>,
-        #[pyo3(from_py_with = field::order_id)] order_id: String,
-        #[pyo3(from_py_with = field::method)] method: String,
-        #[pyo3(from_py_with = field::path)] path: String,
-        body: &[u8],
-        #[pyo3(from_py_with = optional_field::status_path)] status_path: Option<String>,
-        #[pyo3(from_py_with = optional_field::idempotency_key)] idempotency_key: Option<String>,
+        #[pyo3(from_py_with = OperationArgs::extract)] operation: OperationArgs<'py>,
         paramstyle: &str,
     ) -> PyResult<(String, Vec<Bound<'py, PyAny>>)> {
         let client = self.client()?;
@@ -461,15 +416,7 @@ impl NativeClient {
                 ))
             }
         };
-        let spec = OperationSpec {
-            order_id: &order_id,
-            method: &method,
-            path: &path,
-            body,
-            idempotency_key: idempotency_key.as_deref(),
-            status_path: status_path.as_deref(),
-        };
-        let insert = raise(py, client.outbox_insert(&spec, style))?;
+        let insert = raise(py, client.outbox_insert(&operation.spec(), style))?;
         let params = insert
             .params
             .into_iter()

@@ -148,6 +148,55 @@ text_fields!(
     proxy,
 );
 
+/// An operation as `payidem.Client` and `payidem.Call` hand it to the
+/// native layer: the tuple `(order_id, method, path, body, status_path,
+/// idempotency_key)`, each part checked by its name as a keyword argument
+/// would be (`body` is the frozen `bytes`).
+pub(crate) struct OperationArgs<'py> {
+    order_id: String,
+    method: String,
+    path: String,
+    body: Bound<'py, PyBytes>,
+    status_path: Option<String>,
+    idempotency_key: Option<String>,
+}
+
+impl<'py> OperationArgs<'py> {
+    /// Reads the tuple (a `from_py_with` extractor).
+    pub(crate) fn extract(arg: &Bound<'py, PyAny>) -> PyResult<Self> {
+        type Parts<'py> = (
+            Bound<'py, PyAny>,
+            Bound<'py, PyAny>,
+            Bound<'py, PyAny>,
+            Bound<'py, PyBytes>,
+            Bound<'py, PyAny>,
+            Bound<'py, PyAny>,
+        );
+        let (order_id, method, path, body, status_path, idempotency_key): Parts<'py> =
+            arg.extract()?;
+        Ok(OperationArgs {
+            order_id: field::order_id(&order_id)?,
+            method: field::method(&method)?,
+            path: field::path(&path)?,
+            body,
+            status_path: optional_field::status_path(&status_path)?,
+            idempotency_key: optional_field::idempotency_key(&idempotency_key)?,
+        })
+    }
+
+    /// The core's description of the operation, borrowing these values.
+    pub(crate) fn spec(&self) -> payidem::OperationSpec<'_> {
+        payidem::OperationSpec {
+            order_id: &self.order_id,
+            method: &self.method,
+            path: &self.path,
+            body: self.body.as_bytes(),
+            idempotency_key: self.idempotency_key.as_deref(),
+            status_path: self.status_path.as_deref(),
+        }
+    }
+}
+
 /// A path argument (`str` or `os.PathLike`) for `field`: a `str` with a lone
 /// surrogate that the file-system encoding cannot carry is
 /// `InvalidArgument` naming `field`.
@@ -494,7 +543,7 @@ fn by_setting(py: Python<'_>, e: payidem::settings::SettingError) -> PyErr {
 }
 
 /// Keyword values as the settings document takes them: each one given.
-fn present<'a, 'py>(
+pub(crate) fn present<'a, 'py>(
     values: &'a [(&'static str, Bound<'py, PyAny>)],
 ) -> Vec<(&'static str, Option<&'a Bound<'py, PyAny>>)> {
     values.iter().map(|(k, v)| (*k, Some(v))).collect()
@@ -502,7 +551,7 @@ fn present<'a, 'py>(
 
 /// The keywords `kwargs` gives, each one of `table`'s (another is the
 /// `TypeError` Python raises for an unexpected keyword of `function`).
-fn keywords<'py>(
+pub(crate) fn keywords<'py>(
     kwargs: Option<&Bound<'py, PyDict>>,
     table: &[(&'static str, &str, Unit)],
     function: &str,
@@ -520,6 +569,17 @@ fn keywords<'py>(
     Ok(values)
 }
 
+/// The client configuration the core's settings rules make of `values`
+/// (keywords of [`CLIENT_KEYWORDS`]); paths and the journal key, which are
+/// not JSON text, are the caller's to set.
+pub(crate) fn client_config_of(
+    py: Python<'_>,
+    values: &[(&'static str, Bound<'_, PyAny>)],
+) -> PyResult<payidem::ClientConfig> {
+    let doc = settings_doc(CLIENT_KEYWORDS, &present(values));
+    payidem::settings::client::client_config(&doc).map_err(|e| setting_error(py, e))
+}
+
 /// Every setting's effective value (the core's settings document) for the
 /// keywords `kwargs` gives, as `payidem.Client` would be made with them
 /// (`base_url` and `key_id` required), without opening a journal. For the
@@ -531,9 +591,7 @@ pub(crate) fn resolve_client_settings(
     kwargs: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<String> {
     let values = keywords(kwargs, CLIENT_KEYWORDS, "resolve_client_settings")?;
-    let doc = settings_doc(CLIENT_KEYWORDS, &present(&values));
-    let mut config =
-        payidem::settings::client::client_config(&doc).map_err(|e| setting_error(py, e))?;
+    let mut config = client_config_of(py, &values)?;
     if let Some((_, key)) = values.iter().find(|(k, _)| *k == "journal_key") {
         if let Ok(key) = key.cast::<PyBytes>() {
             let key = payidem::journal::JournalKey::new(key.as_bytes());
@@ -557,6 +615,16 @@ pub(crate) fn setup_of(
     payidem::settings::start::setup(&setup).map_err(|e| setting_error(py, e))
 }
 
+/// The call setup of the limit keywords `kwargs` of `function` (each one
+/// of [`SETUP_KEYWORDS`]), as [`setup_of`] judges them.
+pub(crate) fn setup_of_keywords(
+    py: Python<'_>,
+    kwargs: Option<&Bound<'_, PyDict>>,
+    function: &str,
+) -> PyResult<payidem::operation::CallSetup> {
+    setup_of(py, &present(&keywords(kwargs, SETUP_KEYWORDS, function)?))
+}
+
 /// The setup part of the start object's effective settings for
 /// `payidem.Operation`'s limit keywords, as JSON (for the settings-parity
 /// test).
@@ -566,10 +634,7 @@ pub(crate) fn resolve_setup_settings(
     py: Python<'_>,
     kwargs: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<String> {
-    let setup = setup_of(
-        py,
-        &present(&keywords(kwargs, SETUP_KEYWORDS, "resolve_setup_settings")?),
-    )?;
+    let setup = setup_of_keywords(py, kwargs, "resolve_setup_settings")?;
     let start = payidem::settings::start::Start {
         operation: payidem::OperationSpec {
             order_id: "o",

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyTuple};
 
 use payidem::operation::{
     Attempt, CallLimits, CallTime, End, Operation, OperationSpec, OperationState, OsEntropy,
@@ -22,6 +22,22 @@ use crate::client::{outcome_tuple, response_tuple};
 use crate::convert::{self, field, optional_field, whole, HeaderTexts};
 use crate::errors::{invalid, raise, to_pyerr};
 use crate::signing::Signer;
+
+/// The reply that `payidem.Reply` hands over, the tuple `(kind, status,
+/// headers, body, reason)` ([`reply`] reads it), for `Operation.handle`
+/// and `Call.report`.
+pub(crate) fn reply_arg(py: Python<'_>, arg: &Bound<'_, PyAny>) -> PyResult<Reply> {
+    type Parts<'py> = (
+        String,
+        Option<i128>,
+        Option<Bound<'py, PyAny>>,
+        Option<Bound<'py, PyBytes>>,
+        Option<String>,
+    );
+    let (kind, status, headers, body, reason): Parts<'_> = arg.extract()?;
+    let body = body.as_ref().map(|b| b.as_bytes());
+    reply(py, "kind", &kind, status, headers.as_ref(), body, reason)
+}
 
 /// The name of `step` (`payidem.operation.StepKind`).
 fn step_kind(step: &Step) -> &'static str {
@@ -261,12 +277,13 @@ pub(crate) fn call_time(py: Python<'_>, now_unix: i128, elapsed_secs: f64) -> Py
 impl NativeOperation {
     /// Checks and freezes the operation, then starts a call of it from the
     /// journal state `state` with `attempts` made so far, first prepared at
-    /// `created_at`, at local time `now`. Limits left `None` keep the
-    /// core's defaults.
+    /// `created_at`, at local time `now`. The limits are the keywords of
+    /// `convert::SETUP_KEYWORDS`; one absent or `None` keeps the core's
+    /// default.
     #[new]
-    #[pyo3(signature = (order_id, method, path, body, *, idempotency_key, status_path, state, attempts, created_at, now, first_recorded=false, max_attempts=None, backoff_base=None, backoff_cap=None, deadline=None, key_retention=None, max_clock_offset=None, clock_offset=0, clock_trusted=true, retry_budget=None))]
-    fn new(
-        py: Python<'_>,
+    #[pyo3(signature = (order_id, method, path, body, *, idempotency_key, status_path, state, attempts, created_at, now, first_recorded=false, clock_offset=0, clock_trusted=true, retry_budget=None, **limits))]
+    fn new<'py>(
+        py: Python<'py>,
         #[pyo3(from_py_with = field::order_id)] order_id: String,
         #[pyo3(from_py_with = field::method)] method: String,
         #[pyo3(from_py_with = field::path)] path: String,
@@ -278,15 +295,10 @@ impl NativeOperation {
         created_at: i128,
         now: i128,
         first_recorded: bool,
-        max_attempts: Option<Bound<'_, PyAny>>,
-        backoff_base: Option<Bound<'_, PyAny>>,
-        backoff_cap: Option<Bound<'_, PyAny>>,
-        deadline: Option<Bound<'_, PyAny>>,
-        key_retention: Option<Bound<'_, PyAny>>,
-        max_clock_offset: Option<Bound<'_, PyAny>>,
         clock_offset: i64,
         clock_trusted: bool,
-        retry_budget: Option<PyRef<'_, NativeRetryBudget>>,
+        retry_budget: Option<PyRef<'py, NativeRetryBudget>>,
+        limits: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<NativeOperation> {
         let state = OperationState::from_name(state).ok_or_else(|| {
             invalid(
@@ -307,18 +319,9 @@ impl NativeOperation {
             }
             .freeze(),
         )?;
-        // The limits go to the core's settings rules as given.
-        let mut setup = convert::setup_of(
-            py,
-            &[
-                ("max_attempts", max_attempts.as_ref()),
-                ("backoff_base", backoff_base.as_ref()),
-                ("backoff_cap", backoff_cap.as_ref()),
-                ("deadline", deadline.as_ref()),
-                ("key_retention", key_retention.as_ref()),
-                ("max_clock_offset", max_clock_offset.as_ref()),
-            ],
-        )?;
+        // The limits (`convert::SETUP_KEYWORDS`) go to the core's settings
+        // rules as given.
+        let mut setup = convert::setup_of_keywords(py, limits, "Operation")?;
         setup.clock = ClockOffset::from_seconds(clock_offset);
         setup.clock_trusted = clock_trusted;
         setup.budget = retry_budget.map(|b| Arc::clone(&b.inner));
@@ -400,21 +403,17 @@ impl NativeOperation {
         self.machine().persisted();
     }
 
-    /// Reports the last attempt's result at `now` / `elapsed`; returns the
-    /// machine's reaction `(next, wait, status, error_code, landed)`.
-    #[pyo3(signature = (kind, status=None, headers=None, body=None, reason=None, *, now, elapsed))]
+    /// Reports the last attempt's result (see [`reply_arg`]) at `now` /
+    /// `elapsed`; returns the machine's reaction `(next, wait, status, error_code, landed)`.
+    #[pyo3(signature = (reply, *, now, elapsed))]
     fn handle(
         &self,
         py: Python<'_>,
-        kind: &str,
-        status: Option<i128>,
-        headers: Option<&Bound<'_, PyAny>>,
-        body: Option<&[u8]>,
-        reason: Option<String>,
+        reply: &Bound<'_, PyAny>,
         now: i128,
         elapsed: f64,
     ) -> PyResult<ReactionTuple> {
-        let reply = reply(py, "kind", kind, status, headers, body, reason)?;
+        let reply = reply_arg(py, reply)?;
         let now = call_time(py, now, elapsed)?;
         Ok(reaction_tuple(
             self.machine().handle(reply, now, &OsEntropy),

@@ -78,17 +78,9 @@ impl Signer {
         #[pyo3(from_py_with = optional_field::idempotency_key)] idempotency_key: Option<String>,
         body: Option<&[u8]>,
     ) -> PyResult<String> {
+        let parts = Parts::new(py, method, path, timestamp, nonce, idempotency_key)?;
         let body = body.unwrap_or_default();
-        let idempotency_key = idempotency_key.unwrap_or_default();
-        let timestamp = timestamp_text(py, timestamp)?;
-        let parts = CanonicalParts {
-            method: &method,
-            path: &path,
-            timestamp: &timestamp,
-            nonce: &nonce,
-            idempotency_key: &idempotency_key,
-        };
-        let signature = hash_sized(py, body.len(), || self.inner.sign(&parts, body));
+        let signature = hash_sized(py, body.len(), || self.inner.sign(&parts.canonical(), body));
         Ok(raise(py, signature)?.as_str().to_owned())
     }
 
@@ -112,18 +104,51 @@ pub(crate) fn canonical_string(
     #[pyo3(from_py_with = optional_field::idempotency_key)] idempotency_key: Option<String>,
     body: Option<&[u8]>,
 ) -> PyResult<String> {
+    let parts = Parts::new(py, method, path, timestamp, nonce, idempotency_key)?;
     let body = body.unwrap_or_default();
-    let idempotency_key = idempotency_key.unwrap_or_default();
-    let timestamp = timestamp_text(py, timestamp)?;
-    let parts = CanonicalParts {
-        method: &method,
-        path: &path,
-        timestamp: &timestamp,
-        nonce: &nonce,
-        idempotency_key: &idempotency_key,
-    };
-    let text = hash_sized(py, body.len(), || protocol::canonical_string(&parts, body));
+    let text = hash_sized(py, body.len(), || {
+        protocol::canonical_string(&parts.canonical(), body)
+    });
     raise(py, text)
+}
+
+/// The explicit canonical parts `Signer.sign` and `canonical_string` take
+/// (an absent idempotency key is the empty one; the timestamp as its text).
+struct Parts {
+    method: String,
+    path: String,
+    timestamp: String,
+    nonce: String,
+    idempotency_key: String,
+}
+
+impl Parts {
+    fn new(
+        py: Python<'_>,
+        method: String,
+        path: String,
+        timestamp: &Bound<'_, PyAny>,
+        nonce: String,
+        idempotency_key: Option<String>,
+    ) -> PyResult<Parts> {
+        Ok(Parts {
+            method,
+            path,
+            timestamp: timestamp_text(py, timestamp)?,
+            nonce,
+            idempotency_key: idempotency_key.unwrap_or_default(),
+        })
+    }
+
+    fn canonical(&self) -> CanonicalParts<'_> {
+        CanonicalParts {
+            method: &self.method,
+            path: &self.path,
+            timestamp: &self.timestamp,
+            nonce: &self.nonce,
+            idempotency_key: &self.idempotency_key,
+        }
+    }
 }
 
 /// The body's SHA-256 as 64 lower-case hex digits.

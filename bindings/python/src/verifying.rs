@@ -87,21 +87,21 @@ impl Verifier {
     }
 }
 
-fn secrets_of(value: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<u8>>> {
+/// One key id's secrets (a list of `bytes`) handed to `with` as the core
+/// takes them, borrowed from the Python objects: no copy is made (none is
+/// left unwiped).
+fn with_secrets<T>(value: &Bound<'_, PyAny>, with: impl FnOnce(&[&[u8]]) -> T) -> PyResult<T> {
     let not_bytes = || PyTypeError::new_err("each key id maps to a list of secrets (bytes)");
     if value.is_instance_of::<PyBytes>() || value.is_instance_of::<PyString>() {
         return Err(not_bytes());
     }
-    value
+    let secrets = value
         .try_iter()
         .map_err(|_| not_bytes())?
-        .map(|item| {
-            let item = item?;
-            item.cast::<PyBytes>()
-                .map(|b| b.as_bytes().to_vec())
-                .map_err(|_| not_bytes())
-        })
-        .collect()
+        .map(|item| item?.cast_into::<PyBytes>().map_err(|_| not_bytes()))
+        .collect::<PyResult<Vec<_>>>()?;
+    let refs: Vec<&[u8]> = secrets.iter().map(|b| b.as_bytes()).collect();
+    Ok(with(&refs))
 }
 
 #[pymethods]
@@ -141,9 +141,10 @@ impl Verifier {
                 return Err(PyTypeError::new_err("key ids must be str"));
             }
             let key_id = text(&key_id, "key_id")?;
-            let secrets = secrets_of(&secrets)?;
-            let refs: Vec<&[u8]> = secrets.iter().map(Vec::as_slice).collect();
-            raise(py, inner.add_key(&key_id, &refs))?;
+            raise(
+                py,
+                with_secrets(&secrets, |refs| inner.add_key(&key_id, refs))?,
+            )?;
         }
         if keys.is_empty() {
             return Err(invalid(py, "keys", "at least one key id is required"));
@@ -161,14 +162,14 @@ impl Verifier {
         #[pyo3(from_py_with = field::key_id)] key_id: String,
         secrets: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
-        let secrets = secrets_of(secrets)?;
-        let refs: Vec<&[u8]> = secrets.iter().map(Vec::as_slice).collect();
-        let result = py.detach(|| {
-            self.inner
-                .write()
-                .unwrap_or_else(PoisonError::into_inner)
-                .add_key(&key_id, &refs)
-        });
+        let result = with_secrets(secrets, |refs| {
+            py.detach(|| {
+                self.inner
+                    .write()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .add_key(&key_id, refs)
+            })
+        })?;
         raise(py, result)
     }
 
@@ -204,9 +205,10 @@ impl Verifier {
         #[pyo3(from_py_with = field::key_id)] key_id: String,
         secrets: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
-        let secrets = secrets_of(secrets)?;
-        let refs: Vec<&[u8]> = secrets.iter().map(Vec::as_slice).collect();
-        raise(py, self.read().set_secrets(&key_id, &refs))
+        raise(
+            py,
+            with_secrets(secrets, |refs| self.read().set_secrets(&key_id, refs))?,
+        )
     }
 
     /// The allowed clock distance in seconds.

@@ -136,8 +136,7 @@ def test_a_native_client_with_no_options_takes_the_cores_defaults(mock: Mock) ->
     client = _native.Client(mock.url, "key_test_1", b"sk_test_payidem_mock_secret_0001", journal=payidem.MEMORY)
     order = new_order("defaults")
     body = payidem.freeze_body(payment(order))
-    outcome = client.execute(order, "POST", "/v1/payments", body,
-                             status_path=None, idempotency_key=None, deadline=None, cancel=None)
+    outcome = client.execute((order, "POST", "/v1/payments", body, None, None), deadline=None, cancel=None)
     assert outcome[3] == 201
     client.close()
 

@@ -13,11 +13,21 @@
 //! rule, a tab, the message with its line breaks escaped. `make test-rust`
 //! runs every Rust test suite so and then fails on any line that is not
 //! `ok` (`scripts/check-error-texts.sh`). Release builds record nothing.
+//! A binding that makes errors of its own (the C ABI's NULL arguments and
+//! buffers too small) records them with [`record_named`], under the same
+//! rules.
 
 use super::ErrorCode;
 
 /// The rule `message` (of an error with `code`) breaks, if any.
 pub fn problem(code: ErrorCode, message: &str) -> Option<&'static str> {
+    problem_named(code.as_str(), message)
+}
+
+/// The rule `message` breaks, if any, for an error whose code is named
+/// `code`: a core [`ErrorCode`]'s name or a code only a binding has (the C
+/// ABI's `buffer_too_small`).
+pub fn problem_named(code: &str, message: &str) -> Option<&'static str> {
     if message.is_empty() {
         return Some("empty message");
     }
@@ -28,7 +38,7 @@ pub fn problem(code: ErrorCode, message: &str) -> Option<&'static str> {
         return Some("run of spaces");
     }
     if message
-        .strip_prefix(code.as_str())
+        .strip_prefix(code)
         .is_some_and(|rest| rest.starts_with(": "))
     {
         return Some("starts with its own code");
@@ -67,8 +77,16 @@ fn has_unquoted_space_run(message: &str) -> bool {
 
 /// Appends `message` and its verdict to the file `PAYIDEM_ERROR_TEXT_LOG`
 /// names (debug builds; nothing when it is unset).
-#[cfg(debug_assertions)]
 pub(super) fn record(code: ErrorCode, message: &str) {
+    record_named(code.as_str(), message);
+}
+
+/// Records the `message` of an error a binding makes itself, under the
+/// stable name of its code (`invalid_argument`, the C ABI's
+/// `buffer_too_small`): the same log, line format and rules as the core's
+/// own errors (debug builds; nothing when `PAYIDEM_ERROR_TEXT_LOG` is unset).
+#[cfg(debug_assertions)]
+pub fn record_named(code: &str, message: &str) {
     use std::io::Write;
     use std::sync::{Mutex, OnceLock};
     static LOG: OnceLock<Option<Mutex<std::fs::File>>> = OnceLock::new();
@@ -82,7 +100,7 @@ pub(super) fn record(code: ErrorCode, message: &str) {
         Some(Mutex::new(file))
     });
     if let Some(file) = log {
-        let verdict = problem(code, message).unwrap_or("ok");
+        let verdict = problem_named(code, message).unwrap_or("ok");
         let line = format!(
             "{verdict}\t{code}: {}\n",
             message.replace('\\', "\\\\").replace('\n', "\\n")
@@ -97,7 +115,7 @@ pub(super) fn record(code: ErrorCode, message: &str) {
 
 /// Release builds record nothing.
 #[cfg(not(debug_assertions))]
-pub(super) fn record(_code: ErrorCode, _message: &str) {}
+pub fn record_named(_code: &str, _message: &str) {}
 
 #[cfg(test)]
 mod tests {
@@ -127,5 +145,13 @@ mod tests {
             Some("repeated part")
         );
         assert_eq!(problem(j, "a: b: a: b"), None);
+        assert_eq!(
+            problem_named("buffer_too_small", "buffer_too_small: buf: x"),
+            Some("starts with its own code")
+        );
+        assert_eq!(
+            problem_named("buffer_too_small", "buf: needs 4 bytes"),
+            None
+        );
     }
 }

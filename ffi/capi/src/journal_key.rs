@@ -2,10 +2,9 @@
 
 use std::ffi::c_char;
 
-use crate::base::boundary::guard;
+use crate::base::enums::payidem_result;
 use crate::base::error::payidem_error;
-use crate::base::handles::{req_bytes, write_text};
-use crate::base::result::payidem_result;
+use crate::base::handles::{req_bytes, text_out};
 
 /// Writes, in lowercase hex and a NUL into `buf`, the journal key a client
 /// derives from the API secret `secret` when it is given no journal key of
@@ -31,9 +30,8 @@ pub unsafe extern "C" fn payidem_journal_key_derive(
     len_out: *mut usize,
     err_out: *mut *mut payidem_error,
 ) -> payidem_result {
-    guard(err_out, || {
+    text_out(buf, buf_len, len_out, err_out, || {
         let secret = req_bytes(secret, secret_len, "secret")?;
-        let hex = payidem::journal::JournalKey::derived_hex_checked(secret)?;
-        write_text(&hex, buf, buf_len, len_out, "buf")
+        Ok(payidem::journal::JournalKey::derived_hex_checked(secret)?)
     })
 }

@@ -11,7 +11,7 @@
 //! panic crosses the boundary (it becomes `PAYIDEM_INTERNAL_ERROR`).
 //!
 //! Layout: `base` holds what every object is built on (panic boundary,
-//! error and result, handles, argument text, headers, enum names,
+//! error and result, handles, argument text, headers, the C enums,
 //! callbacks); each other module is one C object (`client` with its call,
 //! events, fleet, options and outcome; `operation` with its step and the
 //! retry decision; signer, verifier, metrics, journal key, version). This
@@ -34,9 +34,9 @@ pub mod signing;
 pub mod verifying;
 pub mod version;
 
+pub use base::enums::*;
 pub use base::error::*;
 pub use base::headers::*;
-pub use base::names::*;
 pub use base::result::*;
 pub use client::call::*;
 pub use client::events::*;

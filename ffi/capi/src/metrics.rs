@@ -3,46 +3,24 @@
 use std::ffi::c_char;
 use std::sync::PoisonError;
 
-use crate::base::boundary::guard;
+use crate::base::enums::payidem_result;
 use crate::base::error::{payidem_error, FfiError};
-use crate::base::handles::write_text;
-use crate::base::result::payidem_result;
+use crate::base::handles::text_out;
 use crate::base::text::handle;
 use crate::client::payidem_client;
 use crate::verifying::payidem_verifier;
 
-/// The form of a metrics snapshot.
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum payidem_metrics_format {
-    /// The Prometheus text exposition format 0.0.4 (`# HELP`, `# TYPE`,
-    /// samples; histograms as `_bucket`, `_sum`, `_count`).
-    PAYIDEM_METRICS_PROMETHEUS = 1,
-    /// JSON: `{"metrics": [{"name", "type", "help", "series": [...]}]}`
-    /// (see docs/metrics.md).
-    PAYIDEM_METRICS_JSON = 2,
-}
-
-/// Writes `snapshot` as `format` into the caller's `buf` (see
+/// `snapshot` as text in `format`, a `payidem_metrics_format` (see
 /// `payidem_client_metrics`).
-unsafe fn write_snapshot(
-    snapshot: &payidem::metrics::Snapshot,
-    format: u32,
-    buf: *mut c_char,
-    buf_len: usize,
-    len_out: *mut usize,
-) -> Result<(), FfiError> {
-    let text = match format {
-        1 => snapshot.to_prometheus(),
-        2 => snapshot.to_json(),
-        other => {
-            return Err(FfiError::invalid(
-                "format",
-                format!("{other} is not a payidem_metrics_format"),
-            ))
-        }
-    };
-    write_text(&text, buf, buf_len, len_out, "buf")
+fn render(snapshot: &payidem::metrics::Snapshot, format: u32) -> Result<String, FfiError> {
+    match format {
+        1 => Ok(snapshot.to_prometheus()),
+        2 => Ok(snapshot.to_json()),
+        other => Err(FfiError::invalid(
+            "format",
+            format!("{other} is not a payidem_metrics_format"),
+        )),
+    }
 }
 
 /// Writes the client's metrics (shared by every call of the client) into
@@ -70,9 +48,8 @@ pub unsafe extern "C" fn payidem_client_metrics(
     len_out: *mut usize,
     err_out: *mut *mut payidem_error,
 ) -> payidem_result {
-    guard(err_out, || {
-        let client = handle(client, "client")?;
-        write_snapshot(&client.inner.metrics(), format, buf, buf_len, len_out)
+    text_out(buf, buf_len, len_out, err_out, || {
+        render(&handle(client, "client")?.inner.metrics(), format)
     })
 }
 
@@ -97,12 +74,12 @@ pub unsafe extern "C" fn payidem_verifier_metrics(
     len_out: *mut usize,
     err_out: *mut *mut payidem_error,
 ) -> payidem_result {
-    guard(err_out, || {
+    text_out(buf, buf_len, len_out, err_out, || {
         let verifier = handle(verifier, "verifier")?;
         let snapshot = (verifier.inner)
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .metrics();
-        write_snapshot(&snapshot, format, buf, buf_len, len_out)
+        render(&snapshot, format)
     })
 }

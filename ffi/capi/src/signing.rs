@@ -9,12 +9,11 @@ use payidem::protocol::{
 };
 
 use crate::base::boundary::guard;
+use crate::base::enums::payidem_result;
 use crate::base::error::{payidem_error, FfiError};
-/// The one text writer, [`crate::base::handles::write_text`], also named here for
-/// the modules that import it from this file (`call.rs`, `policy.rs`).
-pub(crate) use crate::base::handles::write_text;
-use crate::base::handles::{fill, free, give, header_at, read_or, req_bytes, text_of};
-use crate::base::result::payidem_result;
+use crate::base::handles::{
+    fill, free, give, header_of, read_or, req_bytes, text_of, text_out, write_text,
+};
 use crate::base::text::{bytes, handle, opt_str, out, req_str};
 
 /// Bytes of `payidem_signed_headers.api_key`: a key id (at most 128) and
@@ -182,6 +181,37 @@ unsafe fn sign_attempt(
         .sign_attempt(method, path, key, body, timestamp, nonce)?)
 }
 
+/// The body of `payidem_signer_sign_attempt` and its `_with_nonce`: checks
+/// `attempt_out` first, then signs and gives the attempt.
+unsafe fn new_signed_attempt(
+    signer: *const payidem_signer,
+    method: *const c_char,
+    path: *const c_char,
+    idempotency_key: *const c_char,
+    body: *const u8,
+    body_len: usize,
+    timestamp: u64,
+    nonce: Option<*const c_char>,
+    attempt_out: *mut *mut payidem_signed_attempt,
+    err_out: *mut *mut payidem_error,
+) -> payidem_result {
+    guard(err_out, || {
+        let slot = out(attempt_out, "attempt_out")?;
+        let signed = sign_attempt(
+            signer,
+            method,
+            path,
+            idempotency_key,
+            body,
+            body_len,
+            timestamp,
+            nonce,
+        )?;
+        give(slot, payidem_signed_attempt::new(&signed));
+        Ok(())
+    })
+}
+
 /// Signs one attempt at `timestamp` (Unix seconds, any clock offset already
 /// applied) with a fresh random nonce. `idempotency_key` is NULL or `""` for
 /// a request without one (a POST requires one).
@@ -206,21 +236,18 @@ pub unsafe extern "C" fn payidem_signer_sign_attempt(
     attempt_out: *mut *mut payidem_signed_attempt,
     err_out: *mut *mut payidem_error,
 ) -> payidem_result {
-    guard(err_out, || {
-        let slot = out(attempt_out, "attempt_out")?;
-        let signed = sign_attempt(
-            signer,
-            method,
-            path,
-            idempotency_key,
-            body,
-            body_len,
-            timestamp,
-            None,
-        )?;
-        give(slot, payidem_signed_attempt::new(&signed));
-        Ok(())
-    })
+    new_signed_attempt(
+        signer,
+        method,
+        path,
+        idempotency_key,
+        body,
+        body_len,
+        timestamp,
+        None,
+        attempt_out,
+        err_out,
+    )
 }
 
 /// `payidem_signer_sign_attempt` with an explicit `nonce` (a lower-case
@@ -246,21 +273,18 @@ pub unsafe extern "C" fn payidem_signer_sign_attempt_with_nonce(
     attempt_out: *mut *mut payidem_signed_attempt,
     err_out: *mut *mut payidem_error,
 ) -> payidem_result {
-    guard(err_out, || {
-        let slot = out(attempt_out, "attempt_out")?;
-        let signed = sign_attempt(
-            signer,
-            method,
-            path,
-            idempotency_key,
-            body,
-            body_len,
-            timestamp,
-            Some(nonce),
-        )?;
-        give(slot, payidem_signed_attempt::new(&signed));
-        Ok(())
-    })
+    new_signed_attempt(
+        signer,
+        method,
+        path,
+        idempotency_key,
+        body,
+        body_len,
+        timestamp,
+        Some(nonce),
+        attempt_out,
+        err_out,
+    )
 }
 
 /// Signs one attempt like `payidem_signer_sign_attempt` (fresh random
@@ -407,11 +431,9 @@ pub unsafe extern "C" fn payidem_canonical_string(
     len_out: *mut usize,
     err_out: *mut *mut payidem_error,
 ) -> payidem_result {
-    guard(err_out, || {
+    text_out(buf, buf_len, len_out, err_out, || {
         let parts = read_parts(method, path, timestamp, nonce, idempotency_key)?;
-        let body = bytes(body, body_len, "body")?;
-        let text = canonical_string(&parts, body)?;
-        write_text(&text, buf, buf_len, len_out, "buf")
+        Ok(canonical_string(&parts, bytes(body, body_len, "body")?)?)
     })
 }
 
@@ -472,10 +494,15 @@ pub unsafe extern "C" fn payidem_signed_attempt_header_at(
     value_out: *mut *const c_char,
     err_out: *mut *mut payidem_error,
 ) -> payidem_result {
-    guard(err_out, || {
-        let attempt = handle(attempt, "attempt")?;
-        header_at("attempt", &attempt.headers, index, name_out, value_out)
-    })
+    header_of(
+        "attempt",
+        attempt,
+        index,
+        name_out,
+        value_out,
+        err_out,
+        |a| &a.headers,
+    )
 }
 
 /// The signed timestamp (Unix seconds); 0 for a NULL attempt.

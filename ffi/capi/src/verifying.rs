@@ -9,12 +9,12 @@ use payidem::verifier::{IncomingRequest, Verifier, VerifierConfig};
 use payidem::{Error, ErrorCode};
 
 use crate::base::boundary::guard;
+use crate::base::enums::payidem_result;
 use crate::base::error::{
     payidem_error, payidem_error_code, payidem_error_message, payidem_error_server_time, FfiError,
 };
-use crate::base::handles::{bytes_of, fill, free, give, header_at, read_or, text_of};
+use crate::base::handles::{bytes_of, fill, free, give, header_of, read_or, text_of};
 use crate::base::headers::{payidem_header, read_headers};
-use crate::base::result::payidem_result;
 use crate::base::text::{array, bytes, handle, out, req_str, Out};
 use crate::signing::{
     PAYIDEM_IDEMPOTENCY_KEY_BUF_LEN, PAYIDEM_KEY_ID_BUF_LEN, PAYIDEM_NONCE_BUF_LEN,
@@ -677,10 +677,15 @@ pub unsafe extern "C" fn payidem_refusal_header_at(
     value_out: *mut *const c_char,
     err_out: *mut *mut payidem_error,
 ) -> payidem_result {
-    guard(err_out, || {
-        let refusal = handle(refusal, "refusal")?;
-        header_at("refusal", &refusal.headers, index, name_out, value_out)
-    })
+    header_of(
+        "refusal",
+        refusal,
+        index,
+        name_out,
+        value_out,
+        err_out,
+        |r| &r.headers,
+    )
 }
 
 /// The body to send: sets `*body_out` and `*len_out` (UTF-8 JSON, not

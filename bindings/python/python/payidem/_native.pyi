@@ -90,6 +90,9 @@ _Headers = Union[Mapping[str, str], Iterable[Tuple[str, str]]]
 _Response = Tuple[int, List[Tuple[str, str]], bytes, bool]
 _Outcome = Tuple[str, str, int, int, List[Tuple[str, str]], bytes, bool, Optional[Exception]]
 _Status = Tuple[str, _OperationState, int, str, int, int, str, str, Optional[str], str]
+# An operation as the public wrappers hand it over: ``(order_id, method, path,
+# body, status_path, idempotency_key)``.
+_OperationArgs = Tuple[str, str, str, bytes, Optional[str], Optional[str]]
 
 class _ClientDefaults(TypedDict):
     connect_timeout: float
@@ -201,28 +204,17 @@ class Client:
         secret: bytes,
         *,
         journal: Optional[str] = None,
-        connect_timeout: Optional[float] = None,
-        request_timeout: Optional[float] = None,
-        max_attempts: Optional[int] = None,
-        backoff_base: Optional[float] = None,
-        backoff_cap: Optional[float] = None,
-        deadline: Optional[float] = None,
-        key_retention: Optional[float] = None,
-        settled_retention: Optional[float] = None,
-        retry_budget: Optional[int] = None,
         on_attempt: Optional[Callable[[_AttemptEvent], object]] = None,
-        allow_insecure_http: Optional[bool] = None,
         proxy: Optional[str] = None,
-        proxy_from_env: Optional[bool] = None,
         ca_bundle: Optional[str] = None,
         client_cert: Optional[str] = None,
         client_key: Optional[str] = None,
-        max_clock_offset: Optional[float] = None,
         journal_key: Optional[bytes] = None,
-        lease_ttl: Optional[float] = None,
-        lease_heartbeat: Optional[float] = None,
+        **settings: Union[float, bool, None],
     ) -> Client:
-        """Every option left ``None`` keeps the core's default."""
+        """``settings``: ``payidem.Client``'s other setting keywords
+        (``connect_timeout``, ``max_attempts``, ...; the core's list). Every
+        option absent or ``None`` keeps the core's default."""
     @property
     def key_id(self) -> str: ...
     @property
@@ -230,13 +222,8 @@ class Client:
     def close(self) -> None: ...
     def execute(
         self,
-        order_id: str,
-        method: str,
-        path: str,
-        body: bytes,
+        operation: _OperationArgs,
         *,
-        status_path: Optional[str],
-        idempotency_key: Optional[str],
         deadline: Optional[float],
         cancel: Optional[Callable[[], object]],
     ) -> _Outcome: ...
@@ -250,15 +237,7 @@ class Client:
     def status(self, order_id: str) -> Optional[_Status]: ...
     def list_unknown(self) -> List[_Status]: ...
     def outbox_insert(
-        self,
-        order_id: str,
-        method: str,
-        path: str,
-        body: bytes,
-        *,
-        status_path: Optional[str],
-        idempotency_key: Optional[str],
-        paramstyle: str,
+        self, operation: _OperationArgs, *, paramstyle: str
     ) -> Tuple[str, List[Union[str, bytes, None]]]: ...
     def take_over(self, limit: int) -> List[Tuple[str, Union[_Outcome, _Error]]]: ...
     def take_over_loop(self, batch: int, idle: float, stop: Callable[[], object]) -> int: ...
@@ -343,6 +322,8 @@ _Attempt = Tuple[str, int, str, str, List[Tuple[str, str]], bytes]
 _ResponseOrNone = Optional[_Response]
 _End = Tuple[str, bool, str, str, _ResponseOrNone, Optional[str], object]
 _Reaction = Tuple[str, Optional[float], Optional[int], Optional[str], str]
+# What ``payidem.Reply`` hands over: ``(kind, status, headers, body, reason)``.
+_Reply = Tuple[str, Optional[int], _Headers, bytes, str]
 
 @final
 class RetryBudget:
@@ -387,16 +368,13 @@ class Operation:
         created_at: int,
         now: int,
         first_recorded: bool = False,
-        max_attempts: Optional[int] = None,
-        backoff_base: Optional[float] = None,
-        backoff_cap: Optional[float] = None,
-        deadline: Optional[float] = None,
-        key_retention: Optional[float] = None,
-        max_clock_offset: Optional[float] = None,
         clock_offset: int = 0,
         clock_trusted: bool = True,
         retry_budget: Optional[RetryBudget] = None,
-    ) -> Operation: ...
+        **limits: Optional[float],
+    ) -> Operation:
+        """``limits``: ``payidem.Operation``'s limit keywords
+        (``max_attempts``, ``backoff_base``, ...; the core's list)."""
     @property
     def order_id(self) -> str: ...
     @property
@@ -411,17 +389,7 @@ class Operation:
         """``("persist", attempt, first)``, ``("send", attempt)``,
         ``("wait", seconds)`` or ``("end", end)``."""
     def persisted(self) -> None: ...
-    def handle(
-        self,
-        kind: str,
-        status: Optional[int] = None,
-        headers: Optional[_Headers] = None,
-        body: Optional[bytes] = None,
-        reason: Optional[str] = None,
-        *,
-        now: int,
-        elapsed: float,
-    ) -> _Reaction: ...
+    def handle(self, reply: _Reply, *, now: int, elapsed: float) -> _Reaction: ...
     def abandon(self, reason: str) -> _End: ...
 
 @final
@@ -429,17 +397,7 @@ class Call:
     """The core's ``client::Call``; ``payidem.Call`` is the public face."""
 
     @staticmethod
-    def begin(
-        client: Client,
-        order_id: str,
-        method: str,
-        path: str,
-        body: bytes,
-        *,
-        status_path: Optional[str],
-        idempotency_key: Optional[str],
-        deadline: Optional[float],
-    ) -> Call: ...
+    def begin(client: Client, operation: _OperationArgs, *, deadline: Optional[float]) -> Call: ...
     @staticmethod
     def resume(client: Client, order_id: str, *, deadline: Optional[float]) -> Call: ...
     @property
@@ -456,15 +414,7 @@ class Call:
         """``("send", attempt, timeout, url)``, ``("wait", seconds)`` or
         ``("done", outcome_or_error)``."""
     def report(
-        self,
-        kind: str,
-        status: Optional[int] = None,
-        headers: Optional[_Headers] = None,
-        body: Optional[bytes] = None,
-        reason: Optional[str] = None,
-        *,
-        now: Optional[int] = None,
-        elapsed: Optional[float] = None,
+        self, reply: _Reply, *, now: Optional[int] = None, elapsed: Optional[float] = None
     ) -> None: ...
     def cancel(self) -> _Outcome: ...
 

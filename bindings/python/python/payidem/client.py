@@ -379,12 +379,7 @@ class Client(NativeResource):
         frozen = freeze_body(body)
         return _outcome(
             self._native.execute(
-                order_id,
-                method,
-                path,
-                frozen,
-                status_path=status_path,
-                idempotency_key=idempotency_key,
+                (order_id, method, path, frozen, status_path, idempotency_key),
                 deadline=_optional_seconds("deadline", deadline),
                 cancel=cancel,
             )
@@ -462,13 +457,7 @@ class Client(NativeResource):
         """
         frozen = freeze_body(body)
         return self._native.outbox_insert(
-            order_id,
-            method,
-            path,
-            frozen,
-            status_path=status_path,
-            idempotency_key=idempotency_key,
-            paramstyle=paramstyle,
+            (order_id, method, path, frozen, status_path, idempotency_key), paramstyle=paramstyle
         )
 
     def take_over(self, limit: int = 100) -> List[Tuple[str, Union[Outcome, Error]]]:

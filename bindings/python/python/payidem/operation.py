@@ -431,11 +431,8 @@ class Operation(NativeWrapper):
     ) -> Reaction:
         """Reports the result of the attempt last handed out; returns the
         machine's decision."""
-        kind, status, headers, body, reason = _native_reply(reply)
         t_now, t_elapsed = self._time(now, elapsed)
-        nxt, wait, st, code, landed = self._native.handle(
-            kind, status, headers, body, reason, now=t_now, elapsed=t_elapsed
-        )
+        nxt, wait, st, code, landed = self._native.handle(_native_reply(reply), now=t_now, elapsed=t_elapsed)
         return Reaction(
             next=cast(NextAction, nxt),
             wait=wait,
@@ -503,12 +500,7 @@ class Call(NativeResource):
         return cls(
             _native.Call.begin(
                 _client_native(client),
-                order_id,
-                method,
-                path,
-                _freeze(body),
-                status_path=status_path,
-                idempotency_key=idempotency_key,
+                (order_id, method, path, _freeze(body), status_path, idempotency_key),
                 deadline=deadline,
             )
         )
@@ -556,7 +548,7 @@ class Call(NativeResource):
     ) -> None:
         """Reports what the attempt of the last :class:`SendStep` produced
         (``now`` and ``elapsed`` as for :meth:`step`)."""
-        self._native.report(*_native_reply(reply), now=now, elapsed=elapsed)
+        self._native.report(_native_reply(reply), now=now, elapsed=elapsed)
 
     def cancel(self) -> Outcome:
         """Ends the call now and returns its result: raises

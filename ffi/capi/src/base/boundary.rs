@@ -2,8 +2,8 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+use crate::base::enums::payidem_result;
 use crate::base::error::{payidem_error, FfiError};
-use crate::base::result::payidem_result;
 
 /// Runs `body` so that no panic crosses the C ABI. On success `*err_out`
 /// (when given) becomes NULL; on failure it receives a new error the caller

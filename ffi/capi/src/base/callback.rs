@@ -15,6 +15,7 @@
 
 use std::cell::Cell;
 use std::collections::BTreeMap;
+use std::ffi::c_void;
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
 thread_local! {
@@ -25,6 +26,27 @@ thread_local! {
 /// Whether the calling thread is running a payidem callback.
 pub(crate) fn inside_callback() -> bool {
     INSIDE.with(Cell::get) > 0
+}
+
+/// A C callback as the caller registered it: its function (`F`, an
+/// `unsafe extern "C" fn` taking the userdata first) and its userdata.
+#[derive(Clone, Copy)]
+pub(crate) struct Registration<F: Copy> {
+    pub(crate) function: F,
+    pub(crate) userdata: *mut c_void,
+}
+
+// SAFETY: the caller promises (in the header) that a registered callback
+// and its userdata may be used from any thread calling the client.
+unsafe impl<F: Copy> Send for Registration<F> {}
+unsafe impl<F: Copy> Sync for Registration<F> {}
+
+impl<F: Copy> CallbackCell<Registration<F>> {
+    /// Registers `function` with `userdata` (NULL removes the registration),
+    /// as [`CallbackCell::set`] does.
+    pub(crate) fn register(&self, function: Option<F>, userdata: *mut c_void) {
+        self.set(function.map(|function| Registration { function, userdata }));
+    }
 }
 
 struct State<T> {
@@ -111,6 +133,16 @@ impl<T: Copy> CallbackCell<T> {
         })
     }
 
+    /// Runs `call` with the current registration, as one delivery (see
+    /// [`CallbackCell::enter`]); does nothing when there is none or the cell
+    /// is closed.
+    pub(crate) fn deliver(&self, call: impl FnOnce(T)) {
+        if let Some(delivery) = self.enter() {
+            call(delivery.callback());
+            drop(delivery);
+        }
+    }
+
     /// Replaces the registration (`None` removes it). Once this returns, no
     /// delivery of an older registration is running or will start, unless
     /// the calling thread is inside a payidem callback (then it does not
@@ -143,6 +175,25 @@ impl<T: Copy> CallbackCell<T> {
             .ended
             .wait_while(state, |s| s.running.range(..generation).next().is_some())
             .unwrap_or_else(PoisonError::into_inner);
+    }
+}
+
+/// Test helper: releases a blocked delivery through `release`, then checks
+/// that the thread replacing its registration reports through `replaced`
+/// (within 30 s) and joins `threads` (the blocked one and the replacing
+/// one).
+#[cfg(test)]
+pub(crate) fn release_and_join(
+    release: &std::sync::mpsc::Sender<()>,
+    replaced: &std::sync::mpsc::Receiver<()>,
+    threads: [std::thread::JoinHandle<()>; 2],
+) {
+    release.send(()).unwrap();
+    replaced
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .expect("the replacement returns once the old delivery ended");
+    for thread in threads {
+        thread.join().unwrap();
     }
 }
 
@@ -211,11 +262,6 @@ mod tests {
         // ... while new deliveries go on, without waiting for anything.
         thread::sleep(Duration::from_millis(20));
         assert_eq!(cell.enter().map(|d| d.callback()), Some(2));
-        release_tx.send(()).unwrap();
-        set_rx
-            .recv_timeout(Duration::from_secs(10))
-            .expect("set returns once the old delivery ended");
-        runner.join().unwrap();
-        setter.join().unwrap();
+        release_and_join(&release_tx, &set_rx, [runner, setter]);
     }
 }

@@ -2,9 +2,11 @@
 
 use std::ffi::{c_char, CString};
 
+use payidem::error::text::record_named;
+
 use crate::base::boundary::guard_value;
+use crate::base::enums::payidem_result;
 use crate::base::handles::{bytes_of, free, read_or, text_of};
-use crate::base::result::payidem_result;
 use crate::base::text::c_string;
 
 /// An error inside the C layer before it is boxed for the caller.
@@ -28,7 +30,11 @@ struct Detail {
 }
 
 impl FfiError {
+    /// An error the C layer makes itself; its message is recorded like the
+    /// core's ([`payidem::error::text`]) so that the error-text check covers
+    /// it.
     fn new(code: payidem_result, message: String) -> FfiError {
+        record_named(code.name(), &message);
         FfiError {
             code,
             detail: Box::new(Detail {
@@ -73,6 +79,7 @@ impl FfiError {
             if let Some(new) = rename(&old) {
                 if let Some(rest) = self.detail.message.strip_prefix(old.as_str()) {
                     self.detail.message = format!("{new}{rest}");
+                    record_named(self.code.name(), &self.detail.message);
                 }
                 self.detail.field = Some(new.to_owned());
             }

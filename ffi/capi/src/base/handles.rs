@@ -20,9 +20,10 @@
 use std::ffi::{c_char, CStr};
 use std::ptr;
 
-use crate::base::boundary::guard_value;
-use crate::base::error::FfiError;
-use crate::base::text::{bytes, out, Out};
+use crate::base::boundary::{guard, guard_value};
+use crate::base::enums::payidem_result;
+use crate::base::error::{payidem_error, FfiError};
+use crate::base::text::{self, bytes, out, Out};
 
 /// Boxes `value` and writes the new handle into `slot`: the one way a
 /// function gives out a handle the caller frees with its `_free`.
@@ -118,6 +119,28 @@ pub(crate) unsafe fn header_at<N: AsRef<CStr>, V: AsRef<CStr>>(
     Ok(())
 }
 
+/// The body of every `*_header_at` that answers a result code: checks the
+/// handle (the parameter called `owner`), then writes the header at
+/// `index` of the list `headers` borrows from it, as [`header_at`] does.
+///
+/// # Safety
+/// `handle` is NULL or a live handle of type `T`; `name_out`, `value_out`
+/// and `err_out` are NULL or writable.
+pub(crate) unsafe fn header_of<T, N: AsRef<CStr>, V: AsRef<CStr>>(
+    owner: &str,
+    handle: *const T,
+    index: usize,
+    name_out: *mut *const c_char,
+    value_out: *mut *const c_char,
+    err_out: *mut *mut payidem_error,
+    headers: impl FnOnce(&T) -> &[(N, V)],
+) -> payidem_result {
+    guard(err_out, || {
+        let owned = text::handle(handle, owner)?;
+        header_at(owner, headers(owned), index, name_out, value_out)
+    })
+}
+
 /// A required byte buffer (a secret): unlike [`bytes`], NULL is refused
 /// even with length 0, naming `name`.
 ///
@@ -142,6 +165,28 @@ pub(crate) fn fill(field: &mut [c_char], text: &str) {
     // SAFETY: `len` bytes fit in `field` with room for the NUL.
     unsafe { ptr::copy_nonoverlapping(bytes.as_ptr(), field.as_mut_ptr().cast::<u8>(), len) };
     field[len] = 0;
+}
+
+/// The body of every function that writes text into the caller's `buf`
+/// with its length in `*len_out`: runs `text` inside the panic boundary
+/// and writes what it gives as [`write_text`] does (the parameter `buf`).
+///
+/// # Safety
+/// As [`write_text`]; `err_out` is NULL or writable.
+pub(crate) unsafe fn text_out<T>(
+    buf: *mut c_char,
+    buf_len: usize,
+    len_out: *mut usize,
+    err_out: *mut *mut payidem_error,
+    text: impl FnOnce() -> Result<T, FfiError>,
+) -> payidem_result
+where
+    T: std::ops::Deref,
+    T::Target: AsRef<str>,
+{
+    guard(err_out, || {
+        write_text(text()?.as_ref(), buf, buf_len, len_out, "buf")
+    })
 }
 
 /// Writes `text` and its NUL into the caller's `buf` of `buf_len` bytes
@@ -181,7 +226,7 @@ mod tests {
     use super::*;
     use std::ffi::CString;
 
-    use crate::base::result::payidem_result;
+    use crate::base::enums::payidem_result;
 
     struct Thing {
         name: CString,

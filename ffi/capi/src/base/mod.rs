@@ -1,14 +1,14 @@
 //! The base layer every C object is built on: the panic boundary, the error
 //! object and result codes, the handle layer, argument and text conversion,
-//! header lists, the stable enum names and the callback plumbing. Nothing
+//! header lists, the C enums and their names, and the callback plumbing. Nothing
 //! here depends on an object module.
 
 pub mod boundary;
 pub mod callback;
+pub mod enums;
 pub mod error;
 pub mod handles;
 pub mod headers;
-pub mod names;
 pub mod result;
 pub mod text;
 pub(crate) mod vocabulary;

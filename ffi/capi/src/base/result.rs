@@ -4,66 +4,7 @@ use std::ffi::c_char;
 
 use payidem::ErrorCode;
 
-/// The result of every fallible call. `PAYIDEM_OK` (0) is success; codes 1 to
-/// 99 are exactly payidem's stable error codes (the same numbers and names in
-/// every binding); codes from 100 up exist only in the C ABI. A number is
-/// never reused or renumbered; new codes may be added, so treat an unknown
-/// one like `PAYIDEM_INTERNAL_ERROR`.
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum payidem_result {
-    /// Success.
-    PAYIDEM_OK = 0,
-    /// An argument broke its rule; `payidem_error_field` names it.
-    PAYIDEM_INVALID_ARGUMENT = 1,
-    /// The idempotency key was used with another request. Never retried.
-    PAYIDEM_IDEMPOTENCY_CONFLICT = 2,
-    /// The platform refused the operation with a final answer (status and
-    /// body in the error).
-    PAYIDEM_REJECTED = 3,
-    /// The operation may or may not have happened; its key is kept and it
-    /// can be resumed.
-    PAYIDEM_OUTCOME_UNKNOWN = 4,
-    /// The outcome is unknown and the key is past the platform's retention:
-    /// the operation is never sent again.
-    PAYIDEM_KEY_EXPIRED = 5,
-    /// Another call is driving the same operation right now.
-    PAYIDEM_OPERATION_BUSY = 6,
-    /// A network failure before anything reached the platform.
-    PAYIDEM_TRANSPORT_ERROR = 7,
-    /// The journal could not be opened, read or written.
-    PAYIDEM_JOURNAL_ERROR = 8,
-    /// Verification: a signature header is missing, repeated or malformed.
-    PAYIDEM_MISSING_SIGNATURE = 9,
-    /// Verification: the key id is not known.
-    PAYIDEM_UNKNOWN_API_KEY = 10,
-    /// Verification: the timestamp is outside the window.
-    PAYIDEM_TIMESTAMP_OUT_OF_WINDOW = 11,
-    /// Verification: the signature does not match.
-    PAYIDEM_INVALID_SIGNATURE = 12,
-    /// Verification: the nonce was already used inside the window.
-    PAYIDEM_NONCE_REUSED = 13,
-    /// Verification: the replay cache is full and fails closed.
-    PAYIDEM_REPLAY_CACHE_FULL = 14,
-    /// Verification: a POST carried no `Idempotency-Key`.
-    PAYIDEM_IDEMPOTENCY_KEY_REQUIRED = 15,
-    /// A bug inside payidem (a panic caught at the boundary). Never expected.
-    PAYIDEM_INTERNAL_ERROR = 16,
-    /// The caller cancelled the call; the operation keeps its key.
-    PAYIDEM_CANCELLED = 17,
-    /// The platform refused every attempt before its idempotency check
-    /// (authentication, rate limit): nothing happened; not final, the
-    /// operation keeps its key (status and body in the error).
-    PAYIDEM_REFUSED = 18,
-    /// Verification: the shared replay store (Redis) could not claim the
-    /// nonce (unreachable, timed out, out of memory, or restarted after the
-    /// request was signed): fails closed, answer 503 with `Retry-After`
-    /// (`payidem_refusal_from_error` builds it). Nothing was accepted.
-    PAYIDEM_REPLAY_STORE_UNAVAILABLE = 19,
-    /// C ABI only: the caller's buffer is too small; the error message and
-    /// the call's length output say how much is needed.
-    PAYIDEM_BUFFER_TOO_SMALL = 100,
-}
+use crate::base::enums::payidem_result;
 
 impl payidem_result {
     /// Every code, in number order.

@@ -50,22 +50,7 @@ pub(crate) unsafe fn bytes<'a>(
     len: usize,
     name: &str,
 ) -> Result<&'a [u8], FfiError> {
-    if len == 0 {
-        return Ok(&[]);
-    }
-    if ptr.is_null() {
-        return Err(FfiError::invalid(
-            name,
-            format!("is NULL but its length is {len}"),
-        ));
-    }
-    if len > isize::MAX as usize {
-        return Err(FfiError::invalid(
-            name,
-            format!("length {len} is impossible"),
-        ));
-    }
-    Ok(std::slice::from_raw_parts(ptr, len))
+    slice(ptr, len, name, "length")
 }
 
 /// An array of `T` given as pointer and count; NULL with count 0 is empty.
@@ -74,22 +59,30 @@ pub(crate) unsafe fn array<'a, T>(
     count: usize,
     name: &str,
 ) -> Result<&'a [T], FfiError> {
-    if count == 0 {
+    slice(ptr, count, name, "count")
+}
+
+/// `n` values of `T` at `ptr`, the parameter `name` whose size is called
+/// its `unit` in messages ("length", "count"); NULL with 0 is empty.
+unsafe fn slice<'a, T>(
+    ptr: *const T,
+    n: usize,
+    name: &str,
+    unit: &str,
+) -> Result<&'a [T], FfiError> {
+    if n == 0 {
         return Ok(&[]);
     }
     if ptr.is_null() {
         return Err(FfiError::invalid(
             name,
-            format!("is NULL but its count is {count}"),
+            format!("is NULL but its {unit} is {n}"),
         ));
     }
-    if count > isize::MAX as usize / std::mem::size_of::<T>().max(1) {
-        return Err(FfiError::invalid(
-            name,
-            format!("count {count} is impossible"),
-        ));
+    if n > isize::MAX as usize / std::mem::size_of::<T>().max(1) {
+        return Err(FfiError::invalid(name, format!("{unit} {n} is impossible")));
     }
-    Ok(std::slice::from_raw_parts(ptr, count))
+    Ok(std::slice::from_raw_parts(ptr, n))
 }
 
 /// A required handle.

@@ -50,8 +50,10 @@ pub(crate) fn core_of<C: CEnum>(constant: C) -> Option<C::Core> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::{payidem_attempt_kind, payidem_next_action, payidem_operation_state};
-    use crate::operation::policy::{payidem_decision_kind, payidem_landed};
+    use crate::base::enums::{
+        payidem_attempt_kind, payidem_decision_kind, payidem_landed, payidem_next_action,
+        payidem_operation_state,
+    };
 
     fn round_trips<C: CEnum>() {
         for &value in C::Core::VALUES {

@@ -8,15 +8,14 @@ use payidem::client::{Call, CallStep};
 use payidem::operation::CallTime;
 
 use crate::base::boundary::guard;
+use crate::base::enums::payidem_result;
 use crate::base::error::payidem_error;
-use crate::base::handles::{free, give};
+use crate::base::handles::{free, give, text_out};
 use crate::base::headers::payidem_header;
-use crate::base::result::payidem_result;
 use crate::base::text::{handle, handle_mut, out, req_str};
 use crate::client::{deadline_of, payidem_client, read_spec};
 use crate::operation::step::payidem_step;
-use crate::operation::{call_time, ceil_ms, read_reply};
-use crate::signing::write_text;
+use crate::operation::{call_time, ceil_ms, RawReply};
 
 /// One call of a client driving one operation, for a caller that sends
 /// the attempts with its own HTTP client: ask `payidem_call_step` what to
@@ -222,7 +221,7 @@ pub unsafe extern "C" fn payidem_call_report(
     reason: *const c_char,
     err_out: *mut *mut payidem_error,
 ) -> payidem_result {
-    let reply = (
+    let reply = RawReply {
         outcome,
         status,
         headers,
@@ -230,7 +229,7 @@ pub unsafe extern "C" fn payidem_call_report(
         body,
         body_len,
         reason,
-    );
+    };
     report(call, reply, None, err_out)
 }
 
@@ -256,7 +255,7 @@ pub unsafe extern "C" fn payidem_call_report_at(
     elapsed_ms: u64,
     err_out: *mut *mut payidem_error,
 ) -> payidem_result {
-    let reply = (
+    let reply = RawReply {
         outcome,
         status,
         headers,
@@ -264,21 +263,9 @@ pub unsafe extern "C" fn payidem_call_report_at(
         body,
         body_len,
         reason,
-    );
+    };
     report(call, reply, Some(call_time(now_unix, elapsed_ms)), err_out)
 }
-
-/// A reply as the C caller gives it: outcome, status, headers and their
-/// count, body and its length, reason.
-type RawReply = (
-    u32,
-    u16,
-    *const payidem_header,
-    usize,
-    *const u8,
-    usize,
-    *const c_char,
-);
 
 /// Reports `reply` to the call, at the caller's clocks when given.
 unsafe fn report(
@@ -289,16 +276,7 @@ unsafe fn report(
 ) -> payidem_result {
     guard(err_out, || {
         let call = &mut handle_mut(call, "call")?.inner;
-        let (outcome, status, headers, header_count, body, body_len, reason) = reply;
-        let reply = read_reply(
-            outcome,
-            status,
-            headers,
-            header_count,
-            body,
-            body_len,
-            reason,
-        )?;
+        let reply = reply.read()?;
         match at {
             Some(at) => call.report_at(reply, at),
             None => call.report(reply),
@@ -436,9 +414,8 @@ unsafe fn client_text(
     err_out: *mut *mut payidem_error,
     text: impl FnOnce(&payidem::Client, &str) -> payidem::Result<String>,
 ) -> payidem_result {
-    guard(err_out, || {
+    text_out(buf, buf_len, len_out, err_out, || {
         let client = handle(client, "client")?;
-        let arg = req_str(arg, name)?;
-        write_text(&text(&client.inner, arg)?, buf, buf_len, len_out, "buf")
+        Ok(text(&client.inner, req_str(arg, name)?)?)
     })
 }

@@ -10,7 +10,8 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
-use crate::base::result::payidem_result;
+use crate::base::callback::release_and_join;
+use crate::base::enums::{payidem_result, payidem_step_type};
 use crate::client::call::*;
 use crate::client::events::payidem_client_set_event_json_callback;
 use crate::client::*;
@@ -324,12 +325,7 @@ fn a_blocked_callback_stalls_no_other_thread_of_the_client() {
         set_rx.try_recv().is_err(),
         "replacing waits for the running callback"
     );
-    release_tx.send(()).unwrap();
-    set_rx
-        .recv_timeout(Duration::from_secs(30))
-        .expect("the replacement returns once the callback did");
-    stuck.join().unwrap();
-    setter.join().unwrap();
+    release_and_join(&release_tx, &set_rx, [stuck, setter]);
     let b = unsafe { Box::from_raw(blocker) };
     assert_eq!(b.calls.load(Ordering::SeqCst), 11);
     unsafe { payidem_client_free(c) };

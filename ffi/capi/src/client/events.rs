@@ -1,31 +1,19 @@
 //! The log-level policy and the client's call-level events (call ends,
 //! journal failures) as JSON.
 
-use std::ffi::{c_char, c_void};
+use std::ffi::{c_char, c_void, CString};
+use std::sync::OnceLock;
 
 use payidem::client::{attempt_level, Event, LogLevel};
 use payidem::operation::NextAction;
 
-use crate::base::callback::CallbackCell;
+use crate::base::boundary::guard_value;
+use crate::base::callback::{CallbackCell, Registration};
+use crate::base::enums::payidem_log_level;
 use crate::base::handles::read_or;
 use crate::base::text::c_string;
 use crate::base::vocabulary::core_of;
 use crate::client::{payidem_attempt_event, payidem_client};
-
-/// How loud an event is: one policy for every language (a first-attempt
-/// success is debug; a retry, backoff, clock adjustment, status query or a
-/// success after them is info; a give-up — unknown, key expired, refused,
-/// nothing sent, a journal failure — is warn).
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum payidem_log_level {
-    /// Routine: nothing needed more than one attempt.
-    PAYIDEM_LOG_DEBUG = 1,
-    /// The retry machinery worked: retries, backoffs, status queries.
-    PAYIDEM_LOG_INFO = 2,
-    /// The call gave up or the journal failed: someone may have to act.
-    PAYIDEM_LOG_WARN = 3,
-}
 
 fn level_of(level: LogLevel) -> payidem_log_level {
     match level {
@@ -55,8 +43,8 @@ pub unsafe extern "C" fn payidem_attempt_event_level(
     })
 }
 
-/// The name of a `payidem_log_level`: `"debug"`, `"info"`, `"warn"`;
-/// `"unknown"` for any other number.
+/// The name of a `payidem_log_level`: `"debug"`, `"info"`, `"warn"` (the
+/// core's names); `"unknown"` for any other number.
 ///
 /// Ownership: the string is static; never free it.
 /// NULL: never takes a pointer.
@@ -64,13 +52,15 @@ pub unsafe extern "C" fn payidem_attempt_event_level(
 /// Errors: none.
 #[no_mangle]
 pub extern "C" fn payidem_log_level_name(level: u32) -> *const c_char {
-    let name: &'static [u8] = match level {
-        1 => b"debug\0",
-        2 => b"info\0",
-        3 => b"warn\0",
-        _ => b"unknown\0",
-    };
-    name.as_ptr().cast()
+    // The constants number the core's levels from 1, quietest first.
+    static NAMES: OnceLock<Vec<CString>> = OnceLock::new();
+    guard_value(c"unknown".as_ptr(), || {
+        let names = NAMES.get_or_init(|| LogLevel::ALL.map(|l| c_string(l.as_str())).to_vec());
+        (level as usize)
+            .checked_sub(1)
+            .and_then(|i| names.get(i))
+            .map_or(c"unknown".as_ptr(), |name| name.as_ptr())
+    })
 }
 
 /// Receives one client event as JSON (`event_json`, borrowed for the call
@@ -83,16 +73,8 @@ pub extern "C" fn payidem_log_level_name(level: u32) -> *const c_char {
 pub type payidem_event_json_callback =
     Option<unsafe extern "C" fn(userdata: *mut c_void, event_json: *const c_char)>;
 
-#[derive(Clone, Copy)]
-pub(crate) struct JsonCallback {
-    function: unsafe extern "C" fn(*mut c_void, *const c_char),
-    userdata: *mut c_void,
-}
-
-// SAFETY: the caller promises (in the header) that the callback and its
-// userdata may be used from any thread calling the client.
-unsafe impl Send for JsonCallback {}
-unsafe impl Sync for JsonCallback {}
+/// A registered JSON event callback.
+pub(crate) type JsonCallback = Registration<unsafe extern "C" fn(*mut c_void, *const c_char)>;
 
 /// Sets (or, with `callback` NULL, removes) the function that receives
 /// every event of the client as JSON: each attempt (the same attempts
@@ -122,21 +104,38 @@ pub unsafe extern "C" fn payidem_client_set_event_json_callback(
     callback: payidem_event_json_callback,
     userdata: *mut c_void,
 ) {
-    read_or(client, (), |client| {
-        (client.json_callback).set(callback.map(|function| JsonCallback { function, userdata }))
-    })
+    read_or(client, (), |c| c.json_callback.register(callback, userdata))
 }
 
 /// Hands `event` to the client's JSON callback, if one is registered (the
 /// client's event listener, installed by `payidem_client_new`).
 pub(crate) fn deliver(cell: &CallbackCell<JsonCallback>, event: &Event) {
-    // No lock is held from here on: the cell counts the delivery instead.
-    let Some(delivery) = cell.enter() else { return };
-    let cb = delivery.callback();
-    let json = c_string(event.to_json());
-    // SAFETY: the caller registered a valid callback for this userdata,
-    // and the registration is not replaced nor the client freed before
-    // `delivery` is dropped (both wait for it).
-    unsafe { (cb.function)(cb.userdata, json.as_ptr()) };
-    drop(delivery);
+    // No lock is held while `cb` runs: the cell counts the delivery instead.
+    cell.deliver(|cb| {
+        let json = c_string(event.to_json());
+        // SAFETY: the caller registered a valid callback for this userdata,
+        // and the registration is not replaced nor the client freed before
+        // the delivery ends (both wait for it).
+        unsafe { (cb.function)(cb.userdata, json.as_ptr()) };
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::CStr;
+
+    #[test]
+    fn log_levels_are_the_cores_numbered_from_one() {
+        for (i, level) in LogLevel::ALL.into_iter().enumerate() {
+            let number = level_of(level) as u32;
+            assert_eq!(number as usize, i + 1, "{level:?}");
+            let name = unsafe { CStr::from_ptr(payidem_log_level_name(number)) };
+            assert_eq!(name.to_str().unwrap(), level.as_str());
+        }
+        for unknown in [0, 4, u32::MAX] {
+            let name = unsafe { CStr::from_ptr(payidem_log_level_name(unknown)) };
+            assert_eq!(name, c"unknown");
+        }
+    }
 }

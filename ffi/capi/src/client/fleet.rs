@@ -8,24 +8,12 @@ use base64::Engine as _;
 use payidem::journal::{OutboxValue, ParamStyle};
 
 use crate::base::boundary::guard;
+use crate::base::enums::payidem_result;
 use crate::base::error::{payidem_error, FfiError};
-use crate::base::handles::{give, write_text};
-use crate::base::result::payidem_result;
+use crate::base::handles::{give, text_out};
 use crate::base::text::{c_string, handle, out};
 use crate::client::outcome::payidem_order_list;
 use crate::client::{payidem_client, read_spec};
-
-/// The placeholder style of the outbox statement's SQL (input of
-/// `payidem_client_outbox_insert`, passed as `uint32_t`).
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum payidem_param_style {
-    /// `$1, $2, …`: the server's own style (libpq's `PQexecParams`, Go
-    /// `pgx`/`lib/pq`, Rust `postgres`/`sqlx`, Python `asyncpg`).
-    PAYIDEM_PARAMS_DOLLAR = 1,
-    /// `%s`: Python DB-API drivers (`psycopg`, `psycopg2`).
-    PAYIDEM_PARAMS_PERCENT_S = 2,
-}
 
 fn style_of(value: u32) -> Result<ParamStyle, FfiError> {
     match value {
@@ -113,7 +101,7 @@ pub unsafe extern "C" fn payidem_client_outbox_insert(
     len_out: *mut usize,
     err_out: *mut *mut payidem_error,
 ) -> payidem_result {
-    guard(err_out, || {
+    text_out(buf, buf_len, len_out, err_out, || {
         let client = handle(client, "client")?;
         let spec = read_spec(
             order_id,
@@ -124,15 +112,8 @@ pub unsafe extern "C" fn payidem_client_outbox_insert(
             idempotency_key,
             status_path,
         )?;
-        let style = style_of(param_style)?;
-        let insert = client.inner.outbox_insert(&spec, style)?;
-        write_text(
-            &outbox_json(&insert.sql, &insert.params),
-            buf,
-            buf_len,
-            len_out,
-            "buf",
-        )
+        let insert = client.inner.outbox_insert(&spec, style_of(param_style)?)?;
+        Ok(outbox_json(&insert.sql, &insert.params))
     })
 }
 

@@ -15,17 +15,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use payidem::client::AttemptEvent;
-use payidem::operation::OperationState;
-use payidem::operation::{AttemptKind, NextAction};
 use payidem::{CallOptions, Client, OperationSpec};
 
 use crate::base::boundary::{guard, guard_value};
-use crate::base::callback::CallbackCell;
+use crate::base::callback::{CallbackCell, Registration};
+use crate::base::enums::payidem_result;
+use crate::base::enums::{payidem_attempt_kind, payidem_next_action, payidem_operation_state};
 use crate::base::error::{payidem_error, FfiError};
 use crate::base::handles::{free, give, read_or, req_bytes};
-use crate::base::result::payidem_result;
 use crate::base::text::{bytes, c_string, handle, opt_str, out, req_str};
-use crate::base::vocabulary::{c_enum, carries};
+use crate::base::vocabulary::c_enum;
 use crate::client::events::JsonCallback;
 use crate::client::outcome::{payidem_order_list, payidem_outcome};
 
@@ -52,68 +51,6 @@ impl Drop for payidem_client {
         self.json_callback.close();
     }
 }
-
-/// The kind of an attempt.
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum payidem_attempt_kind {
-    /// The operation's own request (same method, path, body and key every
-    /// time).
-    PAYIDEM_ATTEMPT_KIND_OPERATION = 1,
-    /// A signed GET of the operation's status path.
-    PAYIDEM_ATTEMPT_KIND_STATUS_QUERY = 2,
-}
-
-/// What the client does after an attempt.
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum payidem_next_action {
-    /// The call settled.
-    PAYIDEM_NEXT_SETTLE = 1,
-    /// Retry at once with a fresh signature.
-    PAYIDEM_NEXT_RETRY_NOW = 2,
-    /// Retry after a backoff or `Retry-After`.
-    PAYIDEM_NEXT_RETRY_LATER = 3,
-    /// Adjust the clock offset and retry at once.
-    PAYIDEM_NEXT_ADJUST_CLOCK = 4,
-    /// Query the operation's status.
-    PAYIDEM_NEXT_QUERY_STATUS = 5,
-    /// Query the status again after a backoff.
-    PAYIDEM_NEXT_QUERY_LATER = 6,
-    /// Give up: attempts, deadline or budget exhausted.
-    PAYIDEM_NEXT_GIVE_UP = 7,
-}
-
-/// Where an operation stands in the journal.
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum payidem_operation_state {
-    /// Not in the journal.
-    PAYIDEM_STATE_NOT_FOUND = 0,
-    /// Prepared; nothing sent, so nothing can have happened.
-    PAYIDEM_STATE_PENDING = 1,
-    /// An attempt may have reached the platform and the call has not ended
-    /// (or the process died during it).
-    PAYIDEM_STATE_IN_FLIGHT = 2,
-    /// A call ended without learning the outcome; resumable.
-    PAYIDEM_STATE_UNKNOWN = 3,
-    /// Settled: the platform answered 2xx.
-    PAYIDEM_STATE_SUCCEEDED = 4,
-    /// Settled: the platform refused it with a final answer.
-    PAYIDEM_STATE_REJECTED = 5,
-    /// Settled: the platform reported an idempotency conflict.
-    PAYIDEM_STATE_CONFLICT = 6,
-}
-
-carries!(payidem_attempt_kind: AttemptKind =>
-    PAYIDEM_ATTEMPT_KIND_OPERATION, PAYIDEM_ATTEMPT_KIND_STATUS_QUERY);
-carries!(payidem_next_action: NextAction =>
-    PAYIDEM_NEXT_SETTLE, PAYIDEM_NEXT_RETRY_NOW, PAYIDEM_NEXT_RETRY_LATER,
-    PAYIDEM_NEXT_ADJUST_CLOCK, PAYIDEM_NEXT_QUERY_STATUS, PAYIDEM_NEXT_QUERY_LATER,
-    PAYIDEM_NEXT_GIVE_UP);
-carries!(payidem_operation_state: OperationState =>
-    PAYIDEM_STATE_PENDING, PAYIDEM_STATE_IN_FLIGHT, PAYIDEM_STATE_UNKNOWN,
-    PAYIDEM_STATE_SUCCEEDED, PAYIDEM_STATE_REJECTED, PAYIDEM_STATE_CONFLICT);
 
 /// One attempt's event, for logs and metrics. Holds no secret and no body.
 /// Every pointer is borrowed and valid only during the callback.
@@ -178,48 +115,39 @@ pub type payidem_event_callback =
 /// a call, return non-zero instead.
 pub type payidem_cancel_callback = Option<unsafe extern "C" fn(userdata: *mut c_void) -> c_int>;
 
-#[derive(Clone, Copy)]
-pub(crate) struct EventCallback {
-    function: unsafe extern "C" fn(*mut c_void, *const payidem_attempt_event),
-    userdata: *mut c_void,
-}
+/// A registered attempt callback.
+pub(crate) type EventCallback =
+    Registration<unsafe extern "C" fn(*mut c_void, *const payidem_attempt_event)>;
 
-// SAFETY: the caller promises (in the header) that the callback and its
-// userdata may be used from any thread calling the client.
-unsafe impl Send for EventCallback {}
-unsafe impl Sync for EventCallback {}
-
+/// Hands `event` to the client's attempt callback, if one is registered.
 fn deliver(callback: &CallbackCell<EventCallback>, event: &AttemptEvent) {
-    // No lock is held from here on: the cell counts the delivery instead.
-    let Some(delivery) = callback.enter() else {
-        return;
-    };
-    let cb = delivery.callback();
-    let order_id = c_string(event.order_id.as_str());
-    let key = c_string(event.idempotency_key.as_str());
-    let error_code = event.error_code.as_deref().map(c_string);
-    let transport_error = event.transport_error.as_deref().map(c_string);
-    let c_event = payidem_attempt_event {
-        order_id: order_id.as_ptr(),
-        idempotency_key: key.as_ptr(),
-        attempt: event.attempt,
-        kind: c_enum(event.kind),
-        next: c_enum(event.next),
-        http_status: event.status.unwrap_or(0),
-        replayed: event.replayed,
-        has_wait: event.wait.is_some(),
-        wait_ms: event
-            .wait
-            .map_or(0, |w| u64::try_from(w.as_millis()).unwrap_or(u64::MAX)),
-        duration_us: u64::try_from(event.duration.as_micros()).unwrap_or(u64::MAX),
-        error_code: error_code.as_ref().map_or(ptr::null(), |c| c.as_ptr()),
-        transport_error: transport_error.as_ref().map_or(ptr::null(), |c| c.as_ptr()),
-    };
-    // SAFETY: the caller registered a valid callback for this userdata,
-    // and the registration is not replaced nor the client freed before
-    // `delivery` is dropped (both wait for it).
-    unsafe { (cb.function)(cb.userdata, &c_event) };
-    drop(delivery);
+    // No lock is held while `cb` runs: the cell counts the delivery instead.
+    callback.deliver(|cb| {
+        let order_id = c_string(event.order_id.as_str());
+        let key = c_string(event.idempotency_key.as_str());
+        let error_code = event.error_code.as_deref().map(c_string);
+        let transport_error = event.transport_error.as_deref().map(c_string);
+        let c_event = payidem_attempt_event {
+            order_id: order_id.as_ptr(),
+            idempotency_key: key.as_ptr(),
+            attempt: event.attempt,
+            kind: c_enum(event.kind),
+            next: c_enum(event.next),
+            http_status: event.status.unwrap_or(0),
+            replayed: event.replayed,
+            has_wait: event.wait.is_some(),
+            wait_ms: event
+                .wait
+                .map_or(0, |w| u64::try_from(w.as_millis()).unwrap_or(u64::MAX)),
+            duration_us: u64::try_from(event.duration.as_micros()).unwrap_or(u64::MAX),
+            error_code: error_code.as_ref().map_or(ptr::null(), |c| c.as_ptr()),
+            transport_error: transport_error.as_ref().map_or(ptr::null(), |c| c.as_ptr()),
+        };
+        // SAFETY: the caller registered a valid callback for this userdata,
+        // and the registration is not replaced nor the client freed before
+        // the delivery ends (both wait for it).
+        unsafe { (cb.function)(cb.userdata, &c_event) };
+    });
 }
 
 /// Creates a client from `options_json`, a JSON object, and the key's
@@ -365,9 +293,7 @@ pub unsafe extern "C" fn payidem_client_set_event_callback(
     callback: payidem_event_callback,
     userdata: *mut c_void,
 ) {
-    read_or(client, (), |client| {
-        (client.callback).set(callback.map(|function| EventCallback { function, userdata }))
-    })
+    read_or(client, (), |c| c.callback.register(callback, userdata))
 }
 
 /// A C hook that cancels a call or stops a loop, with its userdata.

@@ -9,8 +9,8 @@ use payidem::settings::{client, start, SettingError};
 use payidem::ClientConfig;
 
 use crate::base::boundary::guard;
+use crate::base::enums::payidem_result;
 use crate::base::error::{payidem_error, FfiError};
-use crate::base::result::payidem_result;
 use crate::base::text::{out, req_str};
 
 impl From<SettingError> for FfiError {

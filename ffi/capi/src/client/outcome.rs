@@ -5,11 +5,10 @@ use std::ptr;
 
 use payidem::Outcome;
 
-use crate::base::boundary::guard;
+use crate::base::enums::payidem_result;
 use crate::base::error::{payidem_error, FfiError};
-use crate::base::handles::{bytes_of, free, header_at, read_or, text_of};
-use crate::base::result::payidem_result;
-use crate::base::text::{c_string, handle};
+use crate::base::handles::{bytes_of, free, header_of, read_or, text_of};
+use crate::base::text::c_string;
 
 /// The settled outcome of an operation: the platform's 2xx answer (status,
 /// headers, body), the order id, the idempotency key and the attempts made,
@@ -158,10 +157,15 @@ pub unsafe extern "C" fn payidem_outcome_header_at(
     value_out: *mut *const c_char,
     err_out: *mut *mut payidem_error,
 ) -> payidem_result {
-    guard(err_out, || {
-        let outcome = handle(outcome, "outcome")?;
-        header_at("outcome", &outcome.headers, index, name_out, value_out)
-    })
+    header_of(
+        "outcome",
+        outcome,
+        index,
+        name_out,
+        value_out,
+        err_out,
+        |o| &o.headers,
+    )
 }
 
 /// The journal's error when the platform answered 2xx but the journal

@@ -5,8 +5,8 @@ use std::ffi::c_void;
 use std::time::Duration;
 
 use crate::base::boundary::guard;
+use crate::base::enums::payidem_result;
 use crate::base::error::{payidem_error, FfiError};
-use crate::base::result::payidem_result;
 use crate::base::text::{handle, out};
 use crate::client::{payidem_cancel_callback, payidem_client, Cancel};
 

@@ -12,10 +12,10 @@ use std::time::Duration;
 use payidem::operation::{CallTime, End, Operation, OsEntropy, Reaction, Reply, ReplyKind, Step};
 
 use crate::base::boundary::guard;
+use crate::base::enums::payidem_result;
 use crate::base::error::{payidem_error, FfiError};
 use crate::base::handles::{free, give, read_or};
 use crate::base::headers::{payidem_header, read_headers};
-use crate::base::result::payidem_result;
 use crate::base::text::{bytes, handle, handle_mut, opt_str, out};
 use crate::signing::payidem_signer;
 
@@ -44,35 +44,44 @@ pub(crate) fn ceil_ms(d: Duration) -> u64 {
 // ---------------------------------------------------------------------------
 // Replies reported by the caller (shared with `call.rs`).
 
-/// The reply a caller reports, from C arguments: the one reading of a
-/// reply in the C ABI (`payidem_operation_handle`, `payidem_call_report`,
-/// `payidem_decide`), by the core's [`Reply::reported`].
-pub(crate) unsafe fn read_reply(
-    outcome: u32,
-    status: u16,
-    headers: *const payidem_header,
-    header_count: usize,
-    body: *const u8,
-    body_len: usize,
-    reason: *const c_char,
-) -> Result<Reply, FfiError> {
-    let reason = opt_str(reason, "reason")?;
-    let kind = ReplyKind::from_number(outcome).ok_or_else(|| {
-        FfiError::invalid(
-            "outcome",
-            format!("{outcome} is not a payidem_attempt_outcome"),
-        )
-    })?;
-    let (headers, body) = if kind == ReplyKind::Response {
-        let headers = read_headers(headers, header_count, "headers")?
-            .into_iter()
-            .map(|(n, v)| (n.into_owned(), v.into_owned()))
-            .collect();
-        (headers, bytes(body, body_len, "body")?.to_vec())
-    } else {
-        (Vec::new(), Vec::new())
-    };
-    Ok(Reply::reported(kind, status, headers, body, reason)?)
+/// A reply as a C caller reports it: the arguments of
+/// `payidem_operation_handle`, `payidem_call_report` and `payidem_decide`.
+pub(crate) struct RawReply {
+    pub(crate) outcome: u32,
+    pub(crate) status: u16,
+    pub(crate) headers: *const payidem_header,
+    pub(crate) header_count: usize,
+    pub(crate) body: *const u8,
+    pub(crate) body_len: usize,
+    pub(crate) reason: *const c_char,
+}
+
+impl RawReply {
+    /// The one reading of a reply in the C ABI, by the core's
+    /// [`Reply::reported`]; each argument is named as in the functions.
+    ///
+    /// # Safety
+    /// The pointers are NULL or valid as the functions document them.
+    pub(crate) unsafe fn read(self) -> Result<Reply, FfiError> {
+        let reason = opt_str(self.reason, "reason")?;
+        let outcome = self.outcome;
+        let kind = ReplyKind::from_number(outcome).ok_or_else(|| {
+            FfiError::invalid(
+                "outcome",
+                format!("{outcome} is not a payidem_attempt_outcome"),
+            )
+        })?;
+        let (headers, body) = if kind == ReplyKind::Response {
+            let headers = read_headers(self.headers, self.header_count, "headers")?
+                .into_iter()
+                .map(|(n, v)| (n.into_owned(), v.into_owned()))
+                .collect();
+            (headers, bytes(self.body, self.body_len, "body")?.to_vec())
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        Ok(Reply::reported(kind, self.status, headers, body, reason)?)
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -268,7 +277,7 @@ pub unsafe extern "C" fn payidem_operation_handle(
 ) -> payidem_result {
     guard(err_out, || {
         let op = handle_mut(op, "op")?;
-        let reply = read_reply(
+        let reply = RawReply {
             outcome,
             status,
             headers,
@@ -276,7 +285,8 @@ pub unsafe extern "C" fn payidem_operation_handle(
             body,
             body_len,
             reason,
-        )?;
+        }
+        .read()?;
         let reaction = op
             .machine
             .handle(reply, call_time(now_unix, elapsed_ms), &OsEntropy);

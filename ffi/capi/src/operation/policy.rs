@@ -4,83 +4,18 @@
 use std::ffi::c_char;
 
 use payidem::policy::{
-    decide, decide_status_query, error_body, error_code_from_body, Action, Decision, DecisionKind,
-    Landed, Reply,
+    decide, decide_status_query, error_body, error_code_from_body, Action, Decision, Reply,
 };
 
 use crate::base::boundary::guard;
-use crate::base::error::{payidem_error, FfiError};
+use crate::base::enums::payidem_result;
+use crate::base::enums::{payidem_decision_kind, payidem_landed};
+use crate::base::error::payidem_error;
+use crate::base::handles::text_out;
 use crate::base::headers::payidem_header;
-use crate::base::result::payidem_result;
 use crate::base::text::{bytes, opt_str, out};
-use crate::base::vocabulary::{c_enum, carries};
-use crate::operation::read_reply;
-use crate::signing::write_text;
-
-/// What one attempt produced (input of `payidem_decide`, passed as
-/// `uint32_t`).
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum payidem_attempt_outcome {
-    /// An HTTP response came back (give its status, error code and headers).
-    PAYIDEM_ATTEMPT_RESPONSE = 1,
-    /// The request was never sent (connection refused, DNS or TLS failure
-    /// before the request): nothing reached the platform.
-    PAYIDEM_ATTEMPT_NOT_SENT = 2,
-    /// The request was sent, or may have been, and no response came back
-    /// (timeout, reset).
-    PAYIDEM_ATTEMPT_SENT_NO_RESPONSE = 3,
-}
-
-/// What to do after one attempt.
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum payidem_decision_kind {
-    /// Settled with this 2xx response; see `replayed`.
-    PAYIDEM_DECISION_DONE = 1,
-    /// Fails for good; `failure` is `PAYIDEM_IDEMPOTENCY_CONFLICT` (never
-    /// retried, never re-keyed) or `PAYIDEM_REJECTED`.
-    PAYIDEM_DECISION_FAIL = 2,
-    /// Re-sign with a fresh nonce and timestamp and retry at once.
-    PAYIDEM_DECISION_RETRY_NOW = 3,
-    /// Retry after a full-jitter backoff (see `landed` for what to do if
-    /// retries run out).
-    PAYIDEM_DECISION_RETRY_BACKOFF = 4,
-    /// Retry after `seconds` (the platform's `Retry-After`).
-    PAYIDEM_DECISION_RETRY_AFTER = 5,
-    /// Take the clock offset from `server_time` and retry once at once.
-    PAYIDEM_DECISION_ADJUST_CLOCK_RETRY = 6,
-    /// The outcome is unknown: query the operation's status first.
-    PAYIDEM_DECISION_QUERY_STATUS = 7,
-    /// (Status queries only.) The operation did not land: send the
-    /// operation itself again at once with the same key — unless its key is
-    /// past the platform's retention, which makes the outcome `key_expired`.
-    PAYIDEM_DECISION_SEND_OPERATION = 8,
-}
-
-/// Whether the operation may have taken effect, as far as one answer tells
-/// (`payidem_decision.landed`).
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum payidem_landed {
-    /// It did not (the answer came before the platform's idempotency step,
-    /// nothing was sent, or the key is held by another request).
-    PAYIDEM_LANDED_NO = 0,
-    /// It may have: keep the key, never re-key; if retries run out the
-    /// outcome is unknown (`PAYIDEM_OUTCOME_UNKNOWN`), never "failed".
-    PAYIDEM_LANDED_MAYBE = 1,
-    /// It did (a 2xx, a final refusal the platform keeps, an operation in
-    /// progress).
-    PAYIDEM_LANDED_YES = 2,
-}
-
-carries!(payidem_landed: Landed =>
-    PAYIDEM_LANDED_NO, PAYIDEM_LANDED_MAYBE, PAYIDEM_LANDED_YES);
-carries!(payidem_decision_kind: DecisionKind =>
-    PAYIDEM_DECISION_DONE, PAYIDEM_DECISION_FAIL, PAYIDEM_DECISION_RETRY_NOW,
-    PAYIDEM_DECISION_RETRY_BACKOFF, PAYIDEM_DECISION_RETRY_AFTER,
-    PAYIDEM_DECISION_ADJUST_CLOCK_RETRY, PAYIDEM_DECISION_QUERY_STATUS,
-    PAYIDEM_DECISION_SEND_OPERATION);
+use crate::base::vocabulary::c_enum;
+use crate::operation::RawReply;
 
 /// The decision of `payidem_decide`. Fields that do not apply to `kind` are
 /// 0 / false.
@@ -161,17 +96,16 @@ pub unsafe extern "C" fn payidem_decide(
     decision_out: *mut payidem_decision,
     err_out: *mut *mut payidem_error,
 ) -> payidem_result {
-    guard(err_out, || {
-        decide_with(
-            outcome,
-            status,
-            error_code,
-            headers,
-            header_count,
-            decision_out,
-            |r| decide(r, has_status_path, now),
-        )
-    })
+    decide_with(
+        outcome,
+        status,
+        error_code,
+        headers,
+        header_count,
+        decision_out,
+        err_out,
+        |r| decide(r, has_status_path, now),
+    )
 }
 
 /// The protocol's decision after one status query (a signed GET of the
@@ -198,19 +132,20 @@ pub unsafe extern "C" fn payidem_decide_status_query(
     decision_out: *mut payidem_decision,
     err_out: *mut *mut payidem_error,
 ) -> payidem_result {
-    guard(err_out, || {
-        decide_with(
-            outcome,
-            status,
-            error_code,
-            headers,
-            header_count,
-            decision_out,
-            |r| decide_status_query(r, now),
-        )
-    })
+    decide_with(
+        outcome,
+        status,
+        error_code,
+        headers,
+        header_count,
+        decision_out,
+        err_out,
+        |r| decide_status_query(r, now),
+    )
 }
 
+/// The body of `payidem_decide` and `payidem_decide_status_query`: reads
+/// the reply as they document it and writes what `rule` decides.
 unsafe fn decide_with(
     outcome: u32,
     status: u16,
@@ -218,21 +153,25 @@ unsafe fn decide_with(
     headers: *const payidem_header,
     header_count: usize,
     decision_out: *mut payidem_decision,
+    err_out: *mut *mut payidem_error,
     rule: impl FnOnce(&Reply) -> Decision,
-) -> Result<(), FfiError> {
-    let slot = out(decision_out, "decision_out")?;
-    let body = error_body(opt_str(error_code, "error_code")?);
-    let reply = read_reply(
-        outcome,
-        status,
-        headers,
-        header_count,
-        body.as_ptr(),
-        body.len(),
-        std::ptr::null(),
-    )?;
-    slot.write(rule(&reply).into());
-    Ok(())
+) -> payidem_result {
+    guard(err_out, || {
+        let slot = out(decision_out, "decision_out")?;
+        let body = error_body(opt_str(error_code, "error_code")?);
+        let reply = RawReply {
+            outcome,
+            status,
+            headers,
+            header_count,
+            body: body.as_ptr(),
+            body_len: body.len(),
+            reason: std::ptr::null(),
+        }
+        .read()?;
+        slot.write(rule(&reply).into());
+        Ok(())
+    })
 }
 
 /// Writes the `error.code` of a protocol error body
@@ -256,12 +195,13 @@ pub unsafe extern "C" fn payidem_error_code_from_body(
     len_out: *mut usize,
     err_out: *mut *mut payidem_error,
 ) -> payidem_result {
-    guard(err_out, || {
-        let body = bytes(body, body_len, "body")?;
-        let code = error_code_from_body(body).unwrap_or_default();
-        if code.contains('\0') {
-            return write_text("", buf, buf_len, len_out, "buf");
-        }
-        write_text(&code, buf, buf_len, len_out, "buf")
+    text_out(buf, buf_len, len_out, err_out, || {
+        let code = error_code_from_body(bytes(body, body_len, "body")?).unwrap_or_default();
+        // A code with a NUL cannot be a C string: no code.
+        Ok(if code.contains('\0') {
+            String::new()
+        } else {
+            code
+        })
     })
 }

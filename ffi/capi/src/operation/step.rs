@@ -12,30 +12,12 @@ use payidem::policy::Landed;
 use payidem::{Error, Outcome};
 
 use crate::base::boundary::{guard, guard_value};
+use crate::base::enums::payidem_result;
 use crate::base::error::{payidem_error, FfiError};
 use crate::base::handles::{free, give, header_at, read_or, text_of};
-use crate::base::result::payidem_result;
 use crate::base::text::{c_string, handle, out};
 use crate::client::outcome::payidem_outcome;
 use crate::operation::ceil_ms;
-
-/// What a step asks the caller to do: the values `payidem_step_kind`
-/// returns. (Named `_type`: C gives the function and a type one namespace.)
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum payidem_step_type {
-    /// Record the coming attempt in your journal (durably when
-    /// `payidem_step_persist_first`), then call
-    /// `payidem_operation_persisted`. Only the pure machine asks for it: a
-    /// client's call records in the client's journal itself.
-    PAYIDEM_STEP_PERSIST = 1,
-    /// Send this signed attempt, then report what happened.
-    PAYIDEM_STEP_SEND = 2,
-    /// Sleep `payidem_step_wait_ms`, then ask for the next step.
-    PAYIDEM_STEP_WAIT = 3,
-    /// The call is over; see `payidem_step_end_result`.
-    PAYIDEM_STEP_END = 4,
-}
 
 /// One step of an operation: persist, send, wait or end. Made by
 /// `payidem_operation_poll`, `payidem_operation_abandon`,

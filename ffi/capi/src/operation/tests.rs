@@ -7,30 +7,37 @@ use std::ptr;
 
 use super::step::*;
 use super::*;
+use crate::base::enums::{
+    payidem_attempt_kind, payidem_attempt_outcome, payidem_landed, payidem_landed_name,
+    payidem_next_action, payidem_next_action_name, payidem_operation_state, payidem_step_type,
+};
 use crate::base::error::{payidem_error_code, payidem_error_field, payidem_error_free};
-use crate::base::names::{payidem_landed_name, payidem_next_action_name};
 use crate::client::call::*;
 use crate::client::outcome::{payidem_outcome_free, payidem_outcome_http_status};
-use crate::client::{payidem_attempt_kind, payidem_next_action};
 use crate::client::{payidem_client, payidem_client_free, payidem_client_status};
-use crate::fixtures::{begin, call_step, client, SECRET};
-use crate::operation::policy::{payidem_attempt_outcome, payidem_landed};
+use crate::fixtures::{begin, call_step, client, made, SECRET};
 use crate::signing::{payidem_signer_free, payidem_signer_new};
 
 fn signer() -> *mut payidem_signer {
-    let key = CString::new("key_test_1").unwrap();
-    let mut s = ptr::null_mut();
-    let rc = unsafe {
-        payidem_signer_new(
-            key.as_ptr(),
-            SECRET.as_ptr(),
-            SECRET.len(),
-            &mut s,
-            ptr::null_mut(),
-        )
-    };
-    assert_eq!(rc, payidem_result::PAYIDEM_OK);
-    s
+    let key = c"key_test_1".as_ptr();
+    made(|out, err| unsafe { payidem_signer_new(key, SECRET.as_ptr(), SECRET.len(), out, err) })
+}
+
+/// A header list of one static header, as a caller reports it.
+fn one_header(name: &'static CStr, value: &'static CStr) -> [payidem_header; 1] {
+    [payidem_header {
+        name: name.as_ptr(),
+        value: value.as_ptr(),
+    }]
+}
+
+/// Asserts that `step` is an END step that ended as `name`.
+unsafe fn assert_end(step: *const payidem_step, name: &str) {
+    assert_eq!(
+        payidem_step_kind(step),
+        payidem_step_type::PAYIDEM_STEP_END as u32
+    );
+    assert_eq!(text(payidem_step_end_name(step)).as_deref(), Some(name));
 }
 
 fn text(p: *const c_char) -> Option<String> {
@@ -248,12 +255,7 @@ fn defaults_base64_body_and_a_whole_call_through_the_steps() {
         payidem_step_free(step);
 
         // A 503 with Retry-After: 2 (a default setup: 200 ms base, 10 s cap).
-        let name = CString::new("Retry-After").unwrap();
-        let value = CString::new("2").unwrap();
-        let headers = [payidem_header {
-            name: name.as_ptr(),
-            value: value.as_ptr(),
-        }];
+        let headers = one_header(c"Retry-After", c"2");
         let mut reaction = payidem_reaction {
             next: 0,
             wait_ms: 9,
@@ -329,14 +331,7 @@ fn defaults_base64_body_and_a_whole_call_through_the_steps() {
         );
         assert_eq!(rc, payidem_result::PAYIDEM_OK);
         let step = poll(op, s, 1767225602, 2100);
-        assert_eq!(
-            payidem_step_kind(step),
-            payidem_step_type::PAYIDEM_STEP_END as u32
-        );
-        assert_eq!(
-            text(payidem_step_end_name(step)).as_deref(),
-            Some("succeeded")
-        );
+        assert_end(step, "succeeded");
         assert_eq!(
             text(payidem_step_end_state(step)).as_deref(),
             Some("succeeded")
@@ -439,10 +434,10 @@ fn base64_is_strict() {
     }
 }
 
-fn state_of(c: *const payidem_client, order: &str) -> crate::client::payidem_operation_state {
+fn state_of(c: *const payidem_client, order: &str) -> payidem_operation_state {
     let order = CString::new(order).unwrap();
     let mut found = false;
-    let mut state = crate::client::payidem_operation_state::PAYIDEM_STATE_NOT_FOUND;
+    let mut state = payidem_operation_state::PAYIDEM_STATE_NOT_FOUND;
     let mut attempts = 0;
     let rc = unsafe {
         payidem_client_status(
@@ -460,7 +455,7 @@ fn state_of(c: *const payidem_client, order: &str) -> crate::client::payidem_ope
 
 #[test]
 fn a_call_driven_by_the_caller_journals_sends_and_settles() {
-    use crate::client::payidem_operation_state as S;
+    use payidem_operation_state as S;
     let c = client("");
     unsafe {
         let call = begin(c, "ord-c1");
@@ -538,12 +533,7 @@ fn a_call_driven_by_the_caller_journals_sends_and_settles() {
         );
         assert!(payidem_step_timeout_ms(step) <= 5000);
         payidem_step_free(step);
-        let name = CString::new("Idempotent-Replayed").unwrap();
-        let value = CString::new("true").unwrap();
-        let headers = [payidem_header {
-            name: name.as_ptr(),
-            value: value.as_ptr(),
-        }];
+        let headers = one_header(c"Idempotent-Replayed", c"true");
         assert_eq!(
             payidem_call_report(
                 call,
@@ -588,14 +578,7 @@ fn a_call_driven_by_the_caller_journals_sends_and_settles() {
         // Begun again: settled from the journal, no step to send.
         let call = begin(c, "ord-c1");
         let step = call_step(call);
-        assert_eq!(
-            payidem_step_kind(step),
-            payidem_step_type::PAYIDEM_STEP_END as u32
-        );
-        assert_eq!(
-            text(payidem_step_end_name(step)).as_deref(),
-            Some("succeeded")
-        );
+        assert_end(step, "succeeded");
         assert!(payidem_step_end_final(step));
         payidem_step_free(step);
         payidem_call_free(call);
@@ -666,6 +649,26 @@ fn bad_inputs_never_panic_and_name_the_argument() {
                 e(),
             )
         };
+        // `payidem_client_begin` of a POST without body, key or deadline.
+        let begin_with = |client: *const payidem_client,
+                          order_id: *const c_char,
+                          path: *const c_char,
+                          status_path: *const c_char,
+                          call_out: *mut *mut payidem_call| {
+            payidem_client_begin(
+                client,
+                order_id,
+                c"POST".as_ptr(),
+                path,
+                ptr::null(),
+                0,
+                ptr::null(),
+                status_path,
+                0,
+                call_out,
+                e(),
+            )
+        };
         let cases: Vec<(payidem_result, &str)> = vec![
             (
                 payidem_operation_new(ptr::null(), &mut oper, e()),
@@ -720,82 +723,34 @@ fn bad_inputs_never_panic_and_name_the_argument() {
                 "step",
             ),
             (
-                payidem_client_begin(
+                begin_with(
                     ptr::null(),
                     c"o".as_ptr(),
-                    c"POST".as_ptr(),
                     c"/p".as_ptr(),
                     ptr::null(),
-                    0,
-                    ptr::null(),
-                    ptr::null(),
-                    0,
                     &mut cl,
-                    e(),
                 ),
                 "client",
             ),
             (
-                payidem_client_begin(
-                    c,
-                    ptr::null(),
-                    c"POST".as_ptr(),
-                    c"/p".as_ptr(),
-                    ptr::null(),
-                    0,
-                    ptr::null(),
-                    ptr::null(),
-                    0,
-                    &mut cl,
-                    e(),
-                ),
+                begin_with(c, ptr::null(), c"/p".as_ptr(), ptr::null(), &mut cl),
                 "order_id",
             ),
             (
-                payidem_client_begin(
-                    c,
-                    c"o".as_ptr(),
-                    c"POST".as_ptr(),
-                    c"p".as_ptr(),
-                    ptr::null(),
-                    0,
-                    ptr::null(),
-                    ptr::null(),
-                    0,
-                    &mut cl,
-                    e(),
-                ),
+                begin_with(c, c"o".as_ptr(), c"p".as_ptr(), ptr::null(), &mut cl),
                 "path",
             ),
             (
-                payidem_client_begin(
-                    c,
-                    c"o".as_ptr(),
-                    c"POST".as_ptr(),
-                    c"/p".as_ptr(),
-                    ptr::null(),
-                    0,
-                    ptr::null(),
-                    c"/a b".as_ptr(),
-                    0,
-                    &mut cl,
-                    e(),
-                ),
+                begin_with(c, c"o".as_ptr(), c"/p".as_ptr(), c"/a b".as_ptr(), &mut cl),
                 "status_path",
             ),
             (
-                payidem_client_begin(
+                begin_with(
                     c,
                     c"o".as_ptr(),
-                    c"POST".as_ptr(),
                     c"/p".as_ptr(),
                     ptr::null(),
-                    0,
-                    ptr::null(),
-                    ptr::null(),
-                    0,
                     ptr::null_mut(),
-                    e(),
                 ),
                 "call_out",
             ),

@@ -10,13 +10,23 @@ import java.nio.charset.StandardCharsets;
 public final class Pay {
     private Pay() {}
 
+    /** The mock's client for the platform at {@code args[0]} with the journal {@code args[1]}. */
+    public static PayidemClient client(String[] args) {
+        return PayidemClient.builder().baseUrl(args[0]).keyId("key_test_1")
+                .secret("sk_test_payidem_mock_secret_0001".getBytes(StandardCharsets.UTF_8)).journalPath(args[1])
+                .build();
+    }
+
+    /** The JSON body paying {@code amount} for {@code order}. */
+    public static byte[] body(String order, int amount) {
+        return ("{\"order_id\":\"" + order + "\",\"amount\":" + amount + ",\"currency\":\"RUB\"}")
+                .getBytes(StandardCharsets.UTF_8);
+    }
+
     public static void main(String[] args) {
         String order = args[2];
-        byte[] body = ("{\"order_id\":\"" + order + "\",\"amount\":1250,\"currency\":\"RUB\"}")
-                .getBytes(StandardCharsets.UTF_8);
-        try (PayidemClient client = PayidemClient.builder().baseUrl(args[0]).keyId("key_test_1")
-                .secret("sk_test_payidem_mock_secret_0001".getBytes(StandardCharsets.UTF_8)).journalPath(args[1])
-                .build()) {
+        byte[] body = body(order, 1250);
+        try (PayidemClient client = client(args)) {
             Outcome out = client.execute(order, "POST", "/v1/payments", body, "/v1/payments?order_id=" + order);
             System.out.println("library: " + Names.libraryOrigin());
             System.out.println("paid: " + out.httpStatus() + " " + out.idempotencyKey());

@@ -36,11 +36,10 @@ fn open<S: Storage>(
     };
     let (operation, lease) = (operation.clone(), lease.clone());
     // Run again after a lost commit: the owner takes its own lease again.
+    // The insert comes first (a new operation, the common case, costs one
+    // statement); a conflicting one writes nothing, and the row it met is
+    // read only then.
     let work = Work::again(Box::new(move |g, tx| {
-        if let Some(existing) = g.load(tx, &operation.order_id)? {
-            rules::same_request(&existing.record.operation, &operation)?;
-            return g.resume(tx, existing, &lease, now);
-        }
         let record = OperationRecord {
             operation: operation.clone(),
             state,
@@ -60,9 +59,12 @@ fn open<S: Storage>(
         if tx.insert(&row, &lease, now)? {
             return Ok(Opened::Created(row.record));
         }
-        // The order id appeared since it was read (another instance
-        // inserted it and still holds its row), or the key is another
-        // order id's.
+        if let Some(existing) = g.load(tx, &operation.order_id)? {
+            rules::same_request(&existing.record.operation, &operation)?;
+            return g.resume(tx, existing, &lease, now);
+        }
+        // The order id went since the insert met it (purged), or the key
+        // is another order id's.
         let op = &operation;
         match tx.key_holder(&op.idempotency_key)? {
             Some(other) if other != op.order_id => Err(rules::key_taken(op, &other)),

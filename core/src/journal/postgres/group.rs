@@ -68,6 +68,9 @@ pub(super) struct Job {
     run: Mutex<Run>,
     verify: Mutex<Verify>,
     out: Mutex<Option<Outcome>>,
+    /// Wakes its caller (waiting with the queue's lock): its answer is
+    /// in, or it may lead the next group.
+    wake: Condvar,
 }
 
 fn relock<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -83,6 +86,7 @@ impl Job {
             run: Mutex::new(run),
             verify: Mutex::new(verify),
             out: Mutex::new(None),
+            wake: Condvar::new(),
         })
     }
 
@@ -130,10 +134,11 @@ impl Job {
 }
 
 /// Writes waiting for a transaction, and whether a group is running.
+/// Each caller waits on its own job's condition variable: the end of a
+/// group wakes only the callers it answered and those who may lead next.
 #[derive(Default)]
 pub(super) struct Groups {
     queue: Mutex<Queue>,
-    wake: Condvar,
 }
 
 #[derive(Default)]
@@ -148,11 +153,27 @@ impl Queue {
     /// The kind (durable or not) of the next group that may start now:
     /// the oldest queued job's whose kind has room, if any.
     fn next_kind(&self) -> Option<bool> {
-        let limits = [MAX_RUNNING, MAX_DURABLE];
         self.jobs
             .iter()
             .map(|job| job.durable)
-            .find(|&durable| self.running[usize::from(durable)] < limits[usize::from(durable)])
+            .find(|&durable| self.has_room(durable))
+    }
+
+    fn has_room(&self, durable: bool) -> bool {
+        let limits = [MAX_RUNNING, MAX_DURABLE];
+        self.running[usize::from(durable)] < limits[usize::from(durable)]
+    }
+
+    /// Wakes the oldest queued caller of each kind that has room, to lead.
+    fn wake_leaders(&self) {
+        for durable in [false, true] {
+            if !self.has_room(durable) {
+                continue;
+            }
+            if let Some(job) = self.jobs.iter().find(|job| job.durable == durable) {
+                job.wake.notify_one();
+            }
+        }
     }
 }
 
@@ -181,10 +202,7 @@ impl Groups {
             let durable = match queue.next_kind() {
                 Some(durable) => durable,
                 None => {
-                    queue = self
-                        .wake
-                        .wait(queue)
-                        .unwrap_or_else(PoisonError::into_inner);
+                    queue = job.wake.wait(queue).unwrap_or_else(PoisonError::into_inner);
                     continue;
                 }
             };
@@ -199,6 +217,9 @@ impl Groups {
                 }
                 !take
             });
+            // Jobs left over (past MAX_GROUP, or of the other kind) get a
+            // leader of their own where there is room.
+            queue.wake_leaders();
             drop(queue);
             let leading = Leading {
                 groups: self,
@@ -235,7 +256,11 @@ impl Drop for Leading<'_> {
         }
         let mut queue = self.groups.lock();
         queue.running[usize::from(self.durable)] -= 1;
-        drop(queue);
-        self.groups.wake.notify_all();
+        // Under the queue's lock: a caller checks its answer and starts
+        // waiting with it held, so no wake-up is lost.
+        for job in &self.jobs {
+            job.wake.notify_one();
+        }
+        queue.wake_leaders();
     }
 }

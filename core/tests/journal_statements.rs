@@ -77,7 +77,7 @@ fn each_hot_path_call_is_one_transaction_of_one_or_two_statements_on_postgres() 
     j.record_attempt("o-1", &lease, 2, now()).unwrap();
     mark("finish");
     let settled = OperationState::Succeeded;
-    j.finish("o-1", &lease, settled, Some(&response()), now())
+    j.finish("o-1", &lease, settled, Some(&response()), 0, now())
         .unwrap();
     mark("end");
     std::thread::sleep(std::time::Duration::from_millis(300));
@@ -120,7 +120,9 @@ fn only_first_attempts_and_reconciliations_pay_an_fsync_on_sqlite() {
         0
     );
     assert_eq!(
-        fsyncs(&|| j.finish("o-1", &lease, settled, Some(&r), now()).unwrap()),
+        fsyncs(&|| j
+            .finish("o-1", &lease, settled, Some(&r), 0, now())
+            .unwrap()),
         0
     );
     assert_eq!(
@@ -133,7 +135,7 @@ fn only_first_attempts_and_reconciliations_pay_an_fsync_on_sqlite() {
     );
     let unknown = OperationState::Unknown;
     assert_eq!(
-        fsyncs(&|| j.finish("o-2", &lease, unknown, None, now()).unwrap()),
+        fsyncs(&|| j.finish("o-2", &lease, unknown, None, 0, now()).unwrap()),
         0
     );
     let reconciled = || {

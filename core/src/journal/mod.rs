@@ -399,22 +399,13 @@ pub trait Journal: Send + Sync {
 
     /// Ends a call: stores the new state (settled, `Unknown`, or back to
     /// `Pending` when no attempt of any call could have reached the
-    /// platform), the settled response if any, and releases the lease.
-    fn finish(
-        &self,
-        order_id: &str,
-        lease: &Lease,
-        state: OperationState,
-        response: Option<&Response>,
-        now: u64,
-    ) -> Result<()>;
-
-    /// [`Journal::finish`] that also stores `attempts`, the attempts made
-    /// over every call so far (status queries included, which
-    /// [`Journal::record_attempt`] never records): what the call's
+    /// platform), the settled response if any, and `attempts`, the attempts
+    /// made over every call so far (status queries included, which
+    /// [`Journal::record_attempt`] never records: what the call's
     /// [`Outcome::attempts`](crate::Outcome::attempts) says, so the journal
-    /// and the live call agree. A count below the stored one leaves it.
-    fn finish_with_attempts(
+    /// and the live call agree; a count below the stored one, such as 0,
+    /// leaves it); and releases the lease.
+    fn finish(
         &self,
         order_id: &str,
         lease: &Lease,

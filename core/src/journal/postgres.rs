@@ -431,10 +431,6 @@ impl Storage for PostgresJournal {
     const LATEST: u64 = 253_402_300_799;
     const CLAIMS_NEXT: bool = true;
 
-    fn guard(&self) -> &Guard {
-        &self.guard
-    }
-
     /// One transaction, committed with `synchronous_commit = on` for the
     /// first attempt of each lease (`open_to_send`, the first
     /// `record_attempt` under a lease: the operation was pending, or its
@@ -444,7 +440,10 @@ impl Storage for PostgresJournal {
         &self,
         intent: Intent<'_>,
         action: &str,
-        work: Work<T>,
+        Work {
+            mut body,
+            mut read_back,
+        }: Work<T>,
     ) -> Result<T> {
         self.ready(action)?;
         // The engine checked writability before the schema was prepared
@@ -468,10 +467,6 @@ impl Storage for PostgresJournal {
             _ => false,
         };
         let seen = Arc::new(Mutex::new(Seen::default()));
-        let Work {
-            mut body,
-            mut read_back,
-        } = work;
         let (ran, read) = (Arc::clone(&seen), Arc::clone(&seen));
         let (doing, checking) = (action.to_owned(), action.to_owned());
         let run: group::Run = Box::new(move |j, conn| {
@@ -520,6 +515,10 @@ impl Storage for PostgresJournal {
             _ => {}
         }
         written
+    }
+
+    fn guard(&self) -> &Guard {
+        &self.guard
     }
 
     fn row(&self, order_id: &str) -> Result<Option<Stored>> {

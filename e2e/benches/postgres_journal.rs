@@ -124,10 +124,16 @@ impl Profile {
             self.xacts as f64 / ops
         );
         let calls: i64 = self.statements.iter().map(|s| s.1).sum();
+        // `SET LOCAL` goes in one message with its BEGIN.
+        let batched: i64 = (self.statements.iter())
+            .filter(|s| s.0.starts_with("SET LOCAL"))
+            .map(|s| s.1)
+            .sum();
         let ms: f64 = self.statements.iter().map(|s| s.2).sum();
         println!(
-            "  statements per op {:.2} (round trips), server time in them {:.0} µs/op:",
+            "  statements per op {:.2}, round trips {:.2}, server time in them {:.0} µs/op:",
             calls as f64 / ops,
+            (calls - batched) as f64 / ops,
             ms * 1e3 / ops
         );
         // Schema set-up and connection set-up run once per run: left out.

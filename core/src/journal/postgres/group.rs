@@ -264,3 +264,67 @@ impl Drop for Leading<'_> {
         queue.wake_leaders();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use super::*;
+
+    fn job(durable: bool) -> Arc<Job> {
+        let run: Run = Box::new(|_, _| unreachable!("the test's groups run no body"));
+        let verify: Verify = Box::new(|_, _| unreachable!("the test's groups read nothing back"));
+        Job::new("test", durable, run, verify)
+    }
+
+    /// Many callers, both kinds: every caller gets its own answer (none
+    /// waits forever for a wake-up), and no more groups of a kind run at
+    /// once than its limit.
+    #[test]
+    fn every_caller_is_answered_and_the_limits_hold() {
+        const CALLERS: usize = 24;
+        const WRITES: usize = 150;
+        let groups = Arc::new(Groups::default());
+        let running = Arc::new([AtomicUsize::new(0), AtomicUsize::new(0)]);
+        let most = Arc::new([AtomicUsize::new(0), AtomicUsize::new(0)]);
+        let (done, finished) = mpsc::channel();
+        for caller in 0..CALLERS {
+            let (groups, running, most, done) = (
+                Arc::clone(&groups),
+                Arc::clone(&running),
+                Arc::clone(&most),
+                done.clone(),
+            );
+            std::thread::spawn(move || {
+                for write in 0..WRITES {
+                    let durable = (caller + write) % 3 == 0;
+                    let job = job(durable);
+                    let run_group = |jobs: Vec<Arc<Job>>| {
+                        let kind = usize::from(jobs[0].durable);
+                        assert!(jobs.iter().all(|j| j.durable == jobs[0].durable));
+                        assert!(jobs.len() <= MAX_GROUP);
+                        let now = running[kind].fetch_add(1, Ordering::SeqCst) + 1;
+                        most[kind].fetch_max(now, Ordering::SeqCst);
+                        std::thread::sleep(Duration::from_micros(50));
+                        running[kind].fetch_sub(1, Ordering::SeqCst);
+                        for (i, job) in jobs.iter().enumerate() {
+                            job.complete(Ok(Box::new(i)));
+                        }
+                    };
+                    let answer = groups.submit(&job, &run_group).expect("answered");
+                    assert!(answer.downcast::<usize>().is_ok());
+                }
+                done.send(caller).unwrap();
+            });
+        }
+        for _ in 0..CALLERS {
+            finished
+                .recv_timeout(Duration::from_secs(60))
+                .expect("every caller is answered (none waits for a lost wake-up)");
+        }
+        assert!(most[0].load(Ordering::SeqCst) <= MAX_RUNNING);
+        assert!(most[1].load(Ordering::SeqCst) <= MAX_DURABLE);
+    }
+}

@@ -105,6 +105,9 @@ fn backends(server: &PgServer, db: &str) -> Vec<String> {
 /// Where the time of the PostgreSQL runs went, summed over the rounds.
 #[derive(Default)]
 struct Profile {
+    /// CPU of this process during the SQLite runs (the whole journal is
+    /// in it).
+    sqlite_cpu: f64,
     client_cpu: f64,
     server_cpu: f64,
     wall: f64,
@@ -117,11 +120,12 @@ impl Profile {
     fn print(&self, ops: f64) {
         println!(
             "  per op: wall {:.0} µs, client CPU {:.0} µs (callers, journal, mock), \
-             server backends CPU {:.0} µs, transactions {:.2}",
+             server backends CPU {:.0} µs, transactions {:.2}; SQLite runs: CPU {:.0} µs",
             self.wall * 1e6 / ops,
             self.client_cpu * 1e6 / ops,
             self.server_cpu * 1e6 / ops,
-            self.xacts as f64 / ops
+            self.xacts as f64 / ops,
+            self.sqlite_cpu * 1e6 / ops
         );
         let calls: i64 = self.statements.iter().map(|s| s.1).sum();
         // `SET LOCAL` goes in one message with its BEGIN.
@@ -294,7 +298,9 @@ fn main() {
                 &mock.url(),
                 JournalChoice::Sqlite(dir.path().join("journal.sqlite3")),
             );
+            let sqlite_before = cpu_seconds("self");
             sqlite.push(client_rate(&c, threads, &format!("sq-{tag}")));
+            profile.sqlite_cpu += cpu_seconds("self") - sqlite_before;
             db += 1;
             let name = format!("bench{db}");
             let url = server.create_db(&name);

@@ -51,13 +51,13 @@
 //!
 //! # PostgreSQL
 //!
-//! [`PostgresJournal`] needs no group commit of its own: the server already
-//! makes concurrent synchronous commits share WAL flushes. It commits the
-//! first attempt of each lease with `synchronous_commit = on` and every
-//! other write with `off`, one short transaction per call on a pooled
-//! connection, and fences every write of a lease holder by its epoch.
-//! Lease and record times come from the database clock. See
-//! docs/postgres-journal.md.
+//! [`PostgresJournal`] commits the first attempt of each lease with
+//! `synchronous_commit = on` and every other write with `off`, in short
+//! transactions on pooled connections that concurrent callers of one
+//! handle share (its own group commit; the server also lets concurrent
+//! synchronous commits share WAL flushes), and fences every write of a
+//! lease holder by its epoch. Lease and record times come from the
+//! database clock. See docs/postgres-journal.md.
 //!
 //! # One engine over storage
 //!

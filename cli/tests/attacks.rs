@@ -611,6 +611,7 @@ fn check_against_an_earlier_export_finds_a_restored_older_copy() {
             &lease,
             OperationState::Unknown,
             None,
+            0,
             common::now(),
         )
         .unwrap();
@@ -653,6 +654,7 @@ fn check_against_an_earlier_export_finds_a_restored_older_copy() {
             &lease,
             OperationState::Succeeded,
             None,
+            0,
             common::now() + 1,
         )
         .unwrap();
@@ -777,6 +779,7 @@ fn resume_never_sends_another_platforms_operation() {
             &lease,
             OperationState::Unknown,
             None,
+            0,
             common::now(),
         )
         .unwrap();

@@ -64,7 +64,7 @@ fn put(
             body: b"{\"id\":\"pay_x\"}".to_vec(),
             replayed: false,
         });
-        j.finish(&op.order_id, &lease, state, answer.as_ref(), updated)
+        j.finish(&op.order_id, &lease, state, answer.as_ref(), 0, updated)
             .unwrap();
     }
 }

@@ -53,7 +53,7 @@ fn journal(dir: &Path) -> PathBuf {
         };
         j.open(&payment(id, false), &lease, now() - 100).unwrap();
         j.record_attempt(id, &lease, 1, now() - 99).unwrap();
-        j.finish(id, &lease, OperationState::Unknown, None, now() - 98)
+        j.finish(id, &lease, OperationState::Unknown, None, 0, now() - 98)
             .unwrap();
     }
     j.save_clock_offset(&StoredClockOffset {
@@ -211,6 +211,7 @@ fn a_journal_key_of_its_own_comes_from_a_file() {
             &lease,
             OperationState::Unknown,
             None,
+            0,
             now() - 98,
         )
         .unwrap();

@@ -65,7 +65,7 @@ fn list_check_resume_and_reconcile_work_on_a_postgres_journal() {
             };
             j.open(&payment(id, true), &lease, now()).unwrap();
             j.record_attempt(id, &lease, 1, now()).unwrap();
-            j.finish(id, &lease, OperationState::Unknown, None, now())
+            j.finish(id, &lease, OperationState::Unknown, None, 0, now())
                 .unwrap();
         }
     }

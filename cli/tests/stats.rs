@@ -32,7 +32,7 @@ fn put(j: &dyn Journal, order_id: &str, state: OperationState, created: u64) {
             body: b"{}".to_vec(),
             replayed: false,
         });
-        j.finish(&op.order_id, &lease, state, answer.as_ref(), created + 2)
+        j.finish(&op.order_id, &lease, state, answer.as_ref(), 0, created + 2)
             .unwrap();
     }
 }

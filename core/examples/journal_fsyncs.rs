@@ -82,6 +82,7 @@ fn run(path: &std::path::Path, count: u32) -> payidem::Result<()> {
             &lease,
             OperationState::Succeeded,
             Some(&response),
+            0,
             now,
         )?;
     }

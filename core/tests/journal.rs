@@ -131,7 +131,7 @@ fn create_resume_settle(j: &dyn Journal) {
     between(r.updated_at, t1, now());
 
     let t2 = now();
-    j.finish("order-1", &a, OperationState::Unknown, None, now())
+    j.finish("order-1", &a, OperationState::Unknown, None, 0, now())
         .unwrap();
     let unknown_at = j.get("order-1").unwrap().unwrap().updated_at;
     between(unknown_at, t2, now());
@@ -150,6 +150,7 @@ fn create_resume_settle(j: &dyn Journal) {
         &b,
         OperationState::Succeeded,
         Some(&answer),
+        0,
         now(),
     )
     .unwrap();
@@ -214,6 +215,7 @@ fn open_to_send_records_the_first_attempt(j: &dyn Journal) {
         &a,
         OperationState::Succeeded,
         Some(&response(201, false)),
+        0,
         now(),
     )
     .unwrap();
@@ -224,7 +226,7 @@ fn open_to_send_records_the_first_attempt(j: &dyn Journal) {
     let p = op("order-unsent", "key-unsent", b"{}");
     j.open_to_send(&p, &a, now()).unwrap();
     j.record_attempt("order-unsent", &a, 0, now()).unwrap();
-    j.finish("order-unsent", &a, OperationState::Pending, None, now())
+    j.finish("order-unsent", &a, OperationState::Pending, None, 0, now())
         .unwrap();
     let r = j.get("order-unsent").unwrap().unwrap();
     assert_eq!((r.state, r.attempts), (OperationState::Pending, 0));
@@ -235,7 +237,7 @@ fn back_to_pending(j: &dyn Journal) {
     j.open(&op("o", "k", b"x"), &a, now()).unwrap();
     j.record_attempt("o", &a, 1, now()).unwrap();
     let t = now();
-    j.finish("o", &a, OperationState::Pending, None, now())
+    j.finish("o", &a, OperationState::Pending, None, 0, now())
         .unwrap();
     let r = j.get("o").unwrap().unwrap();
     assert_eq!(
@@ -285,6 +287,7 @@ fn conflicts_change_nothing(j: &dyn Journal) {
         &a,
         OperationState::Rejected,
         Some(&response(422, false)),
+        0,
         now(),
     )
     .unwrap();
@@ -358,6 +361,7 @@ fn leases(j: &dyn Journal) {
             &a,
             OperationState::Succeeded,
             Some(&response(200, false)),
+            0,
             now(),
         )
         .unwrap_err();
@@ -383,7 +387,7 @@ fn leases(j: &dyn Journal) {
         j.claim("order-1", &a, now()).unwrap_err().code(),
         ErrorCode::OperationBusy
     );
-    j.finish("order-1", &b, OperationState::Unknown, None, now())
+    j.finish("order-1", &b, OperationState::Unknown, None, 0, now())
         .unwrap();
     // finish released it; `b` no longer holds it.
     assert_eq!(
@@ -408,7 +412,7 @@ fn leases(j: &dyn Journal) {
         (ErrorCode::InvalidArgument, Some("order_id"))
     );
     let missing = j
-        .finish("nope", &a, OperationState::Unknown, None, now())
+        .finish("nope", &a, OperationState::Unknown, None, 0, now())
         .unwrap_err();
     assert_eq!(
         (missing.code(), missing.field()),
@@ -461,7 +465,7 @@ fn renewals(j: &dyn Journal) {
         "the lost renewal did not free or extend anything for `a`"
     );
     // Released by its holder: a renewal of the ended lease is lost too.
-    j.finish("order-renew", &b, OperationState::Unknown, None, now())
+    j.finish("order-renew", &b, OperationState::Unknown, None, 0, now())
         .unwrap();
     let ended = j.renew("order-renew", &b, now()).unwrap_err();
     assert_eq!(ended.code(), ErrorCode::OperationBusy);
@@ -497,7 +501,7 @@ fn bad_arguments(j: &dyn Journal) {
     let a = lease("a", 100);
     j.open(&op("o", "k", b"x"), &a, now()).unwrap();
     let err = j
-        .finish("o", &a, OperationState::InFlight, None, now())
+        .finish("o", &a, OperationState::InFlight, None, 0, now())
         .unwrap_err();
     assert_eq!(
         (err.code(), err.field()),
@@ -548,7 +552,7 @@ fn make_leased(j: &dyn Journal, order_id: &str, state: OperationState, lease_sec
     }
     if state != OperationState::Pending && state != OperationState::InFlight {
         let answer = state.is_settled().then(|| response(200, false));
-        j.finish(order_id, &l, state, answer.as_ref(), now())
+        j.finish(order_id, &l, state, answer.as_ref(), 0, now())
             .unwrap();
     }
     l
@@ -646,7 +650,8 @@ fn responses_round_trip(j: &dyn Journal) {
         )
         .unwrap();
         j.record_attempt(&id, &l, 1, now()).unwrap();
-        j.finish(&id, &l, *state, answer.as_ref(), now()).unwrap();
+        j.finish(&id, &l, *state, answer.as_ref(), 0, now())
+            .unwrap();
         let r = j.get(&id).unwrap().unwrap();
         assert_eq!(r.state, *state);
         assert_eq!(r.response, *answer);
@@ -810,7 +815,7 @@ fn reconcile_refuses_what_it_must_not_change(j: &dyn Journal) {
     assert_eq!(r.previous_state, OperationState::InFlight);
     // The driver lost its lease: its finish cannot overwrite the decision.
     let err = j
-        .finish("unknown", &l, OperationState::Unknown, None, now())
+        .finish("unknown", &l, OperationState::Unknown, None, 0, now())
         .unwrap_err();
     assert_eq!(err.code(), ErrorCode::OperationBusy);
     assert_eq!(state_of(j, "unknown"), OperationState::Succeeded);
@@ -856,7 +861,7 @@ fn claim_next_takes_what_no_live_call_holds(j: &dyn Journal) {
         ErrorCode::OperationBusy
     );
     j.record_attempt("released", &t, 1, now()).unwrap();
-    j.finish("unknown", &u, OperationState::Succeeded, None, now())
+    j.finish("unknown", &u, OperationState::Succeeded, None, 0, now())
         .unwrap();
 
     // An expired lease is taken over; its old holder changes nothing.

@@ -126,7 +126,7 @@ fn concurrent_first_attempts(open_to_send: bool) {
                     // A retry in the same call needs no second fsync.
                     journal.record_attempt(&id, &me, 2, 12).unwrap();
                     journal
-                        .finish(&id, &me, OperationState::Unknown, None, 13)
+                        .finish(&id, &me, OperationState::Unknown, None, 0, 13)
                         .unwrap();
                 }
             });
@@ -314,7 +314,7 @@ fn one_caller_pays_one_fsync_per_operation_and_one_per_resumed_call() {
             journal.record_attempt(&id, &me, attempt, 11).unwrap();
         }
         journal
-            .finish(&id, &me, OperationState::Unknown, None, 12)
+            .finish(&id, &me, OperationState::Unknown, None, 0, 12)
             .unwrap();
         assert_eq!(journal.durability_stats().fsyncs, i + 1);
     }
@@ -335,7 +335,7 @@ fn one_caller_pays_one_fsync_per_operation_and_one_per_resumed_call() {
         journal.open_to_send(&op(&id), &me, 30).unwrap();
         journal.record_attempt(&id, &me, 2, 31).unwrap();
         journal
-            .finish(&id, &me, OperationState::Unknown, None, 32)
+            .finish(&id, &me, OperationState::Unknown, None, 0, 32)
             .unwrap();
         assert_eq!(journal.durability_stats().fsyncs, OPS + 2 + i);
     }

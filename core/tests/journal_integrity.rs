@@ -58,7 +58,7 @@ fn put_unknown(path: &Path, order_id: &str) {
     let l = lease("writer");
     j.open(&op(order_id), &l, 10).unwrap();
     j.record_attempt(order_id, &l, 1, 11).unwrap();
-    j.finish(order_id, &l, OperationState::Unknown, None, 12)
+    j.finish(order_id, &l, OperationState::Unknown, None, 0, 12)
         .unwrap();
 }
 
@@ -252,6 +252,7 @@ fn make_version_2(path: &Path) {
         &lease("old"),
         OperationState::Unknown,
         None,
+        0,
         7,
     )
     .unwrap();

@@ -39,7 +39,7 @@ fn the_first_attempt_of_each_lease_commits_synchronously_and_nothing_else_does()
     assert_eq!(base.durable_commits, 0, "opening is not a durable commit");
     j.record_attempt("o-1", &a, 1, now()).unwrap();
     j.record_attempt("o-1", &a, 2, now()).unwrap();
-    j.finish("o-1", &a, OperationState::Unknown, None, now())
+    j.finish("o-1", &a, OperationState::Unknown, None, 0, now())
         .unwrap();
     let s = j.commit_stats();
     assert_eq!(s.durable_commits, 1);
@@ -71,7 +71,7 @@ fn open_to_send_is_one_synchronous_commit() {
         (1, 1)
     );
     j.record_attempt("o-1", &a, 2, now()).unwrap();
-    j.finish("o-1", &a, OperationState::Unknown, None, now())
+    j.finish("o-1", &a, OperationState::Unknown, None, 0, now())
         .unwrap();
     let s = j.commit_stats();
     assert_eq!(
@@ -104,7 +104,7 @@ fn a_stale_epoch_of_the_same_owner_changes_nothing() {
     let err = first.record_attempt("o-1", &a, 1, now()).unwrap_err();
     assert_eq!(err.code(), ErrorCode::OperationBusy);
     let err = first
-        .finish("o-1", &a, OperationState::Succeeded, None, now())
+        .finish("o-1", &a, OperationState::Succeeded, None, 0, now())
         .unwrap_err();
     assert_eq!(err.code(), ErrorCode::OperationBusy);
     first.release("o-1", &a).unwrap();
@@ -113,7 +113,7 @@ fn a_stale_epoch_of_the_same_owner_changes_nothing() {
     // The holder of the current epoch writes.
     second.record_attempt("o-1", &a, 1, now()).unwrap();
     second
-        .finish("o-1", &a, OperationState::Succeeded, None, now())
+        .finish("o-1", &a, OperationState::Succeeded, None, 0, now())
         .unwrap();
     assert_eq!(
         first.get("o-1").unwrap().unwrap().state,
@@ -196,7 +196,7 @@ fn a_connection_killed_during_commit_is_read_back_before_deciding() {
     assert_eq!((r.state, r.attempts), (OperationState::InFlight, 1));
     assert_eq!(s.durable_commits, 1);
     // The lease still holds for its owner.
-    j.finish("o-1", &a, OperationState::Succeeded, None, now())
+    j.finish("o-1", &a, OperationState::Succeeded, None, 0, now())
         .unwrap();
 }
 
@@ -220,7 +220,7 @@ fn a_connection_killed_during_the_commit_of_open_to_send_is_read_back() {
             .code(),
         ErrorCode::OperationBusy
     );
-    j.finish("o-1", &a, OperationState::Succeeded, None, now())
+    j.finish("o-1", &a, OperationState::Succeeded, None, 0, now())
         .unwrap();
 }
 
@@ -238,7 +238,7 @@ fn a_restarted_server_is_reconnected_to_and_keeps_every_committed_record() {
     // The durable record survived the crash; the pool reconnects.
     let r = j.get("o-1").unwrap().unwrap();
     assert_eq!((r.state, r.attempts), (OperationState::InFlight, 1));
-    j.finish("o-1", &a, OperationState::Succeeded, None, now())
+    j.finish("o-1", &a, OperationState::Succeeded, None, 0, now())
         .unwrap();
 }
 

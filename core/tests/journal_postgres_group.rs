@@ -66,7 +66,7 @@ fn slow_journal(url: &str, armed: bool) -> (PostgresJournal, Arc<AtomicBool>, Ar
 /// took, under its epoch.
 fn settle(j: &PostgresJournal, i: usize) {
     let (id, owner) = (format!("o-{i}"), lease(&format!("a{i}")));
-    j.finish(&id, &owner, OperationState::Succeeded, None, now())
+    j.finish(&id, &owner, OperationState::Succeeded, None, 0, now())
         .unwrap();
 }
 

@@ -107,7 +107,7 @@ fn verify_full_with_the_servers_ca_journals_over_tls() {
     };
     let opened = j.open_to_send(&op("tls-1"), &lease, now()).unwrap();
     assert!(matches!(opened, Opened::Created(_)));
-    j.finish("tls-1", &lease, OperationState::Succeeded, None, now())
+    j.finish("tls-1", &lease, OperationState::Succeeded, None, 0, now())
         .unwrap();
     let record = j.get("tls-1").unwrap().unwrap();
     assert_eq!(record.state, OperationState::Succeeded);

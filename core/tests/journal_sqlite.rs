@@ -74,10 +74,10 @@ fn everything_survives_a_restart() {
                 j.record_attempt(id, &a, 3, 11).unwrap();
             }
             if state == OperationState::Unknown {
-                j.finish(id, &a, state, None, 12).unwrap();
+                j.finish(id, &a, state, None, 0, 12).unwrap();
             }
             if state == OperationState::Succeeded {
-                j.finish(id, &a, state, Some(&answer), 12).unwrap();
+                j.finish(id, &a, state, Some(&answer), 0, 12).unwrap();
             }
         }
         j.list(&OperationState::ALL).unwrap()
@@ -144,7 +144,7 @@ fn one_lease_winner_among_eight_threads_on_two_handles() {
                     barrier.wait();
                     for (_, id, what) in seen.clone() {
                         if what == "created" {
-                            let done = j.finish(id, &me, OperationState::Unknown, None, 20);
+                            let done = j.finish(id, &me, OperationState::Unknown, None, 0, 20);
                             seen.push((2, id, if done.is_ok() { "finished" } else { "error" }));
                         }
                     }
@@ -334,7 +334,7 @@ fn make_version_1(path: &Path) {
         let l = lease("a", 100);
         j.open(&op("old", b"{\"amount\":1}"), &l, 1).unwrap();
         j.record_attempt("old", &l, 1, 2).unwrap();
-        j.finish("old", &l, OperationState::Unknown, None, 3)
+        j.finish("old", &l, OperationState::Unknown, None, 0, 3)
             .unwrap();
     }
     let raw = rusqlite::Connection::open(path).unwrap();

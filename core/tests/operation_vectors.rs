@@ -500,7 +500,7 @@ fn seed(journal: &dyn Journal, operation: &FrozenOperation, progress: &Value, cr
         OperationState::Pending | OperationState::InFlight => {
             journal.release(order_id, &lease).unwrap()
         }
-        _ => (journal.finish(order_id, &lease, state, None, created_at)).unwrap(),
+        _ => (journal.finish(order_id, &lease, state, None, 0, created_at)).unwrap(),
     }
 }
 

@@ -13,8 +13,14 @@
 //! raw at 24 callers; `commit_delay=N` sets the server's `commit_delay`
 //! (µs; `commit_siblings` stays 5) for the whole run.
 //!
+//! `profile` says where the time of the PostgreSQL runs goes, per settled
+//! operation: CPU of this process (the client, its callers and the mock),
+//! CPU of the server's backends serving the run's database, statements
+//! executed and their server time (`pg_stat_statements`, which the bench
+//! then loads), transactions, and WAL flushes.
+//!
 //! `cargo bench -p payidem-e2e --bench postgres_journal` (or `-- 1 8` for
-//! some concurrencies only, `-- 16 fleet commit_delay=200`)
+//! some concurrencies only, `-- 16 fleet commit_delay=200 profile`)
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -57,6 +63,123 @@ fn fleet_rate(clients: &[payidem::Client], per: usize, tag: &str) -> f64 {
         }
     });
     OPS as f64 / started.elapsed().as_secs_f64()
+}
+
+/// CPU seconds (user + system) of process `pid` (`self` for this one)
+/// from `/proc/<pid>/stat`; 0 when it is gone.
+fn cpu_seconds(pid: &str) -> f64 {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return 0.0;
+    };
+    // Fields after the command name (which may hold spaces): utime and
+    // stime are the 12th and 13th.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or("", |(_, rest)| rest)
+        .split_whitespace()
+        .collect();
+    let ticks: f64 = [11, 12]
+        .iter()
+        .filter_map(|&i| fields.get(i).and_then(|f| f.parse::<f64>().ok()))
+        .sum();
+    // SAFETY: sysconf has no preconditions.
+    ticks / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
+}
+
+/// The server processes connected to database `db`.
+fn backends(server: &PgServer, db: &str) -> Vec<String> {
+    server
+        .connect("postgres")
+        .query(
+            "SELECT pid FROM pg_stat_activity WHERE datname = $1",
+            &[&db],
+        )
+        .map(|rows| {
+            rows.iter()
+                .map(|r| r.get::<_, i32>(0).to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Where the time of the PostgreSQL runs went, summed over the rounds.
+#[derive(Default)]
+struct Profile {
+    /// CPU of this process during the SQLite runs (the whole journal is
+    /// in it).
+    sqlite_cpu: f64,
+    client_cpu: f64,
+    server_cpu: f64,
+    wall: f64,
+    /// (statement, calls, milliseconds of server time).
+    statements: Vec<(String, i64, f64)>,
+    xacts: i64,
+}
+
+impl Profile {
+    fn print(&self, ops: f64) {
+        println!(
+            "  per op: wall {:.0} µs, client CPU {:.0} µs (callers, journal, mock), \
+             server backends CPU {:.0} µs, transactions {:.2}; SQLite runs: CPU {:.0} µs",
+            self.wall * 1e6 / ops,
+            self.client_cpu * 1e6 / ops,
+            self.server_cpu * 1e6 / ops,
+            self.xacts as f64 / ops,
+            self.sqlite_cpu * 1e6 / ops
+        );
+        let calls: i64 = self.statements.iter().map(|s| s.1).sum();
+        // `SET LOCAL` goes in one message with its BEGIN.
+        let batched: i64 = (self.statements.iter())
+            .filter(|s| s.0.starts_with("SET LOCAL"))
+            .map(|s| s.1)
+            .sum();
+        let ms: f64 = self.statements.iter().map(|s| s.2).sum();
+        println!(
+            "  statements per op {:.2}, round trips {:.2}, server time in them {:.0} µs/op:",
+            calls as f64 / ops,
+            (calls - batched) as f64 / ops,
+            ms * 1e3 / ops
+        );
+        // Schema set-up and connection set-up run once per run: left out.
+        for (query, calls, ms) in self.statements.iter().filter(|s| s.1 as f64 / ops >= 0.05) {
+            let query: String = query.split_whitespace().collect::<Vec<_>>().join(" ");
+            let query: String = query.chars().take(90).collect();
+            println!(
+                "    {:>6.2}/op {:>7.1} µs/op  {query}",
+                *calls as f64 / ops,
+                ms * 1e3 / ops
+            );
+        }
+    }
+}
+
+/// Adds `pg_stat_statements` of database `db` to `profile`.
+fn add_statements(server: &PgServer, db: &str, profile: &mut Profile) {
+    let mut conn = server.connect("postgres");
+    let rows = conn
+        .query(
+            "SELECT s.query, s.calls, s.total_exec_time FROM pg_stat_statements s \
+             JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = $1 ORDER BY s.calls DESC",
+            &[&db],
+        )
+        .expect("pg_stat_statements reads");
+    for r in rows {
+        let (query, calls, ms): (String, i64, f64) = (r.get(0), r.get(1), r.get(2));
+        match profile.statements.iter_mut().find(|s| s.0 == query) {
+            Some(s) => {
+                s.1 += calls;
+                s.2 += ms;
+            }
+            None => profile.statements.push((query, calls, ms)),
+        }
+    }
+    profile.statements.sort_by_key(|s| std::cmp::Reverse(s.1));
+    profile.xacts += conn
+        .query_one(
+            "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = $1",
+            &[&db],
+        )
+        .map_or(0, |r| r.get(0));
 }
 
 /// `pg_stat_wal.wal_sync` as published now.
@@ -106,8 +229,25 @@ fn main() {
     let fleet = std::env::args().any(|a| a == "fleet");
     let commit_delay: Option<i32> =
         std::env::args().find_map(|a| a.strip_prefix("commit_delay=").and_then(|v| v.parse().ok()));
+    let profiling = std::env::args().any(|a| a == "profile");
     let mock = start_mock();
-    let server = PgServer::start();
+    let mut server = PgServer::start();
+    if profiling {
+        let mut admin = server.connect("postgres");
+        // Utility statements (BEGIN, SET, COMMIT) are tracked by default.
+        admin
+            .batch_execute("ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'")
+            .expect("pg_stat_statements is configured");
+        drop(admin);
+        server
+            .stop_immediate()
+            .and_then(|()| server.start_again())
+            .expect("the server restarts with pg_stat_statements");
+        server
+            .connect("postgres")
+            .batch_execute("CREATE EXTENSION pg_stat_statements")
+            .expect("pg_stat_statements is loaded");
+    }
     if let Some(us) = commit_delay {
         let mut admin = server.connect("postgres");
         // ALTER SYSTEM runs outside a transaction: one statement a call.
@@ -143,6 +283,7 @@ fn main() {
         let threads = instances * per;
         let (mut raw, mut sqlite, mut pg) = (Vec::new(), Vec::new(), Vec::new());
         let (mut commits, mut durable, mut flushes) = (0u64, 0u64, 0i64);
+        let mut profile = Profile::default();
         for round in 0..ROUNDS {
             let tag = format!("t{instances}x{per}r{round}");
             raw.push(raw_signed_post_rate(
@@ -157,7 +298,9 @@ fn main() {
                 &mock.url(),
                 JournalChoice::Sqlite(dir.path().join("journal.sqlite3")),
             );
+            let sqlite_before = cpu_seconds("self");
             sqlite.push(client_rate(&c, threads, &format!("sq-{tag}")));
+            profile.sqlite_cpu += cpu_seconds("self") - sqlite_before;
             db += 1;
             let name = format!("bench{db}");
             let url = server.create_db(&name);
@@ -180,16 +323,35 @@ fn main() {
                 })
             };
             let (before, wal_before) = (stats(&journals), wal_syncs(&server));
+            let pids = if profiling {
+                backends(&server, &name)
+            } else {
+                Vec::new()
+            };
+            let server_cpu = |pids: &[String]| pids.iter().map(|p| cpu_seconds(p)).sum::<f64>();
+            let (client_before, server_before) = (cpu_seconds("self"), server_cpu(&pids));
+            let started = Instant::now();
             pg.push(if instances == 1 {
                 client_rate(&clients[0], threads, &format!("pg-{tag}"))
             } else {
                 fleet_rate(&clients, per, &format!("pg-{tag}"))
             });
+            if profiling {
+                profile.wall += started.elapsed().as_secs_f64();
+                profile.client_cpu += cpu_seconds("self") - client_before;
+                // Backends opened during the run count from 0 (those it
+                // closed again are missed: the pool keeps up to 16).
+                let now = backends(&server, &name);
+                profile.server_cpu += server_cpu(&now) - server_before;
+            }
             let after = stats(&journals);
             commits += after.0 - before.0;
             durable += after.1 - before.1;
             drop((clients, journals));
             flushes += wal_syncs_after_disconnect(&server, &name) - wal_before;
+            if profiling {
+                add_statements(&server, &name, &mut profile);
+            }
         }
         let ops = (OPS * ROUNDS) as f64;
         let (raw, sqlite, pg) = (median(raw), median(sqlite), median(pg));
@@ -209,5 +371,8 @@ fn main() {
             durable as f64 / ops,
             flushes as f64 / ops
         );
+        if profiling {
+            profile.print(ops);
+        }
     }
 }

@@ -136,25 +136,11 @@ impl Journal for FsyncFloor {
         self.inner.record_attempt(order_id, lease, attempts, now)
     }
 
-    fn finish(
-        &self,
-        order_id: &str,
-        lease: &Lease,
-        state: OperationState,
-        response: Option<&Response>,
-        now: u64,
-    ) -> Result<()> {
-        self.inner.finish(order_id, lease, state, response, now)?;
-        let body = response.map(|r| r.body.as_slice()).unwrap_or_default();
-        self.append(&[order_id.as_bytes(), state.as_str().as_bytes(), body])
-            .map(drop)
-    }
-
     fn renew(&self, order_id: &str, lease: &Lease, now: u64) -> Result<()> {
         self.inner.renew(order_id, lease, now)
     }
 
-    fn finish_with_attempts(
+    fn finish(
         &self,
         order_id: &str,
         lease: &Lease,
@@ -163,7 +149,8 @@ impl Journal for FsyncFloor {
         attempts: u32,
         now: u64,
     ) -> Result<()> {
-        (self.inner).finish_with_attempts(order_id, lease, state, response, attempts, now)?;
+        self.inner
+            .finish(order_id, lease, state, response, attempts, now)?;
         let body = response.map(|r| r.body.as_slice()).unwrap_or_default();
         self.append(&[order_id.as_bytes(), state.as_str().as_bytes(), body])
             .map(drop)
@@ -256,7 +243,7 @@ mod tests {
                         let log = std::fs::read(path).unwrap();
                         assert_eq!(holds(&log, format!("key-{order_id}").as_bytes()), 1);
                         floor
-                            .finish(&order_id, &lease, OperationState::Rejected, None, 1_001)
+                            .finish(&order_id, &lease, OperationState::Rejected, None, 0, 1_001)
                             .unwrap();
                     }
                 });

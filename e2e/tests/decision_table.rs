@@ -829,7 +829,7 @@ fn an_expired_key_is_never_posted_again() {
         journal.open(&op, &lease, old).unwrap();
         journal.record_attempt(order, &lease, 1, old).unwrap();
         journal
-            .finish(order, &lease, OperationState::Unknown, None, old)
+            .finish(order, &lease, OperationState::Unknown, None, 0, old)
             .unwrap();
     }
     let log = EventLog::new();

@@ -49,6 +49,7 @@ fn put_unknown(journal: &dyn Journal, frozen: &FrozenOperation) {
             &lease,
             OperationState::Unknown,
             None,
+            0,
             now(),
         )
         .unwrap();

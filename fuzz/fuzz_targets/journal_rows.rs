@@ -169,7 +169,7 @@ fuzz_target!(|input: Input| {
         );
         let state = OperationState::ALL[usize::from(input.state) % 6];
         allowed(
-            j.finish(id, &lease, state, None, now),
+            j.finish(id, &lease, state, None, 0, now),
             &[ErrorCode::InvalidArgument, ErrorCode::OperationBusy],
         );
         allowed(j.release(id, &lease), &[ErrorCode::InvalidArgument]);

@@ -454,7 +454,7 @@ impl Call {
                 let (lease, response) = (&self.lease, end.settled_response());
                 self.shared
                     .journal
-                    .finish_with_attempts(&order_id, lease, state, response, attempts, now)
+                    .finish(&order_id, lease, state, response, attempts, now)
             });
         self.over = true;
         let result = match stored {

@@ -51,13 +51,13 @@
 //!
 //! # PostgreSQL
 //!
-//! [`PostgresJournal`] needs no group commit of its own: the server already
-//! makes concurrent synchronous commits share WAL flushes. It commits the
-//! first attempt of each lease with `synchronous_commit = on` and every
-//! other write with `off`, one short transaction per call on a pooled
-//! connection, and fences every write of a lease holder by its epoch.
-//! Lease and record times come from the database clock. See
-//! docs/postgres-journal.md.
+//! [`PostgresJournal`] commits the first attempt of each lease with
+//! `synchronous_commit = on` and every other write with `off`, in short
+//! transactions on pooled connections that concurrent callers of one
+//! handle share (its own group commit; the server also lets concurrent
+//! synchronous commits share WAL flushes), and fences every write of a
+//! lease holder by its epoch. Lease and record times come from the
+//! database clock. See docs/postgres-journal.md.
 //!
 //! # One engine over storage
 //!
@@ -399,22 +399,13 @@ pub trait Journal: Send + Sync {
 
     /// Ends a call: stores the new state (settled, `Unknown`, or back to
     /// `Pending` when no attempt of any call could have reached the
-    /// platform), the settled response if any, and releases the lease.
-    fn finish(
-        &self,
-        order_id: &str,
-        lease: &Lease,
-        state: OperationState,
-        response: Option<&Response>,
-        now: u64,
-    ) -> Result<()>;
-
-    /// [`Journal::finish`] that also stores `attempts`, the attempts made
-    /// over every call so far (status queries included, which
-    /// [`Journal::record_attempt`] never records): what the call's
+    /// platform), the settled response if any, and `attempts`, the attempts
+    /// made over every call so far (status queries included, which
+    /// [`Journal::record_attempt`] never records: what the call's
     /// [`Outcome::attempts`](crate::Outcome::attempts) says, so the journal
-    /// and the live call agree. A count below the stored one leaves it.
-    fn finish_with_attempts(
+    /// and the live call agree; a count below the stored one, such as 0,
+    /// leaves it); and releases the lease.
+    fn finish(
         &self,
         order_id: &str,
         lease: &Lease,

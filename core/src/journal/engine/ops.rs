@@ -36,11 +36,10 @@ fn open<S: Storage>(
     };
     let (operation, lease) = (operation.clone(), lease.clone());
     // Run again after a lost commit: the owner takes its own lease again.
+    // The insert comes first (a new operation, the common case, costs one
+    // statement); a conflicting one writes nothing, and the row it met is
+    // read only then.
     let work = Work::again(Box::new(move |g, tx| {
-        if let Some(existing) = g.load(tx, &operation.order_id)? {
-            rules::same_request(&existing.record.operation, &operation)?;
-            return g.resume(tx, existing, &lease, now);
-        }
         let record = OperationRecord {
             operation: operation.clone(),
             state,
@@ -60,9 +59,12 @@ fn open<S: Storage>(
         if tx.insert(&row, &lease, now)? {
             return Ok(Opened::Created(row.record));
         }
-        // The order id appeared since it was read (another instance
-        // inserted it and still holds its row), or the key is another
-        // order id's.
+        if let Some(existing) = g.load(tx, &operation.order_id)? {
+            rules::same_request(&existing.record.operation, &operation)?;
+            return g.resume(tx, existing, &lease, now);
+        }
+        // The order id went since the insert met it (purged), or the key
+        // is another order id's.
         let op = &operation;
         match tx.key_holder(&op.idempotency_key)? {
             Some(other) if other != op.order_id => Err(rules::key_taken(op, &other)),
@@ -218,51 +220,6 @@ pub(crate) fn undo_attempt<S: Storage>(
     store.transact(Intent::Undo, &action, work)
 }
 
-fn finish<S: Storage>(
-    store: &S,
-    order_id: &str,
-    lease: &Lease,
-    state: OperationState,
-    response: Option<&Response>,
-    attempts: Option<u32>,
-    now: u64,
-) -> Result<()> {
-    rules::check_now(now)?;
-    rules::check_finish_state(state)?;
-    store.guard().check_writable()?;
-    let action = format!("finish order id {order_id:?}");
-    let intent = Intent::Finish { order_id, lease };
-    let (id, held, response) = (order_id.to_owned(), lease.clone(), response.cloned());
-    let body: Body<()> = Box::new(move |g, tx| {
-        let row = g.held(tx, &id, &held)?;
-        let new = RowState {
-            state,
-            attempts: attempts.map_or(row.record.attempts, |a| a.max(row.record.attempts)),
-            updated_at: now,
-            response: response.as_ref(),
-        };
-        g.write(tx, &row, &new, LeaseChange::Clear)
-    });
-    let (id, held) = (order_id.to_owned(), lease.clone());
-    // Not committed while this lease still holds it; committed when it is
-    // free under the same epoch, in the state written.
-    let read_back: Body<Option<()>> = Box::new(move |g, tx| {
-        let row = g.existing(tx, &id)?;
-        let current = tx.current(&row, &held);
-        if row.holder.held_by(&held) && current {
-            Ok(None)
-        } else if row.holder.owner.is_none() && current && row.record.state == state {
-            Ok(Some(()))
-        } else {
-            Err(rules::lease_lost(
-                &id,
-                &row.record.operation.idempotency_key,
-            ))
-        }
-    });
-    store.transact(intent, &action, Work { body, read_back })
-}
-
 fn release<S: Storage>(store: &S, order_id: &str, lease: &Lease) -> Result<()> {
     let action = format!("release order id {order_id:?}");
     let intent = Intent::Release { order_id, lease };
@@ -275,65 +232,6 @@ fn release<S: Storage>(store: &S, order_id: &str, lease: &Lease) -> Result<()> {
         Ok(())
     }));
     store.transact(intent, &action, work)
-}
-
-fn reconcile<S: Storage>(
-    store: &S,
-    order_id: &str,
-    state: OperationState,
-    by: &str,
-    reference: &str,
-    now: u64,
-) -> Result<Reconciliation> {
-    rules::check_now(now)?;
-    rules::check_reconciliation(state, by, reference)?;
-    store.guard().check_writable()?;
-    let action = format!("reconcile order id {order_id:?}");
-    let intent = Intent::Reconcile { order_id };
-    let wanted = Reconciliation {
-        order_id: order_id.to_owned(),
-        idempotency_key: String::new(),
-        previous_state: state,
-        state,
-        by: by.to_owned(),
-        at: now,
-        reference: reference.to_owned(),
-    };
-    let asked = wanted.clone();
-    let body: Body<Reconciliation> = Box::new(move |g, tx| {
-        let order_id = &asked.order_id;
-        let row = g.existing(tx, order_id)?;
-        let previous = row.record.state;
-        let key = &row.record.operation.idempotency_key;
-        if previous.is_settled() {
-            return Err(rules::already_settled(order_id, previous));
-        }
-        if row.holder.blocks(now) {
-            return Err(rules::busy(order_id, key));
-        }
-        let new = RowState {
-            state,
-            attempts: row.record.attempts,
-            updated_at: now,
-            response: row.record.response.as_ref(),
-        };
-        g.write(tx, &row, &new, LeaseChange::Fence)?;
-        let mut reconciliation = Reconciliation {
-            idempotency_key: key.clone(),
-            previous_state: previous,
-            ..asked.clone()
-        };
-        reconciliation.at = tx.reconciled(&reconciliation)?;
-        Ok(reconciliation)
-    });
-    // Committed when the operation is in the state written and the
-    // reconciliation is stored.
-    let read_back: Body<Option<Reconciliation>> =
-        Box::new(move |_, tx| match tx.load(&wanted.order_id)? {
-            Some(row) if row.record.state == state => tx.find_reconciliation(&wanted),
-            _ => Ok(None),
-        });
-    store.transact(intent, &action, Work { body, read_back })
 }
 
 fn list<S: Storage>(store: &S, states: &[OperationState]) -> Result<Vec<OperationRecord>> {
@@ -461,21 +359,43 @@ impl<S: Storage> Journal for S {
         lease: &Lease,
         state: OperationState,
         response: Option<&Response>,
-        now: u64,
-    ) -> Result<()> {
-        finish(self, order_id, lease, state, response, None, now)
-    }
-
-    fn finish_with_attempts(
-        &self,
-        order_id: &str,
-        lease: &Lease,
-        state: OperationState,
-        response: Option<&Response>,
         attempts: u32,
         now: u64,
     ) -> Result<()> {
-        finish(self, order_id, lease, state, response, Some(attempts), now)
+        rules::check_now(now)?;
+        rules::check_finish_state(state)?;
+        self.guard().check_writable()?;
+        let action = format!("finish order id {order_id:?}");
+        let intent = Intent::Finish { order_id, lease };
+        let (id, held, response) = (order_id.to_owned(), lease.clone(), response.cloned());
+        let body: Body<()> = Box::new(move |g, tx| {
+            let row = g.held(tx, &id, &held)?;
+            let new = RowState {
+                state,
+                attempts: attempts.max(row.record.attempts),
+                updated_at: now,
+                response: response.as_ref(),
+            };
+            g.write(tx, &row, &new, LeaseChange::Clear)
+        });
+        let (id, held) = (order_id.to_owned(), lease.clone());
+        // Not committed while this lease still holds it; committed when it is
+        // free under the same epoch, in the state written.
+        let read_back: Body<Option<()>> = Box::new(move |g, tx| {
+            let row = g.existing(tx, &id)?;
+            let current = tx.current(&row, &held);
+            if row.holder.held_by(&held) && current {
+                Ok(None)
+            } else if row.holder.owner.is_none() && current && row.record.state == state {
+                Ok(Some(()))
+            } else {
+                Err(rules::lease_lost(
+                    &id,
+                    &row.record.operation.idempotency_key,
+                ))
+            }
+        });
+        self.transact(intent, &action, Work { body, read_back })
     }
 
     fn release(&self, order_id: &str, lease: &Lease) -> Result<()> {
@@ -512,7 +432,55 @@ impl<S: Storage> Journal for S {
         reference: &str,
         now: u64,
     ) -> Result<Reconciliation> {
-        reconcile(self, order_id, state, by, reference, now)
+        rules::check_now(now)?;
+        rules::check_reconciliation(state, by, reference)?;
+        self.guard().check_writable()?;
+        let action = format!("reconcile order id {order_id:?}");
+        let intent = Intent::Reconcile { order_id };
+        let wanted = Reconciliation {
+            order_id: order_id.to_owned(),
+            idempotency_key: String::new(),
+            previous_state: state,
+            state,
+            by: by.to_owned(),
+            at: now,
+            reference: reference.to_owned(),
+        };
+        let asked = wanted.clone();
+        let body: Body<Reconciliation> = Box::new(move |g, tx| {
+            let order_id = &asked.order_id;
+            let row = g.existing(tx, order_id)?;
+            let previous = row.record.state;
+            let key = &row.record.operation.idempotency_key;
+            if previous.is_settled() {
+                return Err(rules::already_settled(order_id, previous));
+            }
+            if row.holder.blocks(now) {
+                return Err(rules::busy(order_id, key));
+            }
+            let new = RowState {
+                state,
+                attempts: row.record.attempts,
+                updated_at: now,
+                response: row.record.response.as_ref(),
+            };
+            g.write(tx, &row, &new, LeaseChange::Fence)?;
+            let mut reconciliation = Reconciliation {
+                idempotency_key: key.clone(),
+                previous_state: previous,
+                ..asked.clone()
+            };
+            reconciliation.at = tx.reconciled(&reconciliation)?;
+            Ok(reconciliation)
+        });
+        // Committed when the operation is in the state written and the
+        // reconciliation is stored.
+        let read_back: Body<Option<Reconciliation>> =
+            Box::new(move |_, tx| match tx.load(&wanted.order_id)? {
+                Some(row) if row.record.state == state => tx.find_reconciliation(&wanted),
+                _ => Ok(None),
+            });
+        self.transact(intent, &action, Work { body, read_back })
     }
 
     fn reconciliations(&self, order_id: Option<&str>) -> Result<Vec<Reconciliation>> {

@@ -68,6 +68,9 @@ pub(super) struct Job {
     run: Mutex<Run>,
     verify: Mutex<Verify>,
     out: Mutex<Option<Outcome>>,
+    /// Wakes its caller (waiting with the queue's lock): its answer is
+    /// in, or it may lead the next group.
+    wake: Condvar,
 }
 
 fn relock<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -83,6 +86,7 @@ impl Job {
             run: Mutex::new(run),
             verify: Mutex::new(verify),
             out: Mutex::new(None),
+            wake: Condvar::new(),
         })
     }
 
@@ -130,10 +134,11 @@ impl Job {
 }
 
 /// Writes waiting for a transaction, and whether a group is running.
+/// Each caller waits on its own job's condition variable: the end of a
+/// group wakes only the callers it answered and those who may lead next.
 #[derive(Default)]
 pub(super) struct Groups {
     queue: Mutex<Queue>,
-    wake: Condvar,
 }
 
 #[derive(Default)]
@@ -148,11 +153,27 @@ impl Queue {
     /// The kind (durable or not) of the next group that may start now:
     /// the oldest queued job's whose kind has room, if any.
     fn next_kind(&self) -> Option<bool> {
-        let limits = [MAX_RUNNING, MAX_DURABLE];
         self.jobs
             .iter()
             .map(|job| job.durable)
-            .find(|&durable| self.running[usize::from(durable)] < limits[usize::from(durable)])
+            .find(|&durable| self.has_room(durable))
+    }
+
+    fn has_room(&self, durable: bool) -> bool {
+        let limits = [MAX_RUNNING, MAX_DURABLE];
+        self.running[usize::from(durable)] < limits[usize::from(durable)]
+    }
+
+    /// Wakes the oldest queued caller of each kind that has room, to lead.
+    fn wake_leaders(&self) {
+        for durable in [false, true] {
+            if !self.has_room(durable) {
+                continue;
+            }
+            if let Some(job) = self.jobs.iter().find(|job| job.durable == durable) {
+                job.wake.notify_one();
+            }
+        }
     }
 }
 
@@ -181,10 +202,7 @@ impl Groups {
             let durable = match queue.next_kind() {
                 Some(durable) => durable,
                 None => {
-                    queue = self
-                        .wake
-                        .wait(queue)
-                        .unwrap_or_else(PoisonError::into_inner);
+                    queue = job.wake.wait(queue).unwrap_or_else(PoisonError::into_inner);
                     continue;
                 }
             };
@@ -199,6 +217,9 @@ impl Groups {
                 }
                 !take
             });
+            // Jobs left over (past MAX_GROUP, or of the other kind) get a
+            // leader of their own where there is room.
+            queue.wake_leaders();
             drop(queue);
             let leading = Leading {
                 groups: self,
@@ -235,7 +256,75 @@ impl Drop for Leading<'_> {
         }
         let mut queue = self.groups.lock();
         queue.running[usize::from(self.durable)] -= 1;
-        drop(queue);
-        self.groups.wake.notify_all();
+        // Under the queue's lock: a caller checks its answer and starts
+        // waiting with it held, so no wake-up is lost.
+        for job in &self.jobs {
+            job.wake.notify_one();
+        }
+        queue.wake_leaders();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use super::*;
+
+    fn job(durable: bool) -> Arc<Job> {
+        let run: Run = Box::new(|_, _| unreachable!("the test's groups run no body"));
+        let verify: Verify = Box::new(|_, _| unreachable!("the test's groups read nothing back"));
+        Job::new("test", durable, run, verify)
+    }
+
+    /// Many callers, both kinds: every caller gets its own answer (none
+    /// waits forever for a wake-up), and no more groups of a kind run at
+    /// once than its limit.
+    #[test]
+    fn every_caller_is_answered_and_the_limits_hold() {
+        const CALLERS: usize = 24;
+        const WRITES: usize = 150;
+        let groups = Arc::new(Groups::default());
+        let running = Arc::new([AtomicUsize::new(0), AtomicUsize::new(0)]);
+        let most = Arc::new([AtomicUsize::new(0), AtomicUsize::new(0)]);
+        let (done, finished) = mpsc::channel();
+        for caller in 0..CALLERS {
+            let (groups, running, most, done) = (
+                Arc::clone(&groups),
+                Arc::clone(&running),
+                Arc::clone(&most),
+                done.clone(),
+            );
+            std::thread::spawn(move || {
+                for write in 0..WRITES {
+                    let durable = (caller + write) % 3 == 0;
+                    let job = job(durable);
+                    let run_group = |jobs: Vec<Arc<Job>>| {
+                        let kind = usize::from(jobs[0].durable);
+                        assert!(jobs.iter().all(|j| j.durable == jobs[0].durable));
+                        assert!(jobs.len() <= MAX_GROUP);
+                        let now = running[kind].fetch_add(1, Ordering::SeqCst) + 1;
+                        most[kind].fetch_max(now, Ordering::SeqCst);
+                        std::thread::sleep(Duration::from_micros(50));
+                        running[kind].fetch_sub(1, Ordering::SeqCst);
+                        for (i, job) in jobs.iter().enumerate() {
+                            job.complete(Ok(Box::new(i)));
+                        }
+                    };
+                    let answer = groups.submit(&job, &run_group).expect("answered");
+                    assert!(answer.downcast::<usize>().is_ok());
+                }
+                done.send(caller).unwrap();
+            });
+        }
+        for _ in 0..CALLERS {
+            finished
+                .recv_timeout(Duration::from_secs(60))
+                .expect("every caller is answered (none waits for a lost wake-up)");
+        }
+        assert!(most[0].load(Ordering::SeqCst) <= MAX_RUNNING);
+        assert!(most[1].load(Ordering::SeqCst) <= MAX_DURABLE);
     }
 }

@@ -1,0 +1,333 @@
+//! One transaction of a [`PostgresJournal`] for the engine: the
+//! statements behind the engine's [`Tx`], each prepared once per
+//! connection, and what the transaction saw that the handle keeps after
+//! its commit (the epoch of a lease it took).
+
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use postgres::types::ToSql;
+use postgres::{Error as PgError, Row, Statement};
+
+use super::pool::Fail;
+use super::rows::{expiry_sql, lease_seconds, pg_time, read_row, COLUMNS, UNSETTLED};
+use super::{Conn, PostgresJournal};
+use crate::error::Result;
+use crate::journal::engine::{LeaseChange, Row as Stored, StateWrite, Tx};
+use crate::journal::{rules, JournalScope, Lease, Reconciliation};
+use crate::operation::OperationState;
+
+/// What a transaction saw that the handle keeps after its commit: the
+/// epoch of a lease it took (and of which order id), the epoch of the row
+/// it read last, whether it inserted the row.
+#[derive(Default)]
+pub(super) struct Seen {
+    pub(super) took: Option<(String, i64)>,
+    pub(super) read_epoch: Option<i64>,
+    pub(super) inserted: bool,
+}
+
+/// What a transaction saw so far (plain stores: consistent after a panic).
+pub(super) fn see(seen: &Mutex<Seen>) -> MutexGuard<'_, Seen> {
+    seen.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// One transaction, for the engine. A database error is kept to tell a
+/// lost connection (run again) from a refusal.
+struct PgTx<'a> {
+    j: &'a PostgresJournal,
+    conn: &'a mut Conn,
+    action: &'a str,
+    seen: &'a Mutex<Seen>,
+    failed: Option<PgError>,
+}
+
+impl PostgresJournal {
+    /// Runs `f` over a [`PgTx`] on `client`: a database error comes back
+    /// as [`Fail::Pg`] (maybe a lost connection), a refusal as
+    /// [`Fail::Journal`].
+    pub(super) fn in_tx<R>(
+        &self,
+        conn: &mut Conn,
+        action: &str,
+        seen: &Mutex<Seen>,
+        f: &mut dyn FnMut(&mut dyn Tx) -> Result<R>,
+    ) -> std::result::Result<R, Fail> {
+        let mut tx = PgTx {
+            j: self,
+            conn,
+            action,
+            seen,
+            failed: None,
+        };
+        f(&mut tx).map_err(|e| tx.failed.take().map_or(Fail::Journal(e), Fail::Pg))
+    }
+}
+
+impl PgTx<'_> {
+    /// `sql` prepared on this connection, once.
+    fn prepared(&mut self, sql: &str) -> std::result::Result<Statement, PgError> {
+        if let Some(statement) = self.conn.statements.get(sql) {
+            return Ok(statement.clone());
+        }
+        let statement = self.conn.client.prepare(sql)?;
+        self.conn
+            .statements
+            .insert(sql.to_owned(), statement.clone());
+        Ok(statement)
+    }
+
+    /// Runs `sql` (prepared on this connection once) with `call`. A
+    /// database error is kept, to tell a lost connection from a refusal.
+    fn run<T>(
+        &mut self,
+        sql: &str,
+        call: impl FnOnce(&mut postgres::Client, &Statement) -> std::result::Result<T, PgError>,
+    ) -> Result<T> {
+        let ran = match self.prepared(sql) {
+            Ok(statement) => call(&mut self.conn.client, &statement),
+            Err(e) => Err(e),
+        };
+        ran.map_err(|e| {
+            let error = self.j.db(self.action, &e);
+            self.failed = Some(e);
+            error
+        })
+    }
+
+    fn stored(&mut self, row: Option<Row>) -> Result<Option<Stored>> {
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let stored = read_row(&self.j.target, &row, true)?;
+        see(self.seen).read_epoch = Some(stored.holder.epoch);
+        Ok(Some(stored))
+    }
+}
+
+impl Tx for PgTx<'_> {
+    fn load(&mut self, order_id: &str) -> Result<Option<Stored>> {
+        let sql =
+            format!("SELECT {COLUMNS} FROM payidem_operations WHERE order_id = $1 FOR UPDATE");
+        let row = self.run(&sql, |c, s| c.query_opt(s, &[&order_id]))?;
+        self.stored(row)
+    }
+
+    fn key_holder(&mut self, idempotency_key: &str) -> Result<Option<String>> {
+        Ok(self
+            .run(
+                "SELECT order_id FROM payidem_operations WHERE idempotency_key = $1",
+                |c, s| c.query_opt(s, &[&idempotency_key]),
+            )?
+            .map(|r| r.get(0)))
+    }
+
+    fn insert(&mut self, row: &Stored, lease: &Lease, now: u64) -> Result<bool> {
+        let insert = format!(
+            "INSERT INTO payidem_operations (order_id, idempotency_key, method, path, body, \
+             body_sha256, status_path, state, lease_owner, lease_epoch, lease_expires, row_mac, \
+             attempts, created_at, updated_at, platform, key_id, state_mac) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $11, $8, 1, {}, $10, $12, to_timestamp($13), \
+             to_timestamp($13), $14, $15, $16) \
+             ON CONFLICT DO NOTHING RETURNING 1",
+            expiry_sql(9)
+        );
+        let (op, record, scope) = (&row.record.operation, &row.record, row.scope.as_ref());
+        let (platform, key_id) = (scope.map(|s| &s.platform), scope.map(|s| &s.key_id));
+        let state = record.state.as_str();
+        let attempts = i32::try_from(record.attempts).unwrap_or(0);
+        let (seconds, at) = (lease_seconds(lease, now), pg_time(record.created_at));
+        let created = self
+            .run(&insert, |c, s| {
+                c.query_opt(
+                    s,
+                    &[
+                        &op.order_id,
+                        &op.idempotency_key,
+                        &op.method,
+                        &op.path,
+                        &op.body,
+                        &op.body_sha256,
+                        &op.status_path,
+                        &lease.owner,
+                        &seconds,
+                        &row.row_mac,
+                        &state,
+                        &attempts,
+                        &at,
+                        &platform,
+                        &key_id,
+                        &row.state_mac,
+                    ],
+                )
+            })?
+            .is_some();
+        if created {
+            let mut seen = see(self.seen);
+            seen.took = Some((op.order_id.clone(), 1));
+            seen.inserted = true;
+        }
+        Ok(created)
+    }
+
+    fn take_lease(&mut self, order_id: &str, lease: &Lease, now: u64) -> Result<()> {
+        let sql = format!(
+            "UPDATE payidem_operations SET lease_owner = $2, lease_epoch = lease_epoch + 1, \
+             lease_expires = {} WHERE order_id = $1 RETURNING lease_epoch",
+            expiry_sql(3)
+        );
+        let seconds = lease_seconds(lease, now);
+        let epoch: i64 = self
+            .run(&sql, |c, s| {
+                c.query_one(s, &[&order_id, &lease.owner, &seconds])
+            })?
+            .get(0);
+        see(self.seen).took = Some((order_id.to_owned(), epoch));
+        Ok(())
+    }
+
+    fn update(&mut self, write: &StateWrite<'_>) -> Result<()> {
+        let (order_id, state, state_mac) = (write.order_id, write.state, write.state_mac);
+        let (lease_sql, seconds) = match write.lease {
+            LeaseChange::Keep => (String::new(), None),
+            LeaseChange::Extend(lease, now) => (
+                format!(", lease_expires = {}", expiry_sql(10)),
+                Some(lease_seconds(lease, now)),
+            ),
+            LeaseChange::Clear => (
+                ", lease_owner = NULL, lease_expires = NULL".to_owned(),
+                None,
+            ),
+            LeaseChange::Fence => (
+                ", lease_owner = NULL, lease_expires = NULL, lease_epoch = lease_epoch + 1"
+                    .to_owned(),
+                None,
+            ),
+        };
+        let sql = format!(
+            "UPDATE payidem_operations SET state = $2, attempts = $3, \
+             updated_at = to_timestamp($4), response_status = $5, response_headers = $6, \
+             response_body = $7, response_replayed = $8, state_mac = $9{lease_sql} \
+             WHERE order_id = $1"
+        );
+        let headers = rules::encoded_headers(state.response)?;
+        let response = state.response;
+        let attempts = i32::try_from(state.attempts).unwrap_or(i32::MAX);
+        let status = response.map(|r| i32::from(r.status));
+        let body = response.map(|r| r.body.as_slice());
+        let replayed = response.map(|r| r.replayed);
+        let (at, name) = (pg_time(state.updated_at), state.state.as_str());
+        let mut params: Vec<&(dyn ToSql + Sync)> = vec![
+            &order_id, &name, &attempts, &at, &status, &headers, &body, &replayed, &state_mac,
+        ];
+        if let Some(seconds) = &seconds {
+            params.push(seconds);
+        }
+        self.run(&sql, |c, s| c.execute(s, &params))?;
+        Ok(())
+    }
+
+    fn release(&mut self, order_id: &str, lease: &Lease) -> Result<bool> {
+        let epoch = self.j.recall(order_id, &lease.owner).map(|t| t.epoch);
+        Ok(self
+            .run(
+                "WITH target AS (SELECT order_id FROM payidem_operations WHERE order_id = $1), \
+             released AS (UPDATE payidem_operations SET lease_owner = NULL, \
+               lease_expires = NULL WHERE order_id = $1 AND lease_owner = $2 \
+               AND ($3::bigint IS NULL OR lease_epoch = $3) RETURNING 1) \
+             SELECT (SELECT count(*) FROM target), (SELECT count(*) FROM released)",
+                |c, s| c.query_opt(s, &[&order_id, &lease.owner, &epoch]),
+            )?
+            .map_or(0, |r| r.get::<_, i64>(0))
+            > 0)
+    }
+
+    fn reconciled(&mut self, r: &Reconciliation) -> Result<u64> {
+        Ok(u64::try_from(
+            self.run(
+                "INSERT INTO payidem_reconciliations (order_id, idempotency_key, \
+             previous_state, state, reconciled_by, reference) \
+             VALUES ($1, $2, $3, $4, $5, $6) \
+             RETURNING floor(extract(epoch FROM reconciled_at))::bigint",
+                |c, s| {
+                    c.query_one(
+                        s,
+                        &[
+                            &r.order_id,
+                            &r.idempotency_key,
+                            &r.previous_state.as_str(),
+                            &r.state.as_str(),
+                            &r.by,
+                            &r.reference,
+                        ],
+                    )
+                },
+            )?
+            .get::<_, i64>(0),
+        )
+        .unwrap_or(0))
+    }
+
+    /// A lease this handle took matches on its epoch too; one it did not
+    /// take, on the owner alone.
+    fn current(&self, row: &Stored, lease: &Lease) -> bool {
+        let order_id = &row.record.operation.order_id;
+        let taken = self.j.recall(order_id, &lease.owner);
+        taken.is_none_or(|t| t.epoch == row.holder.epoch)
+    }
+
+    /// One statement: the oldest unsettled operation whose lease is free
+    /// (never taken, released, or expired by the database clock), locked
+    /// with `FOR UPDATE SKIP LOCKED` so that concurrent instances each take
+    /// a different one. Leases of dead processes are taken once they
+    /// expire (this does not ask whether their process still exists).
+    fn claim_next(
+        &mut self,
+        lease: &Lease,
+        now: u64,
+        scope: Option<&JournalScope>,
+    ) -> Result<Option<Stored>> {
+        let sql = format!(
+            "WITH next AS (SELECT order_id FROM payidem_operations \
+               WHERE state IN {UNSETTLED} AND (lease_owner IS NULL OR lease_expires <= now()) \
+               AND ($3::text IS NULL OR platform IS NULL OR (platform = $3 AND key_id = $4)) \
+               ORDER BY created_at, seq LIMIT 1 FOR UPDATE SKIP LOCKED) \
+             UPDATE payidem_operations o SET lease_owner = $1, lease_epoch = o.lease_epoch + 1, \
+               lease_expires = {} FROM next WHERE o.order_id = next.order_id \
+             RETURNING {}",
+            expiry_sql(2),
+            COLUMNS.replacen("order_id, ", "o.order_id, ", 1)
+        );
+        let seconds = lease_seconds(lease, now);
+        let (platform, key_id) = (scope.map(|s| &s.platform), scope.map(|s| &s.key_id));
+        let row = self.run(&sql, |c, s| {
+            c.query_opt(s, &[&lease.owner, &seconds, &platform, &key_id])
+        })?;
+        let stored = self.stored(row)?;
+        if let Some(s) = &stored {
+            let took = (s.record.operation.order_id.clone(), s.holder.epoch);
+            see(self.seen).took = Some(took);
+        }
+        Ok(stored)
+    }
+
+    fn find_reconciliation(&mut self, r: &Reconciliation) -> Result<Option<Reconciliation>> {
+        let Some(row) = self.run(
+            "SELECT previous_state, floor(extract(epoch FROM reconciled_at))::bigint, \
+             idempotency_key FROM payidem_reconciliations WHERE order_id = $1 \
+             AND state = $2 AND reconciled_by = $3 AND reference = $4 \
+             ORDER BY id DESC LIMIT 1",
+            |c, s| c.query_opt(s, &[&r.order_id, &r.state.as_str(), &r.by, &r.reference]),
+        )?
+        else {
+            return Ok(None);
+        };
+        let previous_state = OperationState::from_name(&row.get::<_, String>(0))
+            .ok_or_else(|| self.j.refused("corrupt reconciliation: unknown state"))?;
+        Ok(Some(Reconciliation {
+            idempotency_key: row.get(2),
+            previous_state,
+            at: u64::try_from(row.get::<_, i64>(1)).unwrap_or(0),
+            ..r.clone()
+        }))
+    }
+}

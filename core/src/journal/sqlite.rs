@@ -21,7 +21,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use rusqlite::ffi::ErrorCode as SqliteCode;
-use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Transaction};
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 
 use group::GroupCommit;
 use rows::{sql_time, RawReconciliation, RawRow, COLUMNS, RECONCILIATION_COLUMNS, SELECT_ONE};
@@ -369,7 +369,7 @@ struct Done {
 /// One transaction of the batch, for the engine.
 struct SqliteTx<'a> {
     j: &'a SqliteJournal,
-    tx: &'a Transaction<'a>,
+    tx: &'a Connection,
     action: &'a str,
     done: Done,
 }

@@ -13,6 +13,9 @@ use crate::error::Result;
 use crate::journal::engine::Guard;
 use crate::journal::{JournalScope, RowAuth};
 
+/// Prepared statements a connection keeps.
+const STATEMENT_CACHE: usize = 32;
+
 impl SqliteJournal {
     /// [`SqliteJournal::open`] with [`SqliteJournalOptions::read_only`].
     /// A file without a `-wal` file beside it (closed by its last writer, a
@@ -82,6 +85,9 @@ impl SqliteJournal {
         scope: Option<JournalScope>,
     ) -> SqliteJournal {
         let target = ctx.path.clone();
+        // Room for every statement the journal prepares (16 by default):
+        // none of the hot path's is evicted and parsed again.
+        db.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         SqliteJournal {
             ctx,
             conn: Mutex::new(db),

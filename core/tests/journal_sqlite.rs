@@ -209,6 +209,47 @@ fn fresh_file_gets_the_schema_in_wal_mode() {
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))
         .unwrap();
     assert_eq!(mode, "wal");
+    let page_size: u32 = raw.query_row("PRAGMA page_size", [], |r| r.get(0)).unwrap();
+    assert_eq!(page_size, 2048);
+}
+
+/// A file made with SQLite's default 4,096-byte pages (every journal
+/// before 2048-byte pages) keeps them and works as before.
+#[test]
+fn a_journal_with_4096_byte_pages_keeps_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.db");
+    {
+        let raw = rusqlite::Connection::open(&path).unwrap();
+        raw.execute_batch(
+            "PRAGMA page_size = 4096; PRAGMA journal_mode = WAL;
+             CREATE TABLE t (x); DROP TABLE t;",
+        )
+        .unwrap();
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    let l = lease("a", 100);
+    {
+        let j = open(&path);
+        j.open_to_send(&op("old-pages", b"{\"amount\":1}"), &l, 1)
+            .unwrap();
+        j.finish("old-pages", &l, OperationState::Succeeded, None, 2)
+            .unwrap();
+    }
+    let j = open(&path);
+    assert_eq!(state_of(&j, "old-pages"), OperationState::Succeeded);
+    assert!(
+        unauthenticated_only(&j.check().unwrap().problems).is_empty(),
+        "the journal checks clean"
+    );
+    drop(j);
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    let page_size: u32 = raw.query_row("PRAGMA page_size", [], |r| r.get(0)).unwrap();
+    assert_eq!(page_size, 4096);
 }
 
 #[test]

@@ -90,8 +90,8 @@ pub type SyncHook = Arc<dyn Fn(SyncPoint) -> io::Result<()> + Send + Sync>;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DurabilityStats {
     /// fsyncs of the WAL file made by the group commit (failed ones
-    /// included). SQLite's own syncs (checkpoints, WAL restarts) are not
-    /// counted.
+    /// included; on Linux each is an `fdatasync`). SQLite's own syncs
+    /// (checkpoints, WAL restarts) are not counted.
     pub fsyncs: u64,
     /// Writes reported durable to their caller (first attempts of
     /// operations and of resumed calls). With one caller at a time this

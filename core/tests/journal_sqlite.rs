@@ -297,10 +297,22 @@ fn a_preallocated_wal_reads_back_every_durable_write() {
     }
     c.open_to_send(&op("after-copy", b"{}"), &l, 3).unwrap();
     drop(c);
-    assert_eq!(
-        state_of(&open(&copy), "after-copy"),
-        OperationState::InFlight
-    );
+    // Closed cleanly: SQLite removed the WAL. Opened again, the new WAL is
+    // all zeros, header included, until the first write puts a header.
+    let c = open(&copy);
+    let copy_wal = copy_dir.path().join("journal.db-wal");
+    let head = std::fs::read(&copy_wal).unwrap();
+    assert!(head.len() as u64 >= preallocated && head[..32].iter().all(|b| *b == 0));
+    assert_eq!(state_of(&c, "after-copy"), OperationState::InFlight);
+    c.open_to_send(&op("after-reopen", b"{}"), &l, 4).unwrap();
+    let again_dir = tempfile::tempdir().unwrap();
+    let again = again_dir.path().join("journal.db");
+    std::fs::copy(&copy, &again).unwrap();
+    std::fs::copy(&copy_wal, again_dir.path().join("journal.db-wal")).unwrap();
+    drop(c);
+    let a = open(&again);
+    assert_eq!(state_of(&a, "after-copy"), OperationState::InFlight);
+    assert_eq!(state_of(&a, "after-reopen"), OperationState::InFlight);
 }
 
 #[test]

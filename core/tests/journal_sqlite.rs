@@ -209,8 +209,24 @@ fn fresh_file_gets_the_schema_in_wal_mode() {
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))
         .unwrap();
     assert_eq!(mode, "wal");
-    let page_size: u32 = raw.query_row("PRAGMA page_size", [], |r| r.get(0)).unwrap();
-    assert_eq!(page_size, 2048);
+    assert_eq!(page_size(&path), 2048);
+}
+
+/// The page size of the SQLite file at `path`.
+fn page_size(path: &Path) -> u32 {
+    let raw = rusqlite::Connection::open(path).unwrap();
+    raw.query_row("PRAGMA page_size", [], |r| r.get(0)).unwrap()
+}
+
+/// A copy in `dir` of the journal file at `path` and of its WAL, as they
+/// are on disk while the journal is open (no WAL index): SQLite recovers
+/// the copy from its WAL.
+fn copy_with_wal(path: &Path, dir: &Path) -> std::path::PathBuf {
+    let copy = dir.join("journal.db");
+    std::fs::copy(path, &copy).unwrap();
+    let wal = format!("{}-wal", path.display());
+    std::fs::copy(wal, dir.join("journal.db-wal")).unwrap();
+    copy
 }
 
 /// A file made with SQLite's default 4,096-byte pages (every journal
@@ -247,9 +263,7 @@ fn a_journal_with_4096_byte_pages_keeps_them() {
         "the journal checks clean"
     );
     drop(j);
-    let raw = rusqlite::Connection::open(&path).unwrap();
-    let page_size: u32 = raw.query_row("PRAGMA page_size", [], |r| r.get(0)).unwrap();
-    assert_eq!(page_size, 4096);
+    assert_eq!(page_size(&path), 4096);
 }
 
 /// The WAL is extended with zeros when the journal opens (so that
@@ -282,9 +296,7 @@ fn a_preallocated_wal_reads_back_every_durable_write() {
         "the frames went into the preallocated bytes"
     );
     let copy_dir = tempfile::tempdir().unwrap();
-    let copy = copy_dir.path().join("journal.db");
-    std::fs::copy(&path, &copy).unwrap();
-    std::fs::copy(&wal, copy_dir.path().join("journal.db-wal")).unwrap();
+    let copy = copy_with_wal(&path, copy_dir.path());
     drop(j);
     let c = open(&copy);
     for i in 0..50 {
@@ -306,9 +318,7 @@ fn a_preallocated_wal_reads_back_every_durable_write() {
     assert_eq!(state_of(&c, "after-copy"), OperationState::InFlight);
     c.open_to_send(&op("after-reopen", b"{}"), &l, 4).unwrap();
     let again_dir = tempfile::tempdir().unwrap();
-    let again = again_dir.path().join("journal.db");
-    std::fs::copy(&copy, &again).unwrap();
-    std::fs::copy(&copy_wal, again_dir.path().join("journal.db-wal")).unwrap();
+    let again = copy_with_wal(&copy, again_dir.path());
     drop(c);
     let a = open(&again);
     assert_eq!(state_of(&a, "after-copy"), OperationState::InFlight);

@@ -12,20 +12,33 @@
 //! attempt) shows the ceiling of any durable journal on this disk. Then fsync
 //! calls per settled operation with 1 and 16 callers,
 //! counted with strace on `payidem-fsync-probe` (skipped when strace is
-//! missing).
+//! missing). Last, the journal alone (no HTTP): the same two writes a call
+//! makes per operation (`open_to_send`, then `finish_with_attempts`) on the
+//! SQLite journal and on the fsync floor, with the process's CPU time per
+//! operation, which a loaded machine blurs less than the rates.
 //!
 //! `cargo bench -p payidem-e2e --bench client` (or `-- 1 16` for some
 //! concurrencies only)
 
 use std::process::Command;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
 
+use payidem::journal::{
+    Journal, JournalKey, JournalScope, Lease, SqliteJournal, SqliteJournalOptions,
+};
+use payidem::operation::{FrozenOperation, OperationState, Response};
 use payidem::JournalChoice;
 use payidem_e2e::load::{median, rate, raw_signed_post_rate, Anchor};
 use payidem_e2e::{client, start_mock, OwnedSpec};
-use payidem_mock::MockServer;
+use payidem_mock::{MockServer, DEFAULT_KEY_ID, DEFAULT_SECRET};
 
 const OPS: usize = 1200;
 const ROUNDS: usize = 3;
+/// Operations per run of the journal alone, per thread (at most
+/// [`ALONE_MAX`]): one caller waits for an fsync per operation.
+const ALONE_PER_THREAD: usize = 250;
+const ALONE_MAX: usize = 3000;
 
 #[derive(Clone, Copy)]
 enum Kind {
@@ -50,6 +63,92 @@ fn payidem_rate(mock: &MockServer, threads: usize, round: &str, kind: Kind) -> f
         let outcome = c.execute(&spec.spec()).expect("the payment settles");
         assert_eq!(outcome.response.status, 201);
     })
+}
+
+/// CPU time (user and system) of this process so far, in seconds.
+fn cpu_seconds() -> f64 {
+    // SAFETY: getrusage only writes the struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(usage.ru_utime) + secs(usage.ru_stime)
+}
+
+/// The journal alone, as a client's calls write it: per operation
+/// `open_to_send` (durable before it returns) then `finish_with_attempts`
+/// with a payment's answer, from `threads` threads. Settled operations per
+/// second, and CPU microseconds per operation of the whole process (the
+/// mock idles meanwhile).
+fn journal_alone(kind: Kind, threads: usize, round: &str) -> (f64, f64) {
+    let ops = (ALONE_PER_THREAD * threads).min(ALONE_MAX);
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let journal: Arc<dyn Journal> = match kind {
+        Kind::Sqlite => Arc::new(
+            SqliteJournal::open(
+                dir.path().join("journal.sqlite3"),
+                SqliteJournalOptions {
+                    journal_key: Some(JournalKey::derive_from_secret(DEFAULT_SECRET.as_bytes())),
+                    scope: Some(JournalScope {
+                        platform: "http://127.0.0.1:1".into(),
+                        key_id: DEFAULT_KEY_ID.into(),
+                    }),
+                    ..SqliteJournalOptions::default()
+                },
+            )
+            .expect("the journal opens"),
+        ),
+        Kind::Floor => Arc::new(
+            payidem_e2e::fsync_floor::FsyncFloor::create(&dir.path().join("floor.log"))
+                .expect("the floor's log"),
+        ),
+        Kind::Memory => Arc::new(payidem::journal::MemoryJournal::new()),
+    };
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("a clock after 1970")
+        .as_secs();
+    let cpu = cpu_seconds();
+    let ops_per_sec = rate(ops, threads, &|i| {
+        let spec = OwnedSpec::payment(&format!("alone-{round}-{i}"), 1000 + (i % 400) as u64, true);
+        let operation = FrozenOperation {
+            order_id: spec.order_id.clone(),
+            idempotency_key: format!("alone-{round}-{i}-key"),
+            method: "POST".into(),
+            path: spec.path.clone(),
+            body_sha256: payidem::protocol::body_sha256_hex(&spec.body),
+            body: spec.body.clone(),
+            status_path: spec.status_path.clone(),
+        };
+        let lease = Lease {
+            owner: format!("alone-{round}-{i}-owner"),
+            expires_at: now + 60,
+        };
+        journal
+            .open_to_send(&operation, &lease, now)
+            .expect("the operation opens");
+        let answer = Response {
+            status: 201,
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: format!(
+                r#"{{"id":"pay_{i:016}","order_id":"{}","status":"succeeded"}}"#,
+                spec.order_id
+            )
+            .into_bytes(),
+            replayed: false,
+        };
+        journal
+            .finish_with_attempts(
+                &spec.order_id,
+                &lease,
+                OperationState::Succeeded,
+                Some(&answer),
+                1,
+                now,
+            )
+            .expect("the operation finishes");
+    });
+    let cpu_per_op = (cpu_seconds() - cpu) / ops as f64 * 1e6;
+    (ops_per_sec, cpu_per_op)
 }
 
 /// fsync + fdatasync calls in one strace'd run of the probe.
@@ -168,6 +267,37 @@ fn main() {
             "  ratio payidem / ureq defaults",
             ours / plain
         );
+    }
+    println!(
+        "journal alone (no HTTP): open_to_send + finish_with_attempts, {ALONE_PER_THREAD} operations per thread (at most {ALONE_MAX}) per run, median of {ROUNDS}"
+    );
+    println!("{:<44} {:>10} {:>12}", "run", "ops/s", "CPU us/op");
+    for &threads in &levels {
+        let mut sqlite = (Vec::new(), Vec::new());
+        let mut floor = (Vec::new(), Vec::new());
+        for round in 0..ROUNDS {
+            let (rate, cpu) = journal_alone(Kind::Sqlite, threads, &format!("t{threads}r{round}"));
+            sqlite.0.push(rate);
+            sqlite.1.push(cpu);
+            let (rate, cpu) = journal_alone(Kind::Floor, threads, &format!("t{threads}r{round}f"));
+            floor.0.push(rate);
+            floor.1.push(cpu);
+        }
+        let (s_rate, s_cpu) = (median(sqlite.0), median(sqlite.1));
+        let (f_rate, f_cpu) = (median(floor.0), median(floor.1));
+        println!(
+            "{:<44} {:>10.0} {:>12.1}",
+            format!("SQLite journal alone, {threads} thread(s)"),
+            s_rate,
+            s_cpu
+        );
+        println!(
+            "{:<44} {:>10.0} {:>12.1}",
+            format!("fsync floor alone, {threads} thread(s)"),
+            f_rate,
+            f_cpu
+        );
+        println!("{:<44} {:>10.2}", "  ratio SQLite / floor", s_rate / f_rate);
     }
     let probe = env!("CARGO_BIN_EXE_payidem-fsync-probe");
     for (threads, small) in [(1, 200), (16, 800)] {

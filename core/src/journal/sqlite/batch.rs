@@ -13,7 +13,7 @@ use std::thread::{self, Thread};
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use rusqlite::{Connection, Transaction, TransactionBehavior};
+use rusqlite::Connection;
 
 use crate::error::{Error, ErrorCode, Result};
 
@@ -24,7 +24,40 @@ const MAX_PASSES: usize = 2;
 
 /// A write's work: runs inside the shared transaction.
 pub(super) type Work =
-    Box<dyn FnOnce(&SqliteJournal, &Transaction<'_>) -> Result<Box<dyn Any + Send>> + Send>;
+    Box<dyn FnOnce(&SqliteJournal, &Connection) -> Result<Box<dyn Any + Send>> + Send>;
+
+/// Runs one of the statements that open, split and end the shared
+/// transaction. Each is prepared once per connection and kept in its
+/// statement cache: parsing them again for every transaction cost a few
+/// microseconds per operation.
+fn control(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([]).map(drop)
+}
+
+/// An open `BEGIN IMMEDIATE` transaction: rolled back when dropped
+/// uncommitted (a failed commit, an unwinding combiner).
+struct Open<'c>(&'c Connection);
+
+impl<'c> Open<'c> {
+    fn begin(conn: &'c Connection) -> rusqlite::Result<Open<'c>> {
+        control(conn, "BEGIN IMMEDIATE")?;
+        Ok(Open(conn))
+    }
+
+    fn commit(self) -> rusqlite::Result<()> {
+        control(self.0, "COMMIT")
+    }
+}
+
+impl Drop for Open<'_> {
+    fn drop(&mut self) {
+        if !self.0.is_autocommit() {
+            // Failing leaves the transaction open, and the next BEGIN
+            // reports it (the connection's lock also rolls it back).
+            let _ = control(self.0, "ROLLBACK");
+        }
+    }
+}
 
 /// A write's result and the commit's number in the group commit's sequence.
 pub(super) type Out = Result<(Box<dyn Any + Send>, u64)>;
@@ -203,11 +236,11 @@ impl SqliteJournal {
     pub(super) fn write<T: Send + 'static>(
         &self,
         action: &str,
-        f: impl FnOnce(&SqliteJournal, &Transaction<'_>) -> Result<T> + Send + 'static,
+        f: impl FnOnce(&SqliteJournal, &Connection) -> Result<T> + Send + 'static,
     ) -> Result<(T, u64)> {
         let job = Job::new(
             action,
-            Box::new(move |j: &SqliteJournal, tx: &Transaction<'_>| {
+            Box::new(move |j: &SqliteJournal, tx: &Connection| {
                 f(j, tx).map(|v| Box::new(v) as Box<dyn Any + Send>)
             }),
         );
@@ -239,13 +272,13 @@ impl SqliteJournal {
 
     /// Runs `jobs` in one transaction under the connection's lock and
     /// leaves each job's result in it.
-    fn run_batch(&self, mut conn: MutexGuard<'_, Connection>, jobs: Vec<Arc<Job>>) {
+    fn run_batch(&self, conn: MutexGuard<'_, Connection>, jobs: Vec<Arc<Job>>) {
         let fail_all = |jobs: &[Arc<Job>], e: &rusqlite::Error| {
             for job in jobs {
                 job.complete(Err(self.ctx.db_ref(&job.action, e)));
             }
         };
-        let tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
+        let tx = match Open::begin(&conn) {
             Ok(tx) => tx,
             Err(e) => return fail_all(&jobs, &e),
         };
@@ -264,27 +297,29 @@ impl SqliteJournal {
                 continue;
             };
             if !alone {
-                if let Err(e) = tx.execute_batch("SAVEPOINT payidem_write") {
+                if let Err(e) = control(&conn, "SAVEPOINT payidem_write") {
                     results.push(Err(self.ctx.db(&action, e)));
                     continue;
                 }
             }
-            let result = catch_unwind(AssertUnwindSafe(|| work(self, &tx))).unwrap_or_else(|_| {
-                Err(Error::new(
-                    ErrorCode::Internal,
-                    format!(
-                        "journal {}: cannot {action}: the write panicked",
-                        self.ctx.path
-                    ),
-                ))
-            });
+            let result =
+                catch_unwind(AssertUnwindSafe(|| work(self, &conn))).unwrap_or_else(|_| {
+                    Err(Error::new(
+                        ErrorCode::Internal,
+                        format!(
+                            "journal {}: cannot {action}: the write panicked",
+                            self.ctx.path
+                        ),
+                    ))
+                });
             if !alone {
                 let end = if result.is_ok() {
-                    "RELEASE payidem_write"
+                    control(&conn, "RELEASE payidem_write")
                 } else {
-                    "ROLLBACK TO payidem_write; RELEASE payidem_write"
+                    control(&conn, "ROLLBACK TO payidem_write")
+                        .and_then(|()| control(&conn, "RELEASE payidem_write"))
                 };
-                if let Err(e) = tx.execute_batch(end) {
+                if let Err(e) = end {
                     // The transaction's state is unknown: write nothing.
                     drop(tx);
                     return fail_all(&jobs, &e);

@@ -3,15 +3,21 @@
 
 use std::collections::HashMap;
 use std::fs::File;
+use std::io::{Seek, SeekFrom, Write};
 use std::path::Path;
 use std::sync::Mutex;
 
 use rusqlite::{Connection, OpenFlags};
 
-use super::{batch, schema, Context, GroupCommit, SqliteJournal, SqliteJournalOptions};
+use super::{
+    batch, schema, Context, GroupCommit, SqliteJournal, SqliteJournalOptions, CHECKPOINT_PAGES,
+};
 use crate::error::Result;
 use crate::journal::engine::Guard;
 use crate::journal::{JournalScope, RowAuth};
+
+/// Prepared statements a connection keeps.
+const STATEMENT_CACHE: usize = 32;
 
 impl SqliteJournal {
     /// [`SqliteJournal::open`] with [`SqliteJournalOptions::read_only`].
@@ -82,6 +88,9 @@ impl SqliteJournal {
         scope: Option<JournalScope>,
     ) -> SqliteJournal {
         let target = ctx.path.clone();
+        // Room for every statement the journal prepares (16 by default):
+        // none of the hot path's is evicted and parsed again.
+        db.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         SqliteJournal {
             ctx,
             conn: Mutex::new(db),
@@ -136,4 +145,61 @@ pub(super) fn open_wal(db: &Connection, ctx: &Context) -> Result<File> {
         }
     }
     Ok(wal)
+}
+
+/// Bytes of a WAL file before its first frame, and before each frame's page.
+const WAL_HEADER: u64 = 32;
+const FRAME_HEADER: u64 = 24;
+
+/// Extends the WAL file with zeros, once, to the size it reaches when this
+/// connection checkpoints (with an eighth more for the transaction that
+/// crosses the threshold), so that appending frames changes no file
+/// metadata: the group commit's `fdatasync` then writes data only, instead
+/// of also committing the file system's journal for the new size and
+/// blocks (the fsync floor's log is preallocated for the same reason).
+/// SQLite reuses the file from its start after a checkpoint and keeps its
+/// size, so this is the size it keeps anyway once it has wrapped.
+///
+/// SQLite ignores what lies past its last valid frame: a zero frame names
+/// page 0 and carries no valid checksum, so recovery stops there, and a WAL
+/// whose header is zeros counts as empty (its first writer writes a new
+/// header). Only bytes past the file's end are written, under the WAL's
+/// write lock (`BEGIN IMMEDIATE`), so no frame being appended by another
+/// connection is overwritten. A file already that long is left as it is;
+/// a failed write leaves zeros that SQLite ignores, and the WAL grows as
+/// before.
+pub(super) fn preallocate_wal(db: &Connection, ctx: &Context) -> Result<()> {
+    let page_size: u64 = db
+        .pragma_query_value(None, "page_size", |row| row.get(0))
+        .map_err(|e| ctx.db("read the page size", e))?;
+    let frames = (CHECKPOINT_PAGES + CHECKPOINT_PAGES / 8).unsigned_abs();
+    let target = WAL_HEADER + frames * (FRAME_HEADER + page_size);
+    let Some(main) = db.path().filter(|p| !p.is_empty()) else {
+        return Err(ctx.refused("the database has no file name"));
+    };
+    db.execute_batch("BEGIN IMMEDIATE")
+        .map_err(|e| ctx.db("lock the WAL to preallocate it", e))?;
+    let extended = extend_with_zeros(Path::new(&format!("{main}-wal")), target);
+    db.execute_batch("ROLLBACK")
+        .map_err(|e| ctx.db("unlock the WAL", e))?;
+    // Best effort: a WAL that could not be extended (a full disk) grows as
+    // SQLite writes it, and is as durable.
+    let _ = extended;
+    Ok(())
+}
+
+/// Appends zeros to the file at `path` up to `target` bytes, then syncs it.
+fn extend_with_zeros(path: &Path, target: u64) -> std::io::Result<()> {
+    let mut file = std::fs::OpenOptions::new().write(true).open(path)?;
+    let mut at = file.seek(SeekFrom::End(0))?;
+    if at >= target {
+        return Ok(());
+    }
+    let zeros = vec![0u8; 1 << 20];
+    while at < target {
+        let n = usize::try_from(target - at).map_or(zeros.len(), |left| left.min(zeros.len()));
+        file.write_all(&zeros[..n])?;
+        at += n as u64;
+    }
+    file.sync_data()
 }

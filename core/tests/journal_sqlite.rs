@@ -253,7 +253,7 @@ fn a_journal_with_4096_byte_pages_keeps_them() {
         let j = open(&path);
         j.open_to_send(&op("old-pages", b"{\"amount\":1}"), &l, 1)
             .unwrap();
-        j.finish("old-pages", &l, OperationState::Succeeded, None, 2)
+        j.finish("old-pages", &l, OperationState::Succeeded, None, 0, 2)
             .unwrap();
     }
     let j = open(&path);
@@ -286,7 +286,7 @@ fn a_preallocated_wal_reads_back_every_durable_write() {
         j.open_to_send(&op(&order_id, b"{\"amount\":1}"), &l, 1)
             .unwrap();
         if i % 2 == 0 {
-            j.finish(&order_id, &l, OperationState::Succeeded, None, 2)
+            j.finish(&order_id, &l, OperationState::Succeeded, None, 0, 2)
                 .unwrap();
         }
     }

@@ -13,7 +13,7 @@
 //! calls per settled operation with 1 and 16 callers,
 //! counted with strace on `payidem-fsync-probe` (skipped when strace is
 //! missing). Last, the journal alone (no HTTP): the same two writes a call
-//! makes per operation (`open_to_send`, then `finish_with_attempts`) on the
+//! makes per operation (`open_to_send`, then `finish`) on the
 //! SQLite journal and on the fsync floor, with the process's CPU time per
 //! operation, which a loaded machine blurs less than the rates.
 //!
@@ -75,7 +75,7 @@ fn cpu_seconds() -> f64 {
 }
 
 /// The journal alone, as a client's calls write it: per operation
-/// `open_to_send` (durable before it returns) then `finish_with_attempts`
+/// `open_to_send` (durable before it returns) then `finish`
 /// with a payment's answer, from `threads` threads. Settled operations per
 /// second, and CPU microseconds per operation of the whole process (the
 /// mock idles meanwhile).
@@ -137,7 +137,7 @@ fn journal_alone(kind: Kind, threads: usize, round: &str) -> (f64, f64) {
             replayed: false,
         };
         journal
-            .finish_with_attempts(
+            .finish(
                 &spec.order_id,
                 &lease,
                 OperationState::Succeeded,
@@ -269,7 +269,7 @@ fn main() {
         );
     }
     println!(
-        "journal alone (no HTTP): open_to_send + finish_with_attempts, {ALONE_PER_THREAD} operations per thread (at most {ALONE_MAX}) per run, median of {ROUNDS}"
+        "journal alone (no HTTP): open_to_send + finish, {ALONE_PER_THREAD} operations per thread (at most {ALONE_MAX}) per run, median of {ROUNDS}"
     );
     println!("{:<44} {:>10} {:>12}", "run", "ops/s", "CPU us/op");
     for &threads in &levels {

@@ -79,6 +79,7 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable, Iterator
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -170,32 +171,53 @@ def parse_info(info: str) -> tuple[str, bool, str, dict[str, str], str]:
     return lang, True, "", options, ""
 
 
+def regions(lines: list[str], opening: re.Pattern[str],
+            closing: Callable[[re.Match[str]], re.Pattern[str]]) -> Iterator[tuple[int, re.Match[str], list[str] | None]]:
+    """Each region of lines that a line matching `opening` opens and the
+    first later line matching closing(its match) closes: (the opening line's
+    index, its match, the lines between dedented by the opening's `indent`,
+    or None when nothing closes it, which ends the scan)."""
+    i = 0
+    while i < len(lines):
+        m = opening.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        end, j = closing(m), i + 1
+        while j < len(lines) and not end.match(lines[j]):
+            j += 1
+        if j == len(lines):
+            yield i, m, None
+            return
+        indent = m.group("indent")
+        yield i, m, [ln[len(indent):] if ln.startswith(indent) else ln.lstrip() for ln in lines[i + 1: j]]
+        i = j + 1
+
+
+PRELUDE_END = re.compile(r"^[ \t]*-->[ \t]*$")
+
+
 def preludes_of(lines: list[str]) -> tuple[dict[str, Prelude], list[tuple[int, str]]]:
     """The preludes of a document's lines, and the errors in them (line, message)."""
     found: dict[str, Prelude] = {}
     errors: list[tuple[int, str]] = []
-    i = 0
-    while i < len(lines):
-        m = PRELUDE.match(lines[i])
-        if not m:
-            i += 1
-            continue
-        j = i + 1
-        while j < len(lines) and lines[j].strip() != "-->":
-            j += 1
-        if j == len(lines):
-            errors.append((i + 1, "prelude never closed (a line `-->`)"))
-            break
+    for i, m, code in regions(lines, PRELUDE, lambda _: PRELUDE_END):
         name, lang = m.group("name"), m.group("lang")
-        if name in found:
+        if code is None:
+            errors.append((i + 1, "prelude never closed (a line `-->`)"))
+        elif name in found:
             errors.append((i + 1, f"prelude {name} defined twice"))
         elif lang not in RUNNABLE:
             errors.append((i + 1, f"prelude {name} in {lang}: only {sorted(RUNNABLE)} run"))
-        indent = m.group("indent")
-        code = [ln[len(indent):] if ln.startswith(indent) else ln.lstrip() for ln in lines[i + 1: j]]
-        found[name] = Prelude(name, lang, i + 1, "\n".join(code) + "\n")
-        i = j + 1
+        else:
+            found[name] = Prelude(name, lang, i + 1, "\n".join(code) + "\n")
     return found, errors
+
+
+def fence_end(m: re.Match[str]) -> re.Pattern[str]:
+    """The line that closes the fence m opened."""
+    fence = m.group("fence")
+    return re.compile(r"^[ \t]*" + re.escape(fence[0]) + "{" + str(len(fence)) + r",}[ \t]*$")
 
 
 def blocks_of(path: str) -> list[Block]:
@@ -205,21 +227,10 @@ def blocks_of(path: str) -> list[Block]:
     lines = (ROOT / path).read_text(encoding="utf-8").split("\n")
     preludes, prelude_errors = preludes_of(lines)
     found: list[Block] = []
-    i = 0
-    while i < len(lines):
-        m = FENCE.match(lines[i])
-        if not m:
-            i += 1
-            continue
-        indent, fence = m.group("indent"), m.group("fence")
-        closing = re.compile(r"^[ \t]*" + re.escape(fence[0]) + "{" + str(len(fence)) + r",}[ \t]*$")
-        j = i + 1
-        while j < len(lines) and not closing.match(lines[j]):
-            j += 1
-        if j == len(lines):
+    for i, m, body in regions(lines, FENCE, fence_end):
+        if body is None:
             found.append(Block(path, i + 1, "", False, "", error="fence never closed"))
             break
-        body = [ln[len(indent):] if ln.startswith(indent) else ln.lstrip() for ln in lines[i + 1: j]]
         lang, run, reason, options, error = parse_info(m.group("info"))
         block = Block(path, i + 1, lang, run, reason, options, "\n".join(body) + "\n", error,
                       check=options.pop("check", "") == "yes")
@@ -233,7 +244,6 @@ def blocks_of(path: str) -> list[Block]:
                 if run and block.prelude.lang != lang:
                     block.error = f"prelude {name} is {block.prelude.lang}, the block {lang}"
         found.append(block)
-        i = j + 1
     for line, message in prelude_errors:
         found.append(Block(path, line, "", False, "", error=message))
     for prelude in preludes.values():

@@ -38,8 +38,11 @@ ignored. A `json` sample must be the same JSON value as the output. A prelude no
 
 Languages that run: python (the interpreter with payidem installed), sh
 (bash -e -o pipefail), c (C99, -Wall -Wextra -Werror -pedantic, linked with
-libpayidem) and go (a program of package main, in a new module that requires
-the Go module of bindings/go through a replace directive). A block without
+libpayidem), go (a program of package main, in a new module that requires
+the Go module of bindings/go through a replace directive) and rust (src/main.rs
+of a new crate depending on the workspace's payidem and payidem-mock by path,
+and on tokio (for async callers), with the workspace's Cargo.lock, built in
+the workspace's target dir). A block without
 `run` or `no-run: REASON` is an error, so that no block is forgotten.
 
 Each block runs with PAYIDEM_BASE_URL, PAYIDEM_KEY_ID and PAYIDEM_SECRET
@@ -95,7 +98,7 @@ DOCUMENTS = [
     *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md")),
 ]
 
-RUNNABLE = {"python", "sh", "c", "go"}
+RUNNABLE = {"python", "sh", "c", "go", "rust"}
 MOCK_KEY_ID = "key_test_1"
 MOCK_SECRET = "sk_test_payidem_mock_secret_0001"
 GO_MODULE = "github.com/payidem/payidem/bindings/go"
@@ -342,6 +345,18 @@ def command_for(lang: str, text: str, tools: Tools, work: Path) -> list[str]:
             f"module example.com/docs-block\n\ngo 1.22\n\nrequire {GO_MODULE} v0.0.0\n\n"
             f"replace {GO_MODULE} => {ROOT / 'bindings' / 'go'}\n", encoding="utf-8")
         return ["go", "run", "."]
+    if lang == "rust":
+        (work / "src").mkdir(exist_ok=True)
+        (work / "src" / "main.rs").write_text(text, encoding="utf-8")
+        edition = re.search(r'^edition = "([0-9]+)"', (ROOT / "Cargo.toml").read_text(), re.M)
+        assert edition, "no edition in Cargo.toml"
+        (work / "Cargo.toml").write_text(
+            f'[package]\nname = "docs-block"\nversion = "0.0.0"\nedition = "{edition.group(1)}"\npublish = false\n\n'
+            f'[dependencies]\npayidem = {{ path = "{ROOT / "core"}" }}\n'
+            f'payidem-mock = {{ path = "{ROOT / "mock"}" }}\ntokio = {{ version = "1", features = ["rt"] }}\n\n'
+            '[workspace]\n', encoding="utf-8")
+        shutil.copyfile(ROOT / "Cargo.lock", work / "Cargo.lock")
+        return ["cargo", "run", "--quiet"]
     raise AssertionError(lang)
 
 
@@ -409,6 +424,12 @@ def run_block(block: Block, tools: Tools) -> tuple[bool, str]:
         for keep in ("GOCACHE", "GOPATH"):
             if keep in os.environ:
                 env[keep] = os.environ[keep]
+        # Rust blocks: the caller's toolchain and registry, and the workspace's
+        # target dir (the dependencies its builds share are not built again).
+        real_home = Path(os.environ.get("HOME", str(Path.home())))
+        env.setdefault("CARGO_HOME", str(real_home / ".cargo"))
+        env.setdefault("RUSTUP_HOME", str(real_home / ".rustup"))
+        env["CARGO_TARGET_DIR"] = str(ROOT / "target")
         if "GOCACHE" not in env:
             env["GOCACHE"] = subprocess.run(["go", "env", "GOCACHE"], capture_output=True, text=True).stdout.strip()
         # A run block: its program. A checked sample: its prelude, then its

@@ -18,7 +18,7 @@
 #                                 the payidem command into target/dist-stage/cli-x86_64
 #   make header                   regenerate include/payidem.h with cbindgen
 #   make test-c                   every C ABI test (see ffi/README.md)
-#   make install PREFIX=/usr/local [LIBDIR=…] [DESTDIR=…]   (never compiles)
+#   make install PREFIX=/usr/local [LIBDIR=…] [DOCDIR=…] [DESTDIR=…]   (never compiles)
 #   make uninstall                (same variables)
 #   make bench-c                  signing through the C ABI vs. Rust
 
@@ -134,10 +134,12 @@ test-python: redis-deps pg-deps
 	bindings/python/run-tests.sh
 
 ## test-docs: every fenced block of the READMEs and docs/*.md (scripts/docs/run-blocks.py):
-## those marked `run` run as written, each in a scratch directory against the release library,
-## the payidem command, a payidem-mock of its own and the Python package of test-python's venv
-## (installed there when missing); every other block must say `no-run: REASON`. The blocks
-## marked needs=dist run in test-dist, against dist/. First, the runner's own test.
+## those marked `run` run as written (a fragment after its declared prelude), each in a scratch
+## directory against the release library, the payidem command, a payidem-mock of its own, the
+## Python package of test-python's venv (installed there when missing) and, for Rust, the
+## workspace's crates; samples marked `check` are compared with the files they quote or the
+## output they show; every other block must say `no-run: REASON`. The blocks marked
+## needs=dist run in test-dist, against dist/. First, the runner's own test.
 DOCS_PYTHON := bindings/python/.venv/bin/python
 test-docs: c-deps
 	@echo '## phase: test-docs'
@@ -189,6 +191,7 @@ CC ?= cc
 CXX ?= g++
 PREFIX ?= /usr/local
 LIBDIR ?= $(PREFIX)/lib
+DOCDIR ?= $(PREFIX)/share/doc/payidem
 DESTDIR ?=
 STAGE := target/dist-stage/x86_64
 CLI_STAGE := target/dist-stage/cli-x86_64
@@ -292,14 +295,15 @@ test-c: c-deps redis-deps pg-deps
 	$(TEST_ENV) TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/$(C_TESTS)/tsan.supp" $(C_OUT)/test_threads_tsan
 
 ## install: copies what `make lib` (or `make dist`) built (the C library, and
-## the payidem command with its manual page and completions); never compiles
+## the payidem command with its manual page and completions) and the documentation
+## (DOCDIR: the C README, the docs/ pages it and the manual point to, examples/c); never compiles
 install:
 	@cli=; if [ -f $(CLI_STAGE)/bin/payidem ]; then cli="--cli $(CLI_STAGE)"; \
 	else echo "make install: the payidem command is not staged ('make lib' builds it); installing the library only" >&2; fi; \
-	scripts/dist/install-c.sh $$cli $(STAGE) "$(DESTDIR)" "$(PREFIX)" "$(LIBDIR)"
+	scripts/dist/install-c.sh $$cli --docdir "$(DOCDIR)" $(STAGE) "$(DESTDIR)" "$(PREFIX)" "$(LIBDIR)"
 
 uninstall:
-	scripts/dist/install-c.sh --cli $(CLI_STAGE) --uninstall $(STAGE) "$(DESTDIR)" "$(PREFIX)" "$(LIBDIR)"
+	scripts/dist/install-c.sh --cli $(CLI_STAGE) --docdir "$(DOCDIR)" --uninstall $(STAGE) "$(DESTDIR)" "$(PREFIX)" "$(LIBDIR)"
 
 ## dist: every release artifact into dist/ (see ffi/README.md, bindings/*/README.md)
 dist: dist-x86_64 dist-go dist-arm64 dist-windows

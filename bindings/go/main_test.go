@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -96,17 +97,109 @@ func findMock() (string, error) {
 		"(in the repository, `cargo build -p payidem-mock` builds one into target/debug)")
 }
 
-// repositoryFile is the path of rel (slash-separated) in the payidem
-// repository around this module. A copy of the module alone (a `go get`
-// user's module cache) does not carry the repository's conformance vectors
-// and scripts: there the test is skipped, saying which file it needs; in
-// the repository a missing file fails the test where it is read.
+// repositoryCopies are the files of the payidem repository the tests read
+// (the conformance vectors, the PostgreSQL starter), by their path in the
+// repository. The module carries each as testdata/repository/PATH, so that
+// its tests run from a copy of the module alone (a `go get` user's module
+// cache); TestRepositoryCopiesMatchTheRepository keeps the copies equal to
+// the originals and, with PAYIDEM_WRITE_TESTDATA=1, rewrites them.
+var repositoryCopies = []string{
+	"core/tests/vectors/operation-v1.json",
+	"core/tests/vectors/protocol-v1.json",
+	"core/tests/vectors/redact-v1.json",
+	"core/tests/vectors/settings-v1.json",
+	"ffi/tests-c/pg_server.sh",
+	"scripts/dist/go-lib.sh",
+}
+
+// repositoryFile is the path of the module's copy of rel, a slash-separated
+// path of repositoryCopies. A module cache keeps no file modes, so a script
+// (.sh) is copied into the test's temporary directory and made executable
+// there.
 func repositoryFile(t testing.TB, rel string) string {
 	t.Helper()
-	if !insideRepository() {
-		t.Skipf("needs %s of the payidem repository, which the module does not carry (module copied alone)", rel)
+	if !slices.Contains(repositoryCopies, rel) {
+		t.Fatalf("%s is not one of the repository files the module carries (repositoryCopies)", rel)
 	}
-	return filepath.Join(repoRoot, filepath.FromSlash(rel))
+	copied := filepath.Join("testdata", "repository", filepath.FromSlash(rel))
+	if !strings.HasSuffix(rel, ".sh") {
+		return copied
+	}
+	data, err := os.ReadFile(copied)
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(t.TempDir(), filepath.Base(rel))
+	if err := os.WriteFile(script, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return script
+}
+
+// TestRepositoryCopiesMatchTheRepository: the module's copies of
+// repository files are byte-identical to the originals, and every
+// conformance vector of core/tests/vectors has one. With
+// PAYIDEM_WRITE_TESTDATA=1 it writes the copies instead. From a copy of the
+// module alone there are no originals: it checks that every copy is there.
+func TestRepositoryCopiesMatchTheRepository(t *testing.T) {
+	write := os.Getenv("PAYIDEM_WRITE_TESTDATA") == "1"
+	inside := insideRepository()
+	if write && !inside {
+		t.Fatal("PAYIDEM_WRITE_TESTDATA=1 outside the payidem repository: nothing to copy from")
+	}
+	for _, rel := range repositoryCopies {
+		copied := filepath.Join("testdata", "repository", filepath.FromSlash(rel))
+		have, err := os.ReadFile(copied)
+		if !inside {
+			if err != nil || len(have) == 0 {
+				t.Errorf("the module lacks its copy of %s: %v", rel, err)
+			}
+			continue
+		}
+		want, err2 := os.ReadFile(filepath.Join(repoRoot, filepath.FromSlash(rel)))
+		if err2 != nil {
+			t.Fatal(err2)
+		}
+		if write {
+			if err := os.MkdirAll(filepath.Dir(copied), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(copied, want, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err != nil || !bytes.Equal(have, want) {
+			t.Errorf("%s differs from %s (%v): run PAYIDEM_WRITE_TESTDATA=1 go test -run %s", copied, rel, err, t.Name())
+		}
+	}
+	if !inside {
+		t.Logf("module copied alone: %d copies present; their equality with the repository is checked there", len(repositoryCopies))
+		return
+	}
+	vectors, err := filepath.Glob(filepath.Join(repoRoot, "core", "tests", "vectors", "*.json"))
+	if err != nil || len(vectors) == 0 {
+		t.Fatalf("no conformance vectors in the repository: %v", err)
+	}
+	for _, v := range vectors {
+		rel := "core/tests/vectors/" + filepath.Base(v)
+		if !slices.Contains(repositoryCopies, rel) {
+			t.Errorf("%s has no copy in the module: add it to repositoryCopies", rel)
+		}
+	}
+	var extra []string
+	_ = filepath.WalkDir(filepath.Join("testdata", "repository"), func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel := filepath.ToSlash(strings.TrimPrefix(path, filepath.Join("testdata", "repository")+string(filepath.Separator)))
+			if !slices.Contains(repositoryCopies, rel) {
+				extra = append(extra, rel)
+			}
+		}
+		return nil
+	})
+	if len(extra) != 0 {
+		t.Errorf("testdata/repository holds files no test reads: %v", extra)
+	}
 }
 
 // mock is one running payidem-mock process with its control routes.

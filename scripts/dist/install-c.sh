@@ -4,7 +4,7 @@
 # It never compiles.
 #
 #   install-c.sh [--uninstall] [--relocatable] [--only runtime|dev] [--cli CLI_STAGE] \
-#                STAGE DESTDIR PREFIX LIBDIR
+#                [--docdir DOCDIR] STAGE DESTDIR PREFIX LIBDIR
 #
 # STAGE   target/dist-stage/ARCH (libpayidem.so, libpayidem.a)
 # DESTDIR staging root prepended to every path ("" for none)
@@ -18,6 +18,10 @@
 # --cli DIR      also the `payidem` command that scripts/dist/build-cli.sh
 #                staged in DIR: PREFIX/bin/payidem, its manual page and its
 #                bash, zsh and fish completions under PREFIX/share
+# --docdir DIR   also (unless --only runtime) the documentation: the C
+#                README as README.md, the docs/ pages it and the command's
+#                manual pages point to, examples/c/ (scripts/dist/docs.sh);
+#                absolute, inside PREFIX
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -25,10 +29,12 @@ mode=install
 relocatable=0
 only=all
 cli=
+docdir=
 while [ $# -gt 0 ]; do
     case "$1" in
         --uninstall) mode=uninstall; shift ;;
         --cli) cli=$2; shift 2 ;;
+        --docdir) docdir=$2; shift 2 ;;
         --relocatable) relocatable=1; shift ;;
         --only) only=$2; shift 2 ;;
         --) shift; break ;;
@@ -37,12 +43,19 @@ while [ $# -gt 0 ]; do
     esac
 done
 if [ $# -ne 4 ]; then
-    echo "usage: $0 [--uninstall] [--relocatable] [--only runtime|dev] [--cli CLI_STAGE] STAGE DESTDIR PREFIX LIBDIR" >&2
+    echo "usage: $0 [--uninstall] [--relocatable] [--only runtime|dev] [--cli CLI_STAGE] [--docdir DOCDIR] STAGE DESTDIR PREFIX LIBDIR" >&2
     exit 2
 fi
 stage=$1 destdir=$2 prefix=$3 libdir=$4
 case "$prefix$libdir" in /*) ;; *) echo "install-c.sh: PREFIX and LIBDIR must be absolute" >&2; exit 2 ;; esac
 case "$libdir/" in "$prefix"/*) ;; *) echo "install-c.sh: LIBDIR ($libdir) must be inside PREFIX ($prefix)" >&2; exit 2 ;; esac
+case "${docdir:-$prefix}/" in "$prefix"/*) ;; *) echo "install-c.sh: DOCDIR ($docdir) must be inside PREFIX ($prefix)" >&2; exit 2 ;; esac
+# The documentation's pages (c_doc_files, ship_c_docs).
+. "$root/scripts/dist/docs.sh"
+doc_files=()
+if [ -n "$docdir" ] && [ "$only" != runtime ]; then
+    while IFS= read -r f; do doc_files+=("$docdir/$f"); done < <(c_doc_files)
+fi
 
 version="$(sed -n 's/^version = "\(.*\)"/\1/p' "$root/Cargo.toml" | head -n 1)"
 abi=0
@@ -70,7 +83,7 @@ fi
 if [ "$mode" = uninstall ]; then
     files=()
     [ "$only" != dev ] && files+=("${runtime_files[@]}")
-    [ "$only" != runtime ] && files+=("${dev_files[@]}")
+    [ "$only" != runtime ] && files+=("${dev_files[@]}" "${doc_files[@]}")
     if [ -n "$cli" ]; then
         for f in "${cli_files[@]}"; do files+=("$prefix/$f"); done
     fi
@@ -78,6 +91,10 @@ if [ "$mode" = uninstall ]; then
         if [ -e "$D$f" ] || [ -L "$D$f" ]; then rm -f "$D$f" && echo "removed $D$f"; fi
     done
     rmdir "$D$libdir/cmake/payidem" 2>/dev/null || true
+    if [ "${#doc_files[@]}" -gt 0 ]; then
+        rmdir "$D$docdir/examples/c" "$D$docdir/examples" "$D$docdir/docs" 2>/dev/null || true
+        [ "$docdir" = "$prefix" ] || rmdir "$D$docdir" 2>/dev/null || true
+    fi
     exit 0
 fi
 
@@ -130,6 +147,10 @@ if [ "$only" != runtime ]; then
     sed -e "s|@VERSION@|$version|g" -e "s|@VERSION_MAJOR@|$major|" -e "s|@VERSION_MINOR@|$minor|" \
         "$root/ffi/cmake/payidemConfigVersion.cmake.in" > "$D$libdir/cmake/payidem/payidemConfigVersion.cmake"
     chmod 0644 "$D$libdir/pkgconfig/"payidem*.pc "$D$libdir/cmake/payidem/"*.cmake
+    if [ -n "$docdir" ]; then
+        install -d "$D$docdir"
+        ship_c_docs "$D$docdir"
+    fi
 fi
 if [ -n "$cli" ]; then
     for f in "${cli_files[@]}"; do

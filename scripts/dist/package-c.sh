@@ -40,6 +40,8 @@ debversion="$version-1"
 epoch="$(git -C "$root" log -1 --format=%ct 2>/dev/null || echo 0)"
 export SOURCE_DATE_EPOCH="$epoch"
 install_c="$root/scripts/dist/install-c.sh"
+# The pages each package ships (cli_docs, ship_docs).
+. "$root/scripts/dist/docs.sh"
 if [ ! -x "$cli_stage/bin/payidem" ]; then
     echo "package-c.sh: $cli_stage/bin/payidem is missing: build it first with scripts/dist/build-cli.sh ('make lib')" >&2
     exit 1
@@ -68,31 +70,11 @@ homepage="$(release_field homepage)"
 # Tarball, relocatable (pkg-config and CMake find the prefix from their own place).
 name="libpayidem-$version-linux-$arch"
 tree="$work/$name"
-"$install_c" --relocatable --cli "$cli_stage" "$stage" "$tree" /opt/payidem /opt/payidem/lib
+# The C README, docs/ and examples/c/ at the top, where the README says they are.
+"$install_c" --relocatable --cli "$cli_stage" --docdir /opt/payidem "$stage" "$tree" /opt/payidem /opt/payidem/lib
 mv "$tree/opt/payidem"/* "$tree/" && rm -rf "$tree/opt"
 # The relocatable files name no prefix, so the move above changes nothing in them.
 cp "$root/LICENSE" "$tree/LICENSE"
-# The documentation pages the README, `payidem --help` and the manual page
-# point to, and the C example, where the README says they are.
-cli_docs=(cli.md journal-integrity.md postgres-journal.md metrics.md)
-c_docs=("${cli_docs[@]}" replay-store.md versioning.md)
-# ship_docs DIR SRC=DST...: pages of the checkout into DIR, their links
-# to each other kept, those to other files of the checkout pointing to the
-# repository (scripts/dist/ship-docs.py).
-ship_docs() {
-    local dir=$1; shift
-    python3 "$root/scripts/dist/ship-docs.py" "$root" "$(release_field repository)" "$dir" "$@"
-}
-# ship_c_docs DIR: README.md (the C README), docs/ and examples/c/ into DIR.
-ship_c_docs() {
-    local pages=(ffi/README.md=README.md) page
-    for page in "${c_docs[@]}"; do pages+=("docs/$page=docs/$page"); done
-    ship_docs "$1" "${pages[@]}"
-    install -d "$1/examples/c"
-    cp "$root/examples/c/pay.c" "$root/examples/c/CMakeLists.txt" "$1/examples/c/"
-    chmod -R u=rwX,go=rX "$1/README.md" "$1/docs" "$1/examples"
-}
-ship_c_docs "$tree"
 third_party payidem-ffi payidem-cli > "$tree/THIRD-PARTY.txt"
 find "$tree" -exec touch -h -d "@$epoch" {} +
 tar --sort=name --mtime="@$epoch" --owner=0 --group=0 --numeric-owner --format=gnu \
@@ -196,8 +178,7 @@ chmod 0644 "$d/DEBIAN/shlibs" "$d/DEBIAN/symbols" "$d/DEBIAN/triggers"
 deb libpayidem0 libs same "libc6 (>= 2.17)" \
     "signing and idempotent retries for a payment API (shared library)" payidem-ffi "$lib_long"
 
-"$install_c" --only dev "$stage" "$work/deb-libpayidem-dev" /usr "/usr/lib/$multiarch"
-ship_c_docs "$work/deb-libpayidem-dev/usr/share/doc/libpayidem-dev"
+"$install_c" --only dev --docdir /usr/share/doc/libpayidem-dev "$stage" "$work/deb-libpayidem-dev" /usr "/usr/lib/$multiarch"
 deb libpayidem-dev libdevel same "libpayidem0 (= $debversion)" \
     "signing and idempotent retries for a payment API (development files)" payidem-ffi "$lib_long"
 

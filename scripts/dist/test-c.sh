@@ -19,11 +19,13 @@
 #   journal that the installed library wrote, `man -l` on its manual page,
 #   `man payidem-journal` and every command's page, its bash completion
 #   loaded by bash;
-# - make install / make uninstall with DESTDIR, PREFIX and LIBDIR;
+# - make install / make uninstall with DESTDIR, PREFIX and LIBDIR (the
+#   library, the command and the documentation; the installed example builds);
 # - versioning (docs/versioning.md): pay.c built against this release runs
 #   with a library built with the patch version bumped, and refuses
 #   libraries of another minor version (0.x), naming both versions;
-# - every ```sh block of ffi/README.md, run as written.
+# - the ```sh blocks of ffi/README.md whose marker names this script (make
+#   install from a checkout), run as written.
 #
 #   scripts/dist/test-c.sh [MOCK]     (default dist/payidem-mock)
 set -euo pipefail
@@ -385,6 +387,12 @@ check "make install put the payidem command, its manual page and completions und
     -a -f "$dest/opt/pi/share/man/man1/payidem.1" -a -f "$dest/opt/pi/share/bash-completion/completions/payidem" \
     -a -f "$dest/opt/pi/share/zsh/site-functions/_payidem" -a -f "$dest/opt/pi/share/fish/vendor_completions.d/payidem.fish"
 check "the installed payidem command runs" sh -c "'$dest/opt/pi/bin/payidem' --version | grep -qx 'payidem $version'"
+ddoc="$dest/opt/pi/share/doc/payidem"
+check "make install put the documentation in DOCDIR (PREFIX/share/doc/payidem): the C README, docs/ and examples/c as the tarball ships them" \
+    sh -c "cmp '$ddoc/README.md' '$tree/README.md' && diff -r '$ddoc/docs' '$tree/docs' && test -s '$ddoc/docs/cli.md' && diff -r '$ddoc/examples' '$tree/examples'"
+check "make install's documentation: every link resolves inside DOCDIR" links_resolve "$ddoc"
+build_with_pkg_config "make install" "$dest/opt/pi/lib64" "$ddoc/examples/c" \
+    PKG_CONFIG_SYSROOT_DIR="$dest" PKG_CONFIG_LIBDIR="$dest/opt/pi/lib64/pkgconfig"
 check "the installed payidem command needs no glibc newer than 2.17" at_most_2_17 "$dest/opt/pi/bin/payidem"
 check "the installed payidem.pc names the final PREFIX and LIBDIR, not DESTDIR" sh -c \
     "grep -qx 'prefix=/opt/pi' '$dest/opt/pi/lib64/pkgconfig/payidem.pc' && grep -qx 'libdir=/opt/pi/lib64' '$dest/opt/pi/lib64/pkgconfig/payidem.pc'"
@@ -457,20 +465,21 @@ if [ "$v_major" = 0 ] && [ "$v_minor" -gt 0 ]; then
 fi
 rm -rf "$compat"
 
-# --- ffi/README.md, every ```sh block as written -----------------------------
+# --- ffi/README.md, the ```sh blocks it says this script runs, as written -------
+# (from a checkout: make lib, make install; the others run in scripts/docs/run-blocks.py)
 readme_dir="$tmp/readme"
 mkdir -p "$readme_dir/home"
 cp "$tarball" "$readme_dir/"
 python3 - "$root/ffi/README.md" > "$readme_dir/commands.sh" <<'EOF'
 import re, sys
 text = open(sys.argv[1]).read()
-blocks = re.findall(r"^```sh[^\n]*\n(.*?)^```", text, re.S | re.M)
+blocks = re.findall(r"^```sh [^\n]*scripts/dist/test-c\.sh[^\n]*\n(.*?)^```", text, re.S | re.M)
 if not blocks:
-    sys.exit("ffi/README.md has no ```sh block")
+    sys.exit("ffi/README.md has no ```sh block that names scripts/dist/test-c.sh")
 print("set -eux")
 print("\n".join(blocks))
 EOF
-check "ffi/README.md's commands run as written (tarball, pkg-config, make install to \$HOME/.local)" \
+check "ffi/README.md's commands run as written (make lib, make install to \$HOME/.local, pkg-config)" \
     env -C "$readme_dir" HOME="$readme_dir/home" PAYIDEM_REPO="$root" PAYIDEM_URL="$url" \
     RUSTUP_HOME="${RUSTUP_HOME:-$HOME/.rustup}" CARGO_HOME="${CARGO_HOME:-$HOME/.cargo}" \
     XDG_CACHE_HOME="${XDG_CACHE_HOME:-$HOME/.cache}" \

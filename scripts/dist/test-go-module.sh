@@ -15,7 +15,7 @@
 # with zig, the arm64 library links (and pays under qemu-aarch64 when
 # installed) and a platform without a library gets one clear error; the
 # module's own manifest test passes outside the repository; its whole test
-# suite passes from the copy alone and from the module cache (`go test all`)
+# suite passes, no test skipped, from the copy alone and from the module cache (`go test all`)
 # with the released mock on PATH, stops with a clear message without one,
 # and never runs cargo. Ends with
 # "N passed, N failed"; exits 1 when anything failed.
@@ -372,7 +372,7 @@ else
 fi
 
 # 7. The module's own manifest test, outside the repository: the copies
-# match lib/*/SOURCES; the check against the Rust sources is skipped.
+# match lib/*/SOURCES; the check against the Rust sources needs them.
 if (cd "$mod" && PAYIDEM_MOCK="$mock_bin" go test -count=1 -v -run '^TestCommittedLibraryMatchesSources$' . ) > "$work/gotest.log" 2>&1 &&
     grep -q 'copied alone' "$work/gotest.log" && grep -q -- '--- PASS: TestCommittedLibraryMatchesSources' "$work/gotest.log"; then
     pass "go test TestCommittedLibraryMatchesSources in the copied module: copies match their manifest, source check skipped"
@@ -394,8 +394,14 @@ without_mock="$work/bin-cargo:$PATH"
 if command -v payidem-mock >/dev/null 2>&1; then
     fail "a payidem-mock is already on PATH ($(command -v payidem-mock)): the check without one cannot run"
 fi
+# No test may skip: the module carries what its tests read (testdata/repository).
+skipped() { grep -E -- '^\s*--- SKIP' "$1" | head -n 10; }
 if (cd "$mod" && env -u PAYIDEM_MOCK PATH="$with_mock" go test -count=1 -v . ) > "$work/gotest-copy.log" 2>&1; then
-    pass "go test in the module copied alone, released mock on PATH: $(grep -c -- '^--- PASS' "$work/gotest-copy.log") passed, $(grep -c -- '^--- SKIP' "$work/gotest-copy.log") skipped (they need the repository's vectors or scripts)"
+    if [ -z "$(skipped "$work/gotest-copy.log")" ]; then
+        pass "go test in the module copied alone, released mock on PATH: $(grep -c -- '^--- PASS' "$work/gotest-copy.log") passed, none skipped"
+    else
+        fail "go test in the module copied alone skipped tests: $(skipped "$work/gotest-copy.log")"
+    fi
 else
     fail "go test in the module copied alone: $(grep -E -- '^(--- FAIL|FAIL|panic)' "$work/gotest-copy.log" | head -n 10) $(tail -n 20 "$work/gotest-copy.log")"
 fi
@@ -407,8 +413,12 @@ else
     fail "go test without a mock said: $(tail -n 20 "$work/gotest-nomock.log")"
 fi
 if (cd "$work/app-proxy" && env -u PAYIDEM_MOCK PATH="$with_mock" GOPROXY="file://$work/proxy" GOMODCACHE="$work/modcache" \
-    go test -count=1 "$module_path" ) > "$work/gotest-all.log" 2>&1; then
-    pass "go test $module_path from a project that imports it (the read-only module cache, as \`go test all\` runs it; released mock on PATH): $(head -n 1 "$work/gotest-all.log")"
+    go test -count=1 -v "$module_path" ) > "$work/gotest-all.log" 2>&1; then
+    if [ -z "$(skipped "$work/gotest-all.log")" ]; then
+        pass "go test $module_path from a project that imports it (the read-only module cache, as \`go test all\` runs it; released mock on PATH): $(tail -n 1 "$work/gotest-all.log"), none skipped"
+    else
+        fail "go test $module_path from the module cache skipped tests: $(skipped "$work/gotest-all.log")"
+    fi
 else
     fail "go test $module_path from a project that imports it: $(tail -n 20 "$work/gotest-all.log")"
 fi

@@ -18,7 +18,10 @@
 # Checks, each reported as `ok: …` or `FAIL: …`:
 #   - the file name says abi3 (cp39) and manylinux_2_17 ARCH, `auditwheel
 #     show` agrees, the wheel is at most PAYIDEM_WHEEL_MAX_BYTES (5 MB) and its
-#     extension is an ARCH ELF file, stripped;
+#     extension is an ARCH ELF file, stripped; its METADATA says
+#     `License: Apache-2.0` with the license classifier, and (for a wheel of
+#     this machine) pip 20.3, Debian 11's, fetched from PyPI into a venv of
+#     its own, installs it and `pip show payidem` says that license;
 #   - with each CPython (PAYIDEM_WHEEL_PYTHONS, else every python3.9 …
 #     python3.13 found, else python3): `pip install --no-index WHEEL` into a
 #     new venv in a new temporary directory (so it needs no other package),
@@ -202,6 +205,49 @@ PY
     }
     check "Project-URLs are Cargo.toml's [workspace.metadata.release] addresses" urls_ok
 
+    license_ok() {
+        python3 - "$wheel" <<'PY'
+import email, sys, zipfile
+
+with zipfile.ZipFile(sys.argv[1]) as z:
+    [name] = [n for n in z.namelist() if n.endswith(".dist-info/METADATA")]
+    meta = email.message_from_bytes(z.read(name))
+found = (meta["License"], meta["License-Expression"], meta.get_all("Classifier") or [])
+print(found)
+assert found[:2] == ("Apache-2.0", None), "want License: Apache-2.0 and no License-Expression"
+assert "License :: OSI Approved :: Apache Software License" in found[2], "no license classifier"
+PY
+    }
+    check "METADATA: License: Apache-2.0 and its classifier" license_ok
+
+    # What Debian 11's pip (20.3) shows: it reads only the License field. pip
+    # 20.3 comes from PyPI into a venv of its own; it runs on CPython <= 3.11
+    # and installs only a wheel of this machine.
+    if [ "$arch" = "$(uname -m)" ]; then
+        old_pip_ok() {
+            local py=
+            for candidate in "${pythons[@]}"; do
+                if "$candidate" -I -c 'import sys; sys.exit(sys.version_info >= (3, 12))' </dev/null; then
+                    py=$candidate
+                    break
+                fi
+            done
+            [ -n "$py" ] || { echo "pip 20.3 needs a CPython <= 3.11; have ${pythons[*]}"; return 1; }
+            "$py" -I -m venv "$work/pip20" &&
+                "$work/pip20/bin/python" -I -m pip install --quiet --no-cache-dir --disable-pip-version-check \
+                    'pip==20.3.4' &&
+                "$work/pip20/bin/python" -I -m pip install --quiet --no-index --no-cache-dir \
+                    --disable-pip-version-check "$wheel" || return 1
+            local shown
+            shown="$("$work/pip20/bin/python" -I -m pip show payidem 2>&1)"
+            printf '%s\n' "$shown"
+            grep -qx 'License: Apache-2.0' <<<"$shown" && grep -q '^Version: 20\.3\.4$' \
+                <<<"$("$work/pip20/bin/python" -I -m pip show pip)"
+        }
+        check "pip 20.3 (Debian 11's) installs the wheel and pip show says License: Apache-2.0" old_pip_ok
+        rm -rf "$work/pip20"
+    fi
+
     tools="$("$root/scripts/dist/tools.sh" 2>"$work/tools.err")" || {
         fail "pinned release tools (scripts/dist/tools.sh)" "$(cat "$work/tools.err")"
         tools=
@@ -267,8 +313,9 @@ def check(name, condition, detail=""):
 
 check("version matches the module", meta["Version"] == payidem.__version__,
       f"{meta['Version']} != {payidem.__version__}")
-check("License-Expression Apache-2.0", meta["License-Expression"] == "Apache-2.0",
-      repr(meta["License-Expression"]))
+check("License Apache-2.0 (no License-Expression: core metadata 2.4 allows one of them)",
+      meta["License"] == "Apache-2.0" and "License-Expression" not in meta,
+      repr((meta["License"], meta.get_all("License-Expression"))))
 check("Requires-Python >=3.9", meta["Requires-Python"] == ">=3.9", repr(meta["Requires-Python"]))
 urls = dict(entry.split(", ", 1) for entry in meta.get_all("Project-URL") or [])
 check("Project-URL Homepage, Repository, Documentation, Issues (as in the wheel's file checks)",

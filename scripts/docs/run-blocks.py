@@ -9,12 +9,40 @@ Every fenced block says in its info string whether it runs:
     ```sh run exit=1           runs; must exit 1 (an error path)
     ```sh run needs=dist       runs only with --dist DIR (make test-dist), with
                                PAYIDEM_DIST naming the release files of DIR
+    ```python run prelude=NAME runs after the document's prelude NAME (below)
+    ```text check quote=FILE[,FILE]
+                               checked, not run: every line of the block is a
+                               line of one of the files (repository paths)
+    ```text check prelude=NAME checked, not run: the output of the prelude NAME
+                               (a program), followed, when the block's first
+                               line is `$ COMMAND`, by COMMAND's, must match the
+                               block (the `$` line left out); `exit=N` as for run
     ```text no-run: REASON     does not run, for the reason given (required)
+
+A prelude is the declared, visible setup of a fragment: an HTML comment of
+the document (shown in its source, not rendered), anywhere in it (indented
+as a block in a list item may be),
+
+    <!-- prelude NAME LANG
+    CODE
+    -->
+
+A block with `prelude=NAME` runs as CODE followed by the block, or, when
+CODE has a line that is `{block}` (indented or not), as CODE with the block
+in that line's place, indented as it is (a Go fragment inside a function, a
+Python one inside a loop); it must be in the block's language. A checked sample runs the prelude alone (LANG any runnable one)
+then its `$` command (sh). Matching: each line of the sample must equal the
+output's line at its place, where `…` in a line stands for any text in it
+and a line that is only `…` for any number of lines; trailing blanks are
+ignored. A `json` sample must be the same JSON value as the output. A prelude no block uses is an error.
 
 Languages that run: python (the interpreter with payidem installed), sh
 (bash -e -o pipefail), c (C99, -Wall -Wextra -Werror -pedantic, linked with
-libpayidem) and go (a program of package main, in a new module that requires
-the Go module of bindings/go through a replace directive). A block without
+libpayidem), go (a program of package main, in a new module that requires
+the Go module of bindings/go through a replace directive) and rust (src/main.rs
+of a new crate depending on the workspace's payidem and payidem-mock by path,
+and on tokio (for async callers), with the workspace's Cargo.lock, built in
+the workspace's target dir). A block without
 `run` or `no-run: REASON` is an error, so that no block is forgotten.
 
 Each block runs with PAYIDEM_BASE_URL, PAYIDEM_KEY_ID and PAYIDEM_SECRET
@@ -36,8 +64,8 @@ environment or the defaults under target/: PAYIDEM_DOCS_PYTHON (default
 bindings/python/.venv/bin/python), PAYIDEM_DOCS_BIN (a directory with
 `payidem` and `payidem-mock`; default target/release), PAYIDEM_DOCS_LIB (a
 directory with libpayidem.so; default target/c/lib). The last line is
-`N passed, N failed, N not run (no-run), N left to …`; the exit status is 1 when a block
-failed or is unmarked.
+`N passed, N failed, N not run (no-run), N left to …` (checked samples count
+as passed or failed); the exit status is 1 when a block failed or is unmarked.
 """
 
 from __future__ import annotations
@@ -54,6 +82,7 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable, Iterator
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -69,7 +98,7 @@ DOCUMENTS = [
     *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md")),
 ]
 
-RUNNABLE = {"python", "sh", "c", "go"}
+RUNNABLE = {"python", "sh", "c", "go", "rust"}
 MOCK_KEY_ID = "key_test_1"
 MOCK_SECRET = "sk_test_payidem_mock_secret_0001"
 GO_MODULE = "github.com/payidem/payidem/bindings/go"
@@ -90,18 +119,37 @@ class Block:
     options: dict[str, str] = field(default_factory=dict)
     text: str = ""
     error: str = ""
+    check: bool = False
+    prelude: "Prelude | None" = None
 
     @property
     def where(self) -> str:
         return f"{self.path}:{self.line}"
 
 
+@dataclass
+class Prelude:
+    """A document's declared setup: <!-- prelude NAME LANG ... -->."""
+
+    name: str
+    lang: str
+    line: int
+    text: str
+    used: bool = False
+
+
+PRELUDE = re.compile(r"^(?P<indent>[ \t]*)<!-- prelude (?P<name>[A-Za-z0-9_-]+) (?P<lang>[a-z]+)[ \t]*$")
+RUN_OPTIONS = {"exit", "needs", "prelude"}
+CHECK_OPTIONS = {"exit", "prelude", "quote"}
+
+
 def parse_info(info: str) -> tuple[str, bool, str, dict[str, str], str]:
-    """(lang, run, reason, options, error) of an info string."""
+    """(lang, run, reason, options, error) of an info string; a checked
+    sample has run False and options["check"] set."""
     info = info.strip()
-    marker = re.search(r"(?:^|\s)(no-run:|run(?:\s|$))", info)
+    marker = re.search(r"(?:^|\s)(no-run:|(?:run|check)(?:\s|$))", info)
     if marker is None:
-        return info, False, "", {}, "unmarked: say `run` or `no-run: REASON` after the language"
+        return info, False, "", {}, "unmarked: say `run`, `check …` or `no-run: REASON` after the language"
     lang = info[: marker.start()].strip()
     rest = info[marker.start():].strip()
     if rest.startswith("no-run:"):
@@ -109,39 +157,102 @@ def parse_info(info: str) -> tuple[str, bool, str, dict[str, str], str]:
         if len(reason.split()) < 3:
             return lang, False, reason, {}, "no-run needs a reason of a few words"
         return lang, False, reason, {}, ""
-    options: dict[str, str] = {}
+    check = rest.startswith("check")
+    known = CHECK_OPTIONS if check else RUN_OPTIONS
+    options: dict[str, str] = {"check": "yes"} if check else {}
     for word in rest.split()[1:]:
         key, eq, value = word.partition("=")
-        if not eq or key not in {"exit", "needs"} or (key == "needs" and value != "dist"):
-            return lang, True, "", {}, f"unknown run option {word!r} (known: exit=N, needs=dist)"
+        if not eq or key not in known or (key == "needs" and value != "dist") or not value:
+            return lang, not check, "", {}, f"unknown {rest.split()[0]} option {word!r} (known: {', '.join(sorted(known))})"
         options[key] = value
+    if check:
+        if ("quote" in options) == ("prelude" in options):
+            return lang, False, "", options, "`check` needs quote=FILE[,FILE] or prelude=NAME (one of them)"
+        return lang, False, "", options, ""
     if lang not in RUNNABLE:
         return lang, True, "", options, f"`run` on a {lang or 'plain'} block: only {sorted(RUNNABLE)} run"
     return lang, True, "", options, ""
 
 
-def blocks_of(path: str) -> list[Block]:
-    """Every fenced block of the document at path (relative to the root)."""
-    lines = (ROOT / path).read_text(encoding="utf-8").split("\n")
-    found: list[Block] = []
+def regions(lines: list[str], opening: re.Pattern[str],
+            closing: Callable[[re.Match[str]], re.Pattern[str]]) -> Iterator[tuple[int, re.Match[str], list[str] | None]]:
+    """Each region of lines that a line matching `opening` opens and the
+    first later line matching closing(its match) closes: (the opening line's
+    index, its match, the lines between dedented by the opening's `indent`,
+    or None when nothing closes it, which ends the scan)."""
     i = 0
     while i < len(lines):
-        m = FENCE.match(lines[i])
+        m = opening.match(lines[i])
         if not m:
             i += 1
             continue
-        indent, fence = m.group("indent"), m.group("fence")
-        closing = re.compile(r"^[ \t]*" + re.escape(fence[0]) + "{" + str(len(fence)) + r",}[ \t]*$")
-        j = i + 1
-        while j < len(lines) and not closing.match(lines[j]):
+        end, j = closing(m), i + 1
+        while j < len(lines) and not end.match(lines[j]):
             j += 1
         if j == len(lines):
+            yield i, m, None
+            return
+        indent = m.group("indent")
+        yield i, m, [ln[len(indent):] if ln.startswith(indent) else ln.lstrip() for ln in lines[i + 1: j]]
+        i = j + 1
+
+
+PRELUDE_END = re.compile(r"^[ \t]*-->[ \t]*$")
+
+
+def preludes_of(lines: list[str]) -> tuple[dict[str, Prelude], list[tuple[int, str]]]:
+    """The preludes of a document's lines, and the errors in them (line, message)."""
+    found: dict[str, Prelude] = {}
+    errors: list[tuple[int, str]] = []
+    for i, m, code in regions(lines, PRELUDE, lambda _: PRELUDE_END):
+        name, lang = m.group("name"), m.group("lang")
+        if code is None:
+            errors.append((i + 1, "prelude never closed (a line `-->`)"))
+        elif name in found:
+            errors.append((i + 1, f"prelude {name} defined twice"))
+        elif lang not in RUNNABLE:
+            errors.append((i + 1, f"prelude {name} in {lang}: only {sorted(RUNNABLE)} run"))
+        else:
+            found[name] = Prelude(name, lang, i + 1, "\n".join(code) + "\n")
+    return found, errors
+
+
+def fence_end(m: re.Match[str]) -> re.Pattern[str]:
+    """The line that closes the fence m opened."""
+    fence = m.group("fence")
+    return re.compile(r"^[ \t]*" + re.escape(fence[0]) + "{" + str(len(fence)) + r",}[ \t]*$")
+
+
+def blocks_of(path: str) -> list[Block]:
+    """Every fenced block of the document at path (relative to the root),
+    each with its prelude; a document error (a prelude that is broken or
+    that no block uses) comes as a Block with `error` set."""
+    lines = (ROOT / path).read_text(encoding="utf-8").split("\n")
+    preludes, prelude_errors = preludes_of(lines)
+    found: list[Block] = []
+    for i, m, body in regions(lines, FENCE, fence_end):
+        if body is None:
             found.append(Block(path, i + 1, "", False, "", error="fence never closed"))
             break
-        body = [ln[len(indent):] if ln.startswith(indent) else ln.lstrip() for ln in lines[i + 1: j]]
         lang, run, reason, options, error = parse_info(m.group("info"))
-        found.append(Block(path, i + 1, lang, run, reason, options, "\n".join(body) + "\n", error))
-        i = j + 1
+        block = Block(path, i + 1, lang, run, reason, options, "\n".join(body) + "\n", error,
+                      check=options.pop("check", "") == "yes")
+        name = options.get("prelude")
+        if name and not error:
+            block.prelude = preludes.get(name)
+            if block.prelude is None:
+                block.error = f"no prelude {name} in {path} (<!-- prelude {name} LANG ... -->)"
+            else:
+                block.prelude.used = True
+                if run and block.prelude.lang != lang:
+                    block.error = f"prelude {name} is {block.prelude.lang}, the block {lang}"
+        found.append(block)
+    for line, message in prelude_errors:
+        found.append(Block(path, line, "", False, "", error=message))
+    for prelude in preludes.values():
+        if not prelude.used:
+            found.append(Block(path, prelude.line, "", False, "",
+                               error=f"prelude {prelude.name} is used by no block"))
     return found
 
 
@@ -190,37 +301,103 @@ class Tools:
     def missing(self, block: Block) -> list[str]:
         """What block needs that is not there."""
         need = [self.bin / "payidem-mock"]
-        need += {"python": [self.python], "c": [self.lib / "libpayidem.so"]}.get(block.lang, [])
-        if block.lang == "sh" and not self.dist:
-            need.append(self.bin / "payidem")
+        langs = {block.lang}
+        if block.check and block.prelude:
+            langs = {block.prelude.lang} | ({"sh"} if block.text.startswith("$ ") else set())
+        for lang in langs:
+            need += {"python": [self.python], "c": [self.lib / "libpayidem.so"]}.get(lang, [])
+            if lang == "sh" and not self.dist:
+                need.append(self.bin / "payidem")
         return [str(p) for p in need if not p.exists()]
 
 
-def command_for(block: Block, tools: Tools, work: Path) -> list[str]:
-    """Writes the block into work and returns how to run it."""
-    if block.lang == "python":
-        (work / "block.py").write_text(block.text, encoding="utf-8")
+def with_prelude(prelude: Prelude | None, text: str) -> str:
+    """The program of a block: its prelude's code, then the block (or the
+    block in the prelude's `{block}` line)."""
+    if prelude is None:
+        return text
+    lines = prelude.text.split("\n")
+    at = next((i for i, line in enumerate(lines) if line.strip() == "{block}"), None)
+    if at is None:
+        return prelude.text + text
+    indent = lines[at][: len(lines[at]) - len(lines[at].lstrip())]
+    block = "".join(indent + line + "\n" if line.strip() else "\n" for line in text.split("\n")[:-1])
+    return "\n".join(lines[:at]) + "\n" + block + "\n".join(lines[at + 1:])
+
+
+def command_for(lang: str, text: str, tools: Tools, work: Path) -> list[str]:
+    """Writes the program text (in lang) into work and returns how to run it."""
+    if lang == "python":
+        (work / "block.py").write_text(text, encoding="utf-8")
         return [str(tools.python), "-I", "block.py"]
-    if block.lang == "sh":
-        (work / "block.sh").write_text(block.text, encoding="utf-8")
+    if lang == "sh":
+        (work / "block.sh").write_text(text, encoding="utf-8")
         return ["bash", "-e", "-o", "pipefail", "block.sh"]
-    if block.lang == "c":
-        (work / "block.c").write_text(block.text, encoding="utf-8")
+    if lang == "c":
+        (work / "block.c").write_text(text, encoding="utf-8")
         cc = os.environ.get("CC", "cc")
         build = [cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", f"-I{ROOT / 'include'}",
                  "block.c", "-o", "block", f"-L{tools.lib}", "-lpayidem", f"-Wl,-rpath,{tools.lib}"]
         return ["sh", "-c", " ".join(f"'{a}'" for a in build) + " && ./block"]
-    if block.lang == "go":
-        (work / "main.go").write_text(block.text, encoding="utf-8")
+    if lang == "go":
+        (work / "main.go").write_text(text, encoding="utf-8")
         (work / "go.mod").write_text(
             f"module example.com/docs-block\n\ngo 1.22\n\nrequire {GO_MODULE} v0.0.0\n\n"
             f"replace {GO_MODULE} => {ROOT / 'bindings' / 'go'}\n", encoding="utf-8")
         return ["go", "run", "."]
-    raise AssertionError(block.lang)
+    if lang == "rust":
+        (work / "src").mkdir(exist_ok=True)
+        (work / "src" / "main.rs").write_text(text, encoding="utf-8")
+        edition = re.search(r'^edition = "([0-9]+)"', (ROOT / "Cargo.toml").read_text(), re.M)
+        assert edition, "no edition in Cargo.toml"
+        (work / "Cargo.toml").write_text(
+            f'[package]\nname = "docs-block"\nversion = "0.0.0"\nedition = "{edition.group(1)}"\npublish = false\n\n'
+            f'[dependencies]\npayidem = {{ path = "{ROOT / "core"}" }}\n'
+            f'payidem-mock = {{ path = "{ROOT / "mock"}" }}\ntokio = {{ version = "1", features = ["rt"] }}\n\n'
+            '[workspace]\n', encoding="utf-8")
+        shutil.copyfile(ROOT / "Cargo.lock", work / "Cargo.lock")
+        return ["cargo", "run", "--quiet"]
+    raise AssertionError(lang)
+
+
+def sample_pattern(sample: str) -> re.Pattern[str]:
+    """The output a checked sample stands for: its lines as written, `…` in
+    a line any text of that line, a line of `…` alone any lines."""
+    parts = []
+    for line in sample.rstrip("\n").split("\n"):
+        line = line.rstrip()
+        if line.strip() == "…":
+            parts.append("(?:[^\n]*\n)*?")
+        else:
+            parts.append("[^\n]*?".join(re.escape(p) for p in line.split("…")) + "\n")
+    return re.compile("".join(parts))
+
+
+def normalized(output: str) -> str:
+    """Output as samples are compared with it: trailing blanks and blank
+    lines at the end dropped, one newline at the end."""
+    return "\n".join(line.rstrip() for line in output.rstrip().split("\n")) + "\n"
+
+
+def check_quote(block: Block) -> tuple[bool, str]:
+    """A quoted block: each of its lines is a line of one of the files."""
+    files = block.options["quote"].split(",")
+    have: set[str] = set()
+    for name in files:
+        path = ROOT / name
+        if not path.is_file():
+            return False, f"quote={name}: no such file in the repository"
+        have.update(line.strip() for line in path.read_text(encoding="utf-8").splitlines())
+    missing = [line for line in block.text.splitlines() if line.strip() and line.strip() not in have]
+    if missing:
+        return False, f"lines not found in {', '.join(files)}: {missing[:3]}"
+    return True, f"{len(block.text.splitlines())} lines, each as in {', '.join(files)}"
 
 
 def run_block(block: Block, tools: Tools) -> tuple[bool, str]:
-    """Runs one block; (passed, what to say)."""
+    """Runs one block, or checks one sample; (passed, what to say)."""
+    if block.check and "quote" in block.options:
+        return check_quote(block)
     missing = tools.missing(block)
     if missing:
         return False, f"missing {missing}: `make test-docs` builds them"
@@ -247,25 +424,68 @@ def run_block(block: Block, tools: Tools) -> tuple[bool, str]:
         for keep in ("GOCACHE", "GOPATH"):
             if keep in os.environ:
                 env[keep] = os.environ[keep]
+        # Rust blocks: the caller's toolchain and registry, and the workspace's
+        # target dir (the dependencies its builds share are not built again).
+        real_home = Path(os.environ.get("HOME", str(Path.home())))
+        env.setdefault("CARGO_HOME", str(real_home / ".cargo"))
+        env.setdefault("RUSTUP_HOME", str(real_home / ".rustup"))
+        env["CARGO_TARGET_DIR"] = str(ROOT / "target")
         if "GOCACHE" not in env:
             env["GOCACHE"] = subprocess.run(["go", "env", "GOCACHE"], capture_output=True, text=True).stdout.strip()
-        cmd = command_for(block, tools, work)
-        try:
-            done = subprocess.run(cmd, cwd=work, env=env, stdin=subprocess.DEVNULL,
-                                  capture_output=True, text=True, timeout=TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            return False, f"did not end within {TIMEOUT_S} s"
-        output = (done.stdout + done.stderr).strip()
-        tail = "\n".join("    " + ln for ln in output.splitlines()[-25:])
+        # A run block: its program. A checked sample: its prelude, then its
+        # `$` command; their output (stdout and stderr as they came) is
+        # compared with the sample.
+        steps: list[list[str]] = []
+        sample = block.text
+        if not block.check:
+            steps.append(command_for(block.lang, with_prelude(block.prelude, block.text), tools, work))
+        else:
+            assert block.prelude is not None
+            steps.append(command_for(block.prelude.lang, block.prelude.text, tools, work))
+            first, _, rest = block.text.partition("\n")
+            if first.startswith("$ "):
+                (work / "command.sh").write_text(first[2:] + "\n", encoding="utf-8")
+                steps.append(["bash", "-e", "-o", "pipefail", "command.sh"])
+                sample = rest
         want = int(block.options.get("exit", "0"))
-        if done.returncode != want:
-            return False, f"exit status {done.returncode}, want {want}:\n{tail}"
+        output = collected = ""
+        for n, cmd in enumerate(steps):
+            try:
+                done = subprocess.run(cmd, cwd=work, env=env, stdin=subprocess.DEVNULL, text=True,
+                                      stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT if block.check else subprocess.PIPE,
+                                      timeout=TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                return False, f"did not end within {TIMEOUT_S} s"
+            output = (done.stdout + (done.stderr or "")).strip()
+            collected += done.stdout
+            tail = "\n".join("    " + ln for ln in output.splitlines()[-25:])
+            expected = want if n == len(steps) - 1 else 0
+            if done.returncode != expected:
+                what = "the prelude's " if n < len(steps) - 1 else ""
+                return False, f"{what}exit status {done.returncode}, want {expected}:\n{tail}"
+        if block.check and block.lang == "json":
+            try:
+                same = json.loads(sample) == json.loads(collected)
+            except ValueError as e:
+                return False, f"the sample or the output is not JSON ({e}); the output was:\n{collected[:2000]}"
+            if not same:
+                return False, f"the output's JSON differs from the sample's; it was:\n    {collected.strip()[:2000]}"
+        elif block.check:
+            got = normalized(collected)
+            if not sample_pattern(sample).fullmatch(got):
+                shown = "\n".join("    " + ln for ln in got.splitlines()[:25])
+                return False, f"the output does not match the sample; it was:\n{shown}"
         left = sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*"))
         if left:
             return False, f"left temporary files behind in TMPDIR: {left[:5]}"
         twice = mock.paid_twice()
         if twice:
             return False, f"the mock saw orders paid twice or re-keyed: {twice}"
+        if block.check and block.lang == "json":
+            return True, "the same JSON value as the output"
+        if block.check:
+            return True, f"{len(sample.splitlines())} lines match the output"
         return True, ((done.stdout.strip() or output).splitlines() or [""])[-1][:100]
     finally:
         if mock is not None:
@@ -308,12 +528,13 @@ def main(argv: list[str]) -> int:
         print(f"FAIL {b.where} [{b.lang}]: {b.error}")
     if listing:
         for b in blocks:
-            print(f"{b.where} {b.lang or '-'} {'run ' + str(b.options) if b.run else 'no-run: ' + b.reason}")
+            kind = "run" if b.run else "check" if b.check else "no-run: " + b.reason
+            print(f"{b.where} {b.lang or '-'} {kind}{' ' + str(b.options) if b.options else ''}")
         return 1 if unmarked else 0
     tools = tools_from_env(dist)
     passed = failed = deferred = 0
     for b in blocks:
-        if b.error or not b.run:
+        if b.error or not (b.run or b.check):
             continue
         if (b.options.get("needs") == "dist") != (dist is not None):
             deferred += 1
@@ -324,7 +545,7 @@ def main(argv: list[str]) -> int:
         print(f"{'PASS' if ok else 'FAIL'} {b.where} [{b.lang}] {took:.1f} s: {said}", flush=True)
         passed += ok
         failed += not ok
-    not_run = sum(1 for b in blocks if not b.run and not b.error)
+    not_run = sum(1 for b in blocks if not b.run and not b.check and not b.error)
     failed += len(unmarked)
     later = "the other blocks" if dist is not None else "make test-dist"
     print(f"{passed} passed, {failed} failed, {not_run} not run (no-run), {deferred} left to {later}")

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The block runner's own test: a document of blocks that must fail (an
 # unmarked block, a reason too short, a wrong exit status, a temporary file
-# left behind) and blocks that must pass (an expected error exit, a block
-# that cleans up), each through scripts/docs/run-blocks.py --only FILE:LINE.
+# left behind, an unknown or unused prelude, a quote or a sample that does
+# not match) and blocks that must pass (an expected error exit, a block that
+# cleans up, a prelude before or around a block, a quote, samples with `…`),
+# each through scripts/docs/run-blocks.py --only FILE:LINE.
 # Needs what the runner needs for sh blocks (PAYIDEM_DOCS_BIN, see there).
 # Ends with "N passed, N failed"; exits 1 when anything failed.
 set -uo pipefail
@@ -35,6 +37,70 @@ exit 2
 ```sh run
 f="$(mktemp)"; rm -f "$f"; test -n "$PAYIDEM_BASE_URL"; command -v payidem-mock
 ```
+
+<!-- prelude greet sh
+greeting="hello from the prelude"
+-->
+
+<!-- prelude wrapped sh
+wrapped() {
+    {block}
+}
+wrapped | tr a-z A-Z
+-->
+
+```sh run prelude=greet
+echo "$greeting"
+```
+
+```sh run prelude=wrapped
+echo inside
+```
+
+```sh run prelude=nosuch
+echo never
+```
+
+```text check quote=Makefile
+CARGO ?= cargo
+```
+
+```text check quote=Makefile
+a line that is in no Makefile
+```
+
+<!-- prelude lines sh
+printf 'first 42\nsecond\nthird\nlast 7 s\n'
+-->
+
+```text check prelude=lines
+first …
+…
+last … s
+```
+
+```text check prelude=lines
+$ echo from-the-command; exit 3
+first 42
+…
+from-the-command
+```
+
+```text check prelude=lines exit=3
+$ echo from-the-command; exit 3
+first 42
+…
+from-the-command
+```
+
+```text check prelude=lines
+first 42
+second
+```
+
+<!-- prelude unused sh
+true
+-->
 MD
 passed=0 failed=0
 expect() { # LINE WANT(PASS|FAIL) TEXT: the block at LINE ends WANT, saying TEXT
@@ -52,6 +118,16 @@ expect 9 FAIL "exit status 3, want 0"
 expect 13 FAIL "left temporary files behind in TMPDIR"
 expect 17 PASS ""
 expect 21 PASS "payidem-mock"
+expect 36 PASS "hello from the prelude"
+expect 40 PASS "INSIDE"
+expect 44 FAIL "no prelude nosuch"
+expect 48 PASS "each as in Makefile"
+expect 52 FAIL "lines not found in Makefile"
+expect 60 PASS "lines match the output"
+expect 66 FAIL "exit status 3, want 0"
+expect 73 PASS "lines match the output"
+expect 80 FAIL "does not match the sample"
+expect 85 FAIL "prelude unused is used by no block"
 if "$root/scripts/docs/run-blocks.py" "$doc" > /dev/null 2>&1; then
     failed=$((failed + 1)); echo "FAIL: the runner exits 0 on a document with failing blocks"
 else

@@ -12,17 +12,17 @@ use crate::operation::OperationState;
 /// The rows of a store in memory (also the live and durable images of the
 /// simulator's store).
 #[derive(Clone, Debug, Default)]
-pub(in crate::journal) struct State {
+pub(crate) struct State {
     /// Order id → its row and insertion order (to list operations created
     /// in the same second).
-    pub(in crate::journal) rows: HashMap<String, (Row, u64)>,
+    pub(crate) rows: HashMap<String, (Row, u64)>,
     /// Idempotency key → order id.
-    pub(in crate::journal) keys: HashMap<String, String>,
-    pub(in crate::journal) next_seq: u64,
+    pub(crate) keys: HashMap<String, String>,
+    pub(crate) next_seq: u64,
     /// Every reconciliation, oldest first; never removed.
-    pub(in crate::journal) reconciliations: Vec<Reconciliation>,
+    pub(crate) reconciliations: Vec<Reconciliation>,
     /// Platform → its clock offset, by platform.
-    pub(in crate::journal) clock_offsets: BTreeMap<String, StoredClockOffset>,
+    pub(crate) clock_offsets: BTreeMap<String, StoredClockOffset>,
 }
 
 impl Tx for State {
@@ -90,7 +90,7 @@ impl Tx for State {
 
 impl State {
     /// Every row in one of `states` (all when `None`), oldest first.
-    pub(in crate::journal) fn rows_in(&self, states: Option<&[OperationState]>) -> Vec<Read> {
+    pub(crate) fn rows_in(&self, states: Option<&[OperationState]>) -> Vec<Read> {
         let mut found: Vec<&(Row, u64)> = self
             .rows
             .values()
@@ -102,7 +102,7 @@ impl State {
 
     /// Deletes settled rows last changed before `before`; returns the
     /// order ids deleted.
-    pub(in crate::journal) fn purge(&mut self, before: u64) -> Vec<String> {
+    pub(crate) fn purge(&mut self, before: u64) -> Vec<String> {
         let State { rows, keys, .. } = self;
         let mut gone_ids = Vec::new();
         rows.retain(|id, (row, _)| {
@@ -117,16 +117,13 @@ impl State {
     }
 
     /// The reconciliations of `order_id` (all when `None`), oldest first.
-    pub(in crate::journal) fn reconciliations_of(
-        &self,
-        order_id: Option<&str>,
-    ) -> Vec<Reconciliation> {
+    pub(crate) fn reconciliations_of(&self, order_id: Option<&str>) -> Vec<Reconciliation> {
         let of = |r: &&Reconciliation| order_id.is_none_or(|id| r.order_id == id);
         self.reconciliations.iter().filter(of).cloned().collect()
     }
 
     /// Every row and reconciliation, for a check of a `backend` store.
-    pub(in crate::journal) fn inspect(&self, backend: &'static str) -> Inspection {
+    pub(crate) fn inspect(&self, backend: &'static str) -> Inspection {
         Inspection {
             backend,
             rows: self.rows_in(None),
@@ -136,16 +133,13 @@ impl State {
     }
 
     /// Keeps `offset` for its platform.
-    pub(in crate::journal) fn save_clock_offset(&mut self, offset: &StoredClockOffset) {
+    pub(crate) fn save_clock_offset(&mut self, offset: &StoredClockOffset) {
         self.clock_offsets
             .insert(offset.platform.clone(), offset.clone());
     }
 
     /// The offsets of `platform` (all when `None`), by platform.
-    pub(in crate::journal) fn clock_offsets_of(
-        &self,
-        platform: Option<&str>,
-    ) -> Vec<StoredClockOffset> {
+    pub(crate) fn clock_offsets_of(&self, platform: Option<&str>) -> Vec<StoredClockOffset> {
         let of = |o: &&StoredClockOffset| platform.is_none_or(|p| o.platform == p);
         self.clock_offsets.values().filter(of).cloned().collect()
     }

@@ -20,7 +20,8 @@ import (
 // counts as 1), sleeping idle when there was nothing to take, but never
 // longer than the lease heartbeat (Config.LeaseHeartbeat), so that an
 // operation whose holder died is picked up within one heartbeat of its
-// lease lapsing. A journal that cannot be asked (the database restarting)
+// lease lapsing; an idle of 0 sleeps a whole heartbeat, so the loop never
+// spins on the journal. A journal that cannot be asked (the database restarting)
 // is retried after the same sleep, not returned. ctx is looked at between
 // operations and during the sleep, not during an operation's call, which
 // ends as it would without it. It returns how many operations it drove

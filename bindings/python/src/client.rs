@@ -15,7 +15,8 @@ use payidem::operation::Response;
 use payidem::{CallOptions, ClientConfig, JournalChoice, Outcome};
 
 use crate::convert::{
-    self, field, optional_field, optional_path_field, seconds, whole, OperationArgs,
+    self, field, optional_field, optional_path_field, seconds, seconds_or_zero, whole,
+    OperationArgs,
 };
 use crate::errors::{invalid, raise, to_pyerr};
 use crate::events;
@@ -465,7 +466,7 @@ impl NativeClient {
     ) -> PyResult<u64> {
         let client = self.client()?;
         let batch = whole(py, "batch", batch, u64::from(u32::MAX))? as usize;
-        let idle = seconds(py, "idle", idle)?;
+        let idle = seconds_or_zero(py, "idle", idle)?;
         let raised: Mutex<Option<PyErr>> = Mutex::new(None);
         let driven =
             py.detach(|| client.take_over_loop(batch, idle, &|| poll_stop(Some(&stop), &raised)));

@@ -55,6 +55,29 @@ pub(crate) fn seconds(py: Python<'_>, field: &'static str, value: f64) -> PyResu
     }
 }
 
+/// A duration of `value` seconds where zero is a value of its own (e.g. a
+/// take-over loop's `idle`, whose zero the core gives a meaning): finite,
+/// not negative, at most [`MAX_DURATION`].
+pub(crate) fn seconds_or_zero(
+    py: Python<'_>,
+    field: &'static str,
+    value: f64,
+) -> PyResult<Duration> {
+    if value == 0.0 {
+        return Ok(Duration::ZERO);
+    }
+    seconds(py, field, value).map_err(|_| {
+        invalid(
+            py,
+            field,
+            &format!(
+                "must be a finite number of seconds from 0 to {}",
+                MAX_DURATION.as_secs()
+            ),
+        )
+    })
+}
+
 /// A Unix timestamp: an `int` in 0..=2^64-1, or `None` for the local clock.
 pub(crate) fn unix_seconds(
     py: Python<'_>,

@@ -3,6 +3,7 @@ thread with the GIL released, stopped by a ``threading.Event``."""
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from pathlib import Path
@@ -77,9 +78,12 @@ def test_a_set_event_stops_an_idle_loop_and_arguments_are_checked(make_client: M
     with pytest.raises(payidem.InvalidArgument) as bad:
         client.take_over_loop(batch=-1, stop=stop)
     assert bad.value.field == "batch"
-    with pytest.raises(payidem.InvalidArgument) as bad:
-        client.take_over_loop(idle=0, stop=stop)
-    assert bad.value.field == "idle"
+    # An idle of 0 is the core's: a whole heartbeat between empty looks.
+    assert client.take_over_loop(idle=0, stop=stop) == 0
+    for idle in (-1.0, math.nan, math.inf):
+        with pytest.raises(payidem.InvalidArgument) as bad:
+            client.take_over_loop(idle=idle, stop=stop)
+        assert bad.value.field == "idle"
     with pytest.raises(payidem.InvalidArgument) as bad:
         client.take_over_loop(stop=True)  # type: ignore[arg-type]
     assert bad.value.field == "stop"

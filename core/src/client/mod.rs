@@ -464,20 +464,23 @@ impl Client {
     }
 
     /// Runs [`Client::take_over`] in a loop for a sidecar or a worker
-    /// thread: batches of up to `batch` operations, sleeping `idle` when
-    /// there was nothing to take — at most [`Client::takeover_poll`], so
-    /// that an operation whose holder died is picked up within one poll of
-    /// its lease lapsing, however long `idle` is — until `stop` answers
-    /// `true` (polled between operations and during the sleep). A journal
-    /// error is retried after the same sleep (the database may be
-    /// restarting). Returns how many operations it drove.
+    /// thread: batches of up to `batch` operations (0 counts as 1),
+    /// sleeping `idle` when there was nothing to take — at most
+    /// [`Client::takeover_poll`], so that an operation whose holder died is
+    /// picked up within one poll of its lease lapsing, however long `idle`
+    /// is; an `idle` of zero sleeps the whole poll, so the loop never spins
+    /// on the journal — until `stop` answers `true` (polled between
+    /// operations and during the sleep). A journal error is retried after
+    /// the same sleep (the database may be restarting). Returns how many
+    /// operations it drove.
     pub fn take_over_loop(
         &self,
         batch: usize,
         idle: Duration,
         stop: &(dyn Fn() -> bool + Sync),
     ) -> u64 {
-        let idle = idle.min(self.takeover_poll());
+        let poll = self.takeover_poll();
+        let idle = if idle.is_zero() { poll } else { idle.min(poll) };
         let mut driven = 0u64;
         while !stop() {
             match self.take_over(batch.max(1)) {
@@ -739,6 +742,26 @@ mod tests {
             },
         );
         assert_eq!(again.unwrap_err().code(), ErrorCode::Cancelled);
+    }
+
+    #[test]
+    fn a_take_over_loop_with_no_idle_sleeps_a_whole_poll_instead_of_spinning() {
+        let mut config = ClientConfig::new("http://127.0.0.1:9", "key_test_1");
+        config.journal = JournalChoice::Memory;
+        config.lease_heartbeat = Some(Duration::from_millis(200));
+        let client = Client::new(config, b"0123456789abcdef0123").unwrap();
+        let polls = std::sync::atomic::AtomicUsize::new(0);
+        let started = Instant::now();
+        let stop = || {
+            polls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            started.elapsed() >= Duration::from_millis(600)
+        };
+        assert_eq!(client.take_over_loop(0, Duration::ZERO, &stop), 0);
+        // A poll of 200 ms slept in 20 ms slices: a few dozen looks at
+        // `stop` in 600 ms; a loop that spun on the empty journal would
+        // ask it (and `stop`) thousands of times.
+        let polls = polls.into_inner();
+        assert!((3..200).contains(&polls), "{polls} polls of stop");
     }
 
     #[test]

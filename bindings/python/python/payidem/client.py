@@ -484,7 +484,8 @@ class Client(NativeResource):
         as 1), sleeping ``idle`` seconds when there was nothing to take, but
         never longer than the lease heartbeat (``lease_heartbeat``), so that
         an operation whose holder died is picked up within one heartbeat of
-        its lease lapsing. A journal that cannot be asked (the database
+        its lease lapsing; an ``idle`` of 0 sleeps a whole heartbeat, so the
+        loop never spins on the journal. A journal that cannot be asked (the database
         restarting) is retried after the same sleep, not raised. The GIL is
         released while it runs; ``stop`` (and Ctrl-C) are looked at between
         operations and during the sleep, not during an operation's call,
@@ -492,8 +493,8 @@ class Client(NativeResource):
         drove (each one's end is in the journal: :meth:`status`). A signal
         handler's exception (e.g. ``KeyboardInterrupt``) ends the loop and
         propagates. Raises :class:`~payidem.InvalidArgument` for a ``batch``
-        outside ``0..=4294967295``, an ``idle`` that is not a positive
-        number of seconds, or a ``stop`` without ``is_set``."""
+        outside ``0..=4294967295``, an ``idle`` that is negative or not a
+        finite number of seconds, or a ``stop`` without ``is_set``."""
         is_set = getattr(stop, "is_set", None)
         if not callable(is_set):
             raise _wrong_type("stop", "a threading.Event", stop)

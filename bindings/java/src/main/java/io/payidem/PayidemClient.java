@@ -277,8 +277,9 @@ public final class PayidemClient implements AutoCloseable {
      * {@code batch} operations (0 counts as 1), sleeping {@code idle} when
      * there was nothing to take, but never longer than the lease heartbeat
      * ({@link Builder#leaseHeartbeat(Duration)}), so that an operation whose
-     * holder died is picked up within one heartbeat of its lease lapsing.
-     * The core's loop ({@code payidem_client_take_over_loop}): a journal
+     * holder died is picked up within one heartbeat of its lease lapsing;
+     * an {@code idle} of zero sleeps a whole heartbeat, so the loop never
+     * spins on the journal. The core's loop ({@code payidem_client_take_over_loop}): a journal
      * that cannot be asked is retried after the same sleep, not thrown;
      * {@code stop} and the interrupt are looked at between operations and
      * about every 20 ms of the sleep, not during an operation's call, which

@@ -6,7 +6,7 @@ mod support;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use payidem::journal::{PostgresJournal, PostgresJournalOptions};
+use payidem::journal::{JournalKey, PostgresJournal, PostgresJournalOptions};
 use payidem::protocol::{Nonce, Signer};
 use payidem::verifier::replay_store::{RedisStoreConfig, ReplayStore};
 use payidem::verifier::{IncomingRequest, Verifier, VerifierConfig};
@@ -38,8 +38,11 @@ fn configs_show_redacted_urls_in_debug() {
     let mut config = ClientConfig::new("http://127.0.0.1:1", KEY_ID);
     config.journal = JournalChoice::Postgres(PG_URL.to_owned());
     config.proxy = Some(PROXY_URL.to_owned());
+    config.journal_key = Some(JournalKey::new(b"JOURNAL-KEY-x7Qz-0123456789abcdef").unwrap());
     let shown = format!("{config:?} {config:#?}");
     assert_hidden("ClientConfig", &shown);
+    assert!(!shown.contains("JOURNAL-KEY-x7Qz"), "{shown}");
+    assert!(shown.contains(r#""journal_key_hex":"<set>""#), "{shown}");
     // What they name stays readable.
     assert!(shown.contains("postgres://***@127.0.0.1:1/db"), "{shown}");
     assert!(shown.contains("http://***@127.0.0.1:1/"), "{shown}");

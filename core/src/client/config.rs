@@ -102,32 +102,24 @@ pub struct ClientConfig {
     pub journal_key: Option<JournalKey>,
 }
 
+/// Every setting as the bindings' options object shows it
+/// ([`settings_json`](crate::settings::client::settings_json): a journal
+/// key as `"<set>"`), with URL credentials (`base_url`, `proxy`)
+/// redacted, and the journal by its own redacted `Debug`.
 impl std::fmt::Debug for ClientConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut settings = crate::settings::client::settings_json(self);
+        if let Some(map) = settings.as_object_mut() {
+            map.remove("journal_path");
+            for url in ["base_url", "proxy"] {
+                if let Some(serde_json::Value::String(u)) = map.get_mut(url) {
+                    *u = crate::redact::redact_url(u);
+                }
+            }
+        }
         f.debug_struct("ClientConfig")
-            .field("base_url", &crate::redact::redact_url(&self.base_url))
-            .field("key_id", &self.key_id)
             .field("journal", &self.journal)
-            .field("connect_timeout", &self.connect_timeout)
-            .field("request_timeout", &self.request_timeout)
-            .field("retry", &self.retry)
-            .field("retry_budget", &self.retry_budget)
-            .field("key_retention", &self.key_retention)
-            .field("settled_retention", &self.settled_retention)
-            .field("allow_insecure_http", &self.allow_insecure_http)
-            // A proxy URL may carry credentials.
-            .field(
-                "proxy",
-                &self.proxy.as_deref().map(crate::redact::redact_url),
-            )
-            .field("proxy_from_env", &self.proxy_from_env)
-            .field("ca_bundle", &self.ca_bundle)
-            .field("client_cert", &self.client_cert)
-            .field("client_key", &self.client_key)
-            .field("max_clock_offset", &self.max_clock_offset)
-            .field("lease_ttl", &self.lease_ttl)
-            .field("lease_heartbeat", &self.lease_heartbeat)
-            .field("journal_key", &self.journal_key.as_ref().map(|_| ".."))
+            .field("settings", &format_args!("{settings}"))
             .finish()
     }
 }

@@ -1,7 +1,6 @@
 //! Metrics of a client and of a verifier, as Prometheus text or JSON.
 
 use std::ffi::c_char;
-use std::sync::PoisonError;
 
 use crate::base::enums::payidem_result;
 use crate::base::error::{payidem_error, FfiError};
@@ -76,10 +75,6 @@ pub unsafe extern "C" fn payidem_verifier_metrics(
 ) -> payidem_result {
     text_out(buf, buf_len, len_out, err_out, || {
         let verifier = handle(verifier, "verifier")?;
-        let snapshot = (verifier.inner)
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .metrics();
-        render(&snapshot, format)
+        render(&verifier.shared().metrics(), format)
     })
 }

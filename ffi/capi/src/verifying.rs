@@ -1,7 +1,7 @@
 //! Platform-side verification of signed requests.
 
 use std::ffi::{c_char, CStr, CString};
-use std::sync::{PoisonError, RwLock};
+use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use payidem::protocol::Refusal;
 use payidem::verifier::replay_store::ReplayStore;
@@ -26,7 +26,23 @@ use crate::signing::{
 /// at once (verifications run concurrently; `payidem_verifier_add_key`
 /// waits for running verifications). Secrets are wiped on free.
 pub struct payidem_verifier {
-    pub(crate) inner: RwLock<Verifier>,
+    inner: RwLock<Verifier>,
+}
+
+impl payidem_verifier {
+    /// The verifier shared with other threads: verifications, secret
+    /// rotation (`set_secrets`, `set_nonce_capacity_total`) and metrics run
+    /// at once. A lock poisoned by a panic (which the boundary has already
+    /// turned into `PAYIDEM_INTERNAL_ERROR`) is used anyway.
+    pub(crate) fn shared(&self) -> RwLockReadGuard<'_, Verifier> {
+        self.inner.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The verifier alone, for adding and removing keys; poisoning as for
+    /// [`payidem_verifier::shared`].
+    pub(crate) fn exclusive(&self) -> RwLockWriteGuard<'_, Verifier> {
+        self.inner.write().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 /// Creates a verifier with a timestamp window of `window_seconds` (300 in
@@ -194,11 +210,7 @@ pub unsafe extern "C" fn payidem_verifier_add_key(
     guard(err_out, || {
         let (verifier, key_id, secrets) =
             read_key_secrets(verifier, key_id, secrets, secret_lens, count)?;
-        let mut inner = verifier
-            .inner
-            .write()
-            .unwrap_or_else(PoisonError::into_inner);
-        Ok(inner.add_key(key_id, &secrets)?)
+        Ok(verifier.exclusive().add_key(key_id, &secrets)?)
     })
 }
 
@@ -222,11 +234,7 @@ pub unsafe extern "C" fn payidem_verifier_set_secrets(
     guard(err_out, || {
         let (verifier, key_id, secrets) =
             read_key_secrets(verifier, key_id, secrets, secret_lens, count)?;
-        let inner = verifier
-            .inner
-            .read()
-            .unwrap_or_else(PoisonError::into_inner);
-        Ok(inner.set_secrets(key_id, &secrets)?)
+        Ok(verifier.shared().set_secrets(key_id, &secrets)?)
     })
 }
 
@@ -280,15 +288,10 @@ unsafe fn verify_impl(
                 headers: &pairs,
                 body,
             };
-            let ok = verifier
-                .inner
-                .read()
-                .unwrap_or_else(PoisonError::into_inner)
-                .verify(&request, now)
-                .map_err(|e| {
-                    status = e.http_status().unwrap_or(500);
-                    FfiError::from(e)
-                })?;
+            let ok = verifier.shared().verify(&request, now).map_err(|e| {
+                status = e.http_status().unwrap_or(500);
+                FfiError::from(e)
+            })?;
             if let Some(slot) = slot {
                 let mut v = payidem_verified {
                     key_id: [0; PAYIDEM_KEY_ID_BUF_LEN],
@@ -430,11 +433,7 @@ pub unsafe extern "C" fn payidem_verifier_remove_key(
     guard(err_out, || {
         let verifier = handle(verifier, "verifier")?;
         let key_id = req_str(key_id, "key_id")?;
-        verifier
-            .inner
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove_key(key_id)?;
+        verifier.exclusive().remove_key(key_id)?;
         Ok(())
     })
 }
@@ -458,9 +457,7 @@ pub unsafe extern "C" fn payidem_verifier_set_nonce_capacity_total(
     guard(err_out, || {
         let verifier = handle(verifier, "verifier")?;
         verifier
-            .inner
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
+            .shared()
             .set_nonce_capacity_total(nonce_capacity_total)?;
         Ok(())
     })

@@ -150,3 +150,30 @@ fn resolve_names_null_arguments_and_frees_null() {
         payidem_string_free(ptr::null_mut());
     }
 }
+
+/// Both `*_resolve` functions check in one order: the JSON text, then
+/// `resolved_out`, then the settings (a NULL `resolved_out` is named even
+/// when the text is not a JSON object), and write nothing on failure.
+#[test]
+fn both_resolves_check_the_text_then_the_output_then_the_settings() {
+    for (f, json_name) in [
+        (payidem_client_options_resolve as Resolve, "options_json"),
+        (payidem_operation_start_resolve as Resolve, "start_json"),
+    ] {
+        let mut out: *mut c_char = ptr::null_mut();
+        let mut err = ptr::null_mut();
+        // SAFETY: NULL and valid pointers only; nothing is written on failure.
+        unsafe {
+            let rc = f(ptr::null(), ptr::null_mut(), &mut err);
+            assert_eq!(rc, payidem_result::PAYIDEM_INVALID_ARGUMENT);
+            assert_eq!(error_of(err).1, json_name);
+            let rc = f(c"not json".as_ptr(), ptr::null_mut(), &mut err);
+            assert_eq!(rc, payidem_result::PAYIDEM_INVALID_ARGUMENT);
+            assert_eq!(error_of(err).1, "resolved_out");
+            let rc = f(c"not json".as_ptr(), &mut out, &mut err);
+            assert_eq!(rc, payidem_result::PAYIDEM_INVALID_ARGUMENT);
+            assert_eq!(error_of(err).1, json_name, "a text that is no object");
+            assert!(out.is_null(), "nothing written on failure");
+        }
+    }
+}

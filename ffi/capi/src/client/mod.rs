@@ -357,38 +357,6 @@ pub(crate) unsafe fn read_spec<'a>(
     })
 }
 
-unsafe fn execute(
-    client: *const payidem_client,
-    order_id: *const c_char,
-    method: *const c_char,
-    path: *const c_char,
-    body: *const u8,
-    body_len: usize,
-    idempotency_key: *const c_char,
-    status_path: *const c_char,
-    deadline_ms: u64,
-    cancel: payidem_cancel_callback,
-    cancel_userdata: *mut c_void,
-    outcome_out: *mut *mut payidem_outcome,
-) -> Result<(), FfiError> {
-    let client = handle(client, "client")?;
-    let spec = read_spec(
-        order_id,
-        method,
-        path,
-        body,
-        body_len,
-        idempotency_key,
-        status_path,
-    )?;
-    let slot = out(outcome_out, "outcome_out")?;
-    let outcome = with_call_options(deadline_ms, cancel, cancel_userdata, |options| {
-        client.inner.execute_with(&spec, options)
-    })?;
-    give(slot, payidem_outcome::from(outcome));
-    Ok(())
-}
-
 /// Runs one business operation to a settled outcome: `method` `path` with
 /// the exact `body`, keyed by `idempotency_key` (NULL for the default
 /// `create-{order_id}`), with `status_path` (NULL when none) as the signed
@@ -424,22 +392,21 @@ pub unsafe extern "C" fn payidem_client_execute(
     outcome_out: *mut *mut payidem_outcome,
     err_out: *mut *mut payidem_error,
 ) -> payidem_result {
-    guard(err_out, || {
-        execute(
-            client,
-            order_id,
-            method,
-            path,
-            body,
-            body_len,
-            idempotency_key,
-            status_path,
-            0,
-            None,
-            ptr::null_mut(),
-            outcome_out,
-        )
-    })
+    payidem_client_execute_with_deadline(
+        client,
+        order_id,
+        method,
+        path,
+        body,
+        body_len,
+        idempotency_key,
+        status_path,
+        0,
+        None,
+        ptr::null_mut(),
+        outcome_out,
+        err_out,
+    )
 }
 
 /// `payidem_client_execute` with a per-call deadline and a cancellation
@@ -474,8 +441,8 @@ pub unsafe extern "C" fn payidem_client_execute_with_deadline(
     err_out: *mut *mut payidem_error,
 ) -> payidem_result {
     guard(err_out, || {
-        execute(
-            client,
+        let client = handle(client, "client")?;
+        let spec = read_spec(
             order_id,
             method,
             path,
@@ -483,30 +450,14 @@ pub unsafe extern "C" fn payidem_client_execute_with_deadline(
             body_len,
             idempotency_key,
             status_path,
-            deadline_ms,
-            cancel,
-            cancel_userdata,
-            outcome_out,
-        )
+        )?;
+        let slot = out(outcome_out, "outcome_out")?;
+        let outcome = with_call_options(deadline_ms, cancel, cancel_userdata, |options| {
+            client.inner.execute_with(&spec, options)
+        })?;
+        give(slot, payidem_outcome::from(outcome));
+        Ok(())
     })
-}
-
-unsafe fn resume(
-    client: *const payidem_client,
-    order_id: *const c_char,
-    deadline_ms: u64,
-    cancel: payidem_cancel_callback,
-    cancel_userdata: *mut c_void,
-    outcome_out: *mut *mut payidem_outcome,
-) -> Result<(), FfiError> {
-    let client = handle(client, "client")?;
-    let order_id = req_str(order_id, "order_id")?;
-    let slot = out(outcome_out, "outcome_out")?;
-    let outcome = with_call_options(deadline_ms, cancel, cancel_userdata, |options| {
-        client.inner.resume_with(order_id, options)
-    })?;
-    give(slot, payidem_outcome::from(outcome));
-    Ok(())
 }
 
 /// Drives an unsettled operation of the journal again with its own key and
@@ -527,9 +478,15 @@ pub unsafe extern "C" fn payidem_client_resume(
     outcome_out: *mut *mut payidem_outcome,
     err_out: *mut *mut payidem_error,
 ) -> payidem_result {
-    guard(err_out, || {
-        resume(client, order_id, 0, None, ptr::null_mut(), outcome_out)
-    })
+    payidem_client_resume_with_deadline(
+        client,
+        order_id,
+        0,
+        None,
+        ptr::null_mut(),
+        outcome_out,
+        err_out,
+    )
 }
 
 /// `payidem_client_resume` with a per-call deadline (0 for none) and a
@@ -552,14 +509,14 @@ pub unsafe extern "C" fn payidem_client_resume_with_deadline(
     err_out: *mut *mut payidem_error,
 ) -> payidem_result {
     guard(err_out, || {
-        resume(
-            client,
-            order_id,
-            deadline_ms,
-            cancel,
-            cancel_userdata,
-            outcome_out,
-        )
+        let client = handle(client, "client")?;
+        let order_id = req_str(order_id, "order_id")?;
+        let slot = out(outcome_out, "outcome_out")?;
+        let outcome = with_call_options(deadline_ms, cancel, cancel_userdata, |options| {
+            client.inner.resume_with(order_id, options)
+        })?;
+        give(slot, payidem_outcome::from(outcome));
+        Ok(())
     })
 }
 

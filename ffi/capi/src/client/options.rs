@@ -47,10 +47,29 @@ pub(crate) fn defaults_json() -> String {
     .to_string()
 }
 
-/// `doc` as a string the caller frees with `payidem_string_free`.
-fn json_out(doc: &serde_json::Value) -> *mut c_char {
-    // serde_json never writes a NUL byte (it escapes U+0000).
-    CString::new(doc.to_string()).unwrap_or_default().into_raw()
+/// The body of both `*_resolve` functions: reads the JSON text `json` (the
+/// parameter called `name`), checks `resolved_out`, then writes what
+/// `resolve` makes of the text into `*resolved_out` as a string the caller
+/// frees with `payidem_string_free`.
+///
+/// # Safety
+/// `json` is NULL or a NUL-terminated string; `resolved_out` and `err_out`
+/// are NULL or writable.
+unsafe fn resolve_json(
+    json: *const c_char,
+    name: &str,
+    resolved_out: *mut *mut c_char,
+    err_out: *mut *mut payidem_error,
+    resolve: impl FnOnce(&str) -> Result<serde_json::Value, FfiError>,
+) -> payidem_result {
+    guard(err_out, || {
+        let json = req_str(json, name)?;
+        let slot = out(resolved_out, "resolved_out")?;
+        let doc = resolve(json)?;
+        // serde_json never writes a NUL byte (it escapes U+0000).
+        slot.write(CString::new(doc.to_string()).unwrap_or_default().into_raw());
+        Ok(())
+    })
 }
 
 /// Checks `options_json` as `payidem_client_new` does, without opening a
@@ -76,12 +95,9 @@ pub unsafe extern "C" fn payidem_client_options_resolve(
     resolved_out: *mut *mut c_char,
     err_out: *mut *mut payidem_error,
 ) -> payidem_result {
-    guard(err_out, || {
-        let json = req_str(options_json, "options_json")?;
-        let slot = out(resolved_out, "resolved_out")?;
-        let config = parse(json)?;
-        slot.write(json_out(&client::settings_json(&config)));
-        Ok(())
+    resolve_json(options_json, "options_json", resolved_out, err_out, |raw| {
+        let config = parse(raw)?;
+        Ok(client::settings_json(&config))
     })
 }
 
@@ -102,12 +118,9 @@ pub unsafe extern "C" fn payidem_operation_start_resolve(
     resolved_out: *mut *mut c_char,
     err_out: *mut *mut payidem_error,
 ) -> payidem_result {
-    guard(err_out, || {
-        let json = req_str(start_json, "start_json")?;
-        let slot = out(resolved_out, "resolved_out")?;
-        let start = start::start_from_json(json)?;
-        slot.write(json_out(&start::settings_json(&start)));
-        Ok(())
+    resolve_json(start_json, "start_json", resolved_out, err_out, |raw| {
+        let start = start::start_from_json(raw)?;
+        Ok(start::settings_json(&start))
     })
 }
 

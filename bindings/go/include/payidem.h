@@ -2138,7 +2138,8 @@ void payidem_order_list_free(struct payidem_order_list *list);
  * the journal could not be asked: the database may be restarting) it
  * sleeps `idle_ms`, but never longer than the client's lease heartbeat,
  * so that an operation whose holder died is picked up within one
- * heartbeat of its lease lapsing. `stop` is polled with `stop_userdata`
+ * heartbeat of its lease lapsing; an `idle_ms` of 0 sleeps a whole
+ * heartbeat, so the loop never spins on the journal. `stop` is polled with `stop_userdata`
  * on the calling thread between operations and during the sleep (about
  * every 20 ms), never during an operation's call: the call in progress
  * ends as it would without a stop. `*driven_out` receives how many

@@ -106,54 +106,69 @@ mod tests {
         field
     }
 
-    #[test]
-    fn an_idle_loop_sleeps_at_most_a_heartbeat_and_ends_when_stop_says_so() {
-        // A heartbeat of 100 ms: an idle of an hour is cut to it, so the
-        // loop looks for work again (and polls `stop`) within it.
-        let c = client(r#","lease_ttl_s":1,"lease_heartbeat_ms":100"#);
-        let polls = Polls::stopping_at(40);
+    /// Runs a loop on `c` until `stop_at` polls of `stop`: its result, what
+    /// it drove, the polls and how long it took.
+    fn run_loop(
+        c: *mut payidem_client,
+        batch: u32,
+        idle_ms: u64,
+        stop_at: usize,
+    ) -> (payidem_result, u64, usize, Duration) {
+        let polls = Polls::stopping_at(stop_at);
         let mut driven = u64::MAX;
         let mut err = ptr::null_mut();
         let started = Instant::now();
         let rc = unsafe {
             payidem_client_take_over_loop(
                 c,
-                4,
-                3_600_000,
+                batch,
+                idle_ms,
                 Some(stop_after),
                 ptr::from_ref(&polls).cast_mut().cast(),
                 &mut driven,
                 &mut err,
             )
         };
-        let took = started.elapsed();
-        assert_eq!(rc, payidem_result::PAYIDEM_OK);
         assert!(err.is_null());
+        (
+            rc,
+            driven,
+            polls.seen.load(Ordering::SeqCst),
+            started.elapsed(),
+        )
+    }
+
+    #[test]
+    fn an_idle_loop_sleeps_at_most_a_heartbeat_and_ends_when_stop_says_so() {
+        // A heartbeat of 100 ms: an idle of an hour is cut to it, so the
+        // loop looks for work again (and polls `stop`) within it.
+        let c = client(r#","lease_ttl_s":1,"lease_heartbeat_ms":100"#);
+        let (rc, driven, polls, took) = run_loop(c, 4, 3_600_000, 40);
+        assert_eq!(rc, payidem_result::PAYIDEM_OK);
         assert_eq!(driven, 0, "nothing was there to take over");
-        assert_eq!(polls.seen.load(Ordering::SeqCst), 40);
+        assert_eq!(polls, 40);
         // 40 polls of 20 ms slices: about 0.8 s, never an hour.
         assert!(took < Duration::from_secs(60), "{took:?}");
         unsafe { payidem_client_free(c) };
     }
 
     #[test]
+    fn an_idle_of_zero_sleeps_a_whole_heartbeat_instead_of_spinning() {
+        let c = client(r#","lease_ttl_s":1,"lease_heartbeat_ms":100"#);
+        let (rc, driven, polls, took) = run_loop(c, 4, 0, 40);
+        assert_eq!((rc, driven, polls), (payidem_result::PAYIDEM_OK, 0, 40));
+        // At most six polls per 100 ms sleep: 40 take five whole sleeps or
+        // more; a loop that spun would have made them at once.
+        assert!(took >= Duration::from_millis(400), "{took:?}");
+        unsafe { payidem_client_free(c) };
+    }
+
+    #[test]
     fn a_stop_that_answers_at_once_takes_nothing() {
         let c = client("");
-        let polls = Polls::stopping_at(1);
-        let mut driven = u64::MAX;
-        let rc = unsafe {
-            payidem_client_take_over_loop(
-                c,
-                1,
-                10,
-                Some(stop_after),
-                ptr::from_ref(&polls).cast_mut().cast(),
-                &mut driven,
-                ptr::null_mut(),
-            )
-        };
+        let (rc, driven, polls, _) = run_loop(c, 1, 10, 1);
         assert_eq!(rc, payidem_result::PAYIDEM_OK);
-        assert_eq!((driven, polls.seen.load(Ordering::SeqCst)), (0, 1));
+        assert_eq!((driven, polls), (0, 1));
         unsafe { payidem_client_free(c) };
     }
 

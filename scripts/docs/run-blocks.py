@@ -16,7 +16,15 @@ Every fenced block says in its info string whether it runs:
     ```text check prelude=NAME checked, not run: the output of the prelude NAME
                                (a program), followed, when the block's first
                                line is `$ COMMAND`, by COMMAND's, must match the
-                               block (the `$` line left out); `exit=N` as for run
+                               block (the `$` line left out); `exit=N` as for run;
+                               a sh prelude with a `{block}` line runs with
+                               COMMAND in that line's place (a command that
+                               keeps running, stopped by the prelude)
+    ```text check prelude=NAME values=any
+                               the same, the sample's values standing for any
+                               number: the last field of every line not
+                               starting with `#` (Prometheus text), every number
+                               of a `json` sample
     ```text no-run: REASON     does not run, for the reason given (required)
 
 A prelude is the declared, visible setup of a fragment: an HTML comment of
@@ -34,7 +42,10 @@ Python one inside a loop); it must be in the block's language. A checked sample 
 then its `$` command (sh). Matching: each line of the sample must equal the
 output's line at its place, where `…` in a line stands for any text in it
 and a line that is only `…` for any number of lines; trailing blanks are
-ignored. A `json` sample must be the same JSON value as the output. A prelude no block uses is an error.
+ignored. A `json` sample must be the same JSON value as the output, where
+`…` (bare or as a string) stands for any value, or, as an element of a list,
+for any number of elements, and `…` in a string for any text in it. A
+prelude no block uses is an error.
 
 Languages that run: python (the interpreter with payidem installed), sh
 (bash -e -o pipefail), c (C99, -Wall -Wextra -Werror -pedantic, linked with
@@ -48,8 +59,9 @@ the workspace's target dir). A block without
 Each block runs with PAYIDEM_BASE_URL, PAYIDEM_KEY_ID and PAYIDEM_SECRET
 naming its mock (the mock's public test key), HOME, XDG_STATE_HOME and
 TMPDIR inside its scratch directory, and PATH starting with the directory of
-the `payidem` command and `payidem-mock`, and an empty Go module cache
-(GOMODCACHE) of its own. After it: its exit status is the
+the `payidem` command and `payidem-mock`, PAYIDEM_CHECKOUT naming the
+checkout the documents are in (for commands a document runs from a
+checkout), and an empty Go module cache (GOMODCACHE) of its own. After it: its exit status is the
 expected one, it left nothing in TMPDIR, and the mock's oracle saw no order
 paid twice.
 
@@ -140,7 +152,7 @@ class Prelude:
 
 PRELUDE = re.compile(r"^(?P<indent>[ \t]*)<!-- prelude (?P<name>[A-Za-z0-9_-]+) (?P<lang>[a-z]+)[ \t]*$")
 RUN_OPTIONS = {"exit", "needs", "prelude"}
-CHECK_OPTIONS = {"exit", "prelude", "quote"}
+CHECK_OPTIONS = {"exit", "prelude", "quote", "values"}
 
 
 def parse_info(info: str) -> tuple[str, bool, str, dict[str, str], str]:
@@ -162,12 +174,15 @@ def parse_info(info: str) -> tuple[str, bool, str, dict[str, str], str]:
     options: dict[str, str] = {"check": "yes"} if check else {}
     for word in rest.split()[1:]:
         key, eq, value = word.partition("=")
-        if not eq or key not in known or (key == "needs" and value != "dist") or not value:
+        if (not eq or key not in known or (key == "needs" and value != "dist")
+                or (key == "values" and value != "any") or not value):
             return lang, not check, "", {}, f"unknown {rest.split()[0]} option {word!r} (known: {', '.join(sorted(known))})"
         options[key] = value
     if check:
         if ("quote" in options) == ("prelude" in options):
             return lang, False, "", options, "`check` needs quote=FILE[,FILE] or prelude=NAME (one of them)"
+        if "values" in options and "prelude" not in options:
+            return lang, False, "", options, "`values=any` is for output samples (prelude=NAME)"
         return lang, False, "", options, ""
     if lang not in RUNNABLE:
         return lang, True, "", options, f"`run` on a {lang or 'plain'} block: only {sorted(RUNNABLE)} run"
@@ -246,6 +261,10 @@ def blocks_of(path: str) -> list[Block]:
                 block.prelude.used = True
                 if run and block.prelude.lang != lang:
                     block.error = f"prelude {name} is {block.prelude.lang}, the block {lang}"
+                elif block.check and block_line(block.prelude) is not None and (
+                        block.prelude.lang != "sh" or not block.text.startswith("$ ")):
+                    block.error = (f"prelude {name} has a {{block}} line: a sample that uses it "
+                                   "needs a sh prelude and a first line `$ COMMAND`")
         found.append(block)
     for line, message in prelude_errors:
         found.append(Block(path, line, "", False, "", error=message))
@@ -311,13 +330,18 @@ class Tools:
         return [str(p) for p in need if not p.exists()]
 
 
+def block_line(prelude: Prelude) -> int | None:
+    """The index of the prelude's `{block}` line, if it has one."""
+    return next((i for i, line in enumerate(prelude.text.split("\n")) if line.strip() == "{block}"), None)
+
+
 def with_prelude(prelude: Prelude | None, text: str) -> str:
     """The program of a block: its prelude's code, then the block (or the
     block in the prelude's `{block}` line)."""
     if prelude is None:
         return text
     lines = prelude.text.split("\n")
-    at = next((i for i, line in enumerate(lines) if line.strip() == "{block}"), None)
+    at = block_line(prelude)
     if at is None:
         return prelude.text + text
     indent = lines[at][: len(lines[at]) - len(lines[at].lstrip())]
@@ -360,17 +384,57 @@ def command_for(lang: str, text: str, tools: Tools, work: Path) -> list[str]:
     raise AssertionError(lang)
 
 
-def sample_pattern(sample: str) -> re.Pattern[str]:
+NUMBER = r"[-+]?(?:[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?|Inf|NaN)"
+
+
+def sample_pattern(sample: str, values_any: bool = False) -> re.Pattern[str]:
     """The output a checked sample stands for: its lines as written, `…` in
-    a line any text of that line, a line of `…` alone any lines."""
+    a line any text of that line, a line of `…` alone any lines; with
+    values_any, a number ending a line that does not start with `#` any
+    number (a Prometheus sample's value)."""
     parts = []
     for line in sample.rstrip("\n").split("\n"):
         line = line.rstrip()
         if line.strip() == "…":
             parts.append("(?:[^\n]*\n)*?")
-        else:
-            parts.append("[^\n]*?".join(re.escape(p) for p in line.split("…")) + "\n")
+            continue
+        value = ""
+        if values_any and not line.startswith("#"):
+            m = re.search(r"(?<=\s)" + NUMBER + "$", line)
+            if m:
+                line, value = line[: m.start()], NUMBER
+        parts.append("[^\n]*?".join(re.escape(p) for p in line.split("…")) + value + "\n")
     return re.compile("".join(parts))
+
+
+def json_sample(text: str) -> object:
+    """A `json` sample's value, each bare `…` read as the string "…"."""
+    return json.loads(re.sub(r'"(?:[^"\\]|\\.)*"|…', lambda m: '"…"' if m.group(0) == "…" else m.group(0), text))
+
+
+def json_matches(want: object, got: object, values_any: bool) -> bool:
+    """Whether the output's JSON value got is one the sample's value want
+    stands for (see the module's documentation)."""
+    if want == "…":
+        return True
+    if isinstance(want, str):
+        return isinstance(got, str) and ("…" in want and sample_pattern(want).fullmatch(got + "\n") is not None
+                                         or want == got)
+    if want is None or isinstance(want, bool) or isinstance(got, bool):
+        return want is got
+    if isinstance(want, (int, float)):
+        return isinstance(got, (int, float)) and (values_any or want == got)
+    if isinstance(want, dict):
+        return (isinstance(got, dict) and want.keys() == got.keys()
+                and all(json_matches(want[k], got[k], values_any) for k in want))
+    assert isinstance(want, list)
+    if not isinstance(got, list):
+        return False
+    if not want:
+        return not got
+    if want[0] == "…":
+        return any(json_matches(want[1:], got[i:], values_any) for i in range(len(got) + 1))
+    return bool(got) and json_matches(want[0], got[0], values_any) and json_matches(want[1:], got[1:], values_any)
 
 
 def normalized(output: str) -> str:
@@ -416,6 +480,7 @@ def run_block(block: Block, tools: Tools) -> tuple[bool, str]:
             PATH=f"{tools.bin}{os.pathsep}{env.get('PATH', '')}",
             HOME=str(scratch / "home"), XDG_STATE_HOME=str(scratch / "state"), TMPDIR=str(tmp),
             PAYIDEM_BASE_URL=mock.url, PAYIDEM_KEY_ID=MOCK_KEY_ID, PAYIDEM_SECRET=MOCK_SECRET,
+            PAYIDEM_CHECKOUT=str(ROOT),
             GOFLAGS="-mod=mod", GOPROXY="off", GOWORK="off", GOTOOLCHAIN="local",
             GOMODCACHE=str(scratch / "gomodcache"),
         )
@@ -433,20 +498,25 @@ def run_block(block: Block, tools: Tools) -> tuple[bool, str]:
         if "GOCACHE" not in env:
             env["GOCACHE"] = subprocess.run(["go", "env", "GOCACHE"], capture_output=True, text=True).stdout.strip()
         # A run block: its program. A checked sample: its prelude, then its
-        # `$` command; their output (stdout and stderr as they came) is
-        # compared with the sample.
+        # `$` command (or the prelude with the command in its `{block}`
+        # line); their output (stdout and stderr as they came) is compared
+        # with the sample.
         steps: list[list[str]] = []
         sample = block.text
         if not block.check:
             steps.append(command_for(block.lang, with_prelude(block.prelude, block.text), tools, work))
         else:
             assert block.prelude is not None
-            steps.append(command_for(block.prelude.lang, block.prelude.text, tools, work))
             first, _, rest = block.text.partition("\n")
-            if first.startswith("$ "):
-                (work / "command.sh").write_text(first[2:] + "\n", encoding="utf-8")
-                steps.append(["bash", "-e", "-o", "pipefail", "command.sh"])
+            if block_line(block.prelude) is not None:
+                steps.append(command_for("sh", with_prelude(block.prelude, first[2:] + "\n"), tools, work))
                 sample = rest
+            else:
+                steps.append(command_for(block.prelude.lang, block.prelude.text, tools, work))
+                if first.startswith("$ "):
+                    (work / "command.sh").write_text(first[2:] + "\n", encoding="utf-8")
+                    steps.append(["bash", "-e", "-o", "pipefail", "command.sh"])
+                    sample = rest
         want = int(block.options.get("exit", "0"))
         output = collected = ""
         for n, cmd in enumerate(steps):
@@ -464,16 +534,17 @@ def run_block(block: Block, tools: Tools) -> tuple[bool, str]:
             if done.returncode != expected:
                 what = "the prelude's " if n < len(steps) - 1 else ""
                 return False, f"{what}exit status {done.returncode}, want {expected}:\n{tail}"
+        values_any = block.options.get("values") == "any"
         if block.check and block.lang == "json":
             try:
-                same = json.loads(sample) == json.loads(collected)
+                same = json_matches(json_sample(sample), json.loads(collected), values_any)
             except ValueError as e:
                 return False, f"the sample or the output is not JSON ({e}); the output was:\n{collected[:2000]}"
             if not same:
                 return False, f"the output's JSON differs from the sample's; it was:\n    {collected.strip()[:2000]}"
         elif block.check:
             got = normalized(collected)
-            if not sample_pattern(sample).fullmatch(got):
+            if not sample_pattern(sample, values_any).fullmatch(got):
                 shown = "\n".join("    " + ln for ln in got.splitlines()[:25])
                 return False, f"the output does not match the sample; it was:\n{shown}"
         left = sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*"))

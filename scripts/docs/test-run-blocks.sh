@@ -3,7 +3,9 @@
 # unmarked block, a reason too short, a wrong exit status, a temporary file
 # left behind, an unknown or unused prelude, a quote or a sample that does
 # not match) and blocks that must pass (an expected error exit, a block that
-# cleans up, a prelude before or around a block, a quote, samples with `…`),
+# cleans up, a prelude before or around a block, a quote, samples with `…`,
+# samples whose values stand for any number, JSON samples with `…`, a
+# command run inside its prelude from the checkout),
 # each through scripts/docs/run-blocks.py --only FILE:LINE.
 # Needs what the runner needs for sh blocks (PAYIDEM_DOCS_BIN, see there).
 # Ends with "N passed, N failed"; exits 1 when anything failed.
@@ -101,6 +103,60 @@ second
 <!-- prelude unused sh
 true
 -->
+
+<!-- prelude metrics sh
+printf '# HELP x_total Things.\nx_total{a="1",le="0.5"} 42\nx_sum 0.0183\n'
+-->
+
+```text check prelude=metrics values=any
+# HELP x_total Things.
+x_total{a="1",le="0.5"} 7
+x_sum 1.5
+```
+
+```text check prelude=metrics
+# HELP x_total Things.
+x_total{a="1",le="0.5"} 7
+x_sum 0.0183
+```
+
+```text check prelude=metrics values=any
+# HELP x_total Things.
+x_total{a="1",le="0.25"} 42
+x_sum 0.0183
+```
+
+<!-- prelude object sh
+echo '{"a": [1, 2, 3, 4], "b": "sha 9f2c00", "n": 0.5, "ok": true}'
+-->
+
+```json check prelude=object values=any
+{"a": [1, …, 4], "b": "sha 9f2c…", "n": 7, "ok": true}
+```
+
+```json check prelude=object
+{"a": [1, …, 4], "b": "sha 9f2c…", "n": 7, "ok": true}
+```
+
+```json check prelude=object values=any
+{"a": [1, …, 4], "b": "…", "n": 7, "ok": 1}
+```
+
+<!-- prelude first-line sh
+first() {
+    {block}
+}
+first | head -n 1
+-->
+
+```text check prelude=first-line
+$ printf 'one\ntwo\n'; test -f "$PAYIDEM_CHECKOUT/scripts/docs/run-blocks.py"
+one
+```
+
+```text check prelude=first-line
+one
+```
 MD
 passed=0 failed=0
 expect() { # LINE WANT(PASS|FAIL) TEXT: the block at LINE ends WANT, saying TEXT
@@ -128,6 +184,14 @@ expect 66 FAIL "exit status 3, want 0"
 expect 73 PASS "lines match the output"
 expect 80 FAIL "does not match the sample"
 expect 85 FAIL "prelude unused is used by no block"
+expect 93 PASS "lines match the output"
+expect 99 FAIL "does not match the sample"
+expect 105 FAIL "does not match the sample"
+expect 115 PASS "the same JSON value as the output"
+expect 119 FAIL "the output's JSON differs"
+expect 123 FAIL "the output's JSON differs"
+expect 134 PASS "lines match the output"
+expect 139 FAIL "needs a sh prelude and a first line"
 if "$root/scripts/docs/run-blocks.py" "$doc" > /dev/null 2>&1; then
     failed=$((failed + 1)); echo "FAIL: the runner exits 0 on a document with failing blocks"
 else

@@ -139,9 +139,10 @@ test-python: redis-deps pg-deps
 ## Python package of test-python's venv (installed there when missing) and, for Rust, the
 ## workspace's crates; samples marked `check` are compared with the files they quote or the
 ## output they show; every other block must say `no-run: REASON`. The blocks marked
-## needs=dist run in test-dist, against dist/. First, the runner's own test.
+## needs=dist run in test-dist, against dist/. First, the runner's own test. pg-deps: the
+## PostgreSQL server some blocks run against, and openssl (a dependency of its package).
 DOCS_PYTHON := bindings/python/.venv/bin/python
-test-docs: c-deps
+test-docs: c-deps pg-deps
 	@echo '## phase: test-docs'
 	@$(MAKE) --no-print-directory c-artifacts
 	$(CARGO) build --release -p payidem-cli

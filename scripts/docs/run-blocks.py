@@ -38,7 +38,10 @@ as a block in a list item may be),
 A block with `prelude=NAME` runs as CODE followed by the block, or, when
 CODE has a line that is `{block}` (indented or not), as CODE with the block
 in that line's place, indented as it is (a Go fragment inside a function, a
-Python one inside a loop); it must be in the block's language. A checked sample runs the prelude alone (LANG any runnable one)
+Python one inside a loop); it must be in the block's language. A prelude in
+another runnable language, with no `{block}` line, runs first, on its own,
+in the block's directory (setup a shell block's commands then use: a
+journal a Rust program wrote). A checked sample runs the prelude alone (LANG any runnable one)
 then its `$` command (sh). Matching: each line of the sample must equal the
 output's line at its place, where `…` in a line stands for any text in it
 and a line that is only `…` for any number of lines; trailing blanks are
@@ -259,8 +262,9 @@ def blocks_of(path: str) -> list[Block]:
                 block.error = f"no prelude {name} in {path} (<!-- prelude {name} LANG ... -->)"
             else:
                 block.prelude.used = True
-                if run and block.prelude.lang != lang:
-                    block.error = f"prelude {name} is {block.prelude.lang}, the block {lang}"
+                if run and block.prelude.lang != lang and block_line(block.prelude) is not None:
+                    block.error = (f"prelude {name} is {block.prelude.lang} with a {{block}} line, "
+                                   f"the block {lang}")
                 elif block.check and block_line(block.prelude) is not None and (
                         block.prelude.lang != "sh" or not block.text.startswith("$ ")):
                     block.error = (f"prelude {name} has a {{block}} line: a sample that uses it "
@@ -320,7 +324,7 @@ class Tools:
     def missing(self, block: Block) -> list[str]:
         """What block needs that is not there."""
         need = [self.bin / "payidem-mock"]
-        langs = {block.lang}
+        langs = {block.lang} | ({block.prelude.lang} if block.prelude else set())
         if block.check and block.prelude:
             langs = {block.prelude.lang} | ({"sh"} if block.text.startswith("$ ") else set())
         for lang in langs:
@@ -503,7 +507,10 @@ def run_block(block: Block, tools: Tools) -> tuple[bool, str]:
         # with the sample.
         steps: list[list[str]] = []
         sample = block.text
-        if not block.check:
+        if not block.check and block.prelude and block.prelude.lang != block.lang:
+            steps.append(command_for(block.prelude.lang, block.prelude.text, tools, work))
+            steps.append(command_for(block.lang, block.text, tools, work))
+        elif not block.check:
             steps.append(command_for(block.lang, with_prelude(block.prelude, block.text), tools, work))
         else:
             assert block.prelude is not None

@@ -5,9 +5,11 @@
 # not match) and blocks that must pass (an expected error exit, a block that
 # cleans up, a prelude before or around a block, a quote, samples with `…`,
 # samples whose values stand for any number, JSON samples with `…`, a
-# command run inside its prelude from the checkout),
+# command run inside its prelude from the checkout, a prelude in another
+# language run first),
 # each through scripts/docs/run-blocks.py --only FILE:LINE.
-# Needs what the runner needs for sh blocks (PAYIDEM_DOCS_BIN, see there).
+# Needs what the runner needs for sh and C blocks (PAYIDEM_DOCS_BIN and
+# PAYIDEM_DOCS_LIB, see there).
 # Ends with "N passed, N failed"; exits 1 when anything failed.
 set -uo pipefail
 
@@ -157,6 +159,28 @@ one
 ```text check prelude=first-line
 one
 ```
+
+<!-- prelude made-by-c c
+#include <stdio.h>
+int main(void) {
+    FILE *f = fopen("made-by-c.txt", "w");
+    return f == NULL || fputs("from C\n", f) < 0 || fclose(f) != 0;
+}
+-->
+
+```sh run prelude=made-by-c
+grep -qx 'from C' made-by-c.txt && echo "read what the C prelude wrote"
+```
+
+```sh run prelude=wrapped-c
+echo never
+```
+
+<!-- prelude wrapped-c c
+int main(void) {
+    {block}
+}
+-->
 MD
 passed=0 failed=0
 expect() { # LINE WANT(PASS|FAIL) TEXT: the block at LINE ends WANT, saying TEXT
@@ -192,6 +216,8 @@ expect 119 FAIL "the output's JSON differs"
 expect 123 FAIL "the output's JSON differs"
 expect 134 PASS "lines match the output"
 expect 139 FAIL "needs a sh prelude and a first line"
+expect 151 PASS "read what the C prelude wrote"
+expect 155 FAIL "prelude wrapped-c is c with a {block} line"
 if "$root/scripts/docs/run-blocks.py" "$doc" > /dev/null 2>&1; then
     failed=$((failed + 1)); echo "FAIL: the runner exits 0 on a document with failing blocks"
 else

@@ -53,10 +53,13 @@ prelude no block uses is an error.
 Languages that run: python (the interpreter with payidem installed), sh
 (bash -e -o pipefail), c (C99, -Wall -Wextra -Werror -pedantic, linked with
 libpayidem), go (a program of package main, in a new module that requires
-the Go module of bindings/go through a replace directive) and rust (src/main.rs
+the Go module of bindings/go through a replace directive), rust (src/main.rs
 of a new crate depending on the workspace's payidem and payidem-mock by path,
 and on tokio (for async callers), with the workspace's Cargo.lock, built in
-the workspace's target dir). A block without
+the workspace's target dir) and sql (psql, stopping at the first error,
+against a throwaway PostgreSQL server of its own, started by
+ffi/tests-c/pg_server.sh, whose URL PAYIDEM_PG_URL also gives the block's
+prelude). A block without
 `run` or `no-run: REASON` is an error, so that no block is forgotten.
 
 Each block runs with PAYIDEM_BASE_URL, PAYIDEM_KEY_ID and PAYIDEM_SECRET
@@ -113,7 +116,7 @@ DOCUMENTS = [
     *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md")),
 ]
 
-RUNNABLE = {"python", "sh", "c", "go", "rust"}
+RUNNABLE = {"python", "sh", "c", "go", "rust", "sql"}
 MOCK_KEY_ID = "key_test_1"
 MOCK_SECRET = "sk_test_payidem_mock_secret_0001"
 GO_MODULE = "github.com/payidem/payidem/bindings/go"
@@ -279,6 +282,27 @@ def blocks_of(path: str) -> list[Block]:
     return found
 
 
+class Postgres:
+    """A throwaway PostgreSQL server (ffi/tests-c/pg_server.sh) in a
+    directory of its own under /tmp, which the server's user can reach."""
+
+    SCRIPT = ROOT / "ffi" / "tests-c" / "pg_server.sh"
+
+    def __init__(self) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="payidem-docs-pg-"))
+        self.dir.chmod(0o755)
+        started = subprocess.run([str(self.SCRIPT), "start", str(self.dir)], stdin=subprocess.DEVNULL,
+                                 capture_output=True, text=True)
+        if started.returncode != 0:
+            self.stop()
+            raise RuntimeError(f"the PostgreSQL server did not start: {started.stderr.strip()}")
+        self.url = started.stdout.strip()
+
+    def stop(self) -> None:
+        subprocess.run([str(self.SCRIPT), "stop", str(self.dir)], stdin=subprocess.DEVNULL, capture_output=True)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
 class Mock:
     """A payidem-mock on 127.0.0.1, port 0, with its control routes."""
 
@@ -328,7 +352,8 @@ class Tools:
         if block.check and block.prelude:
             langs = {block.prelude.lang} | ({"sh"} if block.text.startswith("$ ") else set())
         for lang in langs:
-            need += {"python": [self.python], "c": [self.lib / "libpayidem.so"]}.get(lang, [])
+            need += {"python": [self.python], "c": [self.lib / "libpayidem.so"],
+                     "sql": [Path(shutil.which("psql") or "psql (make pg-deps)")]}.get(lang, [])
             if lang == "sh" and not self.dist:
                 need.append(self.bin / "payidem")
         return [str(p) for p in need if not p.exists()]
@@ -367,6 +392,9 @@ def command_for(lang: str, text: str, tools: Tools, work: Path) -> list[str]:
         build = [cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", f"-I{ROOT / 'include'}",
                  "block.c", "-o", "block", f"-L{tools.lib}", "-lpayidem", f"-Wl,-rpath,{tools.lib}"]
         return ["sh", "-c", " ".join(f"'{a}'" for a in build) + " && ./block"]
+    if lang == "sql":
+        (work / "block.sql").write_text(text, encoding="utf-8")
+        return ["sh", "-c", 'exec psql -X -q -v ON_ERROR_STOP=1 -f block.sql "$PAYIDEM_PG_URL"']
     if lang == "go":
         (work / "main.go").write_text(text, encoding="utf-8")
         (work / "go.mod").write_text(
@@ -470,7 +498,7 @@ def run_block(block: Block, tools: Tools) -> tuple[bool, str]:
     if missing:
         return False, f"missing {missing}: `make test-docs` builds them"
     scratch = Path(tempfile.mkdtemp(prefix="payidem-docs-"))
-    mock = None
+    mock = postgres = None
     try:
         work, tmp = scratch / "work", scratch / "tmp"
         for d in (work, tmp, scratch / "home", scratch / "state"):
@@ -490,6 +518,12 @@ def run_block(block: Block, tools: Tools) -> tuple[bool, str]:
         )
         if tools.dist is not None:
             env["PAYIDEM_DIST"] = str(tools.dist)
+        if "sql" in (block.lang, block.prelude.lang if block.prelude else None):
+            try:
+                postgres = Postgres()
+            except RuntimeError as e:
+                return False, str(e)
+            env["PAYIDEM_PG_URL"] = postgres.url
         for keep in ("GOCACHE", "GOPATH"):
             if keep in os.environ:
                 env[keep] = os.environ[keep]
@@ -568,6 +602,8 @@ def run_block(block: Block, tools: Tools) -> tuple[bool, str]:
     finally:
         if mock is not None:
             mock.stop()
+        if postgres is not None:
+            postgres.stop()
         # The Go module cache is read-only.
         subprocess.run(["chmod", "-R", "u+w", str(scratch)], check=False)
         shutil.rmtree(scratch, ignore_errors=True)

@@ -6,10 +6,10 @@
 # cleans up, a prelude before or around a block, a quote, samples with `…`,
 # samples whose values stand for any number, JSON samples with `…`, a
 # command run inside its prelude from the checkout, a prelude in another
-# language run first),
+# language run first, SQL against a server of its own, stopping at an error),
 # each through scripts/docs/run-blocks.py --only FILE:LINE.
-# Needs what the runner needs for sh and C blocks (PAYIDEM_DOCS_BIN and
-# PAYIDEM_DOCS_LIB, see there).
+# Needs what the runner needs for sh, C and SQL blocks (PAYIDEM_DOCS_BIN and
+# PAYIDEM_DOCS_LIB, see there; PostgreSQL).
 # Ends with "N passed, N failed"; exits 1 when anything failed.
 set -uo pipefail
 
@@ -181,6 +181,20 @@ int main(void) {
     {block}
 }
 -->
+
+<!-- prelude table sql
+CREATE TABLE payments (order_id text PRIMARY KEY);
+-->
+
+```sql run prelude=table
+INSERT INTO payments VALUES ('ord-1');
+SELECT count(*) FROM payments;
+```
+
+```sql run prelude=table
+INSERT INTO payments VALUES ('ord-1'), ('ord-1');
+SELECT 'after the error';
+```
 MD
 passed=0 failed=0
 expect() { # LINE WANT(PASS|FAIL) TEXT: the block at LINE ends WANT, saying TEXT
@@ -218,6 +232,8 @@ expect 134 PASS "lines match the output"
 expect 139 FAIL "needs a sh prelude and a first line"
 expect 151 PASS "read what the C prelude wrote"
 expect 155 FAIL "prelude wrapped-c is c with a {block} line"
+expect 169 PASS "(1 row)"
+expect 174 FAIL "exit status 3, want 0"
 if "$root/scripts/docs/run-blocks.py" "$doc" > /dev/null 2>&1; then
     failed=$((failed + 1)); echo "FAIL: the runner exits 0 on a document with failing blocks"
 else

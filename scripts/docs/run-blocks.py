@@ -9,6 +9,8 @@ Every fenced block says in its info string whether it runs:
     ```sh run exit=1           runs; must exit 1 (an error path)
     ```sh run needs=dist       runs only with --dist DIR (make test-dist), with
                                PAYIDEM_DIST naming the release files of DIR
+    ```rust run needs=postgres runs with a throwaway PostgreSQL server of its
+                               own, PAYIDEM_PG_URL its URL (as every sql block)
     ```python run prelude=NAME runs after the document's prelude NAME (below)
     ```text check quote=FILE[,FILE]
                                checked, not run: every line of the block is a
@@ -55,8 +57,9 @@ Languages that run: python (the interpreter with payidem installed), sh
 libpayidem), go (a program of package main, in a new module that requires
 the Go module of bindings/go through a replace directive), rust (src/main.rs
 of a new crate depending on the workspace's payidem and payidem-mock by path,
-and on tokio (for async callers), with the workspace's Cargo.lock, built in
-the workspace's target dir) and sql (psql, stopping at the first error,
+on tokio (for async callers) and on the postgres crate payidem uses (for an
+application's own database), with the workspace's Cargo.lock, built in the
+workspace's target dir) and sql (psql, stopping at the first error,
 against a throwaway PostgreSQL server of its own, started by
 ffi/tests-c/pg_server.sh, whose URL PAYIDEM_PG_URL also gives the block's
 prelude). A block without
@@ -180,7 +183,7 @@ def parse_info(info: str) -> tuple[str, bool, str, dict[str, str], str]:
     options: dict[str, str] = {"check": "yes"} if check else {}
     for word in rest.split()[1:]:
         key, eq, value = word.partition("=")
-        if (not eq or key not in known or (key == "needs" and value != "dist")
+        if (not eq or key not in known or (key == "needs" and value not in ("dist", "postgres"))
                 or (key == "values" and value != "any") or not value):
             return lang, not check, "", {}, f"unknown {rest.split()[0]} option {word!r} (known: {', '.join(sorted(known))})"
         options[key] = value
@@ -404,12 +407,15 @@ def command_for(lang: str, text: str, tools: Tools, work: Path) -> list[str]:
     if lang == "rust":
         (work / "src").mkdir(exist_ok=True)
         (work / "src" / "main.rs").write_text(text, encoding="utf-8")
-        edition = re.search(r'^edition = "([0-9]+)"', (ROOT / "Cargo.toml").read_text(), re.M)
-        assert edition, "no edition in Cargo.toml"
+        workspace = (ROOT / "Cargo.toml").read_text()
+        edition = re.search(r'^edition = "([0-9]+)"', workspace, re.M)
+        postgres = re.search(r'^postgres = ("[^"]+")', workspace, re.M)
+        assert edition and postgres, "no edition or postgres version in Cargo.toml"
         (work / "Cargo.toml").write_text(
             f'[package]\nname = "docs-block"\nversion = "0.0.0"\nedition = "{edition.group(1)}"\npublish = false\n\n'
             f'[dependencies]\npayidem = {{ path = "{ROOT / "core"}" }}\n'
-            f'payidem-mock = {{ path = "{ROOT / "mock"}" }}\ntokio = {{ version = "1", features = ["rt"] }}\n\n'
+            f'payidem-mock = {{ path = "{ROOT / "mock"}" }}\ntokio = {{ version = "1", features = ["rt"] }}\n'
+            f'postgres = {postgres.group(1)}\n\n'
             '[workspace]\n', encoding="utf-8")
         shutil.copyfile(ROOT / "Cargo.lock", work / "Cargo.lock")
         return ["cargo", "run", "--quiet"]
@@ -518,7 +524,8 @@ def run_block(block: Block, tools: Tools) -> tuple[bool, str]:
         )
         if tools.dist is not None:
             env["PAYIDEM_DIST"] = str(tools.dist)
-        if "sql" in (block.lang, block.prelude.lang if block.prelude else None):
+        langs = {block.lang, block.prelude.lang if block.prelude else None}
+        if block.options.get("needs") == "postgres" or "sql" in langs:
             try:
                 postgres = Postgres()
             except RuntimeError as e:

@@ -6,7 +6,8 @@
 # cleans up, a prelude before or around a block, a quote, samples with `…`,
 # samples whose values stand for any number, JSON samples with `…`, a
 # command run inside its prelude from the checkout, a prelude in another
-# language run first, SQL against a server of its own, stopping at an error),
+# language run first, SQL against a server of its own, stopping at an error,
+# a block that needs PostgreSQL),
 # each through scripts/docs/run-blocks.py --only FILE:LINE.
 # Needs what the runner needs for sh, C and SQL blocks (PAYIDEM_DOCS_BIN and
 # PAYIDEM_DOCS_LIB, see there; PostgreSQL).
@@ -195,6 +196,14 @@ SELECT count(*) FROM payments;
 INSERT INTO payments VALUES ('ord-1'), ('ord-1');
 SELECT 'after the error';
 ```
+
+```sh run needs=postgres
+psql -X -At -c "SELECT 'server ' || current_setting('server_version_num')" "$PAYIDEM_PG_URL"
+```
+
+```sh run needs=redis
+true
+```
 MD
 passed=0 failed=0
 expect() { # LINE WANT(PASS|FAIL) TEXT: the block at LINE ends WANT, saying TEXT
@@ -234,6 +243,8 @@ expect 151 PASS "read what the C prelude wrote"
 expect 155 FAIL "prelude wrapped-c is c with a {block} line"
 expect 169 PASS "(1 row)"
 expect 174 FAIL "exit status 3, want 0"
+expect 179 PASS "server [0-9]"
+expect 183 FAIL "unknown run option 'needs=redis'"
 if "$root/scripts/docs/run-blocks.py" "$doc" > /dev/null 2>&1; then
     failed=$((failed + 1)); echo "FAIL: the runner exits 0 on a document with failing blocks"
 else

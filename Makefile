@@ -172,6 +172,11 @@ java-deps:
 test-java: java-deps redis-deps pg-deps
 	@echo '## phase: test-java'
 	bindings/java/run-tests.sh
+	@# The Java blocks of the docs (scripts/docs/run-blocks.py), against the jar just built.
+	cd bindings/java && mvn -B -ntp -q dependency:build-classpath -Dmdep.includeScope=runtime \
+		-Dmdep.outputFile=target/docs-classpath.txt
+	scripts/docs/run-blocks.py --java-classpath \
+		"$$(ls $(CURDIR)/bindings/java/target/payidem-[0-9]*.jar | grep -v -e -sources -e -javadoc):$$(cat bindings/java/target/docs-classpath.txt)"
 
 ## lint: formatting and clippy, warnings are errors
 lint:

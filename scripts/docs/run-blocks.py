@@ -59,7 +59,9 @@ the Go module of bindings/go through a replace directive), rust (src/main.rs
 of a new crate depending on the workspace's payidem and payidem-mock by path,
 on tokio (for async callers) and on the postgres crate payidem uses (for an
 application's own database), with the workspace's Cargo.lock, built in the
-workspace's target dir) and sql (psql, stopping at the first error,
+workspace's target dir), java (the public class of the program, compiled
+by javac and run with the classpath --java-classpath gives: only then, in
+make test-java, which builds the jar) and sql (psql, stopping at the first error,
 against a throwaway PostgreSQL server of its own, started by
 ffi/tests-c/pg_server.sh, whose URL PAYIDEM_PG_URL also gives the block's
 prelude). A block without
@@ -74,11 +76,12 @@ checkout), and an empty Go module cache (GOMODCACHE) of its own. After it: its e
 expected one, it left nothing in TMPDIR, and the mock's oracle saw no order
 paid twice.
 
-    scripts/docs/run-blocks.py [--list] [--only FILE[:LINE]] [--dist DIR] [FILE.md ...]
+    scripts/docs/run-blocks.py [--list] [--only FILE[:LINE]] [--dist DIR] [--java-classpath CP] [FILE.md ...]
 
 With --dist DIR, only the blocks marked needs=dist run (and every block's
 marker is still checked); without it those blocks are counted as left to
-`make test-dist`.
+`make test-dist`. Likewise Java blocks (or blocks with a Java prelude) run
+only with --java-classpath CP (the jar and its dependencies), and only they.
 
 Without files: every document of DOCUMENTS below. Needs, from the
 environment or the defaults under target/: PAYIDEM_DOCS_PYTHON (default
@@ -119,7 +122,7 @@ DOCUMENTS = [
     *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md")),
 ]
 
-RUNNABLE = {"python", "sh", "c", "go", "rust", "sql"}
+RUNNABLE = {"python", "sh", "c", "go", "rust", "sql", "java"}
 MOCK_KEY_ID = "key_test_1"
 MOCK_SECRET = "sk_test_payidem_mock_secret_0001"
 GO_MODULE = "github.com/payidem/payidem/bindings/go"
@@ -347,6 +350,7 @@ class Tools:
     bin: Path
     lib: Path
     dist: Path | None = None
+    java_classpath: str | None = None
 
     def missing(self, block: Block) -> list[str]:
         """What block needs that is not there."""
@@ -395,6 +399,14 @@ def command_for(lang: str, text: str, tools: Tools, work: Path) -> list[str]:
         build = [cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", f"-I{ROOT / 'include'}",
                  "block.c", "-o", "block", f"-L{tools.lib}", "-lpayidem", f"-Wl,-rpath,{tools.lib}"]
         return ["sh", "-c", " ".join(f"'{a}'" for a in build) + " && ./block"]
+    if lang == "java":
+        main = re.search(r"^public\s+(?:final\s+)?class\s+([A-Za-z_][A-Za-z0-9_]*)", text, re.M)
+        if main is None:
+            return ["sh", "-c", "echo 'a Java program needs a public class (its prelude declares it)' >&2; exit 1"]
+        (work / f"{main.group(1)}.java").write_text(text, encoding="utf-8")
+        cp = tools.java_classpath or ""
+        return ["sh", "-c", 'javac -Xlint:all -Werror -cp "$0" -d classes "$1.java" && exec java -cp "$0:classes" "$1"',
+                cp, main.group(1)]
     if lang == "sql":
         (work / "block.sql").write_text(text, encoding="utf-8")
         return ["sh", "-c", 'exec psql -X -q -v ON_ERROR_STOP=1 -f block.sql "$PAYIDEM_PG_URL"']
@@ -616,9 +628,10 @@ def run_block(block: Block, tools: Tools) -> tuple[bool, str]:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def tools_from_env(dist: Path | None) -> Tools:
+def tools_from_env(dist: Path | None, java_classpath: str | None) -> Tools:
     """The interpreter, binaries and library the blocks use."""
     return Tools(
+        java_classpath=java_classpath,
         python=Path(os.environ.get("PAYIDEM_DOCS_PYTHON", ROOT / "bindings/python/.venv/bin/python")),
         bin=Path(os.environ.get("PAYIDEM_DOCS_BIN", ROOT / "target/release")).absolute(),
         lib=Path(os.environ.get("PAYIDEM_DOCS_LIB", ROOT / "target/c/lib")).absolute(),
@@ -638,6 +651,11 @@ def main(argv: list[str]) -> int:
         i = argv.index("--dist")
         dist = Path(argv[i + 1]).absolute()
         del argv[i: i + 2]
+    java_classpath = None
+    if "--java-classpath" in argv:
+        i = argv.index("--java-classpath")
+        java_classpath = argv[i + 1]
+        del argv[i: i + 2]
     documents = argv or DOCUMENTS
     blocks = [b for path in documents for b in blocks_of(path)]
     if only:
@@ -652,12 +670,14 @@ def main(argv: list[str]) -> int:
             kind = "run" if b.run else "check" if b.check else "no-run: " + b.reason
             print(f"{b.where} {b.lang or '-'} {kind}{' ' + str(b.options) if b.options else ''}")
         return 1 if unmarked else 0
-    tools = tools_from_env(dist)
+    tools = tools_from_env(dist, java_classpath)
     passed = failed = deferred = 0
     for b in blocks:
         if b.error or not (b.run or b.check):
             continue
-        if (b.options.get("needs") == "dist") != (dist is not None):
+        java = "java" in (b.lang, b.prelude.lang if b.prelude else None)
+        if java != (java_classpath is not None) or (
+                not java and (b.options.get("needs") == "dist") != (dist is not None)):
             deferred += 1
             continue
         start = time.monotonic()
@@ -668,7 +688,7 @@ def main(argv: list[str]) -> int:
         failed += not ok
     not_run = sum(1 for b in blocks if not b.run and not b.check and not b.error)
     failed += len(unmarked)
-    later = "the other blocks" if dist is not None else "make test-dist"
+    later = "the other blocks" if dist is not None or java_classpath is not None else "make test-dist and make test-java"
     print(f"{passed} passed, {failed} failed, {not_run} not run (no-run), {deferred} left to {later}")
     return 1 if failed else 0
 

@@ -7,7 +7,7 @@
 # samples whose values stand for any number, JSON samples with `…`, a
 # command run inside its prelude from the checkout, a prelude in another
 # language run first, SQL against a server of its own, stopping at an error,
-# a block that needs PostgreSQL),
+# a block that needs PostgreSQL, a Java block left to make test-java),
 # each through scripts/docs/run-blocks.py --only FILE:LINE.
 # Needs what the runner needs for sh, C and SQL blocks (PAYIDEM_DOCS_BIN and
 # PAYIDEM_DOCS_LIB, see there; PostgreSQL).
@@ -204,6 +204,10 @@ psql -X -At -c "SELECT 'server ' || current_setting('server_version_num')" "$PAY
 ```sh run needs=redis
 true
 ```
+
+```java run
+public final class NeverHere { public static void main(String[] args) { } }
+```
 MD
 passed=0 failed=0
 expect() { # LINE WANT(PASS|FAIL) TEXT: the block at LINE ends WANT, saying TEXT
@@ -245,6 +249,12 @@ expect 169 PASS "(1 row)"
 expect 174 FAIL "exit status 3, want 0"
 expect 179 PASS "server [0-9]"
 expect 183 FAIL "unknown run option 'needs=redis'"
+out="$("$root/scripts/docs/run-blocks.py" --only "$doc:187" "$doc" 2>&1)"
+if grep -qx '0 passed, 0 failed, 0 not run (no-run), 1 left to make test-dist and make test-java' <<<"$out"; then
+    passed=$((passed + 1)); echo "PASS: a Java block is left to make test-java without --java-classpath"
+else
+    failed=$((failed + 1)); echo "FAIL: a Java block without --java-classpath: $out"
+fi
 if "$root/scripts/docs/run-blocks.py" "$doc" > /dev/null 2>&1; then
     failed=$((failed + 1)); echo "FAIL: the runner exits 0 on a document with failing blocks"
 else

@@ -139,9 +139,10 @@ test-python: redis-deps pg-deps
 ## Python package of test-python's venv (installed there when missing) and, for Rust, the
 ## workspace's crates; samples marked `check` are compared with the files they quote or the
 ## output they show; every other block must say `no-run: REASON`. The blocks marked
-## needs=dist run in test-dist, against dist/. First, the runner's own test.
+## needs=dist run in test-dist, against dist/. First, the runner's own test. pg-deps: the
+## PostgreSQL server some blocks run against, and openssl (a dependency of its package).
 DOCS_PYTHON := bindings/python/.venv/bin/python
-test-docs: c-deps
+test-docs: c-deps pg-deps
 	@echo '## phase: test-docs'
 	@$(MAKE) --no-print-directory c-artifacts
 	$(CARGO) build --release -p payidem-cli
@@ -171,6 +172,11 @@ java-deps:
 test-java: java-deps redis-deps pg-deps
 	@echo '## phase: test-java'
 	bindings/java/run-tests.sh
+	@# The Java blocks of the docs (scripts/docs/run-blocks.py), against the jar just built.
+	cd bindings/java && mvn -B -ntp -q dependency:build-classpath -Dmdep.includeScope=runtime \
+		-Dmdep.outputFile=target/docs-classpath.txt
+	scripts/docs/run-blocks.py --java-classpath \
+		"$$(ls $(CURDIR)/bindings/java/target/payidem-[0-9]*.jar | grep -v -e -sources -e -javadoc):$$(cat bindings/java/target/docs-classpath.txt)"
 
 ## lint: formatting and clippy, warnings are errors
 lint:

@@ -270,23 +270,35 @@ impl SqliteJournal {
         }
     }
 
-    /// Runs `jobs` in one transaction under the connection's lock and
-    /// leaves each job's result in it.
+    /// Runs `jobs` in one transaction under the connection's lock, then
+    /// releases the lock and leaves each job's result in it: waking the
+    /// callers (a system call each) is no part of the time the connection
+    /// is held.
     fn run_batch(&self, conn: MutexGuard<'_, Connection>, jobs: Vec<Arc<Job>>) {
-        let fail_all = |jobs: &[Arc<Job>], e: &rusqlite::Error| {
-            for job in jobs {
-                job.complete(Err(self.ctx.db_ref(&job.action, e)));
-            }
+        let outs = self.run_locked(&conn, &jobs);
+        drop(conn);
+        for (job, out) in jobs.iter().zip(outs) {
+            job.complete(out);
+        }
+    }
+
+    /// Runs `jobs` in one transaction on `conn`; each job's result, in
+    /// order.
+    fn run_locked(&self, conn: &Connection, jobs: &[Arc<Job>]) -> Vec<Out> {
+        let fail_all = |e: &rusqlite::Error| -> Vec<Out> {
+            jobs.iter()
+                .map(|job| Err(self.ctx.db_ref(&job.action, e)))
+                .collect()
         };
-        let tx = match Open::begin(&conn) {
+        let tx = match Open::begin(conn) {
             Ok(tx) => tx,
-            Err(e) => return fail_all(&jobs, &e),
+            Err(e) => return fail_all(&e),
         };
         let alone = jobs.len() == 1;
         let mut results: Vec<Result<Box<dyn Any + Send>>> = Vec::with_capacity(jobs.len());
-        for job in &jobs {
-            let (work, action) = (job.take_work(), job.action.clone());
-            let Some(work) = work else {
+        for job in jobs {
+            let action = &job.action;
+            let Some(work) = job.take_work() else {
                 results.push(Err(Error::new(
                     ErrorCode::Internal,
                     format!(
@@ -297,39 +309,38 @@ impl SqliteJournal {
                 continue;
             };
             if !alone {
-                if let Err(e) = control(&conn, "SAVEPOINT payidem_write") {
-                    results.push(Err(self.ctx.db(&action, e)));
+                if let Err(e) = control(conn, "SAVEPOINT payidem_write") {
+                    results.push(Err(self.ctx.db(action, e)));
                     continue;
                 }
             }
-            let result =
-                catch_unwind(AssertUnwindSafe(|| work(self, &conn))).unwrap_or_else(|_| {
-                    Err(Error::new(
-                        ErrorCode::Internal,
-                        format!(
-                            "journal {}: cannot {action}: the write panicked",
-                            self.ctx.path
-                        ),
-                    ))
-                });
+            let result = catch_unwind(AssertUnwindSafe(|| work(self, conn))).unwrap_or_else(|_| {
+                Err(Error::new(
+                    ErrorCode::Internal,
+                    format!(
+                        "journal {}: cannot {action}: the write panicked",
+                        self.ctx.path
+                    ),
+                ))
+            });
             if !alone {
                 let end = if result.is_ok() {
-                    control(&conn, "RELEASE payidem_write")
+                    control(conn, "RELEASE payidem_write")
                 } else {
-                    control(&conn, "ROLLBACK TO payidem_write")
-                        .and_then(|()| control(&conn, "RELEASE payidem_write"))
+                    control(conn, "ROLLBACK TO payidem_write")
+                        .and_then(|()| control(conn, "RELEASE payidem_write"))
                 };
                 if let Err(e) = end {
                     // The transaction's state is unknown: write nothing.
                     drop(tx);
-                    return fail_all(&jobs, &e);
+                    return fail_all(&e);
                 }
             }
             results.push(result);
         }
         let seq = if results.iter().any(Result::is_ok) {
             if let Err(e) = tx.commit() {
-                return fail_all(&jobs, &e);
+                return fail_all(&e);
             }
             self.group.committed()
         } else {
@@ -338,9 +349,10 @@ impl SqliteJournal {
             drop(tx);
             0
         };
-        for (job, result) in jobs.iter().zip(results) {
-            job.complete(result.map(|v| (v, seq)));
-        }
+        results
+            .into_iter()
+            .map(|result| result.map(|v| (v, seq)))
+            .collect()
     }
 }
 

@@ -166,6 +166,7 @@ text_fields!(
     idempotency_key,
     status_path,
     nonce,
+    kind,
     outcome,
     error_code,
     proxy,
@@ -603,17 +604,29 @@ pub(crate) fn client_config_of(
     payidem::settings::client::client_config(&doc).map_err(|e| setting_error(py, e))
 }
 
-/// Every setting's effective value (the core's settings document) for the
-/// keywords `kwargs` gives, as `payidem.Client` would be made with them
-/// (`base_url` and `key_id` required), without opening a journal. For the
-/// settings-parity test and for checking settings ahead.
+/// Every setting's effective value (the core's settings document, as JSON)
+/// for the keywords `kwargs` of `kind`: `"client"`, `payidem.Client`'s
+/// (`base_url` and `key_id` required), as the client would be made with
+/// them without opening a journal; `"start"`, `payidem.Operation`'s limit
+/// keywords, as the start object's settings. For the settings-parity test
+/// and for checking settings ahead.
 #[pyfunction]
-#[pyo3(signature = (**kwargs))]
-pub(crate) fn resolve_client_settings(
+#[pyo3(signature = (kind, **kwargs))]
+pub(crate) fn resolve_settings(
     py: Python<'_>,
+    kind: &str,
     kwargs: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<String> {
-    let values = keywords(kwargs, CLIENT_KEYWORDS, "resolve_client_settings")?;
+    match kind {
+        "client" => client_settings(py, kwargs),
+        "start" => start_settings(py, kwargs),
+        _ => Err(invalid(py, "kind", "must be \"client\" or \"start\"")),
+    }
+}
+
+/// `resolve_settings("client", **kwargs)`.
+fn client_settings(py: Python<'_>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<String> {
+    let values = keywords(kwargs, CLIENT_KEYWORDS, "resolve_settings")?;
     let mut config = client_config_of(py, &values)?;
     if let Some((_, key)) = values.iter().find(|(k, _)| *k == "journal_key") {
         if let Ok(key) = key.cast::<PyBytes>() {
@@ -648,16 +661,10 @@ pub(crate) fn setup_of_keywords(
     setup_of(py, &present(&keywords(kwargs, SETUP_KEYWORDS, function)?))
 }
 
-/// The setup part of the start object's effective settings for
-/// `payidem.Operation`'s limit keywords, as JSON (for the settings-parity
-/// test).
-#[pyfunction]
-#[pyo3(signature = (**kwargs))]
-pub(crate) fn resolve_setup_settings(
-    py: Python<'_>,
-    kwargs: Option<&Bound<'_, PyDict>>,
-) -> PyResult<String> {
-    let setup = setup_of_keywords(py, kwargs, "resolve_setup_settings")?;
+/// `resolve_settings("start", **kwargs)`: the start object's effective
+/// settings for `payidem.Operation`'s limit keywords.
+fn start_settings(py: Python<'_>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<String> {
+    let setup = setup_of_keywords(py, kwargs, "resolve_settings")?;
     let start = payidem::settings::start::Start {
         operation: payidem::OperationSpec {
             order_id: "o",

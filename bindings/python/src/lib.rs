@@ -79,12 +79,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(signing::canonical_string, m)?)?;
     m.add_function(wrap_pyfunction!(signing::body_sha256_hex, m)?)?;
     m.add_function(wrap_pyfunction!(policy::decide, m)?)?;
-    m.add_function(wrap_pyfunction!(policy::decide_status_query, m)?)?;
     m.add_function(wrap_pyfunction!(client::default_journal_path, m)?)?;
     m.add_function(wrap_pyfunction!(client::client_defaults, m)?)?;
-    m.add_function(wrap_pyfunction!(convert::resolve_client_settings, m)?)?;
+    m.add_function(wrap_pyfunction!(convert::resolve_settings, m)?)?;
     m.add_function(wrap_pyfunction!(convert::resolve_settings_json, m)?)?;
-    m.add_function(wrap_pyfunction!(convert::resolve_setup_settings, m)?)?;
     m.add_function(wrap_pyfunction!(client::derive_journal_key_hex, m)?)?;
     m.add_function(wrap_pyfunction!(error_codes, m)?)?;
     m.add("LOG_LEVELS", metrics::log_levels())?;

@@ -2,9 +2,11 @@
 
 use pyo3::prelude::*;
 
+use payidem::operation::AttemptKind;
 use payidem::policy::{self, Action, Decision, Reply};
 
 use crate::convert::{field, optional_field, unix_seconds};
+use crate::errors::invalid;
 use crate::operation::reply;
 
 /// The decision as a tuple `(kind, replayed, error, landed, seconds,
@@ -18,10 +20,14 @@ type DecisionTuple = (
     Option<u64>,
 );
 
+/// The decision after one attempt of `kind` (the core's attempt kind name:
+/// `operation` decides by `policy::decide`, `status_query` by
+/// `policy::decide_status_query`, which ignores `has_status_path`).
 #[pyfunction]
-#[pyo3(signature = (outcome, status = None, error_code = None, headers = None, has_status_path = false, now = None))]
+#[pyo3(signature = (kind, outcome, status = None, error_code = None, headers = None, has_status_path = false, now = None))]
 pub(crate) fn decide(
     py: Python<'_>,
+    #[pyo3(from_py_with = field::kind)] kind: String,
     #[pyo3(from_py_with = field::outcome)] outcome: String,
     status: Option<i128>,
     #[pyo3(from_py_with = optional_field::error_code)] error_code: Option<String>,
@@ -29,24 +35,14 @@ pub(crate) fn decide(
     has_status_path: bool,
     now: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<DecisionTuple> {
+    let kind = AttemptKind::from_name(&kind)
+        .ok_or_else(|| invalid(py, "kind", "must be an attempt kind name"))?;
     let now = unix_seconds(py, "now", now)?;
     let reply = answer(py, &outcome, status, error_code.as_deref(), headers)?;
-    Ok(tuple(policy::decide(&reply, has_status_path, now)))
-}
-
-#[pyfunction]
-#[pyo3(signature = (outcome, status = None, error_code = None, headers = None, now = None))]
-pub(crate) fn decide_status_query(
-    py: Python<'_>,
-    #[pyo3(from_py_with = field::outcome)] outcome: String,
-    status: Option<i128>,
-    #[pyo3(from_py_with = optional_field::error_code)] error_code: Option<String>,
-    headers: Option<&Bound<'_, PyAny>>,
-    now: Option<&Bound<'_, PyAny>>,
-) -> PyResult<DecisionTuple> {
-    let now = unix_seconds(py, "now", now)?;
-    let reply = answer(py, &outcome, status, error_code.as_deref(), headers)?;
-    Ok(tuple(policy::decide_status_query(&reply, now)))
+    Ok(tuple(match kind {
+        AttemptKind::Operation => policy::decide(&reply, has_status_path, now),
+        AttemptKind::StatusQuery => policy::decide_status_query(&reply, now),
+    }))
 }
 
 /// The reply of a decision's arguments, read as every reply is

@@ -8,6 +8,7 @@ from typing import Any, Callable
 import pytest
 
 import payidem
+from payidem import _native
 from conftest import MOCK_SECRET, Mock, new_order, payment
 
 MakeClient = Callable[..., payidem.Client]
@@ -133,6 +134,11 @@ def test_signer_and_verifier_inputs() -> None:
     assert field_of(lambda: payidem.decide("weird")) == "outcome"
     assert field_of(lambda: payidem.decide("response")) == "status"
     assert field_of(lambda: payidem.decide("response", status=70000)) == "status"
+    assert field_of(lambda: payidem.decide_status_query("weird")) == "outcome"
+    # The one native decision takes the core's attempt kind names only.
+    assert field_of(lambda: _native.decide("operation_", "not_sent")) == "kind"
+    assert _native.decide("operation", "not_sent")[0] == payidem.decide("not_sent").kind
+    assert _native.decide("status_query", "response", 404)[0] == "send_operation"
 
 
 def test_huge_bodies(mock: Mock, make_client: MakeClient) -> None:

@@ -4,8 +4,7 @@ maximum, maximum + 1 and a wrong type gives the value or the error (code
 and field) the file states, as in Rust, C and Go.
 
 Cases go through the conversion ``payidem.Client`` and ``payidem.Operation``
-use (their keywords, durations in seconds:
-``_native.resolve_client_settings``, ``_native.resolve_setup_settings``)
+use (their keywords, durations in seconds: ``_native.resolve_settings``)
 when a keyword sets every setting of the case, else through the JSON every
 language passes (``_native.resolve_settings_json``); the wrong-type cases
 also through the public ``payidem.Client`` and ``payidem.Operation``."""
@@ -152,7 +151,7 @@ def case_id(case: Dict[str, Any]) -> str:
 def test_client_setting(case: Dict[str, Any]) -> None:
     kwargs = keywords_of(case, V["client"]["base"], KEYWORDS)
     if kwargs is not None:
-        check(case, lambda: _native.resolve_client_settings(**kwargs), SETTING_OF_KEYWORD)
+        check(case, lambda: _native.resolve_settings("client", **kwargs), SETTING_OF_KEYWORD)
     else:
         doc = json.dumps(document(V["client"]["base"], case))
         check(case, lambda: _native.resolve_settings_json("client", doc), None)
@@ -162,7 +161,7 @@ def test_client_setting(case: Dict[str, Any]) -> None:
 def test_start_setting(case: Dict[str, Any]) -> None:
     kwargs = keywords_of(case, {}, SETUP_KEYWORDS)
     if kwargs is not None:
-        check(case, lambda: _native.resolve_setup_settings(**kwargs), SETUP_OF_KEYWORD)
+        check(case, lambda: _native.resolve_settings("start", **kwargs), SETUP_OF_KEYWORD)
     else:
         doc = json.dumps(document(V["start"]["base"], case))
         check(case, lambda: _native.resolve_settings_json("start", doc), None)

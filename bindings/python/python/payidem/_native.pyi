@@ -1,6 +1,6 @@
 """Type stubs of ``payidem._native``, the PyO3 module over the Rust core."""
 
-from typing import Callable, ClassVar, Iterable, List, Mapping, Optional, Tuple, TypedDict, Union, final
+from typing import Any, Callable, ClassVar, Dict, Iterable, List, Mapping, Optional, Tuple, Union, final
 
 from payidem._types import AttemptEvent as _AttemptEvent
 from payidem._types import Landed as _Landed
@@ -41,14 +41,12 @@ __all__ = [
     "client_defaults",
     "client_metrics",
     "decide",
-    "decide_status_query",
     "default_journal_path",
     "derive_journal_key_hex",
     "error_codes",
     "relative_path",
-    "resolve_client_settings",
+    "resolve_settings",
     "resolve_settings_json",
-    "resolve_setup_settings",
     "set_event_listener",
     "verifier_metrics",
 ]
@@ -93,20 +91,6 @@ _Status = Tuple[str, _OperationState, int, str, int, int, str, str, Optional[str
 # An operation as the public wrappers hand it over: ``(order_id, method, path,
 # body, status_path, idempotency_key)``.
 _OperationArgs = Tuple[str, str, str, bytes, Optional[str], Optional[str]]
-
-class _ClientDefaults(TypedDict):
-    connect_timeout: float
-    request_timeout: float
-    max_attempts: int
-    backoff_base: float
-    backoff_cap: float
-    deadline: float
-    key_retention: float
-    settled_retention: float
-    retry_budget: int
-    allow_insecure_http: bool
-    proxy_from_env: bool
-    max_clock_offset: float
 
 @final
 class Signer:
@@ -257,21 +241,21 @@ def canonical_string(
 def body_sha256_hex(body: bytes) -> str:
     """The body's SHA-256 as 64 lower-case hex digits."""
 
-def client_defaults() -> _ClientDefaults:
+def client_defaults() -> Dict[str, Any]:
     """The core's default client settings (``ClientConfig::new``) by
-    ``payidem.Client`` keyword; durations in seconds."""
+    ``payidem.Client`` keyword; durations in seconds. Its keys and their
+    types are the fields of ``payidem.ClientDefaults``, which takes it
+    whole (a key either lacks is a ``TypeError`` at import)."""
 
-def resolve_client_settings(**kwargs: object) -> str:
+def resolve_settings(kind: str, **kwargs: object) -> str:
     """Every setting's effective value (the core's settings document, JSON)
-    for ``payidem.Client``'s keywords, without opening a journal."""
+    for the keywords of ``kind``: ``"client"``, ``payidem.Client``'s (no
+    journal is opened), or ``"start"``, ``payidem.Operation``'s limit
+    keywords (the start object's settings)."""
 
 def resolve_settings_json(kind: str, doc: str) -> str:
     """The core's settings rules on a JSON document (``kind`` ``"client"``
     or ``"start"``): every setting's effective value, as JSON."""
-
-def resolve_setup_settings(**kwargs: object) -> str:
-    """The start object's effective settings (JSON) for
-    ``payidem.Operation``'s limit keywords."""
 
 def error_codes() -> List[Tuple[int, str, Optional[int], bool]]:
     """Every error code of the core, in number order: ``(number, name,
@@ -302,21 +286,16 @@ def default_journal_path() -> str:
     absolute path."""
 
 def decide(
+    kind: str,
     outcome: str,
     status: Optional[int] = None,
     error_code: Optional[str] = None,
     headers: Optional[_Headers] = None,
     has_status_path: bool = False,
     now: Optional[int] = None,
-) -> Tuple[str, bool, Optional[str], str, Optional[int], Optional[int]]: ...
-
-def decide_status_query(
-    outcome: str,
-    status: Optional[int] = None,
-    error_code: Optional[str] = None,
-    headers: Optional[_Headers] = None,
-    now: Optional[int] = None,
-) -> Tuple[str, bool, Optional[str], str, Optional[int], Optional[int]]: ...
+) -> Tuple[str, bool, Optional[str], str, Optional[int], Optional[int]]:
+    """The decision after one attempt of ``kind`` (``operation`` or
+    ``status_query``, the core's attempt kind names)."""
 
 _Attempt = Tuple[str, int, str, str, List[Tuple[str, str]], bytes]
 _ResponseOrNone = Optional[_Response]

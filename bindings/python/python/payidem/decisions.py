@@ -30,7 +30,7 @@ def decide(
     answer tells whether the operation may have taken effect.
     """
     return _decision(
-        _native.decide(outcome, status, error_code, headers, has_status_path, now)
+        _native.decide("operation", outcome, status, error_code, headers, has_status_path, now)
     )
 
 
@@ -47,7 +47,7 @@ def decide_status_query(
     same key), clock and replay answers as for the operation, anything else
     is asked again after a backoff. Arguments as for :func:`decide`.
     """
-    return _decision(_native.decide_status_query(outcome, status, error_code, headers, now))
+    return _decision(_native.decide("status_query", outcome, status, error_code, headers, False, now))
 
 
 def _decision(t: Tuple[str, bool, Optional[str], str, Optional[int], Optional[int]]) -> Decision:

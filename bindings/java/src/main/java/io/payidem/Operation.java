@@ -31,13 +31,17 @@ public final class Operation implements AutoCloseable {
     }
 
     /** The machine's reaction to one reported attempt. */
-    public static final class Reaction {
+    public static final class Reaction extends Value<Reaction> {
+        private static final Fields<Reaction> FIELDS = Fields.<Reaction>of("Reaction", " ").add("next", Reaction::next)
+                .add("landed", Reaction::landed).add("wait_ms", Reaction::waitMs).add("status", Reaction::status);
+
         private final String next;
         private final long waitMs;
         private final int status;
         private final String landed;
 
         Reaction(byte[] c) {
+            super(FIELDS);
             ByteBuffer b = ByteBuffer.wrap(c).order(ByteOrder.nativeOrder());
             next = Text.read(Lib.payidem_next_action_name(b.getInt(0)));
             waitMs = b.getLong(8);
@@ -63,11 +67,6 @@ public final class Operation implements AutoCloseable {
         /** Whether the operation may have taken effect so far ({@code no}, {@code maybe}, {@code yes}). */
         public String landed() {
             return landed;
-        }
-
-        @Override
-        public String toString() {
-            return next + " (landed " + landed + ", wait " + waitMs + " ms, status " + status + ")";
         }
     }
 

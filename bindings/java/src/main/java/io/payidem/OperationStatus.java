@@ -1,11 +1,16 @@
 package io.payidem;
 
 /** Where an order stands in the journal. */
-public final class OperationStatus {
+public final class OperationStatus extends Value<OperationStatus> {
+    private static final Fields<OperationStatus> FIELDS = Fields.<OperationStatus>of("OperationStatus", " ")
+            .add("found", OperationStatus::found).add("state", OperationStatus::state)
+            .add("attempts", OperationStatus::attempts);
+
     private final String state;
     private final int attempts;
 
     OperationStatus(String state, int attempts) {
+        super(FIELDS);
         this.state = state;
         this.attempts = attempts;
     }
@@ -27,10 +32,5 @@ public final class OperationStatus {
     /** Attempts made so far. */
     public int attempts() {
         return attempts;
-    }
-
-    @Override
-    public String toString() {
-        return found() ? state + " after " + attempts + " attempts" : "not found";
     }
 }

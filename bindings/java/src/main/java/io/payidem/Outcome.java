@@ -5,7 +5,11 @@ import com.sun.jna.ptr.LongByReference;
 import com.sun.jna.ptr.PointerByReference;
 
 /** How an operation settled with success: the platform's answer (2xx) and how it was reached. */
-public final class Outcome {
+public final class Outcome extends Value<Outcome> {
+    private static final Fields<Outcome> FIELDS = Fields.<Outcome>of("Outcome", " ").add("order", Outcome::orderId)
+            .add("key", Outcome::idempotencyKey).add("status", Outcome::httpStatus).add("replayed", Outcome::replayed)
+            .add("attempts", Outcome::attempts);
+
     private final int httpStatus;
     private final byte[] body;
     private final boolean replayed;
@@ -15,6 +19,7 @@ public final class Outcome {
 
     /** Copies everything out of an outcome handle, which it frees. */
     Outcome(Pointer o) {
+        super(FIELDS);
         try {
             httpStatus = Lib.payidem_outcome_http_status(o) & 0xffff;
             PointerByReference b = new PointerByReference();
@@ -58,11 +63,5 @@ public final class Outcome {
     /** Attempts the operation made in total, over every call (an answer from the journal adds none). */
     public int attempts() {
         return attempts;
-    }
-
-    @Override
-    public String toString() {
-        return "Outcome(order " + orderId + ", key " + idempotencyKey + ", status " + httpStatus + ", replayed "
-                + replayed + ", attempts " + attempts + ")";
     }
 }

@@ -207,12 +207,17 @@ public final class PayidemClient implements AutoCloseable {
     }
 
     /** What {@link #resumeUnknown()} did for one order: its outcome, or the failure that left it unsettled or ended it. */
-    public static final class ResumeResult {
+    public static final class ResumeResult extends Value<ResumeResult> {
+        private static final Fields<ResumeResult> FIELDS = Fields.<ResumeResult>of("ResumeResult", " ")
+                .add("order", ResumeResult::orderId).add("outcome", ResumeResult::outcome)
+                .add("error", r -> r.error == null ? null : r.error.getMessage());
+
         private final String orderId;
         private final Outcome outcome;
         private final PayidemException error;
 
         ResumeResult(String orderId, Outcome outcome, PayidemException error) {
+            super(FIELDS);
             this.orderId = orderId;
             this.outcome = outcome;
             this.error = error;
@@ -231,11 +236,6 @@ public final class PayidemClient implements AutoCloseable {
         /** Its failure (rejected, still unknown, ...), else null. */
         public PayidemException error() {
             return error;
-        }
-
-        @Override
-        public String toString() {
-            return orderId + ": " + (error == null ? outcome : error.getMessage());
         }
     }
 

@@ -25,13 +25,18 @@ public final class Verifier implements AutoCloseable {
     private final Handle handle;
 
     /** What a verification accepted: act on these values, never on headers read again. */
-    public static final class Verified {
+    public static final class Verified extends Value<Verified> {
+        private static final Fields<Verified> FIELDS = Fields.<Verified>of("Verified", "=").add("key_id", Verified::keyId)
+                .add("idempotency_key", Verified::idempotencyKey).add("nonce", Verified::nonce)
+                .add("timestamp", Verified::timestamp);
+
         private final String keyId;
         private final String idempotencyKey;
         private final String nonce;
         private final long timestamp;
 
         Verified(byte[] c) {
+            super(FIELDS);
             keyId = Text.field(c, 0, SignedHeaders.KEY_ID);
             idempotencyKey = Text.field(c, SignedHeaders.KEY_ID, SignedHeaders.IDEMPOTENCY_KEY);
             nonce = Text.field(c, SignedHeaders.KEY_ID + SignedHeaders.IDEMPOTENCY_KEY, SignedHeaders.NONCE);
@@ -56,12 +61,6 @@ public final class Verifier implements AutoCloseable {
         /** The signed timestamp (Unix seconds). */
         public long timestamp() {
             return timestamp;
-        }
-
-        @Override
-        public String toString() {
-            return "Verified(key_id=" + keyId + ", idempotency_key=" + idempotencyKey + ", nonce=" + nonce
-                    + ", timestamp=" + timestamp + ")";
         }
     }
 

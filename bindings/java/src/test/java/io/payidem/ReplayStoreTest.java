@@ -4,8 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -23,6 +23,16 @@ class ReplayStoreTest {
         return new ArrayList<>(h.asMap().entrySet());
     }
 
+    private static boolean answersPing(Path sock) throws Exception {
+        Process ping = new ProcessBuilder("redis-cli", "-s", sock.toString(), "ping").redirectErrorStream(true).start();
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        byte[] buf = new byte[64];
+        for (int n; (n = ping.getInputStream().read(buf)) > 0; ) {
+            out.write(buf, 0, n);
+        }
+        return ping.waitFor() == 0 && new String(out.toByteArray(), StandardCharsets.UTF_8).trim().equals("PONG");
+    }
+
     @Test
     void aNonceAcceptedByOneVerifierIsAReplayForAnother(@TempDir Path dir) throws Exception {
         Path sock = dir.resolve("redis.sock");
@@ -31,7 +41,9 @@ class ReplayStoreTest {
                 "redis.log").start();
         try {
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-            while (!Files.exists(sock)) {
+            // The socket file exists once bound, before redis listens: wait until it answers a PING
+            // (redis-cli comes with redis-server's Debian package).
+            while (!answersPing(sock)) {
                 assertTrue(redis.isAlive() && System.nanoTime() < deadline,
                         "redis-server did not start (make redis-deps installs it)");
                 Thread.sleep(20);

@@ -221,6 +221,29 @@ struct Conn {
     client: postgres::Client,
     pid: i32,
     statements: HashMap<String, postgres::Statement>,
+    /// Where the write running on it stands.
+    tx: TxMode,
+    /// Whether its session's `synchronous_commit` is off (set once, for
+    /// writes that run alone).
+    asynchronous: bool,
+}
+
+/// Where the write running on a connection stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TxMode {
+    /// No write: every statement runs alone (reads, read-backs).
+    Idle,
+    /// A transaction is open (BEGIN sent): every statement runs in it.
+    Open,
+    /// A write that may run alone: a guarded update as its first
+    /// statement runs alone (its own transaction, committed as it
+    /// returns); any other statement opens a transaction first.
+    Lazy,
+    /// A guarded update running alone was sent: if the connection is lost
+    /// now, whether it committed is unknown.
+    AloneSent,
+    /// The guarded update ran alone and was committed.
+    AloneCommitted,
 }
 
 /// What a connection URL names, without its password.
@@ -479,15 +502,20 @@ impl Storage for PostgresJournal {
                 .map(|found| found.map(|value| Box::new(value) as group::Value))
         });
         let job = group::Job::new(action, durable, run, verify);
-        let written = self
-            .groups
-            .submit(&job, &|jobs| self.run_group(jobs))
-            .and_then(|value| {
-                value
-                    .downcast::<T>()
-                    .map(|value| *value)
-                    .map_err(|_| self.refused(format!("cannot {action}: a mismatched result")))
-            });
+        // A write that need not be durable shares no flush: it runs alone
+        // on its own connection, one statement when it is a guarded
+        // update (see `TxMode::Lazy`).
+        let written = if durable {
+            self.groups.submit(&job, &|jobs| self.run_group(jobs))
+        } else {
+            self.run_alone(&job)
+        };
+        let written = written.and_then(|value| {
+            value
+                .downcast::<T>()
+                .map(|value| *value)
+                .map_err(|_| self.refused(format!("cannot {action}: a mismatched result")))
+        });
         let seen = std::mem::take(&mut *see(&seen));
         match intent {
             Intent::Open { lease, .. }

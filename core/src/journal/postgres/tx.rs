@@ -10,7 +10,7 @@ use postgres::{Error as PgError, Row, Statement};
 
 use super::pool::Fail;
 use super::rows::{expiry_sql, lease_seconds, pg_time, read_row, COLUMNS, UNSETTLED};
-use super::{Conn, PostgresJournal};
+use super::{Conn, PostgresJournal, TxMode};
 use crate::error::Result;
 use crate::journal::engine::{LeaseChange, Row as Stored, StateWrite, Tx, Version};
 use crate::journal::{rules, JournalScope, Lease, Reconciliation};
@@ -83,10 +83,10 @@ impl PgTx<'_> {
         sql: &str,
         call: impl FnOnce(&mut postgres::Client, &Statement) -> std::result::Result<T, PgError>,
     ) -> Result<T> {
-        let ran = match self.prepared(sql) {
+        let ran = self.begin().and_then(|()| match self.prepared(sql) {
             Ok(statement) => call(&mut self.conn.client, &statement),
             Err(e) => Err(e),
-        };
+        });
         ran.map_err(|e| {
             let error = self.j.db(self.action, &e);
             self.failed = Some(e);
@@ -174,6 +174,17 @@ impl PgTx<'_> {
              WHERE order_id = $1{guard_sql}"
         );
         self.run(&sql, |c, s| c.execute(s, &params))
+    }
+
+    /// Opens the transaction of a write that runs alone, before its first
+    /// statement that is not a guarded update.
+    fn begin(&mut self) -> std::result::Result<(), PgError> {
+        if self.conn.tx != TxMode::Lazy {
+            return Ok(());
+        }
+        self.conn.client.batch_execute("BEGIN")?;
+        self.conn.tx = TxMode::Open;
+        Ok(())
     }
 
     fn stored(&mut self, row: Option<Row>) -> Result<Option<Stored>> {
@@ -278,7 +289,21 @@ impl Tx for PgTx<'_> {
         let Some(taken) = self.j.recall(write.order_id, &lease.owner) else {
             return Ok(false);
         };
+        // First in a write that may run alone: this statement is its whole
+        // transaction (nothing else is written when it writes).
+        let alone = self.conn.tx == TxMode::Lazy;
+        if alone {
+            self.j.before_commit(false, self.conn);
+            self.conn.tx = TxMode::AloneSent;
+        }
         let written = self.write_state(write, Some((lease, taken.epoch, last)))? == 1;
+        if alone {
+            self.conn.tx = if written {
+                TxMode::AloneCommitted
+            } else {
+                TxMode::Lazy
+            };
+        }
         if written {
             see(self.seen).read_epoch = Some(taken.epoch);
         }

@@ -2,12 +2,14 @@
 //!
 //! Every trait call's write runs in a short transaction on a pooled
 //! connection; no transaction and no row lock is held while an attempt
-//! travels. Concurrent callers of one handle share transactions (group
-//! commit, see [`group`]): one COMMIT answers them all. The write that
-//! must be durable before anything is sent (the first `record_attempt` of
-//! each lease) commits with `SET LOCAL synchronous_commit = on`; every
-//! other write with `off`, in groups of their own that never wait for a
-//! WAL flush. Each statement is prepared once per connection. Leases are columns with an epoch: taking a
+//! travels. The write that must be durable before anything is sent (the
+//! first attempt of each lease) commits with `SET LOCAL
+//! synchronous_commit = on`, and concurrent callers of one handle share
+//! those transactions (group commit, see [`group`]): one COMMIT and one
+//! WAL flush answer them all. Every other write runs alone with the
+//! session's `synchronous_commit` off, never waiting for a flush; a
+//! holder's guarded update (`Tx::update_if`) is then one statement, its
+//! own transaction. Each statement is prepared once per connection. Leases are columns with an epoch: taking a
 //! lease increments `lease_epoch`, and every later write of the lease
 //! holder is `UPDATE … WHERE order_id = $1 AND lease_owner = $2 AND
 //! lease_epoch = $3`, so a stale owner changes nothing. Times come from the

@@ -1,5 +1,7 @@
 //! Group commit: the writes of concurrent callers of one
-//! [`PostgresJournal`] share one transaction and one COMMIT.
+//! [`PostgresJournal`] share one transaction and one COMMIT. The journal
+//! queues only its durable writes here (those need a WAL flush to share);
+//! the others run alone (`PostgresJournal::run_alone`).
 //!
 //! A caller queues its write as a [`Job`]; whoever finds fewer than
 //! [`MAX_RUNNING`] groups running becomes a combiner: it takes every queued

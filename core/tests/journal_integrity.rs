@@ -155,6 +155,35 @@ fn a_change_to_any_immutable_column_is_refused_by_every_read_and_named_by_check(
     }
 }
 
+/// A holder writes without reading its row again only while the row is
+/// what it wrote itself: a state edited behind it (the MAC left as it was)
+/// is read, refused, and not written over.
+#[test]
+fn a_state_edited_behind_the_holder_is_refused_by_its_next_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.db");
+    let j = keyed(&path);
+    let l = lease("holder");
+    for (order_id, edit) in [
+        ("o-attempts", "attempts = 7"),
+        ("o-state", "state = 'unknown'"),
+        ("o-mac", "state_mac = row_mac"),
+    ] {
+        j.open_to_send(&op(order_id), &l, 10).unwrap();
+        raw(
+            &path,
+            &format!("UPDATE operations SET {edit} WHERE order_id = '{order_id}'"),
+        );
+        assert_refused(j.record_attempt(order_id, &l, 2, 11), order_id);
+        assert_refused(
+            j.finish(order_id, &l, OperationState::Succeeded, None, 2, 12),
+            order_id,
+        );
+        // Nothing written over the edit: every read still refuses it.
+        assert_refused(j.get(order_id), order_id);
+    }
+}
+
 #[test]
 fn injected_rows_with_a_forged_or_no_mac_are_refused() {
     let dir = tempfile::tempdir().unwrap();

@@ -30,6 +30,16 @@ fn open(url: &str) -> PostgresJournal {
     PostgresJournal::connect(url, PostgresJournalOptions::default()).unwrap()
 }
 
+/// A handle with a journal key, as a client's.
+fn keyed(url: &str) -> PostgresJournal {
+    let journal_key = Some(JournalKey::new(&[9u8; 32]).unwrap());
+    let options = PostgresJournalOptions {
+        journal_key,
+        ..PostgresJournalOptions::default()
+    };
+    PostgresJournal::connect(url, options).unwrap()
+}
+
 #[test]
 fn the_first_attempt_of_each_lease_commits_synchronously_and_nothing_else_does() {
     let j = open(&pg::fresh_db());
@@ -119,6 +129,59 @@ fn a_stale_epoch_of_the_same_owner_changes_nothing() {
         first.get("o-1").unwrap().unwrap().state,
         OperationState::Succeeded
     );
+}
+
+/// A holder writes without reading its row again only while the row is
+/// what it last read or wrote: a row another handle changed under the same
+/// owner (one that did not take the lease: it matches on the owner alone)
+/// is read again, and the write builds on what is stored.
+#[test]
+fn a_row_changed_by_another_handle_is_read_again_before_writing() {
+    let url = pg::fresh_db();
+    let (holder, other) = (keyed(&url), keyed(&url));
+    let a = lease("holder", 100);
+    holder.open_to_send(&op("o-1"), &a, now()).unwrap();
+    other.record_attempt("o-1", &a, 3, now()).unwrap();
+    // The holder's attempt count (1) is behind the stored one (3).
+    holder
+        .finish("o-1", &a, OperationState::Succeeded, None, 1, now())
+        .unwrap();
+    let stored = other.get("o-1").unwrap().unwrap();
+    assert_eq!(stored.state, OperationState::Succeeded);
+    assert_eq!(stored.attempts, 3, "the finish read the row before writing");
+    assert_eq!(holder.commit_stats().fenced, 0);
+}
+
+/// A state edited behind the holder (its MAC left as it was) is read,
+/// refused, and not written over.
+#[test]
+fn a_state_edited_behind_the_holder_is_refused_by_its_next_write() {
+    let url = pg::fresh_db();
+    let j = keyed(&url);
+    let mut admin = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let a = lease("holder", 100);
+    for (order_id, edit) in [
+        ("o-attempts", "attempts = 7"),
+        ("o-state", "state = 'unknown'"),
+        ("o-mac", "state_mac = row_mac"),
+    ] {
+        j.open_to_send(&op(order_id), &a, now()).unwrap();
+        admin
+            .execute(
+                &format!("UPDATE payidem_operations SET {edit} WHERE order_id = $1"),
+                &[&order_id],
+            )
+            .unwrap();
+        let refused = |e: payidem::Error| {
+            assert_eq!(e.code(), ErrorCode::Journal, "{e}");
+            assert!(e.message().contains(order_id), "{e}");
+        };
+        refused(j.record_attempt(order_id, &a, 2, now()).unwrap_err());
+        let settled = OperationState::Succeeded;
+        refused(j.finish(order_id, &a, settled, None, 2, now()).unwrap_err());
+        // Nothing written over the edit: reads still refuse it.
+        refused(j.get(order_id).unwrap_err());
+    }
 }
 
 #[test]

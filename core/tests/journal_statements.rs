@@ -47,7 +47,7 @@ fn statements_between_marks(log: &str) -> Vec<(String, usize)> {
 }
 
 #[test]
-fn each_hot_path_call_is_one_transaction_of_one_or_two_statements_on_postgres() {
+fn each_hot_path_call_is_one_transaction_of_one_statement_on_postgres() {
     // A server of its own: its statement log is switched on.
     let server = pg::PgServer::start();
     let url = server.create_db("statements");
@@ -82,14 +82,27 @@ fn each_hot_path_call_is_one_transaction_of_one_or_two_statements_on_postgres() 
     mark("end");
     std::thread::sleep(std::time::Duration::from_millis(300));
     let counts = statements_between_marks(&server.log());
-    // BEGIN with its synchronous_commit (one batch), then: a new operation's
-    // INSERT alone (the row is read only when the insert meets one); SELECT
-    // … FOR UPDATE and UPDATE for the others; COMMIT.
-    let want = [("open_to_send", 3), ("record_attempt", 4), ("finish", 4)];
+    // A durable write: BEGIN with its synchronous_commit on (one batch),
+    // a new operation's INSERT alone (the row is read only when the insert
+    // meets one), COMMIT. The others need no flush: the UPDATE alone, its
+    // own transaction, guarded by the row as this handle last wrote it
+    // (read only when the guard meets another); the first such write on a
+    // connection sets its session's synchronous_commit off, once.
+    let want = [("open_to_send", 3), ("record_attempt", 2), ("finish", 1)];
     for (name, n) in want {
         let got = counts.iter().find(|(m, _)| m == name).map(|c| c.1);
         assert_eq!(got, Some(n), "{name}: {counts:?}");
     }
+    let log = server.log();
+    let section = |name: &str| -> String {
+        let from = log.find(&format!("MARK {name}")).expect("marked");
+        let rest = &log[from..];
+        let to = rest[5..].find("MARK ").map_or(rest.len(), |i| i + 5);
+        rest[..to].to_owned()
+    };
+    assert!(section("open_to_send").contains("SET LOCAL synchronous_commit TO on"));
+    assert!(section("record_attempt").contains("SET synchronous_commit TO off"));
+    assert!(!section("finish").contains("BEGIN"));
 }
 
 #[test]

@@ -2,12 +2,14 @@
 //!
 //! Every trait call's write runs in a short transaction on a pooled
 //! connection; no transaction and no row lock is held while an attempt
-//! travels. Concurrent callers of one handle share transactions (group
-//! commit, see [`group`]): one COMMIT answers them all. The write that
-//! must be durable before anything is sent (the first `record_attempt` of
-//! each lease) commits with `SET LOCAL synchronous_commit = on`; every
-//! other write with `off`, in groups of their own that never wait for a
-//! WAL flush. Each statement is prepared once per connection. Leases are columns with an epoch: taking a
+//! travels. The write that must be durable before anything is sent (the
+//! first attempt of each lease) commits with `SET LOCAL
+//! synchronous_commit = on`, and concurrent callers of one handle share
+//! those transactions (group commit, see [`group`]): one COMMIT and one
+//! WAL flush answer them all. Every other write runs alone with the
+//! session's `synchronous_commit` off, never waiting for a flush; a
+//! holder's guarded update (`Tx::update_if`) is then one statement, its
+//! own transaction. Each statement is prepared once per connection. Leases are columns with an epoch: taking a
 //! lease increments `lease_epoch`, and every later write of the lease
 //! holder is `UPDATE … WHERE order_id = $1 AND lease_owner = $2 AND
 //! lease_epoch = $3`, so a stale owner changes nothing. Times come from the
@@ -221,6 +223,29 @@ struct Conn {
     client: postgres::Client,
     pid: i32,
     statements: HashMap<String, postgres::Statement>,
+    /// Where the write running on it stands.
+    tx: TxMode,
+    /// Whether its session's `synchronous_commit` is off (set once, for
+    /// writes that run alone).
+    asynchronous: bool,
+}
+
+/// Where the write running on a connection stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TxMode {
+    /// No write: every statement runs alone (reads, read-backs).
+    Idle,
+    /// A transaction is open (BEGIN sent): every statement runs in it.
+    Open,
+    /// A write that may run alone: a guarded update as its first
+    /// statement runs alone (its own transaction, committed as it
+    /// returns); any other statement opens a transaction first.
+    Lazy,
+    /// A guarded update running alone was sent: if the connection is lost
+    /// now, whether it committed is unknown.
+    AloneSent,
+    /// The guarded update ran alone and was committed.
+    AloneCommitted,
 }
 
 /// What a connection URL names, without its password.
@@ -479,15 +504,20 @@ impl Storage for PostgresJournal {
                 .map(|found| found.map(|value| Box::new(value) as group::Value))
         });
         let job = group::Job::new(action, durable, run, verify);
-        let written = self
-            .groups
-            .submit(&job, &|jobs| self.run_group(jobs))
-            .and_then(|value| {
-                value
-                    .downcast::<T>()
-                    .map(|value| *value)
-                    .map_err(|_| self.refused(format!("cannot {action}: a mismatched result")))
-            });
+        // A write that need not be durable shares no flush: it runs alone
+        // on its own connection, one statement when it is a guarded
+        // update (see `TxMode::Lazy`).
+        let written = if durable {
+            self.groups.submit(&job, &|jobs| self.run_group(jobs))
+        } else {
+            self.run_alone(&job)
+        };
+        let written = written.and_then(|value| {
+            value
+                .downcast::<T>()
+                .map(|value| *value)
+                .map_err(|_| self.refused(format!("cannot {action}: a mismatched result")))
+        });
         let seen = std::mem::take(&mut *see(&seen));
         match intent {
             Intent::Open { lease, .. }

@@ -103,6 +103,19 @@ impl Tx for Tracked<'_> {
         self.state.update(write)
     }
 
+    fn update_if(
+        &mut self,
+        write: &super::engine::StateWrite<'_>,
+        lease: &Lease,
+        last: &super::engine::Version,
+    ) -> Result<bool> {
+        let written = self.state.update_if(write, lease, last)?;
+        if written {
+            self.touched(write.order_id);
+        }
+        Ok(written)
+    }
+
     fn release(&mut self, order_id: &str, lease: &Lease) -> Result<bool> {
         self.touched(order_id);
         self.state.release(order_id, lease)

@@ -33,7 +33,7 @@ pub use schema::SCHEMA_VERSION;
 
 use super::engine::{
     self, Guard, Inspection, Intent, LeaseChange, Read, Row as Stored, StateWrite, Storage, Tx,
-    Unreadable, Work,
+    Unreadable, Version, Work,
 };
 use super::{rules, JournalKey, JournalScope, Lease, Reconciliation, StoredClockOffset};
 use crate::error::{Error, ErrorCode, Result};
@@ -386,6 +386,97 @@ impl SqliteTx<'_> {
             .map_err(|e| self.j.ctx.db(self.action, e))
     }
 
+    /// Writes the state part of a row (and changes its lease); with
+    /// `guard`, only where its lease owner, state part and MACs are still
+    /// the given ones. Answers the rows written.
+    fn write_state(
+        &mut self,
+        write: &StateWrite<'_>,
+        guard: Option<(&Lease, &Version)>,
+    ) -> Result<usize> {
+        let (order_id, state, state_mac) = (write.order_id, write.state, write.state_mac);
+        let headers = rules::encoded_headers(state.response)?;
+        let response = state.response;
+        let (lease_sql, owner, expires) = match write.lease {
+            LeaseChange::Keep => ("", None, None),
+            LeaseChange::Extend(lease, _) => {
+                let expires = sql_time(rules::stored_expiry(lease));
+                (
+                    ", lease_owner = ?10, lease_expires = ?11",
+                    Some(&lease.owner),
+                    Some(expires),
+                )
+            }
+            LeaseChange::Clear | LeaseChange::Fence => {
+                (", lease_owner = NULL, lease_expires = NULL", None, None)
+            }
+        };
+        let guard_sql = if guard.is_some() {
+            " AND lease_owner = ?12 AND state = ?13 AND attempts = ?14 AND updated_at = ?15
+                 AND row_mac IS ?16 AND state_mac IS ?17"
+        } else {
+            ""
+        };
+        let sql = format!(
+            "UPDATE operations SET state = ?2, attempts = ?3, updated_at = ?4, response_status = ?5,
+                 response_headers = ?6, response_body = ?7, response_replayed = ?8,
+                 state_mac = ?9{lease_sql}
+             WHERE order_id = ?1{guard_sql}"
+        );
+        let mut values: Vec<&dyn rusqlite::ToSql> = Vec::with_capacity(17);
+        let (name, at) = (state.state.as_str(), sql_time(state.updated_at));
+        let (status, body) = (
+            response.map(|r| r.status),
+            response.map(|r| r.body.as_slice()),
+        );
+        let replayed = response.map(|r| r.replayed);
+        values.extend([
+            &order_id as &dyn rusqlite::ToSql,
+            &name,
+            &state.attempts,
+            &at,
+        ]);
+        values.extend([
+            &status as &dyn rusqlite::ToSql,
+            &headers,
+            &body,
+            &replayed,
+            &state_mac,
+        ]);
+        let guarded = guard.map(|(lease, last)| {
+            let (state, updated_at) = (last.state.as_str(), sql_time(last.updated_at));
+            (lease.owner.as_str(), state, last.attempts, updated_at, last)
+        });
+        // With a guard, ?10 and ?11 are bound (NULL when unused) so that
+        // its numbers stay fixed.
+        if owner.is_some() || guarded.is_some() {
+            values.extend([&owner as &dyn rusqlite::ToSql, &expires]);
+        }
+        if let Some((owner, state, attempts, updated_at, last)) = &guarded {
+            values.extend([
+                owner as &dyn rusqlite::ToSql,
+                state,
+                attempts,
+                updated_at,
+                &last.row_mac,
+                &last.state_mac,
+            ]);
+        }
+        let written = self.run(&sql, &values)?;
+        if written > 0 {
+            match write.lease {
+                LeaseChange::Keep => {}
+                LeaseChange::Extend(lease, _) => {
+                    self.done.held = Some((order_id.to_owned(), lease.clone(), state.attempts));
+                }
+                LeaseChange::Clear | LeaseChange::Fence => {
+                    self.done.cleared = Some(order_id.to_owned());
+                }
+            }
+        }
+        Ok(written)
+    }
+
     fn run(&self, sql: &str, params: &[&dyn rusqlite::ToSql]) -> Result<usize> {
         self.tx
             .prepare_cached(sql)
@@ -461,56 +552,17 @@ impl Tx for SqliteTx<'_> {
     }
 
     fn update(&mut self, write: &StateWrite<'_>) -> Result<()> {
-        let (order_id, state, state_mac) = (write.order_id, write.state, write.state_mac);
-        let headers = rules::encoded_headers(state.response)?;
-        let response = state.response;
-        let (lease_sql, owner, expires) = match write.lease {
-            LeaseChange::Keep => ("", None, None),
-            LeaseChange::Extend(lease, _) => {
-                self.done.held = Some((order_id.to_owned(), lease.clone(), state.attempts));
-                let expires = sql_time(rules::stored_expiry(lease));
-                (
-                    ", lease_owner = ?10, lease_expires = ?11",
-                    Some(&lease.owner),
-                    Some(expires),
-                )
-            }
-            LeaseChange::Clear | LeaseChange::Fence => {
-                self.done.cleared = Some(order_id.to_owned());
-                (", lease_owner = NULL, lease_expires = NULL", None, None)
-            }
-        };
-        let sql = format!(
-            "UPDATE operations SET state = ?2, attempts = ?3, updated_at = ?4, response_status = ?5,
-                 response_headers = ?6, response_body = ?7, response_replayed = ?8,
-                 state_mac = ?9{lease_sql}
-             WHERE order_id = ?1"
-        );
-        let mut values: Vec<&dyn rusqlite::ToSql> = Vec::with_capacity(11);
-        let (name, at) = (state.state.as_str(), sql_time(state.updated_at));
-        let (status, body) = (
-            response.map(|r| r.status),
-            response.map(|r| r.body.as_slice()),
-        );
-        let replayed = response.map(|r| r.replayed);
-        values.extend([
-            &order_id as &dyn rusqlite::ToSql,
-            &name,
-            &state.attempts,
-            &at,
-        ]);
-        values.extend([
-            &status as &dyn rusqlite::ToSql,
-            &headers,
-            &body,
-            &replayed,
-            &state_mac,
-        ]);
-        if owner.is_some() {
-            values.extend([&owner as &dyn rusqlite::ToSql, &expires]);
+        self.write_state(write, None).map(drop)
+    }
+
+    /// One statement: the row written only where `lease` still holds it
+    /// and its state part and MACs are those of `last`.
+    fn update_if(&mut self, write: &StateWrite<'_>, lease: &Lease, last: &Version) -> Result<bool> {
+        let written = self.write_state(write, Some((lease, last)))? == 1;
+        if written && self.done.before.is_none() {
+            self.done.before = Some((last.state, last.attempts));
         }
-        self.run(&sql, &values)?;
-        Ok(())
+        Ok(written)
     }
 
     fn release(&mut self, order_id: &str, lease: &Lease) -> Result<bool> {

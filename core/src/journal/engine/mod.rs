@@ -14,7 +14,8 @@
 
 mod ops;
 
-use std::sync::{PoisonError, RwLock, RwLockReadGuard};
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard};
 
 pub(crate) use ops::undo_attempt;
 
@@ -24,7 +25,7 @@ use super::{
     StoredClockOffset, StoredMacs,
 };
 use crate::error::{Error, ErrorCode, Result};
-use crate::operation::OperationState;
+use crate::operation::{OperationState, Response};
 
 /// A stored operation as the store read it: the record, the scope it was
 /// made for, its lease and its MACs.
@@ -42,6 +43,54 @@ impl Row {
         StoredMacs {
             row_mac: self.row_mac.as_deref(),
             state_mac: self.state_mac.as_deref(),
+        }
+    }
+}
+
+/// An operation's row as this handle last read or wrote it under a
+/// lease: its state part and its MACs. A later write of the same lease is
+/// guarded by it ([`Tx::update_if`]) instead of reading the row again.
+#[derive(Clone, Debug)]
+pub(crate) struct Version {
+    pub state: OperationState,
+    pub attempts: u32,
+    pub updated_at: u64,
+    pub response: Option<Response>,
+    pub row_mac: Option<String>,
+    pub state_mac: Option<String>,
+}
+
+impl Version {
+    /// `row` as it was read.
+    pub(crate) fn of(row: &Row) -> Version {
+        let state_mac = row.state_mac.clone();
+        Version::written(row.row_mac.clone(), &RowState::of(&row.record), state_mac)
+    }
+
+    /// A row whose identity MAC is `row_mac` after `state` was written
+    /// with `state_mac`.
+    fn written(
+        row_mac: Option<String>,
+        state: &RowState<'_>,
+        state_mac: Option<String>,
+    ) -> Version {
+        Version {
+            state: state.state,
+            attempts: state.attempts,
+            updated_at: state.updated_at,
+            response: state.response.cloned(),
+            row_mac,
+            state_mac,
+        }
+    }
+
+    /// The state part it holds.
+    pub(crate) fn state(&self) -> RowState<'_> {
+        RowState {
+            state: self.state,
+            attempts: self.attempts,
+            updated_at: self.updated_at,
+            response: self.response.as_ref(),
         }
     }
 }
@@ -189,6 +238,11 @@ pub(crate) trait Tx {
     /// Writes the state part of a row (with its state MAC) and changes its
     /// lease.
     fn update(&mut self, write: &StateWrite<'_>) -> Result<()>;
+    /// [`Tx::update`], only where `lease` holds `write.order_id` (under
+    /// the epoch this handle took it with, in a store that fences by it)
+    /// and the row's state part and MACs are still `last`; `false`
+    /// (nothing written) otherwise.
+    fn update_if(&mut self, write: &StateWrite<'_>, lease: &Lease, last: &Version) -> Result<bool>;
     /// Frees the lease of `order_id` if `lease` holds it; `false` when no
     /// such row is stored.
     fn release(&mut self, order_id: &str, lease: &Lease) -> Result<bool>;
@@ -253,6 +307,9 @@ pub(crate) struct Guard {
     pub auth: RwLock<RowAuth>,
     pub scope: Option<JournalScope>,
     pub target: String,
+    /// (order id, lease owner) → the row as this handle last read or
+    /// wrote it under that lease.
+    versions: Mutex<HashMap<(String, String), Version>>,
 }
 
 impl Guard {
@@ -261,7 +318,30 @@ impl Guard {
             auth: RwLock::new(auth),
             scope,
             target,
+            versions: Mutex::new(HashMap::new()),
         }
+    }
+
+    fn versions(&self) -> MutexGuard<'_, HashMap<(String, String), Version>> {
+        // Plain inserts and removals: consistent even after a panic.
+        self.versions.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Keeps `version` as the row of `order_id` under `owner`'s lease
+    /// (forgets it when `None`).
+    fn remember(&self, order_id: &str, owner: &str, version: Option<Version>) {
+        let key = (order_id.to_owned(), owner.to_owned());
+        match version {
+            Some(version) => self.versions().insert(key, version),
+            None => self.versions().remove(&key),
+        };
+    }
+
+    /// The row of `order_id` as this handle last read or wrote it under
+    /// `owner`'s lease.
+    fn last(&self, order_id: &str, owner: &str) -> Option<Version> {
+        let key = (order_id.to_owned(), owner.to_owned());
+        self.versions().get(&key).cloned()
     }
 
     pub(crate) fn auth(&self) -> RwLockReadGuard<'_, RowAuth> {
@@ -327,21 +407,47 @@ impl Guard {
         Ok(row)
     }
 
-    /// Writes `state` over `row` with its new state MAC.
+    /// Writes `state` over `row` with its new state MAC; answers the row
+    /// as written.
     fn write(
         &self,
         tx: &mut dyn Tx,
         row: &Row,
         state: &RowState<'_>,
         lease: LeaseChange<'_>,
-    ) -> Result<()> {
+    ) -> Result<Version> {
         let mac = self.auth().state_mac(row.row_mac.as_deref(), state)?;
         tx.update(&StateWrite {
             order_id: &row.record.operation.order_id,
             state,
             state_mac: mac.as_deref(),
             lease,
-        })
+        })?;
+        Ok(Version::written(row.row_mac.clone(), state, mac))
+    }
+
+    /// Writes `state` of `order_id` without reading the row, where `held`
+    /// still holds it and it is still `last` (what this handle verified
+    /// or wrote itself); `None` (nothing written) when it is not: the
+    /// caller then reads the row and decides.
+    fn write_if(
+        &self,
+        tx: &mut dyn Tx,
+        (order_id, held): (&str, &Lease),
+        last: &Version,
+        state: &RowState<'_>,
+        lease: LeaseChange<'_>,
+    ) -> Result<Option<Version>> {
+        let mac = self.auth().state_mac(last.row_mac.as_deref(), state)?;
+        let write = StateWrite {
+            order_id,
+            state,
+            state_mac: mac.as_deref(),
+            lease,
+        };
+        Ok(tx
+            .update_if(&write, held, last)?
+            .then(|| Version::written(last.row_mac.clone(), state, mac)))
     }
 
     /// Takes `row`'s lease for `lease`, or `operation_busy`.
@@ -353,13 +459,21 @@ impl Guard {
         tx.take_lease(&op.order_id, lease, now)
     }
 
-    /// A settled row answered as it is; an unsettled one taken.
-    fn resume(&self, tx: &mut dyn Tx, row: Row, lease: &Lease, now: u64) -> Result<Opened> {
+    /// A settled row answered as it is; an unsettled one taken (with the
+    /// row as read, which taking its lease does not change).
+    fn resume(
+        &self,
+        tx: &mut dyn Tx,
+        row: Row,
+        lease: &Lease,
+        now: u64,
+    ) -> Result<(Opened, Option<Version>)> {
         if row.record.state.is_settled() {
-            return Ok(Opened::Settled(row.record));
+            return Ok((Opened::Settled(row.record), None));
         }
         self.take(tx, &row, lease, now)?;
-        Ok(Opened::Resumable(row.record))
+        let version = Version::of(&row);
+        Ok((Opened::Resumable(row.record), Some(version)))
     }
 }
 

@@ -3,7 +3,7 @@
 
 use std::sync::PoisonError;
 
-use super::{Body, Holder, Intent, LeaseChange, Row, Storage, Work};
+use super::{Body, Holder, Intent, LeaseChange, Row, Storage, Version, Work};
 use crate::error::{Error, ErrorCode, Result};
 use crate::journal::{
     rules, Journal, JournalCheck, Lease, Listed, Opened, OperationRecord, Reconciliation, RowState,
@@ -34,7 +34,8 @@ fn open<S: Storage>(
         lease,
         first_attempt,
     };
-    let (operation, lease) = (operation.clone(), lease.clone());
+    let order_id = &operation.order_id;
+    let (operation, owned) = (operation.clone(), lease.clone());
     // Run again after a lost commit: the owner takes its own lease again.
     // The insert comes first (a new operation, the common case, costs one
     // statement); a conflicting one writes nothing, and the row it met is
@@ -56,12 +57,13 @@ fn open<S: Storage>(
             row_mac,
             state_mac,
         };
-        if tx.insert(&row, &lease, now)? {
-            return Ok(Opened::Created(row.record));
+        if tx.insert(&row, &owned, now)? {
+            let version = Version::of(&row);
+            return Ok((Opened::Created(row.record), Some(version)));
         }
         if let Some(existing) = g.load(tx, &operation.order_id)? {
             rules::same_request(&existing.record.operation, &operation)?;
-            return g.resume(tx, existing, &lease, now);
+            return g.resume(tx, existing, &owned, now);
         }
         // The order id went since the insert met it (purged), or the key
         // is another order id's.
@@ -78,7 +80,9 @@ fn open<S: Storage>(
             .with_operation(&op.order_id, &op.idempotency_key)),
         }
     }));
-    store.transact(intent, &action, work)
+    let (opened, version) = store.transact(intent, &action, work)?;
+    store.guard().remember(order_id, &lease.owner, version);
+    Ok(opened)
 }
 
 fn claim<S: Storage>(store: &S, order_id: &str, lease: &Lease, now: u64) -> Result<Opened> {
@@ -86,12 +90,14 @@ fn claim<S: Storage>(store: &S, order_id: &str, lease: &Lease, now: u64) -> Resu
     rules::check_lease(lease)?;
     let action = format!("claim order id {order_id:?}");
     let intent = Intent::Claim { order_id, lease };
-    let (order_id, lease) = (order_id.to_owned(), lease.clone());
+    let (id, held) = (order_id.to_owned(), lease.clone());
     let work = Work::again(Box::new(move |g, tx| {
-        let row = g.existing(tx, &order_id)?;
-        g.resume(tx, row, &lease, now)
+        let row = g.existing(tx, &id)?;
+        g.resume(tx, row, &held, now)
     }));
-    store.transact(intent, &action, work)
+    let (opened, version) = store.transact(intent, &action, work)?;
+    store.guard().remember(order_id, &lease.owner, version);
+    Ok(opened)
 }
 
 /// `claim_next`: one statement for a store that has it; otherwise the
@@ -101,16 +107,24 @@ fn claim_next<S: Storage>(store: &S, lease: &Lease, now: u64) -> Result<Option<O
     rules::check_lease(lease)?;
     if S::CLAIMS_NEXT {
         let intent = Intent::ClaimNext { lease };
-        let lease = lease.clone();
+        let held = lease.clone();
         // A row failing its MAC rolls the claim back: its lease stays as
         // it was and nothing is sent.
         let work = Work::again(Box::new(move |g, tx| {
-            match tx.claim_next(&lease, now, g.scope.as_ref())? {
-                Some(row) => Ok(Some(Opened::Resumable(g.verified(row)?.record))),
+            match tx.claim_next(&held, now, g.scope.as_ref())? {
+                Some(row) => Ok(Some(g.verified(row)?)),
                 None => Ok(None),
             }
         }));
-        return store.transact(intent, "claim the next operation to take over", work);
+        let action = "claim the next operation to take over";
+        let Some(row) = store.transact(intent, action, work)? else {
+            return Ok(None);
+        };
+        let order_id = &row.record.operation.order_id;
+        store
+            .guard()
+            .remember(order_id, &lease.owner, Some(Version::of(&row)));
+        return Ok(Some(Opened::Resumable(row.record)));
     }
     let unsettled = [
         OperationState::Pending,
@@ -148,25 +162,37 @@ fn record_attempt<S: Storage>(
     let action = format!("record an attempt of order id {order_id:?}");
     let intent = Intent::RecordAttempt { order_id, lease };
     let (id, held) = (order_id.to_owned(), lease.clone());
-    let body: Body<()> = Box::new(move |g, tx| {
-        let row = g.held(tx, &id, &held)?;
-        let state = RowState {
+    let last = store.guard().last(order_id, &lease.owner);
+    let body: Body<Version> = Box::new(move |g, tx| {
+        let state = |response| RowState {
             state: OperationState::InFlight,
             attempts,
             updated_at: now,
-            response: row.record.response.as_ref(),
+            response,
         };
-        g.write(tx, &row, &state, LeaseChange::Extend(&held, now))
+        let extend = LeaseChange::Extend(&held, now);
+        if let Some(last) = &last {
+            let new = state(last.response.as_ref());
+            if let Some(written) = g.write_if(tx, (&id, &held), last, &new, extend)? {
+                return Ok(written);
+            }
+        }
+        let row = g.held(tx, &id, &held)?;
+        g.write(tx, &row, &state(row.record.response.as_ref()), extend)
     });
     let (id, held) = (order_id.to_owned(), lease.clone());
     // Committed when the row is in flight with these attempts under this
     // lease.
-    let read_back: Body<Option<()>> = Box::new(move |g, tx| {
+    let read_back: Body<Option<Version>> = Box::new(move |g, tx| {
         let row = g.held(tx, &id, &held)?;
         let r = &row.record;
-        Ok((r.state == OperationState::InFlight && r.attempts == attempts).then_some(()))
+        let committed = r.state == OperationState::InFlight && r.attempts == attempts;
+        Ok(committed.then(|| Version::of(&row)))
     });
-    store.transact(intent, &action, Work { body, read_back })
+    let written = store.transact(intent, &action, Work { body, read_back });
+    let g = store.guard();
+    g.remember(order_id, &lease.owner, written.as_ref().ok().cloned());
+    written.map(drop)
 }
 
 /// `renew`: the lease extended if `lease` still holds the operation
@@ -177,13 +203,23 @@ fn renew<S: Storage>(store: &S, order_id: &str, lease: &Lease, now: u64) -> Resu
     let action = format!("renew the lease of order id {order_id:?}");
     let intent = Intent::Renew { order_id, lease };
     let (id, held) = (order_id.to_owned(), lease.clone());
+    let last = store.guard().last(order_id, &lease.owner);
     // Renewing again after a lost commit extends the same lease again.
     let work = Work::again(Box::new(move |g, tx| {
+        let extend = LeaseChange::Extend(&held, now);
+        if let Some(last) = &last {
+            let same = last.state();
+            if let Some(written) = g.write_if(tx, (&id, &held), last, &same, extend)? {
+                return Ok(written);
+            }
+        }
         let row = g.held(tx, &id, &held)?;
-        let state = RowState::of(&row.record);
-        g.write(tx, &row, &state, LeaseChange::Extend(&held, now))
+        g.write(tx, &row, &RowState::of(&row.record), extend)
     }));
-    store.transact(intent, &action, work)
+    let written = store.transact(intent, &action, work);
+    let g = store.guard();
+    g.remember(order_id, &lease.owner, written.as_ref().ok().cloned());
+    written.map(drop)
 }
 
 /// Puts an operation whose attempt could not be made durable back where
@@ -198,6 +234,8 @@ pub(crate) fn undo_attempt<S: Storage>(
     before: (OperationState, u32),
 ) -> Result<()> {
     let action = format!("undo the attempt of order id {order_id:?}");
+    // The next write of this lease reads the row again.
+    store.guard().remember(order_id, &lease.owner, None);
     let (order_id, lease) = (order_id.to_owned(), lease.clone());
     let work = Work::again(Box::new(move |g, tx| {
         let Some(row) = g.load(tx, &order_id)? else {
@@ -215,13 +253,14 @@ pub(crate) fn undo_attempt<S: Storage>(
             attempts: before.1,
             ..RowState::of(record)
         };
-        g.write(tx, &row, &state, LeaseChange::Keep)
+        g.write(tx, &row, &state, LeaseChange::Keep).map(drop)
     }));
     store.transact(Intent::Undo, &action, work)
 }
 
 fn release<S: Storage>(store: &S, order_id: &str, lease: &Lease) -> Result<()> {
     let action = format!("release order id {order_id:?}");
+    store.guard().remember(order_id, &lease.owner, None);
     let intent = Intent::Release { order_id, lease };
     let (order_id, lease) = (order_id.to_owned(), lease.clone());
     // Releasing again is harmless: run it once more.
@@ -368,15 +407,28 @@ impl<S: Storage> Journal for S {
         let action = format!("finish order id {order_id:?}");
         let intent = Intent::Finish { order_id, lease };
         let (id, held, response) = (order_id.to_owned(), lease.clone(), response.cloned());
+        // The lease ends here: whatever the outcome, a later write of it
+        // reads the row.
+        let last = self.guard().last(order_id, &lease.owner);
+        self.guard().remember(order_id, &lease.owner, None);
         let body: Body<()> = Box::new(move |g, tx| {
-            let row = g.held(tx, &id, &held)?;
-            let new = RowState {
+            let new = |stored: u32| RowState {
                 state,
-                attempts: attempts.max(row.record.attempts),
+                attempts: attempts.max(stored),
                 updated_at: now,
                 response: response.as_ref(),
             };
-            g.write(tx, &row, &new, LeaseChange::Clear)
+            if let Some(last) = &last {
+                let new = new(last.attempts);
+                if g.write_if(tx, (&id, &held), last, &new, LeaseChange::Clear)?
+                    .is_some()
+                {
+                    return Ok(());
+                }
+            }
+            let row = g.held(tx, &id, &held)?;
+            g.write(tx, &row, &new(row.record.attempts), LeaseChange::Clear)
+                .map(drop)
         });
         let (id, held) = (order_id.to_owned(), lease.clone());
         // Not committed while this lease still holds it; committed when it is

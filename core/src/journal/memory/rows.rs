@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use crate::error::Result;
-use crate::journal::engine::{Holder, Inspection, LeaseChange, Read, Row, StateWrite, Tx};
+use crate::journal::engine::{Holder, Inspection, LeaseChange, Read, Row, StateWrite, Tx, Version};
 use crate::journal::{Lease, Reconciliation, StoredClockOffset};
 use crate::operation::OperationState;
 
@@ -70,6 +70,21 @@ impl Tx for State {
             }
         }
         Ok(())
+    }
+
+    fn update_if(&mut self, write: &StateWrite<'_>, lease: &Lease, last: &Version) -> Result<bool> {
+        let Some((row, _)) = self.rows.get(write.order_id) else {
+            return Ok(false);
+        };
+        let r = &row.record;
+        let unchanged = row.holder.owner.as_deref() == Some(lease.owner.as_str())
+            && (r.state, r.attempts, r.updated_at) == (last.state, last.attempts, last.updated_at)
+            && r.response == last.response
+            && (&row.row_mac, &row.state_mac) == (&last.row_mac, &last.state_mac);
+        if unchanged {
+            self.update(write)?;
+        }
+        Ok(unchanged)
     }
 
     fn release(&mut self, order_id: &str, lease: &Lease) -> Result<bool> {

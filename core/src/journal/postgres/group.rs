@@ -1,5 +1,7 @@
 //! Group commit: the writes of concurrent callers of one
-//! [`PostgresJournal`] share one transaction and one COMMIT.
+//! [`PostgresJournal`] share one transaction and one COMMIT. The journal
+//! queues only its durable writes here (those need a WAL flush to share);
+//! the others run alone (`PostgresJournal::run_alone`).
 //!
 //! A caller queues its write as a [`Job`]; whoever finds fewer than
 //! [`MAX_RUNNING`] groups running becomes a combiner: it takes every queued
@@ -40,6 +42,12 @@ const MAX_RUNNING: usize = 4;
 /// The most groups of durable writes running at once: the writes that
 /// arrive while they run wait and share the next one.
 const MAX_DURABLE: usize = 2;
+
+/// The durable writes that must be waiting before a durable group starts
+/// beside one already running: fewer wait for it and share the next one
+/// (fewer, larger groups: fewer WAL flushes; on a busy server the second
+/// group still overlaps the first one's flush).
+const SECOND_DURABLE_GROUP: usize = 4;
 
 /// A body's value, whatever its type.
 pub(super) type Value = Box<dyn Any + Send>;
@@ -161,7 +169,10 @@ impl Queue {
 
     fn has_room(&self, durable: bool) -> bool {
         let limits = [MAX_RUNNING, MAX_DURABLE];
-        self.running[usize::from(durable)] < limits[usize::from(durable)]
+        let running = self.running[usize::from(durable)];
+        let beside = durable && running > 0;
+        running < limits[usize::from(durable)]
+            && (!beside || self.jobs.iter().filter(|j| j.durable).count() >= SECOND_DURABLE_GROUP)
     }
 
     /// Wakes the oldest queued caller of each kind that has room, to lead.
@@ -277,6 +288,29 @@ mod tests {
         let run: Run = Box::new(|_, _| unreachable!("the test's groups run no body"));
         let verify: Verify = Box::new(|_, _| unreachable!("the test's groups read nothing back"));
         Job::new("test", durable, run, verify)
+    }
+
+    /// A durable group starts beside a running one only when enough
+    /// durable writes wait; never more than the limit.
+    #[test]
+    fn a_second_durable_group_waits_for_enough_writes() {
+        let mut queue = Queue::default();
+        queue.jobs.push(job(true));
+        assert!(queue.has_room(true), "none running: a lone write leads");
+        queue.running[1] = 1;
+        assert!(!queue.has_room(true), "one running: a lone write waits");
+        queue.jobs.push(job(false));
+        assert!(
+            !queue.has_room(true),
+            "writes of the other kind do not count"
+        );
+        assert!(queue.has_room(false));
+        for _ in 1..SECOND_DURABLE_GROUP {
+            queue.jobs.push(job(true));
+        }
+        assert!(queue.has_room(true));
+        queue.running[1] = MAX_DURABLE;
+        assert!(!queue.has_room(true));
     }
 
     /// Many callers, both kinds: every caller gets its own answer (none

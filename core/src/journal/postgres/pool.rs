@@ -13,7 +13,7 @@ use postgres::error::SqlState;
 use postgres::NoTls;
 
 use super::group::Job;
-use super::{Conn, PgPoint, PostgresJournal};
+use super::{Conn, PgPoint, PostgresJournal, TxMode};
 use crate::error::{Error, ErrorCode, Result};
 
 /// Why a transaction body stopped.
@@ -130,6 +130,8 @@ impl PostgresJournal {
             client,
             pid,
             statements: std::collections::HashMap::new(),
+            tx: TxMode::Idle,
+            asynchronous: false,
         })
     }
 
@@ -151,10 +153,11 @@ impl PostgresJournal {
         self.new_conn()
     }
 
-    pub(super) fn put_back(&self, conn: Conn) {
+    pub(super) fn put_back(&self, mut conn: Conn) {
         if conn.client.is_closed() {
             return;
         }
+        conn.tx = TxMode::Idle;
         let mut pool = self.pooled();
         if pool.len() < self.options.max_idle {
             pool.push(conn);
@@ -281,7 +284,9 @@ impl PostgresJournal {
             } else {
                 "BEGIN; SET LOCAL synchronous_commit TO off"
             };
-            if let Err(e) = conn.client.batch_execute(begin) {
+            let begun = conn.client.batch_execute(begin);
+            conn.tx = TxMode::Open;
+            if let Err(e) = begun {
                 if connection_lost(&e) {
                     tries += 1;
                     last = Some(e);
@@ -370,13 +375,118 @@ impl PostgresJournal {
         }
     }
 
+    /// Runs `job` (a write that need not be durable) on a connection of
+    /// its own with `synchronous_commit` off: a guarded update as its
+    /// first statement runs alone, committed as it returns; anything else
+    /// runs in a transaction opened by its first statement. A lost
+    /// connection runs it again; one lost during a write that may have
+    /// committed (the update alone, or the COMMIT) is read back first.
+    pub(super) fn run_alone(&self, job: &Job) -> Result<super::group::Value> {
+        const TRIES: usize = 3;
+        let mut last = None;
+        for _ in 0..TRIES {
+            let mut conn = self.take_conn(&job.action)?;
+            if !conn.asynchronous {
+                let set = conn.client.batch_execute("SET synchronous_commit TO off");
+                match set {
+                    Ok(()) => conn.asynchronous = true,
+                    Err(e) if connection_lost(&e) => {
+                        last = Some(e);
+                        continue;
+                    }
+                    Err(e) => return Err(self.db(&job.action, &e)),
+                }
+            }
+            conn.tx = TxMode::Lazy;
+            let ran = match job.run(self, &mut conn) {
+                Ok(ran) => ran,
+                Err(panic) => {
+                    drop(conn);
+                    std::panic::resume_unwind(panic)
+                }
+            };
+            let failed = match ran {
+                Ok(value) => match conn.tx {
+                    TxMode::Open => {
+                        self.before_commit(false, &conn);
+                        match conn.client.batch_execute("COMMIT") {
+                            Ok(()) => {
+                                self.count_commit(false);
+                                self.put_back(conn);
+                                return Ok(value);
+                            }
+                            Err(e) if connection_lost(&e) => (e, true),
+                            Err(e) => return Err(self.db(&job.action, &e)),
+                        }
+                    }
+                    TxMode::AloneCommitted => {
+                        self.count_commit(false);
+                        self.put_back(conn);
+                        return Ok(value);
+                    }
+                    _ => {
+                        self.put_back(conn);
+                        return Ok(value);
+                    }
+                },
+                Err(Fail::Journal(e)) => {
+                    if e.code() == ErrorCode::OperationBusy {
+                        self.stats.fenced.fetch_add(1, Ordering::Relaxed);
+                    }
+                    self.end(conn);
+                    return Err(e);
+                }
+                Err(Fail::Pg(e)) if connection_lost(&e) => {
+                    let unknown = conn.tx == TxMode::AloneSent;
+                    (e, unknown)
+                }
+                Err(Fail::Pg(e)) if retryable(&e) => {
+                    self.end(conn);
+                    last = Some(e);
+                    continue;
+                }
+                Err(Fail::Pg(e)) => {
+                    self.end(conn);
+                    return Err(self.db(&job.action, &e));
+                }
+            };
+            let (e, unknown) = failed;
+            if unknown {
+                // Committed or not: only the database can tell.
+                self.stats.unknown_commits.fetch_add(1, Ordering::Relaxed);
+                match self.read_job_back(job) {
+                    Ok(Some(value)) => {
+                        self.count_commit(false);
+                        return Ok(value);
+                    }
+                    Ok(None) => {}
+                    Err(why) => return Err(self.unreadable(&job.action, &why)),
+                }
+            }
+            last = Some(e);
+        }
+        Err(match last {
+            Some(e) => self.db(&job.action, &e),
+            None => self.refused(format!("cannot {}", job.action)),
+        })
+    }
+
+    /// Puts `conn` back after a write that failed, its transaction (if
+    /// any) rolled back.
+    fn end(&self, mut conn: Conn) {
+        let open = conn.tx == TxMode::Open;
+        if !conn.client.is_closed() && (!open || conn.client.batch_execute("ROLLBACK").is_ok()) {
+            self.put_back(conn);
+        }
+    }
+
     /// Whether `job` was committed, read on a new connection.
     fn read_job_back(&self, job: &Job) -> Result<Option<super::group::Value>> {
         self.read_back(&job.action, &mut |conn| job.verify(self, conn))
     }
 
     /// The test hook's [`PgPoint::BeforeCommit`].
-    fn before_commit(&self, durable: bool, conn: &Conn) {
+    pub(super) fn before_commit(&self, durable: bool, conn: &Conn) {
         if let Some(hook) = &self.hook {
             hook(PgPoint::BeforeCommit {
                 durable,

@@ -10,9 +10,9 @@ use postgres::{Error as PgError, Row, Statement};
 
 use super::pool::Fail;
 use super::rows::{expiry_sql, lease_seconds, pg_time, read_row, COLUMNS, UNSETTLED};
-use super::{Conn, PostgresJournal};
+use super::{Conn, PostgresJournal, TxMode};
 use crate::error::Result;
-use crate::journal::engine::{LeaseChange, Row as Stored, StateWrite, Tx};
+use crate::journal::engine::{LeaseChange, Row as Stored, StateWrite, Tx, Version};
 use crate::journal::{rules, JournalScope, Lease, Reconciliation};
 use crate::operation::OperationState;
 
@@ -83,15 +83,108 @@ impl PgTx<'_> {
         sql: &str,
         call: impl FnOnce(&mut postgres::Client, &Statement) -> std::result::Result<T, PgError>,
     ) -> Result<T> {
-        let ran = match self.prepared(sql) {
+        let ran = self.begin().and_then(|()| match self.prepared(sql) {
             Ok(statement) => call(&mut self.conn.client, &statement),
             Err(e) => Err(e),
-        };
+        });
         ran.map_err(|e| {
             let error = self.j.db(self.action, &e);
             self.failed = Some(e);
             error
         })
+    }
+
+    /// Writes the state part of a row (and changes its lease); with
+    /// `guard`, only where the lease (owner, epoch) and the state part and
+    /// MACs are still the given ones. Answers the rows written.
+    fn write_state(
+        &mut self,
+        write: &StateWrite<'_>,
+        guard: Option<(&Lease, i64, &Version)>,
+    ) -> Result<u64> {
+        let (order_id, state, state_mac) = (write.order_id, write.state, write.state_mac);
+        let (lease_sql, seconds) = match write.lease {
+            LeaseChange::Keep => (String::new(), None),
+            LeaseChange::Extend(lease, now) => (
+                format!(", lease_expires = {}", expiry_sql(10)),
+                Some(lease_seconds(lease, now)),
+            ),
+            LeaseChange::Clear => (
+                ", lease_owner = NULL, lease_expires = NULL".to_owned(),
+                None,
+            ),
+            LeaseChange::Fence => (
+                ", lease_owner = NULL, lease_expires = NULL, lease_epoch = lease_epoch + 1"
+                    .to_owned(),
+                None,
+            ),
+        };
+        let headers = rules::encoded_headers(state.response)?;
+        let response = state.response;
+        let attempts = i32::try_from(state.attempts).unwrap_or(i32::MAX);
+        let status = response.map(|r| i32::from(r.status));
+        let body = response.map(|r| r.body.as_slice());
+        let replayed = response.map(|r| r.replayed);
+        let (at, name) = (pg_time(state.updated_at), state.state.as_str());
+        let mut params: Vec<&(dyn ToSql + Sync)> = vec![
+            &order_id, &name, &attempts, &at, &status, &headers, &body, &replayed, &state_mac,
+        ];
+        if let Some(seconds) = &seconds {
+            params.push(seconds);
+        }
+        let guarded = guard.map(|(lease, epoch, last)| {
+            (
+                lease.owner.as_str(),
+                epoch,
+                last.state.as_str(),
+                i32::try_from(last.attempts).unwrap_or(i32::MAX),
+                i64::try_from(last.updated_at).unwrap_or(i64::MAX),
+                last,
+            )
+        });
+        let mut guard_sql = String::new();
+        if let Some((owner, epoch, state, attempts, updated_at, last)) = &guarded {
+            let n = params.len();
+            guard_sql = format!(
+                " AND lease_owner = ${} AND lease_epoch = ${} AND state = ${} \
+                 AND attempts = ${} AND floor(extract(epoch FROM updated_at))::bigint = ${} \
+                 AND row_mac IS NOT DISTINCT FROM ${} AND state_mac IS NOT DISTINCT FROM ${}",
+                n + 1,
+                n + 2,
+                n + 3,
+                n + 4,
+                n + 5,
+                n + 6,
+                n + 7
+            );
+            params.extend([
+                owner as &(dyn ToSql + Sync),
+                epoch,
+                state,
+                attempts,
+                updated_at,
+                &last.row_mac,
+                &last.state_mac,
+            ]);
+        }
+        let sql = format!(
+            "UPDATE payidem_operations SET state = $2, attempts = $3, \
+             updated_at = to_timestamp($4), response_status = $5, response_headers = $6, \
+             response_body = $7, response_replayed = $8, state_mac = $9{lease_sql} \
+             WHERE order_id = $1{guard_sql}"
+        );
+        self.run(&sql, |c, s| c.execute(s, &params))
+    }
+
+    /// Opens the transaction of a write that runs alone, before its first
+    /// statement that is not a guarded update.
+    fn begin(&mut self) -> std::result::Result<(), PgError> {
+        if self.conn.tx != TxMode::Lazy {
+            return Ok(());
+        }
+        self.conn.client.batch_execute("BEGIN")?;
+        self.conn.tx = TxMode::Open;
+        Ok(())
     }
 
     fn stored(&mut self, row: Option<Row>) -> Result<Option<Stored>> {
@@ -186,44 +279,35 @@ impl Tx for PgTx<'_> {
     }
 
     fn update(&mut self, write: &StateWrite<'_>) -> Result<()> {
-        let (order_id, state, state_mac) = (write.order_id, write.state, write.state_mac);
-        let (lease_sql, seconds) = match write.lease {
-            LeaseChange::Keep => (String::new(), None),
-            LeaseChange::Extend(lease, now) => (
-                format!(", lease_expires = {}", expiry_sql(10)),
-                Some(lease_seconds(lease, now)),
-            ),
-            LeaseChange::Clear => (
-                ", lease_owner = NULL, lease_expires = NULL".to_owned(),
-                None,
-            ),
-            LeaseChange::Fence => (
-                ", lease_owner = NULL, lease_expires = NULL, lease_epoch = lease_epoch + 1"
-                    .to_owned(),
-                None,
-            ),
+        self.write_state(write, None).map(drop)
+    }
+
+    /// One statement: the row written only where this handle's lease
+    /// (owner and the epoch it took) still holds it and its state part
+    /// and MACs are those of `last`.
+    fn update_if(&mut self, write: &StateWrite<'_>, lease: &Lease, last: &Version) -> Result<bool> {
+        let Some(taken) = self.j.recall(write.order_id, &lease.owner) else {
+            return Ok(false);
         };
-        let sql = format!(
-            "UPDATE payidem_operations SET state = $2, attempts = $3, \
-             updated_at = to_timestamp($4), response_status = $5, response_headers = $6, \
-             response_body = $7, response_replayed = $8, state_mac = $9{lease_sql} \
-             WHERE order_id = $1"
-        );
-        let headers = rules::encoded_headers(state.response)?;
-        let response = state.response;
-        let attempts = i32::try_from(state.attempts).unwrap_or(i32::MAX);
-        let status = response.map(|r| i32::from(r.status));
-        let body = response.map(|r| r.body.as_slice());
-        let replayed = response.map(|r| r.replayed);
-        let (at, name) = (pg_time(state.updated_at), state.state.as_str());
-        let mut params: Vec<&(dyn ToSql + Sync)> = vec![
-            &order_id, &name, &attempts, &at, &status, &headers, &body, &replayed, &state_mac,
-        ];
-        if let Some(seconds) = &seconds {
-            params.push(seconds);
+        // First in a write that may run alone: this statement is its whole
+        // transaction (nothing else is written when it writes).
+        let alone = self.conn.tx == TxMode::Lazy;
+        if alone {
+            self.j.before_commit(false, self.conn);
+            self.conn.tx = TxMode::AloneSent;
         }
-        self.run(&sql, |c, s| c.execute(s, &params))?;
-        Ok(())
+        let written = self.write_state(write, Some((lease, taken.epoch, last)))? == 1;
+        if alone {
+            self.conn.tx = if written {
+                TxMode::AloneCommitted
+            } else {
+                TxMode::Lazy
+            };
+        }
+        if written {
+            see(self.seen).read_epoch = Some(taken.epoch);
+        }
+        Ok(written)
     }
 
     fn release(&mut self, order_id: &str, lease: &Lease) -> Result<bool> {

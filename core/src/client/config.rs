@@ -102,28 +102,6 @@ pub struct ClientConfig {
     pub journal_key: Option<JournalKey>,
 }
 
-/// Every setting as the bindings' options object shows it
-/// ([`settings_json`](crate::settings::client::settings_json): a journal
-/// key as `"<set>"`), with URL credentials (`base_url`, `proxy`)
-/// redacted, and the journal by its own redacted `Debug`.
-impl std::fmt::Debug for ClientConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mut settings = crate::settings::client::settings_json(self);
-        if let Some(map) = settings.as_object_mut() {
-            map.remove("journal_path");
-            for url in ["base_url", "proxy"] {
-                if let Some(serde_json::Value::String(u)) = map.get_mut(url) {
-                    *u = crate::redact::redact_url(u);
-                }
-            }
-        }
-        f.debug_struct("ClientConfig")
-            .field("journal", &self.journal)
-            .field("settings", &format_args!("{settings}"))
-            .finish()
-    }
-}
-
 /// The default [`ClientConfig::max_clock_offset`]: the protocol's 300 s
 /// window plus five minutes.
 pub const DEFAULT_MAX_CLOCK_OFFSET: Duration =

@@ -316,6 +316,28 @@ pub fn settings_json(c: &ClientConfig) -> Value {
     })
 }
 
+/// Every setting as the bindings' options object shows it
+/// ([`settings_json`]: a journal key as `"<set>"`), with URL credentials
+/// (`base_url`, `proxy`) redacted, and the journal by its own redacted
+/// `Debug`: one list of the settings for both.
+impl std::fmt::Debug for ClientConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut settings = settings_json(self);
+        if let Some(map) = settings.as_object_mut() {
+            map.remove("journal_path");
+            for url in ["base_url", "proxy"] {
+                if let Some(Value::String(u)) = map.get_mut(url) {
+                    *u = crate::redact::redact_url(u);
+                }
+            }
+        }
+        f.debug_struct("ClientConfig")
+            .field("journal", &self.journal)
+            .field("settings", &format_args!("{settings}"))
+            .finish()
+    }
+}
+
 /// The core's defaults ([`ClientConfig::new`]) of every optional setting
 /// as [`settings_json`] shows them (without `base_url` and `key_id`), so
 /// that no binding writes a default twice.

@@ -217,18 +217,23 @@ type Machine struct {
 	ptr *C.payidem_operation
 }
 
+// startOperation is the "operation" object of the start document (and of
+// the shared operation vectors): the body as text when it is UTF-8, else
+// as base64; "" is an absent key or status path.
+type startOperation struct {
+	OrderID        string  `json:"order_id"`
+	Method         string  `json:"method"`
+	Path           string  `json:"path"`
+	Body           *string `json:"body,omitempty"`
+	BodyBase64     []byte  `json:"body_base64,omitempty"`
+	IdempotencyKey string  `json:"idempotency_key,omitempty"`
+	StatusPath     string  `json:"status_path,omitempty"`
+}
+
 // startJSON is the document payidem_operation_new reads.
 type startJSON struct {
-	Operation struct {
-		OrderID        string  `json:"order_id"`
-		Method         string  `json:"method"`
-		Path           string  `json:"path"`
-		Body           *string `json:"body,omitempty"`
-		BodyBase64     []byte  `json:"body_base64,omitempty"`
-		IdempotencyKey string  `json:"idempotency_key,omitempty"`
-		StatusPath     string  `json:"status_path,omitempty"`
-	} `json:"operation"`
-	Progress struct {
+	Operation startOperation `json:"operation"`
+	Progress  struct {
 		State         string `json:"state"`
 		Attempts      int    `json:"attempts"`
 		CreatedAt     int64  `json:"created_at"`

@@ -165,18 +165,7 @@ func TestOperationVectorsThroughCall(t *testing.T) {
 				}); err != nil {
 					t.Fatal(err)
 				}
-				r.op = Operation{
-					OrderID: c.Operation.OrderID,
-					Method:  c.Operation.Method,
-					Path:    c.Operation.Path,
-					Body:    []byte(c.Operation.Body),
-				}
-				if c.Operation.IdempotencyKey != nil {
-					r.op.IdempotencyKey = *c.Operation.IdempotencyKey
-				}
-				if c.Operation.StatusPath != nil {
-					r.op.StatusPath = *c.Operation.StatusPath
-				}
+				r.op = c.Operation.operation()
 				if r.call, err = client.Begin(context.Background(), r.op); err != nil {
 					t.Fatal(err)
 				}

@@ -56,16 +56,10 @@ func (s vectorSetup) machineSetup() MachineSetup {
 type operationVectors struct {
 	About   string `json:"about"`
 	Vectors []struct {
-		Name      string `json:"name"`
-		Operation struct {
-			OrderID        string  `json:"order_id"`
-			Method         string  `json:"method"`
-			Path           string  `json:"path"`
-			Body           string  `json:"body"`
-			IdempotencyKey *string `json:"idempotency_key"`
-			StatusPath     *string `json:"status_path"`
-		} `json:"operation"`
-		Progress struct {
+		Name string `json:"name"`
+		// Operation is a start document's operation object.
+		Operation startOperation `json:"operation"`
+		Progress  struct {
 			State         string `json:"state"`
 			Attempts      int    `json:"attempts"`
 			AgeSecs       int64  `json:"age_secs"`
@@ -75,6 +69,19 @@ type operationVectors struct {
 		Now    int64            `json:"now"`
 		Script []map[string]any `json:"script"`
 	} `json:"vectors"`
+}
+
+// operation is a vector's operation as an Operation: its body the text
+// given, base64 decoded, or empty.
+func (o startOperation) operation() Operation {
+	op := Operation{
+		OrderID: o.OrderID, Method: o.Method, Path: o.Path, Body: o.BodyBase64,
+		IdempotencyKey: o.IdempotencyKey, StatusPath: o.StatusPath,
+	}
+	if o.Body != nil {
+		op.Body = []byte(*o.Body)
+	}
+	return op
 }
 
 // vectorRunner is the state of one vector's run (the Rust runner's Runner).
@@ -139,18 +146,7 @@ func TestOperationVectors(t *testing.T) {
 	defer signer.Close()
 	for _, c := range v.Vectors {
 		t.Run(c.Name, func(t *testing.T) {
-			op := Operation{
-				OrderID: c.Operation.OrderID,
-				Method:  c.Operation.Method,
-				Path:    c.Operation.Path,
-				Body:    []byte(c.Operation.Body),
-			}
-			if c.Operation.IdempotencyKey != nil {
-				op.IdempotencyKey = *c.Operation.IdempotencyKey
-			}
-			if c.Operation.StatusPath != nil {
-				op.StatusPath = *c.Operation.StatusPath
-			}
+			op := c.Operation.operation()
 			setup := c.Setup.machineSetup()
 			r := &vectorRunner{
 				t:           t,

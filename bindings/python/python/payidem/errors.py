@@ -100,8 +100,16 @@ class Error(Exception):
     #: The HTTP status tied to the code, if any (a verifier's answer; set
     #: from the core's table at import).
     HTTP_STATUS: ClassVar[Optional[int]]
-    #: The attributes this class adds to the base's (each a keyword of its
+    #: The base's attributes beside ``message`` (each a keyword of its
     #: constructor): what pickling keeps and what the core's error fills in.
+    _BASE: ClassVar[Tuple[str, ...]] = (
+        "http_status",
+        "platform_code",
+        "platform_message",
+        "order_id",
+        "idempotency_key",
+    )
+    #: The attributes this class adds to the base's, likewise.
     _EXTRA: ClassVar[Tuple[str, ...]] = ()
 
     code: ErrorCodeName
@@ -145,14 +153,7 @@ class Error(Exception):
         return self.FINAL
 
     def _context(self) -> Dict[str, Any]:
-        return {
-            "http_status": self.http_status,
-            "platform_code": self.platform_code,
-            "platform_message": self.platform_message,
-            "order_id": self.order_id,
-            "idempotency_key": self.idempotency_key,
-            **{name: getattr(self, name) for name in self._EXTRA},
-        }
+        return {name: getattr(self, name) for name in self._BASE + self._EXTRA}
 
     def __reduce__(self) -> Tuple[Any, ...]:
         return (_rebuild, (type(self), self.message, self._context()))
@@ -422,33 +423,12 @@ def error_class(code: str) -> Type[Error]:
     return _BY_CODE.get(code, InternalError)
 
 
-def _from_native(
-    code: str,
-    message: str,
-    *,
-    field: Optional[str] = None,
-    http_status: Optional[int] = None,
-    status: Optional[int] = None,
-    body: Optional[bytes] = None,
-    platform_code: Optional[str] = None,
-    platform_message: Optional[str] = None,
-    order_id: Optional[str] = None,
-    idempotency_key: Optional[str] = None,
-    server_time: Optional[int] = None,
-) -> Error:
+def _from_native(code: str, message: str, **attributes: Any) -> Error:
     """Builds the exception for an error of the Rust core (called by
-    ``payidem._native``)."""
+    ``payidem._native`` with every attribute the error holds; the class of
+    ``code`` keeps its own, an absent one is ``None``)."""
     cls = error_class(code)
-    extra = {"field": field, "status": status, "body": body, "server_time": server_time}
-    context: Dict[str, Any] = {
-        "http_status": http_status,
-        "platform_code": platform_code,
-        "platform_message": platform_message,
-        "order_id": order_id,
-        "idempotency_key": idempotency_key,
-    }
-    for name in cls._EXTRA:
-        context[name] = extra[name]
+    context = {name: attributes.get(name) for name in cls._BASE + cls._EXTRA}
     if cls is InternalError and code != InternalError.CODE:
         message = f"{code}: {message}"
     return cls(message, **context)

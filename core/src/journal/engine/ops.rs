@@ -35,39 +35,42 @@ fn open<S: Storage>(
         first_attempt,
     };
     let order_id = &operation.order_id;
-    let (operation, owned) = (operation.clone(), lease.clone());
+    let record = OperationRecord {
+        operation: operation.clone(),
+        state,
+        attempts,
+        created_at: now,
+        updated_at: now,
+        response: None,
+    };
+    // The new row's MACs, before the transaction: a store that serialises
+    // its transactions does not hold its lock for them.
+    let g = store.guard();
+    let (row_mac, state_mac) = g.auth().macs(g.scope.as_ref(), &record)?;
+    let row = Row {
+        record,
+        scope: g.scope.clone(),
+        holder: Holder::default(),
+        row_mac,
+        state_mac,
+    };
+    let (created, owned) = ((row.record.clone(), Version::of(&row)), lease.clone());
     // Run again after a lost commit: the owner takes its own lease again.
     // The insert comes first (a new operation, the common case, costs one
-    // statement); a conflicting one writes nothing, and the row it met is
-    // read only then.
+    // statement; `None` answers it); a conflicting one writes nothing, and
+    // the row it met is read only then.
     let work = Work::again(Box::new(move |g, tx| {
-        let record = OperationRecord {
-            operation: operation.clone(),
-            state,
-            attempts,
-            created_at: now,
-            updated_at: now,
-            response: None,
-        };
-        let (row_mac, state_mac) = g.auth().macs(g.scope.as_ref(), &record)?;
-        let row = Row {
-            record,
-            scope: g.scope.clone(),
-            holder: Holder::default(),
-            row_mac,
-            state_mac,
-        };
         if tx.insert(&row, &owned, now)? {
-            let version = Version::of(&row);
-            return Ok((Opened::Created(row.record), Some(version)));
+            return Ok(None);
         }
+        let operation = &row.record.operation;
         if let Some(existing) = g.load(tx, &operation.order_id)? {
-            rules::same_request(&existing.record.operation, &operation)?;
-            return g.resume(tx, existing, &owned, now);
+            rules::same_request(&existing.record.operation, operation)?;
+            return g.resume(tx, existing, &owned, now).map(Some);
         }
         // The order id went since the insert met it (purged), or the key
         // is another order id's.
-        let op = &operation;
+        let op = operation;
         match tx.key_holder(&op.idempotency_key)? {
             Some(other) if other != op.order_id => Err(rules::key_taken(op, &other)),
             _ => Err(Error::new(
@@ -80,7 +83,10 @@ fn open<S: Storage>(
             .with_operation(&op.order_id, &op.idempotency_key)),
         }
     }));
-    let (opened, version) = store.transact(intent, &action, work)?;
+    let (opened, version) = match store.transact(intent, &action, work)? {
+        Some(found) => found,
+        None => (Opened::Created(created.0), Some(created.1)),
+    };
     store.guard().remember(order_id, &lease.owner, version);
     Ok(opened)
 }

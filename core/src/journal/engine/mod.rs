@@ -489,6 +489,23 @@ pub(crate) type Body<T> = Box<dyn FnMut(&Guard, &mut dyn Tx) -> Result<T> + Send
 pub(crate) struct Work<T> {
     pub body: Body<T>,
     pub read_back: Body<Option<T>>,
+    /// The row the body inserts with its first statement ([`Tx::insert`]),
+    /// made by the same rule as the body makes it: a store may insert the
+    /// rows of several transactions' bodies in one statement before it
+    /// runs them, and answer each body's insert from that.
+    pub first_insert: Option<NewRows>,
+}
+
+/// A row a body inserts, made from the handle's [`Guard`] (its MACs).
+pub(crate) type NewRows = std::sync::Arc<dyn Fn(&Guard) -> Result<NewRow> + Send + Sync>;
+
+/// A row to insert, held by `lease` from `now` ([`Tx::insert`]'s
+/// arguments).
+#[derive(Clone, Debug)]
+pub(crate) struct NewRow {
+    pub row: Row,
+    pub lease: Lease,
+    pub now: u64,
 }
 
 impl<T: 'static> Work<T> {
@@ -498,6 +515,7 @@ impl<T: 'static> Work<T> {
         Work {
             body,
             read_back: Box::new(|_, _| Ok(None)),
+            first_insert: None,
         }
     }
 }

@@ -1,9 +1,9 @@
 //! The journal's operations, each a transaction of the engine's rules
 //! over a [`Storage`], and the [`Journal`] every `Storage` is.
 
-use std::sync::PoisonError;
+use std::sync::{Arc, PoisonError};
 
-use super::{Body, Holder, Intent, LeaseChange, Row, Storage, Version, Work};
+use super::{Body, Holder, Intent, LeaseChange, NewRow, NewRows, Row, Storage, Version, Work};
 use crate::error::{Error, ErrorCode, Result};
 use crate::journal::{
     rules, Journal, JournalCheck, Lease, Listed, Opened, OperationRecord, Reconciliation, RowState,
@@ -35,14 +35,10 @@ fn open<S: Storage>(
         first_attempt,
     };
     let order_id = &operation.order_id;
-    let (operation, owned) = (operation.clone(), lease.clone());
-    // Run again after a lost commit: the owner takes its own lease again.
-    // The insert comes first (a new operation, the common case, costs one
-    // statement); a conflicting one writes nothing, and the row it met is
-    // read only then.
-    let work = Work::again(Box::new(move |g, tx| {
+    let (frozen, held) = (operation.clone(), lease.clone());
+    let new_row: NewRows = Arc::new(move |g| {
         let record = OperationRecord {
-            operation: operation.clone(),
+            operation: frozen.clone(),
             state,
             attempts,
             created_at: now,
@@ -57,6 +53,19 @@ fn open<S: Storage>(
             row_mac,
             state_mac,
         };
+        Ok(NewRow {
+            row,
+            lease: held.clone(),
+            now,
+        })
+    });
+    let (operation, owned, made) = (operation.clone(), lease.clone(), Arc::clone(&new_row));
+    // Run again after a lost commit: the owner takes its own lease again.
+    // The insert comes first (a new operation, the common case, costs one
+    // statement); a conflicting one writes nothing, and the row it met is
+    // read only then.
+    let mut work = Work::again(Box::new(move |g, tx| {
+        let NewRow { row, .. } = made(g)?;
         if tx.insert(&row, &owned, now)? {
             let version = Version::of(&row);
             return Ok((Opened::Created(row.record), Some(version)));
@@ -80,6 +89,7 @@ fn open<S: Storage>(
             .with_operation(&op.order_id, &op.idempotency_key)),
         }
     }));
+    work.first_insert = Some(new_row);
     let (opened, version) = store.transact(intent, &action, work)?;
     store.guard().remember(order_id, &lease.owner, version);
     Ok(opened)
@@ -189,7 +199,15 @@ fn record_attempt<S: Storage>(
         let committed = r.state == OperationState::InFlight && r.attempts == attempts;
         Ok(committed.then(|| Version::of(&row)))
     });
-    let written = store.transact(intent, &action, Work { body, read_back });
+    let written = store.transact(
+        intent,
+        &action,
+        Work {
+            body,
+            read_back,
+            first_insert: None,
+        },
+    );
     let g = store.guard();
     g.remember(order_id, &lease.owner, written.as_ref().ok().cloned());
     written.map(drop)
@@ -447,7 +465,15 @@ impl<S: Storage> Journal for S {
                 ))
             }
         });
-        self.transact(intent, &action, Work { body, read_back })
+        self.transact(
+            intent,
+            &action,
+            Work {
+                body,
+                read_back,
+                first_insert: None,
+            },
+        )
     }
 
     fn release(&self, order_id: &str, lease: &Lease) -> Result<()> {
@@ -532,7 +558,15 @@ impl<S: Storage> Journal for S {
                 Some(row) if row.record.state == state => tx.find_reconciliation(&wanted),
                 _ => Ok(None),
             });
-        self.transact(intent, &action, Work { body, read_back })
+        self.transact(
+            intent,
+            &action,
+            Work {
+                body,
+                read_back,
+                first_insert: None,
+            },
+        )
     }
 
     fn reconciliations(&self, order_id: Option<&str>) -> Result<Vec<Reconciliation>> {

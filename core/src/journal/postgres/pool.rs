@@ -13,8 +13,10 @@ use postgres::error::SqlState;
 use postgres::NoTls;
 
 use super::group::Job;
+use super::tx::Inserted;
 use super::{Conn, PgPoint, PostgresJournal, TxMode};
 use crate::error::{Error, ErrorCode, Result};
+use crate::journal::engine::NewRow;
 
 /// Why a transaction body stopped.
 pub(super) enum Fail {
@@ -78,6 +80,36 @@ pub(super) fn connection_lost(e: &postgres::Error) -> bool {
     }
 }
 
+/// Inserts the new rows of `jobs`' bodies in one statement, and keeps on
+/// `conn` whether each was inserted, for its body's own insert. A row
+/// whose order id or idempotency key another job's row shares is left to
+/// its body's own insert: each answer then belongs to exactly one body.
+fn insert_together(conn: &mut Conn, jobs: &[Arc<Job>]) -> std::result::Result<(), postgres::Error> {
+    conn.inserted.clear();
+    let rows: Vec<&NewRow> = jobs.iter().filter_map(|job| job.insert.as_ref()).collect();
+    fn op(r: &NewRow) -> &crate::operation::FrozenOperation {
+        &r.row.record.operation
+    }
+    let alone = |r: &&NewRow| {
+        let shares = |o: &&&NewRow| {
+            op(o).order_id == op(r).order_id || op(o).idempotency_key == op(r).idempotency_key
+        };
+        rows.iter().filter(shares).count() == 1
+    };
+    let rows: Vec<&NewRow> = rows.iter().copied().filter(alone).collect();
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let together: Vec<_> = rows.iter().map(|r| (&r.row, &r.lease, r.now)).collect();
+    let inserted = conn.insert_rows(&together)?;
+    for row in rows {
+        let order_id = &op(row).order_id;
+        let answer = (inserted.contains(order_id), Inserted::of(row));
+        conn.inserted.insert(order_id.clone(), answer);
+    }
+    Ok(())
+}
+
 impl PostgresJournal {
     /// `journal_error` for a failed database call while doing `action`.
     pub(super) fn db(&self, action: &str, e: &postgres::Error) -> Error {
@@ -132,6 +164,7 @@ impl PostgresJournal {
             statements: std::collections::HashMap::new(),
             tx: TxMode::Idle,
             asynchronous: false,
+            inserted: std::collections::HashMap::new(),
         })
     }
 
@@ -158,6 +191,7 @@ impl PostgresJournal {
             return;
         }
         conn.tx = TxMode::Idle;
+        conn.inserted.clear();
         let mut pool = self.pooled();
         if pool.len() < self.options.max_idle {
             pool.push(conn);
@@ -259,6 +293,7 @@ impl PostgresJournal {
         let mut todo = jobs;
         let mut tries = 0;
         let mut last: Option<postgres::Error> = None;
+        let mut together = true;
         while !todo.is_empty() {
             if tries >= TRIES {
                 for job in &todo {
@@ -297,9 +332,21 @@ impl PostgresJournal {
                 }
                 return;
             }
-            let mut ran = Vec::new();
             let mut aborted = false;
-            for job in &todo {
+            if together {
+                if let Err(e) = insert_together(&mut conn, &todo) {
+                    if connection_lost(&e) || retryable(&e) {
+                        tries += 1;
+                        last = Some(e);
+                    } else {
+                        // Each body's own insert tells its own caller.
+                        together = false;
+                    }
+                    aborted = true;
+                }
+            }
+            let mut ran = Vec::new();
+            for job in todo.iter().filter(|_| !aborted) {
                 match job.run(self, &mut conn) {
                     Ok(Ok(value)) => ran.push((Arc::clone(job), value)),
                     Ok(Err(Fail::Journal(e))) => {
@@ -324,6 +371,13 @@ impl PostgresJournal {
                         break;
                     }
                 }
+            }
+            // A row inserted for a body that did not take it (refused, or
+            // made another row): the transaction is undone and the other
+            // bodies run again, each inserting its own row.
+            if conn.inserted.values().any(|(inserted, _)| *inserted) {
+                together = false;
+                aborted = true;
             }
             if aborted || ran.is_empty() {
                 let rolled_back =

@@ -327,14 +327,10 @@ fn a_version_1_database_is_refused_by_a_keyed_journal_and_never_sealed_over_its_
              DROP COLUMN key_id, DROP COLUMN state_mac;
          DROP TABLE payidem_seal;
          DROP TABLE payidem_clock_offsets;
-         DROP INDEX payidem_operations_settled;
-         CREATE INDEX payidem_operations_by_state
-             ON payidem_operations (state, created_at, seq);
-         CREATE INDEX payidem_operations_by_state_updated
-             ON payidem_operations (state, updated_at);
          UPDATE payidem_schema SET version = 1;",
     )
     .unwrap();
+    version_3_indexes(&mut c);
     let key = JournalKey::derive_from_secret(b"postgres-integrity-secret-0123");
     let keyed = || {
         PostgresJournal::connect(
@@ -448,6 +444,19 @@ fn the_schema_is_versioned_and_a_newer_one_is_refused_untouched() {
     assert!(err.message().contains("left untouched"), "{err}");
 }
 
+/// Puts back the indexes of `payidem_operations` as versions 1 to 3 had
+/// them.
+fn version_3_indexes(c: &mut postgres::Client) {
+    c.batch_execute(
+        "DROP INDEX payidem_operations_settled;
+         CREATE INDEX payidem_operations_by_state
+             ON payidem_operations (state, created_at, seq);
+         CREATE INDEX payidem_operations_by_state_updated
+             ON payidem_operations (state, updated_at);",
+    )
+    .unwrap();
+}
+
 /// The indexes of `payidem_operations`, by name.
 fn operation_indexes(c: &mut postgres::Client) -> Vec<String> {
     c.query(
@@ -475,15 +484,9 @@ fn a_version_3_database_migrates_to_fewer_indexes_and_keeps_its_operations() {
     first.open_to_send(&op("o-3"), &a, now()).unwrap();
     drop(first);
     let mut c = server.connect(db);
-    c.batch_execute(
-        "DROP INDEX payidem_operations_settled;
-         CREATE INDEX payidem_operations_by_state
-             ON payidem_operations (state, created_at, seq);
-         CREATE INDEX payidem_operations_by_state_updated
-             ON payidem_operations (state, updated_at);
-         UPDATE payidem_schema SET version = 3;",
-    )
-    .unwrap();
+    version_3_indexes(&mut c);
+    c.execute("UPDATE payidem_schema SET version = 3", &[])
+        .unwrap();
     let j = keyed(&url);
     assert_eq!(j.check().unwrap().migrated_from, Some(3));
     let v: i32 = c

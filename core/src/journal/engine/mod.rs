@@ -509,14 +509,19 @@ pub(crate) struct NewRow {
 }
 
 impl<T: 'static> Work<T> {
+    /// `body`, read back after a lost commit by `read_back`.
+    fn new(body: Body<T>, read_back: Body<Option<T>>) -> Work<T> {
+        Work {
+            body,
+            read_back,
+            first_insert: None,
+        }
+    }
+
     /// A body that may simply run again after a lost commit (taking a
     /// lease its owner already holds, releasing, purging).
     fn again(body: Body<T>) -> Work<T> {
-        Work {
-            body,
-            read_back: Box::new(|_, _| Ok(None)),
-            first_insert: None,
-        }
+        Work::new(body, Box::new(|_, _| Ok(None)))
     }
 }
 

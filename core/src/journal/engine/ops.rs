@@ -199,15 +199,7 @@ fn record_attempt<S: Storage>(
         let committed = r.state == OperationState::InFlight && r.attempts == attempts;
         Ok(committed.then(|| Version::of(&row)))
     });
-    let written = store.transact(
-        intent,
-        &action,
-        Work {
-            body,
-            read_back,
-            first_insert: None,
-        },
-    );
+    let written = store.transact(intent, &action, Work::new(body, read_back));
     let g = store.guard();
     g.remember(order_id, &lease.owner, written.as_ref().ok().cloned());
     written.map(drop)
@@ -465,15 +457,7 @@ impl<S: Storage> Journal for S {
                 ))
             }
         });
-        self.transact(
-            intent,
-            &action,
-            Work {
-                body,
-                read_back,
-                first_insert: None,
-            },
-        )
+        self.transact(intent, &action, Work::new(body, read_back))
     }
 
     fn release(&self, order_id: &str, lease: &Lease) -> Result<()> {
@@ -558,15 +542,7 @@ impl<S: Storage> Journal for S {
                 Some(row) if row.record.state == state => tx.find_reconciliation(&wanted),
                 _ => Ok(None),
             });
-        self.transact(
-            intent,
-            &action,
-            Work {
-                body,
-                read_back,
-                first_insert: None,
-            },
-        )
+        self.transact(intent, &action, Work::new(body, read_back))
     }
 
     fn reconciliations(&self, order_id: Option<&str>) -> Result<Vec<Reconciliation>> {

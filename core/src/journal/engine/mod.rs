@@ -450,6 +450,51 @@ impl Guard {
             .then(|| Version::written(last.row_mac.clone(), state, mac)))
     }
 
+    /// A holder's write that extends its lease from `now` and sets the
+    /// state and attempts of `order_id` to `set` (`None`: as they stand),
+    /// `updated_at` to `now` with them, the response kept: guarded by
+    /// `last` without reading the row ([`Guard::write_if`]), or, without
+    /// `last` or when the row is no longer it, read, checked to be held by
+    /// `held` and written. Answers the row as written.
+    fn extend_held(
+        &self,
+        tx: &mut dyn Tx,
+        (order_id, held): (&str, &Lease),
+        last: Option<&Version>,
+        set: Option<(OperationState, u32)>,
+        now: u64,
+    ) -> Result<Version> {
+        fn changed(
+            current: RowState<'_>,
+            set: Option<(OperationState, u32)>,
+            now: u64,
+        ) -> RowState<'_> {
+            match set {
+                Some((state, attempts)) => RowState {
+                    state,
+                    attempts,
+                    updated_at: now,
+                    response: current.response,
+                },
+                None => current,
+            }
+        }
+        let extend = LeaseChange::Extend(held, now);
+        if let Some(last) = last {
+            let new = changed(last.state(), set, now);
+            if let Some(written) = self.write_if(tx, (order_id, held), last, &new, extend)? {
+                return Ok(written);
+            }
+        }
+        let row = self.held(tx, order_id, held)?;
+        self.write(
+            tx,
+            &row,
+            &changed(RowState::of(&row.record), set, now),
+            extend,
+        )
+    }
+
     /// Takes `row`'s lease for `lease`, or `operation_busy`.
     fn take(&self, tx: &mut dyn Tx, row: &Row, lease: &Lease, now: u64) -> Result<()> {
         let op = &row.record.operation;

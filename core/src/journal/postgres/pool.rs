@@ -247,17 +247,11 @@ impl PostgresJournal {
                     }
                 }
             };
-            self.before_commit(durable, &conn);
-            match conn.client.batch_execute("COMMIT") {
-                Ok(()) => {
-                    self.count_commit(durable);
-                    self.put_back(conn);
-                    return Ok(value);
-                }
+            match self.commit(conn, durable) {
+                Ok(()) => return Ok(value),
                 Err(e) if connection_lost(&e) => {
                     // Committed or not: only the database can tell.
                     self.stats.unknown_commits.fetch_add(1, Ordering::Relaxed);
-                    drop(conn);
                     match self.read_back(action, &mut |conn| verify(&mut conn.client)) {
                         Ok(Some(value)) => {
                             self.count_commit(durable);
@@ -388,11 +382,8 @@ impl PostgresJournal {
                 todo.retain(|job| !job.is_done());
                 continue;
             }
-            self.before_commit(durable, &conn);
-            match conn.client.batch_execute("COMMIT") {
+            match self.commit(conn, durable) {
                 Ok(()) => {
-                    self.count_commit(durable);
-                    self.put_back(conn);
                     for (job, value) in ran {
                         job.complete(Ok(value));
                     }
@@ -401,7 +392,6 @@ impl PostgresJournal {
                     // Committed or not: only the database can tell, and
                     // the group committed all or nothing.
                     self.stats.unknown_commits.fetch_add(1, Ordering::Relaxed);
-                    drop(conn);
                     let mut committed = false;
                     for (job, _) in &ran {
                         match self.read_job_back(job) {
@@ -461,18 +451,11 @@ impl PostgresJournal {
             };
             let failed = match ran {
                 Ok(value) => match conn.tx {
-                    TxMode::Open => {
-                        self.before_commit(false, &conn);
-                        match conn.client.batch_execute("COMMIT") {
-                            Ok(()) => {
-                                self.count_commit(false);
-                                self.put_back(conn);
-                                return Ok(value);
-                            }
-                            Err(e) if connection_lost(&e) => (e, true),
-                            Err(e) => return Err(self.db(&job.action, &e)),
-                        }
-                    }
+                    TxMode::Open => match self.commit(conn, false) {
+                        Ok(()) => return Ok(value),
+                        Err(e) if connection_lost(&e) => (e, true),
+                        Err(e) => return Err(self.db(&job.action, &e)),
+                    },
                     TxMode::AloneCommitted => {
                         self.count_commit(false);
                         self.put_back(conn);
@@ -523,6 +506,18 @@ impl PostgresJournal {
             Some(e) => self.db(&job.action, &e),
             None => self.refused(format!("cannot {}", job.action)),
         })
+    }
+
+    /// Commits the transaction open on `conn` (`durable`: with
+    /// `synchronous_commit` on), the test hook called first; once
+    /// committed, counts it and puts `conn` back. On an error `conn` is
+    /// closed: a lost connection leaves the outcome unknown.
+    fn commit(&self, mut conn: Conn, durable: bool) -> std::result::Result<(), postgres::Error> {
+        self.before_commit(durable, &conn);
+        conn.client.batch_execute("COMMIT")?;
+        self.count_commit(durable);
+        self.put_back(conn);
+        Ok(())
     }
 
     /// Puts `conn` back after a write that failed, its transaction (if

@@ -313,7 +313,7 @@ fn a_restarted_server_is_reconnected_to_and_keeps_every_committed_record() {
 /// refused, also by `claim_next`, whose claim is rolled back.
 #[test]
 fn a_version_1_database_is_refused_by_a_keyed_journal_and_never_sealed_over_its_rows() {
-    assert_eq!(POSTGRES_SCHEMA_VERSION, 3);
+    assert_eq!(POSTGRES_SCHEMA_VERSION, 4);
     let server = pg::shared();
     let url = pg::fresh_db();
     let db = url.split('/').nth(3).unwrap().split('?').next().unwrap();
@@ -330,6 +330,7 @@ fn a_version_1_database_is_refused_by_a_keyed_journal_and_never_sealed_over_its_
          UPDATE payidem_schema SET version = 1;",
     )
     .unwrap();
+    version_3_indexes(&mut c);
     let key = JournalKey::derive_from_secret(b"postgres-integrity-secret-0123");
     let keyed = || {
         PostgresJournal::connect(
@@ -441,6 +442,85 @@ fn the_schema_is_versioned_and_a_newer_one_is_refused_untouched() {
     let err = PostgresJournal::connect(&other, PostgresJournalOptions::default()).unwrap_err();
     assert_eq!(err.code(), ErrorCode::Journal);
     assert!(err.message().contains("left untouched"), "{err}");
+}
+
+/// Puts back the indexes of `payidem_operations` as versions 1 to 3 had
+/// them.
+fn version_3_indexes(c: &mut postgres::Client) {
+    c.batch_execute(
+        "DROP INDEX payidem_operations_settled;
+         CREATE INDEX payidem_operations_by_state
+             ON payidem_operations (state, created_at, seq);
+         CREATE INDEX payidem_operations_by_state_updated
+             ON payidem_operations (state, updated_at);",
+    )
+    .unwrap();
+}
+
+/// The indexes of `payidem_operations`, by name.
+fn operation_indexes(c: &mut postgres::Client) -> Vec<String> {
+    c.query(
+        "SELECT indexname FROM pg_indexes WHERE tablename = 'payidem_operations' \
+         ORDER BY indexname",
+        &[],
+    )
+    .unwrap()
+    .iter()
+    .map(|r| r.get(0))
+    .collect()
+}
+
+/// A version-3 database (with its two indexes over `state`) holding a
+/// keyed operation in flight is migrated to version 4 by the next handle:
+/// those indexes give way to one over the settled rows, and the operation
+/// is finished, listed and purged as before.
+#[test]
+fn a_version_3_database_migrates_to_fewer_indexes_and_keeps_its_operations() {
+    let server = pg::shared();
+    let url = pg::fresh_db();
+    let db = url.split('/').nth(3).unwrap().split('?').next().unwrap();
+    let a = lease("a", 100);
+    let first = keyed(&url);
+    first.open_to_send(&op("o-3"), &a, now()).unwrap();
+    drop(first);
+    let mut c = server.connect(db);
+    version_3_indexes(&mut c);
+    c.execute("UPDATE payidem_schema SET version = 3", &[])
+        .unwrap();
+    let j = keyed(&url);
+    assert_eq!(j.check().unwrap().migrated_from, Some(3));
+    let v: i32 = c
+        .query_one("SELECT version FROM payidem_schema", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(v, 4);
+    assert_eq!(
+        operation_indexes(&mut c),
+        [
+            "payidem_operations_idempotency_key_key",
+            "payidem_operations_pkey",
+            "payidem_operations_settled",
+            "payidem_operations_unsettled",
+        ]
+    );
+    // The lease was taken before the migration: claimed again, finished.
+    let b = lease("b", 100);
+    c.execute(
+        "UPDATE payidem_operations SET lease_expires = now() - interval '1 second'",
+        &[],
+    )
+    .unwrap();
+    assert!(matches!(
+        j.claim("o-3", &b, now()).unwrap(),
+        Opened::Resumable(_)
+    ));
+    j.finish("o-3", &b, OperationState::Succeeded, None, 1, now())
+        .unwrap();
+    let settled = j.list(&[OperationState::Succeeded]).unwrap();
+    assert_eq!(settled.len(), 1);
+    assert!(j.check().unwrap().is_sound());
+    assert_eq!(j.purge_settled(now() + 10).unwrap(), 1);
+    assert_eq!(j.get("o-3").unwrap(), None);
 }
 
 #[test]

@@ -174,3 +174,85 @@ fn a_connection_lost_during_a_shared_commit_is_read_back_for_every_caller() {
         settle(&j, i);
     }
 }
+
+/// A durable group inserts its callers' new rows in one statement; each
+/// caller still gets its own answer: of callers opening one new order id
+/// together exactly one creates it and the others find it busy, a new
+/// order id whose idempotency key another order id holds (stored before,
+/// or created by another caller at once) is that caller's
+/// `idempotency_conflict`,
+/// and every other caller creates its own row under its own lease.
+#[test]
+fn callers_inserted_together_each_get_their_own_answer() {
+    let url = pg::fresh_db();
+    let (j, _, durable) = slow_journal(&url, false);
+    let with_key = |order_id: &str, key: &str| {
+        let mut operation = op(order_id);
+        operation.idempotency_key = key.to_owned();
+        operation
+    };
+    // Rounds of callers, so that groups hold each kind together.
+    for round in 0..3 {
+        let stored = |i: usize| op(&format!("stored-{round}-{i}"));
+        for i in (1..CALLERS).step_by(4) {
+            j.open(&stored(i), &lease("holder"), now()).unwrap();
+        }
+        let answers = together(|i| {
+            let owner = lease(&format!("a{round}-{i}"));
+            let operation = match i % 4 {
+                0 => op(&format!("dup-{round}")),
+                1 => with_key(&format!("taken-{round}-{i}"), &stored(i).idempotency_key),
+                2 => with_key(
+                    &format!("pair-{round}-{i}"),
+                    &format!("pair-key-{round}-{}", i / 8),
+                ),
+                _ => op(&format!("o-{round}-{i}")),
+            };
+            let answer = j.open_to_send(&operation, &owner, now());
+            (i, operation, answer.map(|_| ()))
+        });
+        let dup_created = answers
+            .iter()
+            .filter(|(i, _, a)| i % 4 == 0 && a.is_ok())
+            .count();
+        assert_eq!(dup_created, 1, "round {round}: {answers:?}");
+        for (i, operation, answer) in &answers {
+            let order_id = &operation.order_id;
+            match (i % 4, answer) {
+                (0, Err(e)) => assert_eq!(e.code(), ErrorCode::OperationBusy, "{e}"),
+                (1, Err(e)) => assert_eq!(e.code(), ErrorCode::IdempotencyConflict, "{e}"),
+                (1, Ok(())) => panic!("{order_id}: created with a key another order id holds"),
+                (2, Err(e)) => assert_eq!(e.code(), ErrorCode::IdempotencyConflict, "{e}"),
+                (_, Err(e)) => panic!("{order_id}: {e}"),
+                (_, Ok(())) => {
+                    let r = j.get(order_id).unwrap().expect("created");
+                    assert_eq!((r.state, r.attempts), (OperationState::InFlight, 1));
+                    // Held under the caller's own lease.
+                    let e = j
+                        .open_to_send(operation, &lease("other"), now())
+                        .unwrap_err();
+                    assert_eq!(e.code(), ErrorCode::OperationBusy, "{order_id}");
+                }
+            }
+            if answer.is_err() && i % 4 != 0 {
+                assert_eq!(
+                    j.get(order_id).unwrap(),
+                    None,
+                    "{order_id}: nothing written"
+                );
+            }
+        }
+        // Of two callers sharing a new key, one created its order id.
+        for pair in 0..CALLERS.div_ceil(8) {
+            let created = answers
+                .iter()
+                .filter(|(i, _, a)| i % 4 == 2 && i / 8 == pair && a.is_ok())
+                .count();
+            assert_eq!(created, 1, "round {round}, pair {pair}: {answers:?}");
+        }
+    }
+    assert!(
+        durable.load(Ordering::SeqCst) < 3 * CALLERS,
+        "the opens shared their commits"
+    );
+}

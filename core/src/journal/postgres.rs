@@ -228,6 +228,9 @@ struct Conn {
     /// Whether its session's `synchronous_commit` is off (set once, for
     /// writes that run alone).
     asynchronous: bool,
+    /// The rows a durable group inserted together, by order id: whether
+    /// each was inserted, for its body's own insert (taken once).
+    inserted: HashMap<String, (bool, tx::Inserted)>,
 }
 
 /// Where the write running on a connection stands.
@@ -468,6 +471,7 @@ impl Storage for PostgresJournal {
         Work {
             mut body,
             mut read_back,
+            first_insert,
         }: Work<T>,
     ) -> Result<T> {
         self.ready(action)?;
@@ -503,7 +507,9 @@ impl Storage for PostgresJournal {
             j.in_tx(conn, &checking, &read, &mut |tx| read_back(&j.guard, tx))
                 .map(|found| found.map(|value| Box::new(value) as group::Value))
         });
-        let job = group::Job::new(action, durable, run, verify);
+        // A durable group inserts its new rows in one statement.
+        let insert = first_insert.filter(|_| durable);
+        let job = group::Job::new(action, durable, insert, run, verify);
         // A write that need not be durable shares no flush: it runs alone
         // on its own connection, one statement when it is a guarded
         // update (see `TxMode::Lazy`).

@@ -450,6 +450,51 @@ impl Guard {
             .then(|| Version::written(last.row_mac.clone(), state, mac)))
     }
 
+    /// A holder's write that extends its lease from `now` and sets the
+    /// state and attempts of `order_id` to `set` (`None`: as they stand),
+    /// `updated_at` to `now` with them, the response kept: guarded by
+    /// `last` without reading the row ([`Guard::write_if`]), or, without
+    /// `last` or when the row is no longer it, read, checked to be held by
+    /// `held` and written. Answers the row as written.
+    fn extend_held(
+        &self,
+        tx: &mut dyn Tx,
+        (order_id, held): (&str, &Lease),
+        last: Option<&Version>,
+        set: Option<(OperationState, u32)>,
+        now: u64,
+    ) -> Result<Version> {
+        fn changed(
+            current: RowState<'_>,
+            set: Option<(OperationState, u32)>,
+            now: u64,
+        ) -> RowState<'_> {
+            match set {
+                Some((state, attempts)) => RowState {
+                    state,
+                    attempts,
+                    updated_at: now,
+                    response: current.response,
+                },
+                None => current,
+            }
+        }
+        let extend = LeaseChange::Extend(held, now);
+        if let Some(last) = last {
+            let new = changed(last.state(), set, now);
+            if let Some(written) = self.write_if(tx, (order_id, held), last, &new, extend)? {
+                return Ok(written);
+            }
+        }
+        let row = self.held(tx, order_id, held)?;
+        self.write(
+            tx,
+            &row,
+            &changed(RowState::of(&row.record), set, now),
+            extend,
+        )
+    }
+
     /// Takes `row`'s lease for `lease`, or `operation_busy`.
     fn take(&self, tx: &mut dyn Tx, row: &Row, lease: &Lease, now: u64) -> Result<()> {
         let op = &row.record.operation;
@@ -489,16 +534,36 @@ pub(crate) type Body<T> = Box<dyn FnMut(&Guard, &mut dyn Tx) -> Result<T> + Send
 pub(crate) struct Work<T> {
     pub body: Body<T>,
     pub read_back: Body<Option<T>>,
+    /// The row the body inserts with its first statement ([`Tx::insert`]),
+    /// the very row it inserts: a store may insert the rows of several
+    /// transactions' bodies in one statement before it runs them, and
+    /// answer each body's insert from that.
+    pub first_insert: Option<NewRow>,
+}
+
+/// A row to insert, held by `lease` from `now` ([`Tx::insert`]'s
+/// arguments).
+#[derive(Clone, Debug)]
+pub(crate) struct NewRow {
+    pub row: Row,
+    pub lease: Lease,
+    pub now: u64,
 }
 
 impl<T: 'static> Work<T> {
+    /// `body`, read back after a lost commit by `read_back`.
+    fn new(body: Body<T>, read_back: Body<Option<T>>) -> Work<T> {
+        Work {
+            body,
+            read_back,
+            first_insert: None,
+        }
+    }
+
     /// A body that may simply run again after a lost commit (taking a
     /// lease its owner already holds, releasing, purging).
     fn again(body: Body<T>) -> Work<T> {
-        Work {
-            body,
-            read_back: Box::new(|_, _| Ok(None)),
-        }
+        Work::new(body, Box::new(|_, _| Ok(None)))
     }
 }
 

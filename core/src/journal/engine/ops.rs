@@ -3,7 +3,7 @@
 
 use std::sync::PoisonError;
 
-use super::{Body, Holder, Intent, LeaseChange, Row, Storage, Version, Work};
+use super::{Body, Holder, Intent, LeaseChange, NewRow, Row, Storage, Version, Work};
 use crate::error::{Error, ErrorCode, Result};
 use crate::journal::{
     rules, Journal, JournalCheck, Lease, Listed, Opened, OperationRecord, Reconciliation, RowState,
@@ -55,11 +55,12 @@ fn open<S: Storage>(
         state_mac,
     };
     let (created, owned) = ((row.record.clone(), Version::of(&row)), lease.clone());
+    let first_row = row.clone();
     // Run again after a lost commit: the owner takes its own lease again.
     // The insert comes first (a new operation, the common case, costs one
     // statement; `None` answers it); a conflicting one writes nothing, and
     // the row it met is read only then.
-    let work = Work::again(Box::new(move |g, tx| {
+    let mut work = Work::again(Box::new(move |g, tx| {
         if tx.insert(&row, &owned, now)? {
             return Ok(None);
         }
@@ -83,6 +84,12 @@ fn open<S: Storage>(
             .with_operation(&op.order_id, &op.idempotency_key)),
         }
     }));
+    // A store may insert several opens' rows in one statement.
+    work.first_insert = Some(NewRow {
+        row: first_row,
+        lease: lease.clone(),
+        now,
+    });
     let (opened, version) = match store.transact(intent, &action, work)? {
         Some(found) => found,
         None => (Opened::Created(created.0), Some(created.1)),
@@ -156,72 +163,49 @@ fn claim_next<S: Storage>(store: &S, lease: &Lease, now: u64) -> Result<Option<O
     Ok(None)
 }
 
-fn record_attempt<S: Storage>(
+/// `record_attempt` (`attempts`: the row in flight with them) and
+/// `renew` (`None`: its state left as it is): the lease extended if
+/// `lease` still holds the operation under the epoch it took.
+fn extend<S: Storage>(
     store: &S,
     order_id: &str,
     lease: &Lease,
-    attempts: u32,
+    attempts: Option<u32>,
     now: u64,
 ) -> Result<()> {
     rules::check_now(now)?;
     store.guard().check_writable()?;
-    let action = format!("record an attempt of order id {order_id:?}");
-    let intent = Intent::RecordAttempt { order_id, lease };
+    let (action, intent) = match attempts {
+        Some(_) => (
+            format!("record an attempt of order id {order_id:?}"),
+            Intent::RecordAttempt { order_id, lease },
+        ),
+        None => (
+            format!("renew the lease of order id {order_id:?}"),
+            Intent::Renew { order_id, lease },
+        ),
+    };
     let (id, held) = (order_id.to_owned(), lease.clone());
     let last = store.guard().last(order_id, &lease.owner);
-    let body: Body<Version> = Box::new(move |g, tx| {
-        let state = |response| RowState {
-            state: OperationState::InFlight,
-            attempts,
-            updated_at: now,
-            response,
-        };
-        let extend = LeaseChange::Extend(&held, now);
-        if let Some(last) = &last {
-            let new = state(last.response.as_ref());
-            if let Some(written) = g.write_if(tx, (&id, &held), last, &new, extend)? {
-                return Ok(written);
-            }
+    let set = attempts.map(|attempts| (OperationState::InFlight, attempts));
+    let body: Body<Version> =
+        Box::new(move |g, tx| g.extend_held(tx, (&id, &held), last.as_ref(), set, now));
+    let work = match attempts {
+        Some(attempts) => {
+            let (id, held) = (order_id.to_owned(), lease.clone());
+            // Committed when the row is in flight with these attempts
+            // under this lease.
+            let read_back: Body<Option<Version>> = Box::new(move |g, tx| {
+                let row = g.held(tx, &id, &held)?;
+                let r = &row.record;
+                let committed = r.state == OperationState::InFlight && r.attempts == attempts;
+                Ok(committed.then(|| Version::of(&row)))
+            });
+            Work::new(body, read_back)
         }
-        let row = g.held(tx, &id, &held)?;
-        g.write(tx, &row, &state(row.record.response.as_ref()), extend)
-    });
-    let (id, held) = (order_id.to_owned(), lease.clone());
-    // Committed when the row is in flight with these attempts under this
-    // lease.
-    let read_back: Body<Option<Version>> = Box::new(move |g, tx| {
-        let row = g.held(tx, &id, &held)?;
-        let r = &row.record;
-        let committed = r.state == OperationState::InFlight && r.attempts == attempts;
-        Ok(committed.then(|| Version::of(&row)))
-    });
-    let written = store.transact(intent, &action, Work { body, read_back });
-    let g = store.guard();
-    g.remember(order_id, &lease.owner, written.as_ref().ok().cloned());
-    written.map(drop)
-}
-
-/// `renew`: the lease extended if `lease` still holds the operation
-/// under the epoch it took, the row's state left as it is.
-fn renew<S: Storage>(store: &S, order_id: &str, lease: &Lease, now: u64) -> Result<()> {
-    rules::check_now(now)?;
-    store.guard().check_writable()?;
-    let action = format!("renew the lease of order id {order_id:?}");
-    let intent = Intent::Renew { order_id, lease };
-    let (id, held) = (order_id.to_owned(), lease.clone());
-    let last = store.guard().last(order_id, &lease.owner);
-    // Renewing again after a lost commit extends the same lease again.
-    let work = Work::again(Box::new(move |g, tx| {
-        let extend = LeaseChange::Extend(&held, now);
-        if let Some(last) = &last {
-            let same = last.state();
-            if let Some(written) = g.write_if(tx, (&id, &held), last, &same, extend)? {
-                return Ok(written);
-            }
-        }
-        let row = g.held(tx, &id, &held)?;
-        g.write(tx, &row, &RowState::of(&row.record), extend)
-    }));
+        // Renewing again after a lost commit extends the same lease again.
+        None => Work::again(body),
+    };
     let written = store.transact(intent, &action, work);
     let g = store.guard();
     g.remember(order_id, &lease.owner, written.as_ref().ok().cloned());
@@ -391,11 +375,11 @@ impl<S: Storage> Journal for S {
     }
 
     fn record_attempt(&self, order_id: &str, lease: &Lease, attempts: u32, now: u64) -> Result<()> {
-        record_attempt(self, order_id, lease, attempts, now)
+        extend(self, order_id, lease, Some(attempts), now)
     }
 
     fn renew(&self, order_id: &str, lease: &Lease, now: u64) -> Result<()> {
-        renew(self, order_id, lease, now)
+        extend(self, order_id, lease, None, now)
     }
 
     fn finish(
@@ -453,7 +437,7 @@ impl<S: Storage> Journal for S {
                 ))
             }
         });
-        self.transact(intent, &action, Work { body, read_back })
+        self.transact(intent, &action, Work::new(body, read_back))
     }
 
     fn release(&self, order_id: &str, lease: &Lease) -> Result<()> {
@@ -538,7 +522,7 @@ impl<S: Storage> Journal for S {
                 Some(row) if row.record.state == state => tx.find_reconciliation(&wanted),
                 _ => Ok(None),
             });
-        self.transact(intent, &action, Work { body, read_back })
+        self.transact(intent, &action, Work::new(body, read_back))
     }
 
     fn reconciliations(&self, order_id: Option<&str>) -> Result<Vec<Reconciliation>> {

@@ -30,6 +30,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use super::pool::Fail;
 use super::{Conn, PostgresJournal};
 use crate::error::Result;
+use crate::journal::engine::NewRow;
 
 /// The most writes one transaction carries.
 const MAX_GROUP: usize = 64;
@@ -46,8 +47,11 @@ const MAX_DURABLE: usize = 2;
 /// The durable writes that must be waiting before a durable group starts
 /// beside one already running: fewer wait for it and share the next one
 /// (fewer, larger groups: fewer WAL flushes; on a busy server the second
-/// group still overlaps the first one's flush).
-const SECOND_DURABLE_GROUP: usize = 4;
+/// group still overlaps the first one's flush). A group's new rows are one
+/// INSERT whatever their number, so a larger group costs its callers no
+/// more round trips: 8 (4 before) keeps 16 callers under 0.2 WAL flushes
+/// per operation at the same throughput (BENCHMARKS.md, #26 session 5).
+const SECOND_DURABLE_GROUP: usize = 8;
 
 /// A body's value, whatever its type.
 pub(super) type Value = Box<dyn Any + Send>;
@@ -73,6 +77,9 @@ pub(super) struct Job {
     pub(super) action: String,
     /// Whether it must be on disk before its caller is answered.
     pub(super) durable: bool,
+    /// The row its body inserts first, if any: a group inserts its jobs'
+    /// rows in one statement before it runs their bodies.
+    pub(super) insert: Option<NewRow>,
     run: Mutex<Run>,
     verify: Mutex<Verify>,
     out: Mutex<Option<Outcome>>,
@@ -87,10 +94,17 @@ fn relock<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Job {
-    pub(super) fn new(action: &str, durable: bool, run: Run, verify: Verify) -> Arc<Job> {
+    pub(super) fn new(
+        action: &str,
+        durable: bool,
+        insert: Option<NewRow>,
+        run: Run,
+        verify: Verify,
+    ) -> Arc<Job> {
         Arc::new(Job {
             action: action.to_owned(),
             durable,
+            insert,
             run: Mutex::new(run),
             verify: Mutex::new(verify),
             out: Mutex::new(None),
@@ -287,7 +301,7 @@ mod tests {
     fn job(durable: bool) -> Arc<Job> {
         let run: Run = Box::new(|_, _| unreachable!("the test's groups run no body"));
         let verify: Verify = Box::new(|_, _| unreachable!("the test's groups read nothing back"));
-        Job::new("test", durable, run, verify)
+        Job::new("test", durable, None, run, verify)
     }
 
     /// A durable group starts beside a running one only when enough

@@ -13,8 +13,10 @@ use postgres::error::SqlState;
 use postgres::NoTls;
 
 use super::group::Job;
+use super::tx::Inserted;
 use super::{Conn, PgPoint, PostgresJournal, TxMode};
 use crate::error::{Error, ErrorCode, Result};
+use crate::journal::engine::NewRow;
 
 /// Why a transaction body stopped.
 pub(super) enum Fail {
@@ -78,6 +80,36 @@ pub(super) fn connection_lost(e: &postgres::Error) -> bool {
     }
 }
 
+/// Inserts the new rows of `jobs`' bodies in one statement, and keeps on
+/// `conn` whether each was inserted, for its body's own insert. A row
+/// whose order id or idempotency key another job's row shares is left to
+/// its body's own insert: each answer then belongs to exactly one body.
+fn insert_together(conn: &mut Conn, jobs: &[Arc<Job>]) -> std::result::Result<(), postgres::Error> {
+    conn.inserted.clear();
+    let rows: Vec<&NewRow> = jobs.iter().filter_map(|job| job.insert.as_ref()).collect();
+    fn op(r: &NewRow) -> &crate::operation::FrozenOperation {
+        &r.row.record.operation
+    }
+    let alone = |r: &&NewRow| {
+        let shares = |o: &&&NewRow| {
+            op(o).order_id == op(r).order_id || op(o).idempotency_key == op(r).idempotency_key
+        };
+        rows.iter().filter(shares).count() == 1
+    };
+    let rows: Vec<&NewRow> = rows.iter().copied().filter(alone).collect();
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let together: Vec<_> = rows.iter().map(|r| (&r.row, &r.lease, r.now)).collect();
+    let inserted = conn.insert_rows(&together)?;
+    for row in rows {
+        let order_id = &op(row).order_id;
+        let answer = (inserted.contains(order_id), Inserted::of(row));
+        conn.inserted.insert(order_id.clone(), answer);
+    }
+    Ok(())
+}
+
 impl PostgresJournal {
     /// `journal_error` for a failed database call while doing `action`.
     pub(super) fn db(&self, action: &str, e: &postgres::Error) -> Error {
@@ -132,6 +164,7 @@ impl PostgresJournal {
             statements: std::collections::HashMap::new(),
             tx: TxMode::Idle,
             asynchronous: false,
+            inserted: std::collections::HashMap::new(),
         })
     }
 
@@ -158,6 +191,7 @@ impl PostgresJournal {
             return;
         }
         conn.tx = TxMode::Idle;
+        conn.inserted.clear();
         let mut pool = self.pooled();
         if pool.len() < self.options.max_idle {
             pool.push(conn);
@@ -213,17 +247,11 @@ impl PostgresJournal {
                     }
                 }
             };
-            self.before_commit(durable, &conn);
-            match conn.client.batch_execute("COMMIT") {
-                Ok(()) => {
-                    self.count_commit(durable);
-                    self.put_back(conn);
-                    return Ok(value);
-                }
+            match self.commit(conn, durable) {
+                Ok(()) => return Ok(value),
                 Err(e) if connection_lost(&e) => {
                     // Committed or not: only the database can tell.
                     self.stats.unknown_commits.fetch_add(1, Ordering::Relaxed);
-                    drop(conn);
                     match self.read_back(action, &mut |conn| verify(&mut conn.client)) {
                         Ok(Some(value)) => {
                             self.count_commit(durable);
@@ -259,6 +287,7 @@ impl PostgresJournal {
         let mut todo = jobs;
         let mut tries = 0;
         let mut last: Option<postgres::Error> = None;
+        let mut together = true;
         while !todo.is_empty() {
             if tries >= TRIES {
                 for job in &todo {
@@ -297,9 +326,21 @@ impl PostgresJournal {
                 }
                 return;
             }
-            let mut ran = Vec::new();
             let mut aborted = false;
-            for job in &todo {
+            if together {
+                if let Err(e) = insert_together(&mut conn, &todo) {
+                    if connection_lost(&e) || retryable(&e) {
+                        tries += 1;
+                        last = Some(e);
+                    } else {
+                        // Each body's own insert tells its own caller.
+                        together = false;
+                    }
+                    aborted = true;
+                }
+            }
+            let mut ran = Vec::new();
+            for job in todo.iter().filter(|_| !aborted) {
                 match job.run(self, &mut conn) {
                     Ok(Ok(value)) => ran.push((Arc::clone(job), value)),
                     Ok(Err(Fail::Journal(e))) => {
@@ -325,6 +366,13 @@ impl PostgresJournal {
                     }
                 }
             }
+            // A row inserted for a body that did not take it (refused, or
+            // made another row): the transaction is undone and the other
+            // bodies run again, each inserting its own row.
+            if conn.inserted.values().any(|(inserted, _)| *inserted) {
+                together = false;
+                aborted = true;
+            }
             if aborted || ran.is_empty() {
                 let rolled_back =
                     !conn.client.is_closed() && conn.client.batch_execute("ROLLBACK").is_ok();
@@ -334,11 +382,8 @@ impl PostgresJournal {
                 todo.retain(|job| !job.is_done());
                 continue;
             }
-            self.before_commit(durable, &conn);
-            match conn.client.batch_execute("COMMIT") {
+            match self.commit(conn, durable) {
                 Ok(()) => {
-                    self.count_commit(durable);
-                    self.put_back(conn);
                     for (job, value) in ran {
                         job.complete(Ok(value));
                     }
@@ -347,7 +392,6 @@ impl PostgresJournal {
                     // Committed or not: only the database can tell, and
                     // the group committed all or nothing.
                     self.stats.unknown_commits.fetch_add(1, Ordering::Relaxed);
-                    drop(conn);
                     let mut committed = false;
                     for (job, _) in &ran {
                         match self.read_job_back(job) {
@@ -407,18 +451,11 @@ impl PostgresJournal {
             };
             let failed = match ran {
                 Ok(value) => match conn.tx {
-                    TxMode::Open => {
-                        self.before_commit(false, &conn);
-                        match conn.client.batch_execute("COMMIT") {
-                            Ok(()) => {
-                                self.count_commit(false);
-                                self.put_back(conn);
-                                return Ok(value);
-                            }
-                            Err(e) if connection_lost(&e) => (e, true),
-                            Err(e) => return Err(self.db(&job.action, &e)),
-                        }
-                    }
+                    TxMode::Open => match self.commit(conn, false) {
+                        Ok(()) => return Ok(value),
+                        Err(e) if connection_lost(&e) => (e, true),
+                        Err(e) => return Err(self.db(&job.action, &e)),
+                    },
                     TxMode::AloneCommitted => {
                         self.count_commit(false);
                         self.put_back(conn);
@@ -469,6 +506,18 @@ impl PostgresJournal {
             Some(e) => self.db(&job.action, &e),
             None => self.refused(format!("cannot {}", job.action)),
         })
+    }
+
+    /// Commits the transaction open on `conn` (`durable`: with
+    /// `synchronous_commit` on), the test hook called first; once
+    /// committed, counts it and puts `conn` back. On an error `conn` is
+    /// closed: a lost connection leaves the outcome unknown.
+    fn commit(&self, mut conn: Conn, durable: bool) -> std::result::Result<(), postgres::Error> {
+        self.before_commit(durable, &conn);
+        conn.client.batch_execute("COMMIT")?;
+        self.count_commit(durable);
+        self.put_back(conn);
+        Ok(())
     }
 
     /// Puts `conn` back after a write that failed, its transaction (if

@@ -35,9 +35,15 @@ pub(super) const UNSETTLED: &str = "('pending', 'in_flight', 'unknown')";
 
 /// A lease expiry from a length in seconds (`$n`, NULL for never).
 pub(super) fn expiry_sql(n: usize) -> String {
+    expiry_of(&format!("${n}::float8"))
+}
+
+/// A lease expiry from a length in seconds (`seconds`, a float8
+/// expression, NULL for never).
+pub(super) fn expiry_of(seconds: &str) -> String {
     format!(
-        "CASE WHEN ${n}::float8 IS NULL THEN 'infinity'::timestamptz \
-         ELSE now() + ${n}::float8 * interval '1 second' END"
+        "CASE WHEN {seconds} IS NULL THEN 'infinity'::timestamptz \
+         ELSE now() + {seconds} * interval '1 second' END"
     )
 }
 

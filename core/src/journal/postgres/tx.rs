@@ -3,16 +3,17 @@
 //! connection, and what the transaction saw that the handle keeps after
 //! its commit (the epoch of a lease it took).
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::collections::HashSet;
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
 use postgres::types::ToSql;
 use postgres::{Error as PgError, Row, Statement};
 
 use super::pool::Fail;
-use super::rows::{expiry_sql, lease_seconds, pg_time, read_row, COLUMNS, UNSETTLED};
+use super::rows::{expiry_of, expiry_sql, lease_seconds, pg_time, read_row, COLUMNS, UNSETTLED};
 use super::{Conn, PostgresJournal, TxMode};
 use crate::error::Result;
-use crate::journal::engine::{LeaseChange, Row as Stored, StateWrite, Tx, Version};
+use crate::journal::engine::{LeaseChange, NewRow, Row as Stored, StateWrite, Tx, Version};
 use crate::journal::{rules, JournalScope, Lease, Reconciliation};
 use crate::operation::OperationState;
 
@@ -24,6 +25,28 @@ pub(super) struct Seen {
     pub(super) took: Option<(String, i64)>,
     pub(super) read_epoch: Option<i64>,
     pub(super) inserted: bool,
+}
+
+/// A row inserted for a body before it ran, as the body must make it.
+pub(super) struct Inserted {
+    row_mac: Option<String>,
+    state_mac: Option<String>,
+    owner: String,
+}
+
+impl Inserted {
+    pub(super) fn of(new: &NewRow) -> Inserted {
+        Inserted {
+            row_mac: new.row.row_mac.clone(),
+            state_mac: new.row.state_mac.clone(),
+            owner: new.lease.owner.clone(),
+        }
+    }
+
+    /// Whether it is `row`, held by `lease`.
+    fn is(&self, row: &Stored, lease: &Lease) -> bool {
+        self.row_mac == row.row_mac && self.state_mac == row.state_mac && self.owner == lease.owner
+    }
 }
 
 /// What a transaction saw so far (plain stores: consistent after a panic).
@@ -63,19 +86,99 @@ impl PostgresJournal {
     }
 }
 
-impl PgTx<'_> {
+impl Conn {
     /// `sql` prepared on this connection, once.
     fn prepared(&mut self, sql: &str) -> std::result::Result<Statement, PgError> {
-        if let Some(statement) = self.conn.statements.get(sql) {
+        if let Some(statement) = self.statements.get(sql) {
             return Ok(statement.clone());
         }
-        let statement = self.conn.client.prepare(sql)?;
-        self.conn
-            .statements
-            .insert(sql.to_owned(), statement.clone());
+        let statement = self.client.prepare(sql)?;
+        self.statements.insert(sql.to_owned(), statement.clone());
         Ok(statement)
     }
 
+    /// Inserts `rows` in one statement (prepared once per connection,
+    /// whatever their number), each held by its lease from its `now`; a
+    /// row whose order id or idempotency key is already stored (or comes
+    /// earlier in `rows`) writes nothing. Answers the order ids inserted.
+    pub(super) fn insert_rows(
+        &mut self,
+        rows: &[(&Stored, &Lease, u64)],
+    ) -> std::result::Result<HashSet<String>, PgError> {
+        static INSERT: OnceLock<String> = OnceLock::new();
+        let sql = INSERT.get_or_init(|| {
+            format!(
+                "INSERT INTO payidem_operations (order_id, idempotency_key, method, path, body, \
+                 body_sha256, status_path, state, lease_owner, lease_epoch, lease_expires, \
+                 row_mac, attempts, created_at, updated_at, platform, key_id, state_mac) \
+                 SELECT u.o, u.k, u.m, u.p, u.b, u.h, u.sp, u.st, u.lo, 1, {}, u.rm, u.a, \
+                 to_timestamp(u.t), to_timestamp(u.t), u.pl, u.ki, u.sm \
+                 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bytea[], \
+                 $6::text[], $7::text[], $8::text[], $9::text[], $10::float8[], $11::text[], \
+                 $12::int4[], $13::float8[], $14::text[], $15::text[], $16::text[]) \
+                 AS u(o, k, m, p, b, h, sp, st, lo, s, rm, a, t, pl, ki, sm) \
+                 ON CONFLICT DO NOTHING RETURNING order_id",
+                expiry_of("u.s")
+            )
+        });
+        let text = |f: for<'r> fn(&'r Stored, &'r Lease) -> Option<&'r str>| -> Vec<Option<&str>> {
+            rows.iter().map(|(row, lease, _)| f(row, lease)).collect()
+        };
+        let order_ids = text(|r, _| Some(&r.record.operation.order_id));
+        let keys = text(|r, _| Some(&r.record.operation.idempotency_key));
+        let methods = text(|r, _| Some(&r.record.operation.method));
+        let paths = text(|r, _| Some(&r.record.operation.path));
+        let bodies: Vec<&[u8]> = rows
+            .iter()
+            .map(|(r, _, _)| &r.record.operation.body[..])
+            .collect();
+        let sha256s = text(|r, _| Some(&r.record.operation.body_sha256));
+        let status_paths = text(|r, _| r.record.operation.status_path.as_deref());
+        let states = text(|r, _| Some(r.record.state.as_str()));
+        let owners = text(|_, lease| Some(&lease.owner));
+        let seconds: Vec<Option<f64>> = rows
+            .iter()
+            .map(|(_, lease, now)| lease_seconds(lease, *now))
+            .collect();
+        let row_macs = text(|r, _| r.row_mac.as_deref());
+        let attempts: Vec<i32> = rows
+            .iter()
+            .map(|(r, _, _)| i32::try_from(r.record.attempts).unwrap_or(0))
+            .collect();
+        let created: Vec<f64> = rows
+            .iter()
+            .map(|(r, _, _)| pg_time(r.record.created_at))
+            .collect();
+        let platforms = text(|r, _| r.scope.as_ref().map(|s| s.platform.as_str()));
+        let key_ids = text(|r, _| r.scope.as_ref().map(|s| s.key_id.as_str()));
+        let state_macs = text(|r, _| r.state_mac.as_deref());
+        let statement = self.prepared(sql)?;
+        let inserted = self.client.query(
+            &statement,
+            &[
+                &order_ids,
+                &keys,
+                &methods,
+                &paths,
+                &bodies,
+                &sha256s,
+                &status_paths,
+                &states,
+                &owners,
+                &seconds,
+                &row_macs,
+                &attempts,
+                &created,
+                &platforms,
+                &key_ids,
+                &state_macs,
+            ],
+        )?;
+        Ok(inserted.iter().map(|r| r.get(0)).collect())
+    }
+}
+
+impl PgTx<'_> {
     /// Runs `sql` (prepared on this connection once) with `call`. A
     /// database error is kept, to tell a lost connection from a refusal.
     fn run<T>(
@@ -83,10 +186,20 @@ impl PgTx<'_> {
         sql: &str,
         call: impl FnOnce(&mut postgres::Client, &Statement) -> std::result::Result<T, PgError>,
     ) -> Result<T> {
-        let ran = self.begin().and_then(|()| match self.prepared(sql) {
-            Ok(statement) => call(&mut self.conn.client, &statement),
-            Err(e) => Err(e),
-        });
+        self.run_with(|conn| {
+            let statement = conn.prepared(sql)?;
+            call(&mut conn.client, &statement)
+        })
+    }
+
+    /// Runs `call` on this transaction's connection (its transaction
+    /// opened first). A database error is kept, to tell a lost connection
+    /// from a refusal.
+    fn run_with<T>(
+        &mut self,
+        call: impl FnOnce(&mut Conn) -> std::result::Result<T, PgError>,
+    ) -> Result<T> {
+        let ran = self.begin().and_then(|()| call(self.conn));
         ran.map_err(|e| {
             let error = self.j.db(self.action, &e);
             self.failed = Some(e);
@@ -214,49 +327,34 @@ impl Tx for PgTx<'_> {
             .map(|r| r.get(0)))
     }
 
+    /// The answer of the statement that inserted this transaction's new
+    /// rows together ([`Conn::insert_rows`], a durable group), or one
+    /// statement of its own.
     fn insert(&mut self, row: &Stored, lease: &Lease, now: u64) -> Result<bool> {
-        let insert = format!(
-            "INSERT INTO payidem_operations (order_id, idempotency_key, method, path, body, \
-             body_sha256, status_path, state, lease_owner, lease_epoch, lease_expires, row_mac, \
-             attempts, created_at, updated_at, platform, key_id, state_mac) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $11, $8, 1, {}, $10, $12, to_timestamp($13), \
-             to_timestamp($13), $14, $15, $16) \
-             ON CONFLICT DO NOTHING RETURNING 1",
-            expiry_sql(9)
-        );
-        let (op, record, scope) = (&row.record.operation, &row.record, row.scope.as_ref());
-        let (platform, key_id) = (scope.map(|s| &s.platform), scope.map(|s| &s.key_id));
-        let state = record.state.as_str();
-        let attempts = i32::try_from(record.attempts).unwrap_or(0);
-        let (seconds, at) = (lease_seconds(lease, now), pg_time(record.created_at));
-        let created = self
-            .run(&insert, |c, s| {
-                c.query_opt(
-                    s,
-                    &[
-                        &op.order_id,
-                        &op.idempotency_key,
-                        &op.method,
-                        &op.path,
-                        &op.body,
-                        &op.body_sha256,
-                        &op.status_path,
-                        &lease.owner,
-                        &seconds,
-                        &row.row_mac,
-                        &state,
-                        &attempts,
-                        &at,
-                        &platform,
-                        &key_id,
-                        &row.state_mac,
-                    ],
-                )
-            })?
-            .is_some();
+        let order_id = &row.record.operation.order_id;
+        let answer = self.conn.inserted.get(order_id);
+        let created = match answer.map(|(created, made)| (*created, made.is(row, lease))) {
+            Some((created, true)) => {
+                self.conn.inserted.remove(order_id);
+                created
+            }
+            // Not this body's row: left for the group to undo (see
+            // `PostgresJournal::run_group`).
+            Some((true, false)) => {
+                return Err(self.j.refused(format!(
+                    "cannot {}: the row inserted for it is not the one it writes",
+                    self.action
+                )))
+            }
+            Some((false, false)) | None => {
+                self.conn.inserted.remove(order_id);
+                self.run_with(|conn| conn.insert_rows(&[(row, lease, now)]))?
+                    .contains(order_id)
+            }
+        };
         if created {
             let mut seen = see(self.seen);
-            seen.took = Some((op.order_id.clone(), 1));
+            seen.took = Some((order_id.clone(), 1));
             seen.inserted = true;
         }
         Ok(created)

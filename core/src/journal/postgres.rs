@@ -508,7 +508,9 @@ impl Storage for PostgresJournal {
                 .map(|found| found.map(|value| Box::new(value) as group::Value))
         });
         // A durable group inserts its new rows in one statement.
-        let insert = first_insert.filter(|_| durable);
+        let insert = first_insert
+            .filter(|_| durable)
+            .and_then(|make| make(&self.guard).ok());
         let job = group::Job::new(action, durable, insert, run, verify);
         // A write that need not be durable shares no flush: it runs alone
         // on its own connection, one statement when it is a guarded

@@ -535,11 +535,14 @@ pub(crate) struct Work<T> {
     pub body: Body<T>,
     pub read_back: Body<Option<T>>,
     /// The row the body inserts with its first statement ([`Tx::insert`]),
-    /// the very row it inserts: a store may insert the rows of several
-    /// transactions' bodies in one statement before it runs them, and
-    /// answer each body's insert from that.
-    pub first_insert: Option<NewRow>,
+    /// made by the same rule as the body makes it: a store may insert the
+    /// rows of several transactions' bodies in one statement before it
+    /// runs them, and answer each body's insert from that.
+    pub first_insert: Option<NewRows>,
 }
+
+/// A row a body inserts, made from the handle's [`Guard`] (its MACs).
+pub(crate) type NewRows = std::sync::Arc<dyn Fn(&Guard) -> Result<NewRow> + Send + Sync>;
 
 /// A row to insert, held by `lease` from `now` ([`Tx::insert`]'s
 /// arguments).

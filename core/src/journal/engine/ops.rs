@@ -1,9 +1,9 @@
 //! The journal's operations, each a transaction of the engine's rules
 //! over a [`Storage`], and the [`Journal`] every `Storage` is.
 
-use std::sync::PoisonError;
+use std::sync::{Arc, PoisonError};
 
-use super::{Body, Holder, Intent, LeaseChange, NewRow, Row, Storage, Version, Work};
+use super::{Body, Holder, Intent, LeaseChange, NewRow, NewRows, Row, Storage, Version, Work};
 use crate::error::{Error, ErrorCode, Result};
 use crate::journal::{
     rules, Journal, JournalCheck, Lease, Listed, Opened, OperationRecord, Reconciliation, RowState,
@@ -35,43 +35,48 @@ fn open<S: Storage>(
         first_attempt,
     };
     let order_id = &operation.order_id;
-    let record = OperationRecord {
-        operation: operation.clone(),
-        state,
-        attempts,
-        created_at: now,
-        updated_at: now,
-        response: None,
-    };
-    // The new row's MACs, before the transaction: a store that serialises
-    // its transactions does not hold its lock for them.
-    let g = store.guard();
-    let (row_mac, state_mac) = g.auth().macs(g.scope.as_ref(), &record)?;
-    let row = Row {
-        record,
-        scope: g.scope.clone(),
-        holder: Holder::default(),
-        row_mac,
-        state_mac,
-    };
-    let (created, owned) = ((row.record.clone(), Version::of(&row)), lease.clone());
-    let first_row = row.clone();
+    let (frozen, held) = (operation.clone(), lease.clone());
+    let new_row: NewRows = Arc::new(move |g| {
+        let record = OperationRecord {
+            operation: frozen.clone(),
+            state,
+            attempts,
+            created_at: now,
+            updated_at: now,
+            response: None,
+        };
+        let (row_mac, state_mac) = g.auth().macs(g.scope.as_ref(), &record)?;
+        let row = Row {
+            record,
+            scope: g.scope.clone(),
+            holder: Holder::default(),
+            row_mac,
+            state_mac,
+        };
+        Ok(NewRow {
+            row,
+            lease: held.clone(),
+            now,
+        })
+    });
+    let (operation, owned, made) = (operation.clone(), lease.clone(), Arc::clone(&new_row));
     // Run again after a lost commit: the owner takes its own lease again.
     // The insert comes first (a new operation, the common case, costs one
-    // statement; `None` answers it); a conflicting one writes nothing, and
-    // the row it met is read only then.
+    // statement); a conflicting one writes nothing, and the row it met is
+    // read only then.
     let mut work = Work::again(Box::new(move |g, tx| {
+        let NewRow { row, .. } = made(g)?;
         if tx.insert(&row, &owned, now)? {
-            return Ok(None);
+            let version = Version::of(&row);
+            return Ok((Opened::Created(row.record), Some(version)));
         }
-        let operation = &row.record.operation;
         if let Some(existing) = g.load(tx, &operation.order_id)? {
-            rules::same_request(&existing.record.operation, operation)?;
-            return g.resume(tx, existing, &owned, now).map(Some);
+            rules::same_request(&existing.record.operation, &operation)?;
+            return g.resume(tx, existing, &owned, now);
         }
         // The order id went since the insert met it (purged), or the key
         // is another order id's.
-        let op = operation;
+        let op = &operation;
         match tx.key_holder(&op.idempotency_key)? {
             Some(other) if other != op.order_id => Err(rules::key_taken(op, &other)),
             _ => Err(Error::new(
@@ -84,16 +89,8 @@ fn open<S: Storage>(
             .with_operation(&op.order_id, &op.idempotency_key)),
         }
     }));
-    // A store may insert several opens' rows in one statement.
-    work.first_insert = Some(NewRow {
-        row: first_row,
-        lease: lease.clone(),
-        now,
-    });
-    let (opened, version) = match store.transact(intent, &action, work)? {
-        Some(found) => found,
-        None => (Opened::Created(created.0), Some(created.1)),
-    };
+    work.first_insert = Some(new_row);
+    let (opened, version) = store.transact(intent, &action, work)?;
     store.guard().remember(order_id, &lease.owner, version);
     Ok(opened)
 }

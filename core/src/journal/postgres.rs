@@ -559,6 +559,10 @@ impl Storage for PostgresJournal {
         &self.guard
     }
 
+    fn ready(&self, action: &str) -> Result<()> {
+        PostgresJournal::ready(self, action)
+    }
+
     fn row(&self, order_id: &str) -> Result<Option<Stored>> {
         let action = format!("read order id {order_id:?}");
         self.ready(&action)?;

@@ -584,6 +584,14 @@ pub(crate) trait Storage: Send + Sync {
     /// The handle's authentication, scope and name.
     fn guard(&self) -> &Guard;
 
+    /// `Ok` once the handle's authentication is decided (a store that
+    /// connects lazily decides it at its first call), `journal_error`
+    /// while it cannot be: called before a write is checked against
+    /// [`Storage::guard`] outside a transaction.
+    fn ready(&self, _action: &str) -> Result<()> {
+        Ok(())
+    }
+
     /// Runs `work.body` in one transaction, committed when it answers `Ok` (and
     /// made durable as `intent` needs), rolled back otherwise.
     fn transact<T: Send + 'static>(

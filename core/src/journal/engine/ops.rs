@@ -11,6 +11,14 @@ use crate::journal::{
 };
 use crate::operation::{FrozenOperation, OperationState, Response};
 
+/// Whether this handle may write: its authentication decided (a store
+/// that connects lazily decides it at its first call) and allowing
+/// writes.
+fn writable<S: Storage>(store: &S, action: &str) -> Result<()> {
+    store.ready(action)?;
+    store.guard().check_writable()
+}
+
 /// `open` and `open_to_send`: a new operation recorded pending, or in
 /// flight with its first attempt.
 fn open<S: Storage>(
@@ -22,13 +30,13 @@ fn open<S: Storage>(
 ) -> Result<Opened> {
     rules::check_now(now)?;
     rules::check_lease(lease)?;
-    store.guard().check_writable()?;
+    let action = format!("open order id {:?}", operation.order_id);
+    writable(store, &action)?;
     let (state, attempts) = if first_attempt {
         (OperationState::InFlight, 1)
     } else {
         (OperationState::Pending, 0)
     };
-    let action = format!("open order id {:?}", operation.order_id);
     let intent = Intent::Open {
         order_id: &operation.order_id,
         lease,
@@ -171,7 +179,6 @@ fn extend<S: Storage>(
     now: u64,
 ) -> Result<()> {
     rules::check_now(now)?;
-    store.guard().check_writable()?;
     let (action, intent) = match attempts {
         Some(_) => (
             format!("record an attempt of order id {order_id:?}"),
@@ -182,6 +189,7 @@ fn extend<S: Storage>(
             Intent::Renew { order_id, lease },
         ),
     };
+    writable(store, &action)?;
     let (id, held) = (order_id.to_owned(), lease.clone());
     let last = store.guard().last(order_id, &lease.owner);
     let set = attempts.map(|attempts| (OperationState::InFlight, attempts));
@@ -296,8 +304,8 @@ fn list_every<S: Storage>(store: &S) -> Result<Vec<Listed>> {
 }
 
 fn purge_settled<S: Storage>(store: &S, before: u64) -> Result<usize> {
+    writable(store, "purge settled operations")?;
     let g = store.guard();
-    g.check_writable()?;
     let horizon = g.auth().purge_horizon(before.min(S::LATEST));
     let purged = store.purge(before, horizon.as_ref())?;
     if let Some((horizon, _)) = horizon {
@@ -390,8 +398,8 @@ impl<S: Storage> Journal for S {
     ) -> Result<()> {
         rules::check_now(now)?;
         rules::check_finish_state(state)?;
-        self.guard().check_writable()?;
         let action = format!("finish order id {order_id:?}");
+        writable(self, &action)?;
         let intent = Intent::Finish { order_id, lease };
         let (id, held, response) = (order_id.to_owned(), lease.clone(), response.cloned());
         // The lease ends here: whatever the outcome, a later write of it
@@ -473,8 +481,8 @@ impl<S: Storage> Journal for S {
     ) -> Result<Reconciliation> {
         rules::check_now(now)?;
         rules::check_reconciliation(state, by, reference)?;
-        self.guard().check_writable()?;
         let action = format!("reconcile order id {order_id:?}");
+        writable(self, &action)?;
         let intent = Intent::Reconcile { order_id };
         let wanted = Reconciliation {
             order_id: order_id.to_owned(),

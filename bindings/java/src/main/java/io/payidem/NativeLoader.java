@@ -5,10 +5,17 @@ import java.io.File;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
+import java.nio.channels.OverlappingFileLockException;
+import java.nio.file.DirectoryStream;
 import java.nio.file.FileSystems;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
+import java.nio.file.Paths;
 import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -25,12 +32,34 @@ import java.util.Locale;
  * the dynamic loader's path, e.g. the libpayidem0 package). {@link #origin()}
  * says which one was loaded; when none can be, the error lists every place
  * tried and why it failed.
+ *
+ * <p>Each JVM's extraction directory holds a lock file locked for the JVM's
+ * whole life. A JVM that ends normally deletes its directory; one that is
+ * killed cannot, so before extracting, the loader deletes every other
+ * extraction directory of {@code java.io.tmpdir} whose lock it can take: the
+ * operating system releases a lock when its process dies, so those belong to
+ * JVMs that are gone. A killed JVM's copy is thus removed by the next load.
  */
 final class NativeLoader {
     /** The system property naming a libpayidem file to load instead of any other. */
     static final String PROPERTY = "payidem.library";
 
     private static final String RESOURCES = "/io/payidem/native/";
+
+    /** The prefix of every extraction directory's name in {@code java.io.tmpdir}. */
+    static final String DIR_PREFIX = "payidem-";
+
+    /** The lock file each extraction directory holds, locked while its JVM lives. */
+    static final String LOCK = ".lock";
+
+    /** A directory without a lock file is only removed when unchanged for this long (it may be in creation). */
+    static final long UNLOCKED_GRACE_MILLIS = 60_000;
+
+    /** The lock this JVM holds on its extraction directory; never released before exit. */
+    private static FileChannel held;
+
+    /** This JVM's extraction directory, which its sweeps skip. */
+    private static volatile Path heldDir;
 
     private static volatile String origin = "not loaded";
 
@@ -117,11 +146,9 @@ final class NativeLoader {
         if (expected == null) {
             throw new IOException("SHA256SUMS records no " + name);
         }
-        boolean posix = FileSystems.getDefault().supportedFileAttributeViews().contains("posix");
-        Path dir = posix
-                ? Files.createTempDirectory("payidem-", PosixFilePermissions.asFileAttribute(
-                        PosixFilePermissions.fromString("rwx------")))
-                : Files.createTempDirectory("payidem-");
+        Path tmp = Paths.get(System.getProperty("java.io.tmpdir"));
+        sweep(tmp);
+        Path dir = lockedDirectory(tmp);
         Path file = dir.resolve(name);
         try (InputStream in = NativeLoader.class.getResourceAsStream(RESOURCES + platform + "/" + name)) {
             if (in == null) {
@@ -130,7 +157,6 @@ final class NativeLoader {
             Files.copy(in, file, StandardCopyOption.REPLACE_EXISTING);
         }
         file.toFile().deleteOnExit();
-        dir.toFile().deleteOnExit();
         String actual = sha256Hex(Files.readAllBytes(file));
         if (!actual.equals(expected)) {
             Files.deleteIfExists(file);
@@ -138,6 +164,129 @@ final class NativeLoader {
                     + ": not loaded");
         }
         return file;
+    }
+
+    /**
+     * A new 0700 directory in {@code tmp} whose lock file this JVM holds
+     * until it exits. The lock is taken under a temporary name and then
+     * renamed, so no other loader's sweep ever sees the lock file unlocked.
+     */
+    private static synchronized Path lockedDirectory(Path tmp) throws IOException {
+        boolean posix = FileSystems.getDefault().supportedFileAttributeViews().contains("posix");
+        Path dir = posix
+                ? Files.createTempDirectory(tmp, DIR_PREFIX, PosixFilePermissions.asFileAttribute(
+                        PosixFilePermissions.fromString("rwx------")))
+                : Files.createTempDirectory(tmp, DIR_PREFIX);
+        // Registered first, deleted last (deleteOnExit runs in reverse order).
+        dir.toFile().deleteOnExit();
+        Path creating = dir.resolve(LOCK + ".new");
+        FileChannel channel = FileChannel.open(creating, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
+        try {
+            channel.lock();
+            Files.move(creating, dir.resolve(LOCK), StandardCopyOption.ATOMIC_MOVE);
+        } catch (IOException | RuntimeException e) {
+            channel.close();
+            throw e;
+        }
+        dir.resolve(LOCK).toFile().deleteOnExit();
+        if (held != null) {
+            held.close();
+        }
+        held = channel;
+        heldDir = dir;
+        return dir;
+    }
+
+    /**
+     * Deletes the extraction directories in {@code tmp} left by JVMs that
+     * are gone: those whose lock file can be locked, and those without one
+     * unchanged for {@link #UNLOCKED_GRACE_MILLIS}. Directories of live JVMs,
+     * of other users, holding anything an extraction does not write, and
+     * anything it cannot read are left alone; it never fails. Returns how
+     * many it deleted.
+     */
+    static int sweep(Path tmp) {
+        int deleted = 0;
+        String user = System.getProperty("user.name");
+        try (DirectoryStream<Path> dirs = Files.newDirectoryStream(tmp, DIR_PREFIX + "*")) {
+            for (Path dir : dirs) {
+                try {
+                    if (Files.isDirectory(dir, LinkOption.NOFOLLOW_LINKS) && !dir.equals(heldDir)
+                            && isUser(Files.getOwner(dir, LinkOption.NOFOLLOW_LINKS).getName(), user)
+                            && ours(dir) && sweepOne(dir)) {
+                        deleted++;
+                    }
+                } catch (IOException | RuntimeException e) {
+                    // Another JVM's directory, one being deleted by another sweep, or one we may not read.
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            // An unreadable tmpdir: nothing to sweep.
+        }
+        return deleted;
+    }
+
+    /** Whether a file owner's name (Windows: {@code DOMAIN\\user}) is {@code user}. */
+    private static boolean isUser(String owner, String user) {
+        return owner.equals(user) || owner.endsWith("\\" + user);
+    }
+
+    /** Whether {@code dir} holds only what an extraction writes (so it is one of ours to delete). */
+    private static boolean ours(Path dir) throws IOException {
+        try (DirectoryStream<Path> entries = Files.newDirectoryStream(dir)) {
+            for (Path entry : entries) {
+                String n = entry.getFileName().toString();
+                if (!(n.equals(LOCK) || n.equals(LOCK + ".new") || n.equals("libpayidem.so")
+                        || n.equals("payidem.dll")) || !Files.isRegularFile(entry, LinkOption.NOFOLLOW_LINKS)) {
+                    return false;
+                }
+            }
+        }
+        return true;
+    }
+
+    /** Deletes one extraction directory when its JVM is gone; whether it did. */
+    private static boolean sweepOne(Path dir) throws IOException {
+        Path lock = dir.resolve(LOCK);
+        if (!Files.exists(lock, LinkOption.NOFOLLOW_LINKS)) {
+            long age = System.currentTimeMillis() - Files.getLastModifiedTime(dir).toMillis();
+            if (age < UNLOCKED_GRACE_MILLIS) {
+                return false;
+            }
+            deleteContents(dir);
+            Files.delete(dir);
+            return true;
+        }
+        try (FileChannel channel = FileChannel.open(lock, StandardOpenOption.WRITE)) {
+            FileLock taken;
+            try {
+                taken = channel.tryLock();
+            } catch (OverlappingFileLockException e) {
+                return false; // this JVM's own directory
+            }
+            if (taken == null) {
+                return false; // a live JVM holds it
+            }
+            try (DirectoryStream<Path> entries = Files.newDirectoryStream(dir)) {
+                for (Path entry : entries) {
+                    if (!entry.getFileName().toString().equals(LOCK)) {
+                        Files.deleteIfExists(entry);
+                    }
+                }
+            }
+        }
+        // Unlocked and closed before deleting: Windows refuses to delete an open file.
+        Files.deleteIfExists(lock);
+        Files.delete(dir);
+        return true;
+    }
+
+    private static void deleteContents(Path dir) throws IOException {
+        try (DirectoryStream<Path> entries = Files.newDirectoryStream(dir)) {
+            for (Path entry : entries) {
+                Files.deleteIfExists(entry);
+            }
+        }
     }
 
     /** The hash {@code sha256sum} recorded for {@code name}, or null. */

@@ -161,10 +161,10 @@ func decideWith(result AttemptResult, now time.Time, call decideFunc) (Decision,
 	}
 	defer headers.free()
 	var out C.payidem_decision
-	var cerr *C.payidem_error
-	rc := call(args.ptr(code), headers, unixOf(now), &out, &cerr)
-	if rc != C.PAYIDEM_OK {
-		return Decision{}, newError(rc, cerr, nil)
+	if err := cResult(func(cerr **C.payidem_error) C.payidem_result {
+		return call(args.ptr(code), headers, unixOf(now), &out, cerr)
+	}); err != nil {
+		return Decision{}, err
 	}
 	d := Decision{
 		Kind:       DecisionKind(out.kind),

@@ -11,7 +11,6 @@ import "C"
 import (
 	"net/http"
 	"time"
-	"unsafe"
 )
 
 // AttemptOutcome is what one attempt produced, for Decide.
@@ -161,15 +160,11 @@ func decideWith(result AttemptResult, now time.Time, call decideFunc) (Decision,
 		return Decision{}, err
 	}
 	defer headers.free()
-	unix := now.Unix()
-	if unix < 0 {
-		unix = 0
-	}
 	var out C.payidem_decision
-	var cerr *C.payidem_error
-	rc := call(args.ptr(code), headers, C.uint64_t(unix), &out, &cerr)
-	if rc != C.PAYIDEM_OK {
-		return Decision{}, newError(rc, cerr, nil)
+	if err := cResult(func(cerr **C.payidem_error) C.payidem_result {
+		return call(args.ptr(code), headers, unixOf(now), &out, cerr)
+	}); err != nil {
+		return Decision{}, err
 	}
 	d := Decision{
 		Kind:       DecisionKind(out.kind),
@@ -193,24 +188,7 @@ func decideWith(result AttemptResult, now time.Time, call decideFunc) (Decision,
 // ErrorCodeFromBody is the error.code of a protocol error body
 // ({"error":{"code":"..."}}); "" for a body that is no such JSON.
 func ErrorCodeFromBody(body []byte) (string, error) {
-	var n C.size_t
-	var cerr *C.payidem_error
-	var small [64]byte
-	rc := C.payidem_error_code_from_body(bytesPtr(body), C.size_t(len(body)),
-		(*C.char)(unsafe.Pointer(&small[0])), C.size_t(len(small)), &n, &cerr)
-	if rc == C.PAYIDEM_OK {
-		return string(small[:n]), nil
-	}
-	if rc != C.PAYIDEM_BUFFER_TOO_SMALL {
-		return "", newError(rc, cerr, nil)
-	}
-	C.payidem_error_free(cerr)
-	cerr = nil
-	buf := make([]byte, int(n)+1)
-	rc = C.payidem_error_code_from_body(bytesPtr(body), C.size_t(len(body)),
-		(*C.char)(unsafe.Pointer(&buf[0])), C.size_t(len(buf)), &n, &cerr)
-	if rc != C.PAYIDEM_OK {
-		return "", newError(rc, cerr, nil)
-	}
-	return string(buf[:n]), nil
+	return readText(64, func(buf *C.char, n C.size_t, l *C.size_t, cerr **C.payidem_error) C.payidem_result {
+		return C.payidem_error_code_from_body(bytesPtr(body), C.size_t(len(body)), buf, n, l, cerr)
+	})
 }

@@ -471,11 +471,7 @@ func withReply(r Reply, call func(replyArgs, **C.payidem_error) C.payidem_result
 		a.status = cStatus(r.Status)
 		a.body, a.bodyLen = bytesPtr(r.Body), C.size_t(len(r.Body))
 	}
-	var cerr *C.payidem_error
-	if rc := call(a, &cerr); rc != C.PAYIDEM_OK {
-		return newError(rc, cerr, nil)
-	}
-	return nil
+	return cResult(func(cerr **C.payidem_error) C.payidem_result { return call(a, cerr) })
 }
 
 // stateByName is the State of a journal state's library name.

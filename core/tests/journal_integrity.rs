@@ -296,13 +296,15 @@ fn make_version_2(path: &Path) {
          ALTER TABLE operations DROP COLUMN key_id;
          ALTER TABLE operations DROP COLUMN state_mac;
          CREATE INDEX operations_by_state_updated ON operations (state, updated_at);
+         DROP INDEX operations_unsettled;
+         CREATE INDEX operations_by_state ON operations (state, created_at);
          UPDATE meta SET value = 2 WHERE key = 'schema_version';",
     );
 }
 
 #[test]
 fn a_version_2_journal_migrates_without_a_key_and_is_refused_with_one() {
-    assert_eq!(SCHEMA_VERSION, 4);
+    assert_eq!(SCHEMA_VERSION, 5);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("journal.sqlite3");
     make_version_2(&path);
@@ -328,6 +330,104 @@ fn a_version_2_journal_migrates_without_a_key_and_is_refused_with_one() {
     // written over rows nobody authenticated.
     let e = keyed_open(&path).unwrap_err();
     assert!(e.message().contains("no seal"), "{e}");
+}
+
+/// The indexes of the operations table, by name.
+fn operation_indexes(path: &Path) -> Vec<String> {
+    rusqlite::Connection::open(path)
+        .unwrap()
+        .prepare(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'operations'
+             ORDER BY name",
+        )
+        .unwrap()
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap()
+}
+
+/// A keyed journal of schema 4 (its index over every row's state and
+/// creation time in place of today's over the unsettled rows) holding an
+/// operation in flight and a settled one migrates to schema 5: the
+/// operation in flight is listed, claimed once its lease has expired,
+/// finished and purged, every MAC still checked.
+#[test]
+fn a_version_4_journal_migrates_to_one_index_over_the_unsettled_rows() {
+    assert_eq!(SCHEMA_VERSION, 5);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.sqlite3");
+    {
+        let j = keyed(&path);
+        j.open_to_send(&op("in-flight"), &lease("old"), 10).unwrap();
+        j.open_to_send(&op("settled"), &lease("old"), 11).unwrap();
+        j.finish(
+            "settled",
+            &lease("old"),
+            OperationState::Succeeded,
+            None,
+            1,
+            12,
+        )
+        .unwrap();
+    }
+    raw(
+        &path,
+        "DROP INDEX operations_unsettled;
+         CREATE INDEX operations_by_state ON operations (state, created_at);
+         UPDATE meta SET value = 4 WHERE key = 'schema_version';",
+    );
+    assert!(operation_indexes(&path).contains(&"operations_by_state".to_owned()));
+
+    let j = keyed(&path);
+    let report = j.check().unwrap();
+    assert_eq!(report.migrated_from, Some(4));
+    assert_eq!(report.schema_version, Some(SCHEMA_VERSION));
+    assert!(report.is_sound(), "{report:?}");
+    assert_eq!(
+        operation_indexes(&path),
+        [
+            "operations_unsettled",
+            "sqlite_autoindex_operations_1",
+            "sqlite_autoindex_operations_2"
+        ]
+    );
+    let unsettled = [
+        OperationState::Pending,
+        OperationState::InFlight,
+        OperationState::Unknown,
+    ];
+    let listed: Vec<String> = j
+        .list(&unsettled)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.operation.order_id)
+        .collect();
+    assert_eq!(listed, ["in-flight"]);
+    // The old lease ends at 200: before, the operation is busy; after, the
+    // takeover claims it with its attempt kept.
+    let new = Lease {
+        owner: "new".into(),
+        expires_at: 400,
+    };
+    assert!(j.claim_next(&new, 150).unwrap().is_none());
+    assert!(matches!(
+        j.claim_next(&new, 300).unwrap(),
+        Some(Opened::Resumable(r)) if r.operation.order_id == "in-flight" && r.attempts == 1
+    ));
+    j.finish("in-flight", &new, OperationState::Succeeded, None, 1, 301)
+        .unwrap();
+    assert!(j.list(&unsettled).unwrap().is_empty());
+    assert_eq!(j.list(&[OperationState::Succeeded]).unwrap().len(), 2);
+    // Purged by their update time: the one settled at 12 first.
+    assert_eq!(j.purge_settled(100).unwrap(), 1);
+    assert_eq!(j.get("settled").unwrap(), None);
+    assert_eq!(j.purge_settled(302).unwrap(), 1);
+    assert_eq!(j.get("in-flight").unwrap(), None);
+    assert!(j.check().unwrap().is_sound());
+    drop(j);
+    // Reopened: nothing left to migrate.
+    assert_eq!(keyed(&path).check().unwrap().migrated_from, None);
 }
 
 #[test]

@@ -460,6 +460,8 @@ fn make_version_1(path: &Path) {
          ALTER TABLE operations DROP COLUMN platform;
          ALTER TABLE operations DROP COLUMN key_id;
          ALTER TABLE operations DROP COLUMN state_mac;
+         DROP INDEX operations_unsettled;
+         CREATE INDEX operations_by_state ON operations (state, created_at);
          UPDATE meta SET value = 1 WHERE key = 'schema_version';",
     )
     .unwrap();
@@ -467,7 +469,7 @@ fn make_version_1(path: &Path) {
 
 #[test]
 fn a_version_1_journal_migrates_and_keeps_its_operations() {
-    assert_eq!(SCHEMA_VERSION, 4);
+    assert_eq!(SCHEMA_VERSION, 5);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("journal.db");
     make_version_1(&path);

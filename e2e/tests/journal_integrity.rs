@@ -279,6 +279,8 @@ fn a_schema_2_journal_with_rows_without_macs_is_refused_unchanged_and_nothing_is
              ALTER TABLE operations DROP COLUMN platform;
              ALTER TABLE operations DROP COLUMN key_id;
              ALTER TABLE operations DROP COLUMN state_mac;
+             DROP INDEX operations_unsettled;
+             CREATE INDEX operations_by_state ON operations (state, created_at);
              UPDATE meta SET value = 2 WHERE key = 'schema_version';",
         )
         .unwrap();

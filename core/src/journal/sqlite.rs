@@ -679,7 +679,13 @@ impl Storage for SqliteJournal {
         let names: Vec<&str> = states.iter().map(|s| s.as_str()).collect();
         let marks = vec!["?"; names.len()].join(", ");
         let params: Vec<&dyn rusqlite::ToSql> = names.iter().map(|n| n as _).collect();
-        self.select(&format!("WHERE state IN ({marks})"), &params)
+        // Unsettled states only: read through the index over those rows.
+        let unsettled = if states.iter().all(|s| !s.is_settled()) {
+            format!("{} AND ", schema::UNSETTLED)
+        } else {
+            String::new()
+        };
+        self.select(&format!("WHERE {unsettled}state IN ({marks})"), &params)
     }
 
     fn purge(&self, before: u64, horizon: Option<&(u64, String)>) -> Result<usize> {

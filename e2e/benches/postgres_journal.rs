@@ -17,7 +17,8 @@
 //! operation: CPU of this process (the client, its callers and the mock),
 //! CPU of the server's backends serving the run's database, statements
 //! executed and their server time (`pg_stat_statements`, which the bench
-//! then loads), transactions, and WAL flushes.
+//! then loads), transactions, WAL flushes, and the updates of
+//! `payidem_operations` that were HOT (`pg_stat_user_tables`).
 //!
 //! `cargo bench -p payidem-e2e --bench postgres_journal` (or `-- 1 8` for
 //! some concurrencies only, `-- 16 fleet commit_delay=200 profile`)
@@ -114,6 +115,11 @@ struct Profile {
     /// (statement, calls, milliseconds of server time).
     statements: Vec<(String, i64, f64)>,
     xacts: i64,
+    /// Rows of `payidem_operations` updated, and how many of those
+    /// updates were HOT (the new row version on the same page, no index
+    /// entry written).
+    updates: i64,
+    hot_updates: i64,
 }
 
 impl Profile {
@@ -134,6 +140,11 @@ impl Profile {
             .map(|s| s.1)
             .sum();
         let ms: f64 = self.statements.iter().map(|s| s.2).sum();
+        println!(
+            "  payidem_operations: {:.2} row updates/op, {:.0} % of them HOT",
+            self.updates as f64 / ops,
+            100.0 * self.hot_updates as f64 / (self.updates.max(1)) as f64
+        );
         println!(
             "  statements per op {:.2}, round trips {:.2}, server time in them {:.0} µs/op:",
             calls as f64 / ops,
@@ -180,6 +191,16 @@ fn add_statements(server: &PgServer, db: &str, profile: &mut Profile) {
             &[&db],
         )
         .map_or(0, |r| r.get(0));
+    let (updates, hot) = server
+        .connect(db)
+        .query_one(
+            "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables \
+             WHERE relname = 'payidem_operations'",
+            &[],
+        )
+        .map_or((0, 0), |r| (r.get(0), r.get(1)));
+    profile.updates += updates;
+    profile.hot_updates += hot;
 }
 
 /// `pg_stat_wal.wal_sync` as published now.

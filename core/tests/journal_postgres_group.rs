@@ -256,3 +256,70 @@ fn callers_inserted_together_each_get_their_own_answer() {
         "the opens shared their commits"
     );
 }
+
+/// A connection lost during a durable group of new operations (their
+/// INSERT, committed alone) is read back before anything is decided:
+/// every caller is answered, its operation recorded once, in flight,
+/// under its own lease.
+#[test]
+fn a_connection_lost_during_a_group_of_opens_is_read_back_for_every_caller() {
+    let url = pg::fresh_db();
+    let (j, armed, _) = slow_journal(&url, true);
+    let answers = together(|i| {
+        j.open_to_send(&op(&format!("o-{i}")), &lease(&format!("a{i}")), now())
+            .map(|_| ())
+    });
+    assert!(!armed.load(Ordering::SeqCst), "the hook fired");
+    assert!(answers.iter().all(|a| a.is_ok()), "{answers:?}");
+    assert!(j.commit_stats().unknown_commits >= 1);
+    for i in 0..CALLERS {
+        let id = format!("o-{i}");
+        let r = j.get(&id).unwrap().unwrap();
+        assert_eq!((r.state, r.attempts), (OperationState::InFlight, 1), "{id}");
+        let err = j
+            .open_to_send(&op(&id), &lease("other"), now())
+            .unwrap_err();
+        assert_eq!(err.code(), ErrorCode::OperationBusy, "{id}");
+        settle(&j, i);
+    }
+}
+
+/// Opens answered as durable survive a crash of the server (an immediate
+/// stop: no shutdown checkpoint, WAL not yet flushed is lost) on a
+/// database whose default is `synchronous_commit = off`, with the WAL
+/// writer slowed to 10 s so that only the commits' own flushes save them:
+/// the journal commits them with `synchronous_commit` on whatever the
+/// server's defaults.
+#[test]
+fn opens_answered_as_durable_survive_a_crash_where_the_default_is_off() {
+    let mut server = pg::PgServer::start();
+    let url = server.create_db("async_default");
+    let mut admin = server.connect("postgres");
+    for sql in [
+        "ALTER DATABASE async_default SET synchronous_commit = off",
+        "ALTER SYSTEM SET wal_writer_delay = '10s'",
+        "SELECT pg_reload_conf()",
+    ] {
+        admin.batch_execute(sql).unwrap();
+    }
+    drop(admin);
+    let j = open(&url);
+    for round in 0..3 {
+        let answers = together(|i| {
+            let id = format!("o-{round}-{i}");
+            j.open_to_send(&op(&id), &lease(&format!("a{i}")), now())
+                .map(|_| ())
+        });
+        assert!(answers.iter().all(|a| a.is_ok()), "{answers:?}");
+    }
+    server.stop_immediate().unwrap();
+    server.start_again().unwrap();
+    let j = open(&url);
+    for round in 0..3 {
+        for i in 0..CALLERS {
+            let id = format!("o-{round}-{i}");
+            let r = j.get(&id).unwrap().unwrap_or_else(|| panic!("{id} lost"));
+            assert_eq!((r.state, r.attempts), (OperationState::InFlight, 1), "{id}");
+        }
+    }
+}

@@ -537,7 +537,9 @@ pub(crate) struct Work<T> {
     /// The row the body inserts with its first statement ([`Tx::insert`]),
     /// made by the same rule as the body makes it: a store may insert the
     /// rows of several transactions' bodies in one statement before it
-    /// runs them, and answer each body's insert from that.
+    /// runs them, and answer each body's insert from that. A body whose
+    /// row was inserted runs no other statement, so that statement may
+    /// also be committed alone, before the bodies run.
     pub first_insert: Option<NewRows>,
 }
 

@@ -80,6 +80,18 @@ pub(super) fn connection_lost(e: &postgres::Error) -> bool {
     }
 }
 
+/// What [`PostgresJournal::insert_alone`] came to.
+enum Alone {
+    /// The INSERT was committed: the jobs whose rows it inserted are
+    /// answered.
+    Ran,
+    /// The connection was lost, during the INSERT (`sent`: committed or
+    /// not, unknown) or before it.
+    Lost { error: postgres::Error, sent: bool },
+    /// The server refused a statement: nothing was committed.
+    Failed(postgres::Error),
+}
+
 /// Inserts the new rows of `jobs`' bodies in one statement, and keeps on
 /// `conn` whether each was inserted, for its body's own insert. A row
 /// whose order id or idempotency key another job's row shares is left to
@@ -163,7 +175,7 @@ impl PostgresJournal {
             pid,
             statements: std::collections::HashMap::new(),
             tx: TxMode::Idle,
-            asynchronous: false,
+            synchronous: None,
             inserted: std::collections::HashMap::new(),
         })
     }
@@ -174,16 +186,47 @@ impl PostgresJournal {
 
     /// An idle connection, or a new one.
     pub(super) fn take_conn(&self, action: &str) -> Result<Conn> {
-        self.idle_or_new().map_err(|e| self.no_conn(action, &e))
+        self.idle_or_new(None).map_err(|e| self.no_conn(action, &e))
     }
 
-    fn idle_or_new(&self) -> std::result::Result<Conn, postgres::Error> {
-        while let Some(conn) = self.pooled().pop() {
-            if !conn.client.is_closed() {
-                return Ok(conn);
+    /// An idle connection (one whose session's `synchronous_commit` is
+    /// `session` if there is one), or a new one.
+    fn idle_or_new(&self, session: Option<bool>) -> std::result::Result<Conn, postgres::Error> {
+        loop {
+            let conn = {
+                let mut pool = self.pooled();
+                let last = pool.len().checked_sub(1);
+                let at = session
+                    .and_then(|_| pool.iter().rposition(|c| c.synchronous == session))
+                    .or(last);
+                at.map(|at| pool.remove(at))
+            };
+            match conn {
+                Some(conn) if conn.client.is_closed() => continue,
+                Some(conn) => return Ok(conn),
+                None => return self.new_conn(),
             }
         }
-        self.new_conn()
+    }
+
+    /// Sets `conn`'s session `synchronous_commit` (`on`), unless this
+    /// journal already did.
+    fn set_synchronous(
+        &self,
+        conn: &mut Conn,
+        on: bool,
+    ) -> std::result::Result<(), postgres::Error> {
+        if conn.synchronous != Some(on) {
+            conn.synchronous = None;
+            let set = if on {
+                "SET synchronous_commit TO on"
+            } else {
+                "SET synchronous_commit TO off"
+            };
+            conn.client.batch_execute(set)?;
+            conn.synchronous = Some(on);
+        }
+        Ok(())
     }
 
     pub(super) fn put_back(&self, mut conn: Conn) {
@@ -275,19 +318,23 @@ impl PostgresJournal {
 
     /// Runs `jobs` (a group of [`group`](super::group)) in one transaction
     /// committed once, with `synchronous_commit` on when any of them must
-    /// be durable, and completes each. A job refused by the journal is
+    /// be durable, and completes each. A durable group of new operations
+    /// first runs as their one INSERT alone ([`Self::insert_alone`]); what
+    /// it leaves runs in a transaction. A job refused by the journal is
     /// answered at once (its body wrote nothing). A database error in a
     /// body rolls the transaction back: that job fails (or runs again when
     /// the connection was lost, or for a deadlock or serialization
     /// failure) and the others run again. A connection lost during the
-    /// COMMIT is read back job by job before anything is decided; any
-    /// other failed COMMIT fails every job that was in it.
+    /// COMMIT (or the INSERT alone) is read back job by job before
+    /// anything is decided; any other failed COMMIT fails every job that
+    /// was in it.
     pub(super) fn run_group(&self, jobs: Vec<Arc<Job>>) {
         const TRIES: usize = 3;
         let mut todo = jobs;
         let mut tries = 0;
         let mut last: Option<postgres::Error> = None;
         let mut together = true;
+        let mut alone = true;
         while !todo.is_empty() {
             if tries >= TRIES {
                 for job in &todo {
@@ -299,7 +346,8 @@ impl PostgresJournal {
                 return;
             }
             let durable = todo.iter().any(|job| job.durable);
-            let mut conn = match self.idle_or_new() {
+            let opens = durable && todo.iter().all(|job| job.insert.is_some());
+            let mut conn = match self.idle_or_new((opens && alone).then_some(true)) {
                 Ok(conn) => conn,
                 Err(e) => {
                     for job in &todo {
@@ -308,6 +356,28 @@ impl PostgresJournal {
                     return;
                 }
             };
+            if opens && alone && together {
+                match self.insert_alone(conn, &todo) {
+                    // What it left (rows it did not insert) needs a
+                    // transaction.
+                    Alone::Ran => alone = false,
+                    Alone::Lost { error, sent } => {
+                        if sent {
+                            self.stats.unknown_commits.fetch_add(1, Ordering::Relaxed);
+                            self.read_group_back(&todo, true);
+                        }
+                        tries += 1;
+                        last = Some(error);
+                    }
+                    Alone::Failed(error) if retryable(&error) => {
+                        tries += 1;
+                        last = Some(error);
+                    }
+                    Alone::Failed(_) => alone = false,
+                }
+                todo.retain(|job| !job.is_done());
+                continue;
+            }
             let begin = if durable {
                 "BEGIN; SET LOCAL synchronous_commit TO on"
             } else {
@@ -392,20 +462,8 @@ impl PostgresJournal {
                     // Committed or not: only the database can tell, and
                     // the group committed all or nothing.
                     self.stats.unknown_commits.fetch_add(1, Ordering::Relaxed);
-                    let mut committed = false;
-                    for (job, _) in &ran {
-                        match self.read_job_back(job) {
-                            Ok(Some(value)) => {
-                                committed = true;
-                                job.complete(Ok(value));
-                            }
-                            Ok(None) => {}
-                            Err(why) => job.complete(Err(self.unreadable(&job.action, &why))),
-                        }
-                    }
-                    if committed {
-                        self.count_commit(durable);
-                    }
+                    let ran: Vec<Arc<Job>> = ran.into_iter().map(|(job, _)| job).collect();
+                    self.read_group_back(&ran, durable);
                     tries += 1;
                     last = Some(e);
                 }
@@ -419,6 +477,75 @@ impl PostgresJournal {
         }
     }
 
+    /// Reads back, job by job, a group whose commit's outcome is unknown
+    /// (all or nothing): completes each job found committed, and one that
+    /// cannot be read back; the others are left to run again.
+    fn read_group_back(&self, jobs: &[Arc<Job>], durable: bool) {
+        let mut committed = false;
+        for job in jobs {
+            match self.read_job_back(job) {
+                Ok(Some(value)) => {
+                    committed = true;
+                    job.complete(Ok(value));
+                }
+                Ok(None) => {}
+                Err(why) => job.complete(Err(self.unreadable(&job.action, &why))),
+            }
+        }
+        if committed {
+            self.count_commit(durable);
+        }
+    }
+
+    /// Runs a durable group of new operations (`jobs`, each inserting its
+    /// row first) without a transaction: their rows are one INSERT,
+    /// committed as it returns with the session's `synchronous_commit` on,
+    /// the test hook's [`PgPoint::BeforeCommit`] called before it. Each job
+    /// whose row it inserted is then answered by its body, which takes
+    /// that answer and runs no statement (the engine's rule for a body
+    /// with a first insert; any statement would be refused). Should such a
+    /// body fail all the same, its caller gets that error and its row stays
+    /// committed, held by the caller's own lease: its next open resumes it.
+    /// Jobs whose rows it did not insert (already stored, or sharing an
+    /// order id or a key within the group) are left as they were.
+    fn insert_alone(&self, mut conn: Conn, jobs: &[Arc<Job>]) -> Alone {
+        if let Err(error) = self.set_synchronous(&mut conn, true) {
+            if connection_lost(&error) {
+                return Alone::Lost { error, sent: false };
+            }
+            return Alone::Failed(error);
+        }
+        conn.tx = TxMode::Inserted;
+        self.before_commit(true, &conn);
+        if let Err(error) = insert_together(&mut conn, jobs) {
+            if connection_lost(&error) {
+                return Alone::Lost { error, sent: true };
+            }
+            self.put_back(conn);
+            return Alone::Failed(error);
+        }
+        self.count_commit(true);
+        for job in jobs {
+            let Some(new) = &job.insert else { continue };
+            let order_id = &new.row.record.operation.order_id;
+            if !conn
+                .inserted
+                .get(order_id)
+                .is_some_and(|(inserted, _)| *inserted)
+            {
+                continue;
+            }
+            match job.run(self, &mut conn) {
+                Ok(Ok(value)) => job.complete(Ok(value)),
+                Ok(Err(Fail::Journal(e))) => job.complete(Err(e)),
+                Ok(Err(Fail::Pg(e))) => job.complete(Err(self.db(&job.action, &e))),
+                Err(panic) => job.complete_panic(panic),
+            }
+        }
+        self.put_back(conn);
+        Alone::Ran
+    }
+
     /// Runs `job` (a write that need not be durable) on a connection of
     /// its own with `synchronous_commit` off: a guarded update as its
     /// first statement runs alone, committed as it returns; anything else
@@ -429,17 +556,16 @@ impl PostgresJournal {
         const TRIES: usize = 3;
         let mut last = None;
         for _ in 0..TRIES {
-            let mut conn = self.take_conn(&job.action)?;
-            if !conn.asynchronous {
-                let set = conn.client.batch_execute("SET synchronous_commit TO off");
-                match set {
-                    Ok(()) => conn.asynchronous = true,
-                    Err(e) if connection_lost(&e) => {
-                        last = Some(e);
-                        continue;
-                    }
-                    Err(e) => return Err(self.db(&job.action, &e)),
+            let mut conn = self
+                .idle_or_new(Some(false))
+                .map_err(|e| self.no_conn(&job.action, &e))?;
+            match self.set_synchronous(&mut conn, false) {
+                Ok(()) => {}
+                Err(e) if connection_lost(&e) => {
+                    last = Some(e);
+                    continue;
                 }
+                Err(e) => return Err(self.db(&job.action, &e)),
             }
             conn.tx = TxMode::Lazy;
             let ran = match job.run(self, &mut conn) {

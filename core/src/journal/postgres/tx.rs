@@ -199,6 +199,12 @@ impl PgTx<'_> {
         &mut self,
         call: impl FnOnce(&mut Conn) -> std::result::Result<T, PgError>,
     ) -> Result<T> {
+        if self.conn.tx == TxMode::Inserted {
+            return Err(self.j.refused(format!(
+                "cannot {}: a statement after its group's committed insert",
+                self.action
+            )));
+        }
         let ran = self.begin().and_then(|()| call(self.conn));
         ran.map_err(|e| {
             let error = self.j.db(self.action, &e);

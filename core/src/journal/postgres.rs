@@ -7,8 +7,8 @@
 //! synchronous_commit = on`, and concurrent callers of one handle share
 //! those transactions (group commit, see [`group`]): one COMMIT and one
 //! WAL flush answer them all; a group of new operations only is one
-//! INSERT, its own transaction, on a connection whose session has
-//! `synchronous_commit` on. Every other write runs alone with the
+//! INSERT, its own transaction, that sets `synchronous_commit` on for
+//! itself. Every other write runs alone with the
 //! session's `synchronous_commit` off, never waiting for a flush; a
 //! holder's guarded update (`Tx::update_if`) is then one statement, its
 //! own transaction. Each statement is prepared once per connection. Leases are columns with an epoch: taking a
@@ -227,10 +227,9 @@ struct Conn {
     statements: HashMap<String, postgres::Statement>,
     /// Where the write running on it stands.
     tx: TxMode,
-    /// Its session's `synchronous_commit` as this journal set it: off for
-    /// writes that run alone, on for a durable group committed by its
-    /// INSERT alone; `None` (the server's default, unknown) until set.
-    synchronous: Option<bool>,
+    /// Whether its session's `synchronous_commit` is off (set once, for
+    /// writes that run alone).
+    asynchronous: bool,
     /// The rows a durable group inserted together, by order id: whether
     /// each was inserted, for its body's own insert (taken once).
     inserted: HashMap<String, (bool, tx::Inserted)>,

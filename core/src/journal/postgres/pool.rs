@@ -85,18 +85,23 @@ enum Alone {
     /// The INSERT was committed: the jobs whose rows it inserted are
     /// answered.
     Ran,
-    /// The connection was lost, during the INSERT (`sent`: committed or
-    /// not, unknown) or before it.
-    Lost { error: postgres::Error, sent: bool },
-    /// The server refused a statement: nothing was committed.
+    /// The connection was lost during the INSERT: committed or not,
+    /// unknown.
+    Lost(postgres::Error),
+    /// The server refused it: nothing was committed.
     Failed(postgres::Error),
 }
 
-/// Inserts the new rows of `jobs`' bodies in one statement, and keeps on
+/// Inserts the new rows of `jobs`' bodies in one statement (`committed`:
+/// its own transaction, committed with `synchronous_commit` on), and keeps on
 /// `conn` whether each was inserted, for its body's own insert. A row
 /// whose order id or idempotency key another job's row shares is left to
 /// its body's own insert: each answer then belongs to exactly one body.
-fn insert_together(conn: &mut Conn, jobs: &[Arc<Job>]) -> std::result::Result<(), postgres::Error> {
+fn insert_together(
+    conn: &mut Conn,
+    jobs: &[Arc<Job>],
+    committed: bool,
+) -> std::result::Result<(), postgres::Error> {
     conn.inserted.clear();
     let rows: Vec<&NewRow> = jobs.iter().filter_map(|job| job.insert.as_ref()).collect();
     fn op(r: &NewRow) -> &crate::operation::FrozenOperation {
@@ -113,7 +118,7 @@ fn insert_together(conn: &mut Conn, jobs: &[Arc<Job>]) -> std::result::Result<()
         return Ok(());
     }
     let together: Vec<_> = rows.iter().map(|r| (&r.row, &r.lease, r.now)).collect();
-    let inserted = conn.insert_rows(&together)?;
+    let inserted = conn.insert_rows(&together, committed)?;
     for row in rows {
         let order_id = &op(row).order_id;
         let answer = (inserted.contains(order_id), Inserted::of(row));
@@ -175,7 +180,7 @@ impl PostgresJournal {
             pid,
             statements: std::collections::HashMap::new(),
             tx: TxMode::Idle,
-            synchronous: None,
+            asynchronous: false,
             inserted: std::collections::HashMap::new(),
         })
     }
@@ -186,47 +191,16 @@ impl PostgresJournal {
 
     /// An idle connection, or a new one.
     pub(super) fn take_conn(&self, action: &str) -> Result<Conn> {
-        self.idle_or_new(None).map_err(|e| self.no_conn(action, &e))
+        self.idle_or_new().map_err(|e| self.no_conn(action, &e))
     }
 
-    /// An idle connection (one whose session's `synchronous_commit` is
-    /// `session` if there is one), or a new one.
-    fn idle_or_new(&self, session: Option<bool>) -> std::result::Result<Conn, postgres::Error> {
-        loop {
-            let conn = {
-                let mut pool = self.pooled();
-                let last = pool.len().checked_sub(1);
-                let at = session
-                    .and_then(|_| pool.iter().rposition(|c| c.synchronous == session))
-                    .or(last);
-                at.map(|at| pool.remove(at))
-            };
-            match conn {
-                Some(conn) if conn.client.is_closed() => continue,
-                Some(conn) => return Ok(conn),
-                None => return self.new_conn(),
+    fn idle_or_new(&self) -> std::result::Result<Conn, postgres::Error> {
+        while let Some(conn) = self.pooled().pop() {
+            if !conn.client.is_closed() {
+                return Ok(conn);
             }
         }
-    }
-
-    /// Sets `conn`'s session `synchronous_commit` (`on`), unless this
-    /// journal already did.
-    fn set_synchronous(
-        &self,
-        conn: &mut Conn,
-        on: bool,
-    ) -> std::result::Result<(), postgres::Error> {
-        if conn.synchronous != Some(on) {
-            conn.synchronous = None;
-            let set = if on {
-                "SET synchronous_commit TO on"
-            } else {
-                "SET synchronous_commit TO off"
-            };
-            conn.client.batch_execute(set)?;
-            conn.synchronous = Some(on);
-        }
-        Ok(())
+        self.new_conn()
     }
 
     pub(super) fn put_back(&self, mut conn: Conn) {
@@ -347,7 +321,7 @@ impl PostgresJournal {
             }
             let durable = todo.iter().any(|job| job.durable);
             let opens = durable && todo.iter().all(|job| job.insert.is_some());
-            let mut conn = match self.idle_or_new((opens && alone).then_some(true)) {
+            let mut conn = match self.idle_or_new() {
                 Ok(conn) => conn,
                 Err(e) => {
                     for job in &todo {
@@ -361,11 +335,9 @@ impl PostgresJournal {
                     // What it left (rows it did not insert) needs a
                     // transaction.
                     Alone::Ran => alone = false,
-                    Alone::Lost { error, sent } => {
-                        if sent {
-                            self.stats.unknown_commits.fetch_add(1, Ordering::Relaxed);
-                            self.read_group_back(&todo, true);
-                        }
+                    Alone::Lost(error) => {
+                        self.stats.unknown_commits.fetch_add(1, Ordering::Relaxed);
+                        self.read_group_back(&todo, true);
                         tries += 1;
                         last = Some(error);
                     }
@@ -398,7 +370,7 @@ impl PostgresJournal {
             }
             let mut aborted = false;
             if together {
-                if let Err(e) = insert_together(&mut conn, &todo) {
+                if let Err(e) = insert_together(&mut conn, &todo, false) {
                     if connection_lost(&e) || retryable(&e) {
                         tries += 1;
                         last = Some(e);
@@ -499,8 +471,9 @@ impl PostgresJournal {
 
     /// Runs a durable group of new operations (`jobs`, each inserting its
     /// row first) without a transaction: their rows are one INSERT,
-    /// committed as it returns with the session's `synchronous_commit` on,
-    /// the test hook's [`PgPoint::BeforeCommit`] called before it. Each job
+    /// committed as it returns, with `synchronous_commit` on (set by the
+    /// statement for its own transaction, whatever the session's), the
+    /// test hook's [`PgPoint::BeforeCommit`] called before it. Each job
     /// whose row it inserted is then answered by its body, which takes
     /// that answer and runs no statement (the engine's rule for a body
     /// with a first insert; any statement would be refused). Should such a
@@ -509,17 +482,11 @@ impl PostgresJournal {
     /// Jobs whose rows it did not insert (already stored, or sharing an
     /// order id or a key within the group) are left as they were.
     fn insert_alone(&self, mut conn: Conn, jobs: &[Arc<Job>]) -> Alone {
-        if let Err(error) = self.set_synchronous(&mut conn, true) {
-            if connection_lost(&error) {
-                return Alone::Lost { error, sent: false };
-            }
-            return Alone::Failed(error);
-        }
         conn.tx = TxMode::Inserted;
         self.before_commit(true, &conn);
-        if let Err(error) = insert_together(&mut conn, jobs) {
+        if let Err(error) = insert_together(&mut conn, jobs, true) {
             if connection_lost(&error) {
-                return Alone::Lost { error, sent: true };
+                return Alone::Lost(error);
             }
             self.put_back(conn);
             return Alone::Failed(error);
@@ -556,16 +523,17 @@ impl PostgresJournal {
         const TRIES: usize = 3;
         let mut last = None;
         for _ in 0..TRIES {
-            let mut conn = self
-                .idle_or_new(Some(false))
-                .map_err(|e| self.no_conn(&job.action, &e))?;
-            match self.set_synchronous(&mut conn, false) {
-                Ok(()) => {}
-                Err(e) if connection_lost(&e) => {
-                    last = Some(e);
-                    continue;
+            let mut conn = self.take_conn(&job.action)?;
+            if !conn.asynchronous {
+                let set = conn.client.batch_execute("SET synchronous_commit TO off");
+                match set {
+                    Ok(()) => conn.asynchronous = true,
+                    Err(e) if connection_lost(&e) => {
+                        last = Some(e);
+                        continue;
+                    }
+                    Err(e) => return Err(self.db(&job.action, &e)),
                 }
-                Err(e) => return Err(self.db(&job.action, &e)),
             }
             conn.tx = TxMode::Lazy;
             let ran = match job.run(self, &mut conn) {

@@ -101,26 +101,39 @@ impl Conn {
     /// whatever their number), each held by its lease from its `now`; a
     /// row whose order id or idempotency key is already stored (or comes
     /// earlier in `rows`) writes nothing. Answers the order ids inserted.
+    /// `durable`: the statement sets `synchronous_commit` on for its
+    /// transaction (its own, when it runs alone), whatever the session's.
     pub(super) fn insert_rows(
         &mut self,
         rows: &[(&Stored, &Lease, u64)],
+        durable: bool,
     ) -> std::result::Result<HashSet<String>, PgError> {
-        static INSERT: OnceLock<String> = OnceLock::new();
+        static INSERT: OnceLock<[String; 2]> = OnceLock::new();
         let sql = INSERT.get_or_init(|| {
-            format!(
-                "INSERT INTO payidem_operations (order_id, idempotency_key, method, path, body, \
-                 body_sha256, status_path, state, lease_owner, lease_epoch, lease_expires, \
-                 row_mac, attempts, created_at, updated_at, platform, key_id, state_mac) \
-                 SELECT u.o, u.k, u.m, u.p, u.b, u.h, u.sp, u.st, u.lo, 1, {}, u.rm, u.a, \
-                 to_timestamp(u.t), to_timestamp(u.t), u.pl, u.ki, u.sm \
-                 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bytea[], \
-                 $6::text[], $7::text[], $8::text[], $9::text[], $10::float8[], $11::text[], \
-                 $12::int4[], $13::float8[], $14::text[], $15::text[], $16::text[]) \
-                 AS u(o, k, m, p, b, h, sp, st, lo, s, rm, a, t, pl, ki, sm) \
-                 ON CONFLICT DO NOTHING RETURNING order_id",
-                expiry_of("u.s")
-            )
+            // `set_config(…, true)` lasts to the end of the transaction,
+            // after its COMMIT record is flushed or not.
+            [
+                "",
+                " WHERE set_config('synchronous_commit', 'on', true) = 'on'",
+            ]
+            .map(|durable| {
+                format!(
+                    "INSERT INTO payidem_operations (order_id, idempotency_key, method, path, \
+                     body, body_sha256, status_path, state, lease_owner, lease_epoch, \
+                     lease_expires, row_mac, attempts, created_at, updated_at, platform, key_id, \
+                     state_mac) \
+                     SELECT u.o, u.k, u.m, u.p, u.b, u.h, u.sp, u.st, u.lo, 1, {}, u.rm, u.a, \
+                     to_timestamp(u.t), to_timestamp(u.t), u.pl, u.ki, u.sm \
+                     FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bytea[], \
+                     $6::text[], $7::text[], $8::text[], $9::text[], $10::float8[], $11::text[], \
+                     $12::int4[], $13::float8[], $14::text[], $15::text[], $16::text[]) \
+                     AS u(o, k, m, p, b, h, sp, st, lo, s, rm, a, t, pl, ki, sm){durable} \
+                     ON CONFLICT DO NOTHING RETURNING order_id",
+                    expiry_of("u.s")
+                )
+            })
         });
+        let sql = &sql[usize::from(durable)];
         let text = |f: for<'r> fn(&'r Stored, &'r Lease) -> Option<&'r str>| -> Vec<Option<&str>> {
             rows.iter().map(|(row, lease, _)| f(row, lease)).collect()
         };
@@ -354,7 +367,7 @@ impl Tx for PgTx<'_> {
             }
             Some((false, false)) | None => {
                 self.conn.inserted.remove(order_id);
-                self.run_with(|conn| conn.insert_rows(&[(row, lease, now)]))?
+                self.run_with(|conn| conn.insert_rows(&[(row, lease, now)], false))?
                     .contains(order_id)
             }
         };

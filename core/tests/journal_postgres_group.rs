@@ -152,6 +152,29 @@ fn a_refused_caller_leaves_the_rest_of_its_group_written() {
     assert_eq!((held.state, held.attempts), (OperationState::Pending, 0));
 }
 
+/// After a group whose commit lost its connection (`armed` fired): every
+/// caller was answered, and its operation `o-{i}` is in flight once, still
+/// held by its caller under the epoch it took.
+fn each_answered_in_flight_and_held<T: std::fmt::Debug>(
+    j: &PostgresJournal,
+    armed: &AtomicBool,
+    answers: &[payidem::Result<T>],
+) {
+    assert!(!armed.load(Ordering::SeqCst), "the hook fired");
+    assert!(answers.iter().all(|a| a.is_ok()), "{answers:?}");
+    assert!(j.commit_stats().unknown_commits >= 1);
+    for i in 0..CALLERS {
+        let id = format!("o-{i}");
+        let r = j.get(&id).unwrap().unwrap();
+        assert_eq!((r.state, r.attempts), (OperationState::InFlight, 1), "{id}");
+        let err = j
+            .open_to_send(&op(&id), &lease("other"), now())
+            .unwrap_err();
+        assert_eq!(err.code(), ErrorCode::OperationBusy, "{id}");
+        settle(j, i);
+    }
+}
+
 #[test]
 fn a_connection_lost_during_a_shared_commit_is_read_back_for_every_caller() {
     let url = pg::fresh_db();
@@ -163,16 +186,7 @@ fn a_connection_lost_during_a_shared_commit_is_read_back_for_every_caller() {
     armed.store(true, Ordering::SeqCst);
     let answers =
         together(|i| j.record_attempt(&format!("o-{i}"), &lease(&format!("a{i}")), 1, now()));
-    assert!(!armed.load(Ordering::SeqCst), "the hook fired");
-    assert!(answers.iter().all(|a| a.is_ok()), "{answers:?}");
-    assert!(j.commit_stats().unknown_commits >= 1);
-    for i in 0..CALLERS {
-        let id = format!("o-{i}");
-        let r = j.get(&id).unwrap().unwrap();
-        assert_eq!((r.state, r.attempts), (OperationState::InFlight, 1), "{id}");
-        // Still held by its caller, under the epoch it took.
-        settle(&j, i);
-    }
+    each_answered_in_flight_and_held(&j, &armed, &answers);
 }
 
 /// A durable group inserts its callers' new rows in one statement; each
@@ -269,19 +283,7 @@ fn a_connection_lost_during_a_group_of_opens_is_read_back_for_every_caller() {
         j.open_to_send(&op(&format!("o-{i}")), &lease(&format!("a{i}")), now())
             .map(|_| ())
     });
-    assert!(!armed.load(Ordering::SeqCst), "the hook fired");
-    assert!(answers.iter().all(|a| a.is_ok()), "{answers:?}");
-    assert!(j.commit_stats().unknown_commits >= 1);
-    for i in 0..CALLERS {
-        let id = format!("o-{i}");
-        let r = j.get(&id).unwrap().unwrap();
-        assert_eq!((r.state, r.attempts), (OperationState::InFlight, 1), "{id}");
-        let err = j
-            .open_to_send(&op(&id), &lease("other"), now())
-            .unwrap_err();
-        assert_eq!(err.code(), ErrorCode::OperationBusy, "{id}");
-        settle(&j, i);
-    }
+    each_answered_in_flight_and_held(&j, &armed, &answers);
 }
 
 /// Opens answered as durable survive a crash of the server (an immediate

@@ -38,7 +38,28 @@ pub const MAX_JOURNAL_KEY_LEN: usize = 1024;
 /// key v1")`. The bytes are wiped when the value is dropped and never
 /// appear in `Debug` output or in any error message.
 #[derive(Clone)]
-pub struct JournalKey(Zeroizing<Vec<u8>>);
+pub struct JournalKey(Zeroizing<Vec<u8>>, Keyed);
+
+/// HMAC-SHA256 keyed with a [`JournalKey`]'s bytes, its key blocks
+/// absorbed once: each MAC starts from a copy of it instead of hashing
+/// the key again (two SHA-256 blocks per MAC). Key material: wiped on
+/// drop (the `zeroize` feature of `hmac`), never in `Debug`.
+#[derive(Clone)]
+struct Keyed(HmacSha256);
+
+impl Keyed {
+    fn new(key: &[u8]) -> Keyed {
+        Keyed(HmacSha256::new_from_slice(key).expect("HMAC takes keys of any length"))
+    }
+}
+
+impl JournalKey {
+    /// The key of `bytes`, checked by the caller.
+    fn of(bytes: Zeroizing<Vec<u8>>) -> JournalKey {
+        let keyed = Keyed::new(&bytes);
+        JournalKey(bytes, keyed)
+    }
+}
 
 impl JournalKey {
     /// A key from `bytes` (16..=1024 bytes, e.g. 32 random bytes).
@@ -53,7 +74,7 @@ impl JournalKey {
                 ),
             ));
         }
-        Ok(JournalKey(Zeroizing::new(bytes.to_vec())))
+        Ok(JournalKey::of(Zeroizing::new(bytes.to_vec())))
     }
 
     /// A key from its hex form (upper or lower case, two digits per byte;
@@ -89,7 +110,7 @@ impl JournalKey {
     pub fn derive_from_secret(secret: &[u8]) -> JournalKey {
         let mut mac = HmacSha256::new_from_slice(secret).expect("HMAC takes keys of any length");
         mac.update(DERIVE_LABEL);
-        JournalKey(Zeroizing::new(mac.finalize().into_bytes().to_vec()))
+        JournalKey::of(Zeroizing::new(mac.finalize().into_bytes().to_vec()))
     }
 
     /// [`JournalKey::derived_hex`] of an API secret checked as a client
@@ -114,7 +135,7 @@ impl JournalKey {
     /// byte, then the value), body SHA-256 and body, each length-prefixed
     /// (8 bytes, big endian). Only read, to upgrade such a journal.
     pub(crate) fn legacy_row_mac(&self, op: &FrozenOperation) -> [u8; 32] {
-        let mut mac = Fields::new(&self.0, ROW_DOMAIN_V1);
+        let mut mac = Fields::new(&self.1, ROW_DOMAIN_V1);
         mac.text(&op.order_id)
             .text(&op.idempotency_key)
             .text(&op.method)
@@ -140,14 +161,14 @@ impl JournalKey {
     /// with this key, that the journal was created (or upgraded) under it.
     /// A handle with another key finds it wrong (the key check value).
     pub(crate) fn seal(&self, journal_id: &str) -> String {
-        let mut mac = Fields::new(&self.0, SEAL_DOMAIN);
+        let mut mac = Fields::new(&self.1, SEAL_DOMAIN);
         mac.text(journal_id);
         hex(&mac.finish())
     }
 
     /// Whether `stored` is the seal of `journal_id` under this key.
     pub(crate) fn seal_matches(&self, journal_id: &str, stored: &str) -> bool {
-        let mut mac = Fields::new(&self.0, SEAL_DOMAIN);
+        let mut mac = Fields::new(&self.1, SEAL_DOMAIN);
         mac.text(journal_id);
         unhex32(stored).is_some_and(|got| constant_time_eq(&got, &mac.finish()))
     }
@@ -155,7 +176,7 @@ impl JournalKey {
     /// The MAC of the journal's purge horizon: settled operations last
     /// changed before `before` were purged, so none may be found again.
     pub(crate) fn purge_mac(&self, journal_id: &str, before: u64) -> String {
-        let mut mac = Fields::new(&self.0, PURGE_DOMAIN);
+        let mut mac = Fields::new(&self.1, PURGE_DOMAIN);
         mac.text(journal_id).field(&before.to_be_bytes());
         hex(&mac.finish())
     }
@@ -163,7 +184,7 @@ impl JournalKey {
     /// Whether `stored` is the MAC of the purge horizon `before`.
     pub(crate) fn purge_mac_matches(&self, journal_id: &str, before: u64, stored: &str) -> bool {
         unhex32(stored).is_some_and(|got| {
-            let mut mac = Fields::new(&self.0, PURGE_DOMAIN);
+            let mut mac = Fields::new(&self.1, PURGE_DOMAIN);
             mac.text(journal_id).field(&before.to_be_bytes());
             constant_time_eq(&got, &mac.finish())
         })
@@ -190,7 +211,7 @@ impl JournalKey {
         op: &FrozenOperation,
         created_at: u64,
     ) -> [u8; 32] {
-        let mut mac = Fields::new(&self.0, ROW_DOMAIN);
+        let mut mac = Fields::new(&self.1, ROW_DOMAIN);
         mac.text(journal_id)
             .optional(scope.map(|s| s.platform.as_bytes()))
             .optional(scope.map(|s| s.key_id.as_bytes()))
@@ -215,7 +236,7 @@ impl JournalKey {
     }
 
     fn state_mac_bytes(&self, row_mac: &str, state: &RowState<'_>) -> Result<[u8; 32]> {
-        let mut mac = Fields::new(&self.0, STATE_DOMAIN);
+        let mut mac = Fields::new(&self.1, STATE_DOMAIN);
         mac.text(row_mac)
             .text(state.state.as_str())
             .field(&state.attempts.to_be_bytes())
@@ -312,9 +333,8 @@ pub(crate) struct StoredMacs<'a> {
 struct Fields(HmacSha256);
 
 impl Fields {
-    fn new(key: &[u8], domain: &[u8]) -> Fields {
-        let mut fields =
-            Fields(HmacSha256::new_from_slice(key).expect("HMAC takes keys of any length"));
+    fn new(key: &Keyed, domain: &[u8]) -> Fields {
+        let mut fields = Fields(key.0.clone());
         fields.field(domain);
         fields
     }
@@ -810,6 +830,31 @@ mod tests {
             assert!(!e.contains("0123456789abcdef"));
         }
         assert!(format!("{key:?}") == "JournalKey(..)");
+    }
+
+    /// The MACs start from the key's absorbed HMAC state: every one is
+    /// still HMAC-SHA256 under the key's bytes, MAC after MAC (a copy, not
+    /// the state itself, is used up), for a derived key too.
+    #[test]
+    fn each_mac_is_hmac_sha256_under_the_key_bytes() {
+        fn by_hand(key: &[u8], fields: &[&[u8]]) -> String {
+            let mut mac = HmacSha256::new_from_slice(key).unwrap();
+            for field in fields {
+                mac.update(&(field.len() as u64).to_be_bytes());
+                mac.update(field);
+            }
+            hex(&mac.finalize().into_bytes())
+        }
+        let derived = JournalKey::derive_from_secret(b"an API secret of some length");
+        for key in [JournalKey::new(&[7u8; 40]).unwrap(), derived] {
+            for id in ["j1", "j2", "j1"] {
+                assert_eq!(key.seal(id), by_hand(&key.0, &[SEAL_DOMAIN, id.as_bytes()]));
+                assert_eq!(
+                    key.purge_mac(id, 9),
+                    by_hand(&key.0, &[PURGE_DOMAIN, id.as_bytes(), &9u64.to_be_bytes()])
+                );
+            }
+        }
     }
 
     #[test]

@@ -376,6 +376,62 @@ struct SqliteTx<'a> {
     done: Done,
 }
 
+/// The `UPDATE` of a row's state part: what every variant sets.
+macro_rules! set_state {
+    () => {
+        "UPDATE operations SET state = ?2, attempts = ?3, updated_at = ?4, response_status = ?5,
+             response_headers = ?6, response_body = ?7, response_replayed = ?8, state_mac = ?9"
+    };
+}
+/// The lease change of [`LeaseChange::Extend`].
+macro_rules! extend_lease {
+    () => {
+        ", lease_owner = ?10, lease_expires = ?11"
+    };
+}
+/// The lease change of [`LeaseChange::Clear`] and [`LeaseChange::Fence`].
+macro_rules! clear_lease {
+    () => {
+        ", lease_owner = NULL, lease_expires = NULL"
+    };
+}
+/// The guard of [`Tx::update_if`]: the lease owner, state part and MACs
+/// still those read.
+macro_rules! guarded {
+    () => {
+        " AND lease_owner = ?12 AND state = ?13 AND attempts = ?14 AND updated_at = ?15
+             AND row_mac IS ?16 AND state_mac IS ?17"
+    };
+}
+
+/// The statement of [`SqliteTx::write_state`] for `lease`, with or without
+/// the guard: static text, so that the statement cache finds it without a
+/// string built per write.
+fn state_sql(lease: LeaseChange<'_>, guard: bool) -> &'static str {
+    match (lease, guard) {
+        (LeaseChange::Keep, false) => concat!(set_state!(), " WHERE order_id = ?1"),
+        (LeaseChange::Keep, true) => concat!(set_state!(), " WHERE order_id = ?1", guarded!()),
+        (LeaseChange::Extend(..), false) => {
+            concat!(set_state!(), extend_lease!(), " WHERE order_id = ?1")
+        }
+        (LeaseChange::Extend(..), true) => concat!(
+            set_state!(),
+            extend_lease!(),
+            " WHERE order_id = ?1",
+            guarded!()
+        ),
+        (LeaseChange::Clear | LeaseChange::Fence, false) => {
+            concat!(set_state!(), clear_lease!(), " WHERE order_id = ?1")
+        }
+        (LeaseChange::Clear | LeaseChange::Fence, true) => concat!(
+            set_state!(),
+            clear_lease!(),
+            " WHERE order_id = ?1",
+            guarded!()
+        ),
+    }
+}
+
 impl SqliteTx<'_> {
     /// Whether `order_id` is stored.
     fn stored(&self, order_id: &str) -> Result<bool> {
@@ -397,32 +453,14 @@ impl SqliteTx<'_> {
         let (order_id, state, state_mac) = (write.order_id, write.state, write.state_mac);
         let headers = rules::encoded_headers(state.response)?;
         let response = state.response;
-        let (lease_sql, owner, expires) = match write.lease {
-            LeaseChange::Keep => ("", None, None),
-            LeaseChange::Extend(lease, _) => {
-                let expires = sql_time(rules::stored_expiry(lease));
-                (
-                    ", lease_owner = ?10, lease_expires = ?11",
-                    Some(&lease.owner),
-                    Some(expires),
-                )
-            }
-            LeaseChange::Clear | LeaseChange::Fence => {
-                (", lease_owner = NULL, lease_expires = NULL", None, None)
-            }
+        let (owner, expires) = match write.lease {
+            LeaseChange::Extend(lease, _) => (
+                Some(&lease.owner),
+                Some(sql_time(rules::stored_expiry(lease))),
+            ),
+            LeaseChange::Keep | LeaseChange::Clear | LeaseChange::Fence => (None, None),
         };
-        let guard_sql = if guard.is_some() {
-            " AND lease_owner = ?12 AND state = ?13 AND attempts = ?14 AND updated_at = ?15
-                 AND row_mac IS ?16 AND state_mac IS ?17"
-        } else {
-            ""
-        };
-        let sql = format!(
-            "UPDATE operations SET state = ?2, attempts = ?3, updated_at = ?4, response_status = ?5,
-                 response_headers = ?6, response_body = ?7, response_replayed = ?8,
-                 state_mac = ?9{lease_sql}
-             WHERE order_id = ?1{guard_sql}"
-        );
+        let sql = state_sql(write.lease, guard.is_some());
         let mut values: Vec<&dyn rusqlite::ToSql> = Vec::with_capacity(17);
         let (name, at) = (state.state.as_str(), sql_time(state.updated_at));
         let (status, body) = (
@@ -462,7 +500,7 @@ impl SqliteTx<'_> {
                 &last.state_mac,
             ]);
         }
-        let written = self.run(&sql, &values)?;
+        let written = self.run(sql, &values)?;
         if written > 0 {
             match write.lease {
                 LeaseChange::Keep => {}
@@ -616,12 +654,11 @@ impl Storage for SqliteJournal {
     ) -> Result<T> {
         let durable = intent.may_need_sync();
         let arriving = durable.then(|| self.group.arrive());
-        let owned = action.to_owned();
-        let written = self.write(action, move |j, tx| {
+        let written = self.write(action, move |j, tx, action| {
             let mut t = SqliteTx {
                 j,
                 tx,
-                action: &owned,
+                action,
                 done: Done::default(),
             };
             let value = (work.body)(&j.guard, &mut t)?;
@@ -706,7 +743,7 @@ impl Storage for SqliteJournal {
             settled.join(", ")
         );
         let horizon = horizon.cloned();
-        let (purged, _) = self.write(action, move |j, tx| {
+        let (purged, _) = self.write(action, move |j, tx, _| {
             if let Some((horizon, mac)) = &horizon {
                 tx.execute(
                     "UPDATE seal SET purged_before = ?1, purge_mac = ?2 WHERE id = 1",
@@ -768,7 +805,7 @@ impl Storage for SqliteJournal {
     fn save_clock_offset(&self, offset: &StoredClockOffset) -> Result<()> {
         let action = "store the clock offset";
         let offset = offset.clone();
-        self.write(action, move |j, tx| {
+        self.write(action, move |j, tx, _| {
             tx.prepare_cached(
                 "INSERT INTO clock_offsets (platform, offset_secs, measured_at) VALUES (?1, ?2, ?3)
                  ON CONFLICT (platform) DO UPDATE
@@ -805,5 +842,41 @@ impl Storage for SqliteJournal {
             .collect::<rusqlite::Result<Vec<_>>>()
         })
         .map_err(|e| self.ctx.db(action, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every variant of the state write prepares, and numbers its
+    /// parameters as `write_state` binds them: ?1 to ?9 always, ?10 and
+    /// ?11 for an extended lease or a guard, ?12 to ?17 for a guard.
+    #[test]
+    fn each_state_write_prepares_with_the_parameters_it_is_given() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = SqliteJournal::open(
+            dir.path().join("j.sqlite3"),
+            SqliteJournalOptions::default(),
+        )
+        .unwrap();
+        let lease = Lease {
+            owner: "o".into(),
+            expires_at: 10,
+        };
+        let conn = journal.lock();
+        for (change, unguarded) in [
+            (LeaseChange::Keep, 9),
+            (LeaseChange::Extend(&lease, 1), 11),
+            (LeaseChange::Clear, 9),
+            (LeaseChange::Fence, 9),
+        ] {
+            for (guard, count) in [(false, unguarded), (true, 17)] {
+                let sql = state_sql(change, guard);
+                let stmt = conn.prepare(sql).unwrap();
+                assert_eq!(stmt.parameter_count(), count, "{sql}");
+                assert_eq!(sql.contains("lease_owner = ?12"), guard, "{sql}");
+            }
+        }
     }
 }

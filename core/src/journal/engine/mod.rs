@@ -344,6 +344,13 @@ impl Guard {
         self.versions().get(&key).cloned()
     }
 
+    /// [`Guard::last`], forgotten at once (a lease that ends with this
+    /// write): one look-up and no copy.
+    fn take_last(&self, order_id: &str, owner: &str) -> Option<Version> {
+        let key = (order_id.to_owned(), owner.to_owned());
+        self.versions().remove(&key)
+    }
+
     pub(crate) fn auth(&self) -> RwLockReadGuard<'_, RowAuth> {
         self.auth.read().unwrap_or_else(PoisonError::into_inner)
     }
@@ -438,6 +445,35 @@ impl Guard {
         state: &RowState<'_>,
         lease: LeaseChange<'_>,
     ) -> Result<Option<Version>> {
+        let (written, mac) = self.guarded_write(tx, (order_id, held), last, state, lease)?;
+        Ok(written.then(|| Version::written(last.row_mac.clone(), state, mac)))
+    }
+
+    /// [`Guard::write_if`] for a caller that keeps no version of the row
+    /// (its lease ends with the write): whether it was written, without a
+    /// copy of its state.
+    fn written_if(
+        &self,
+        tx: &mut dyn Tx,
+        (order_id, held): (&str, &Lease),
+        last: &Version,
+        state: &RowState<'_>,
+        lease: LeaseChange<'_>,
+    ) -> Result<bool> {
+        let (written, _) = self.guarded_write(tx, (order_id, held), last, state, lease)?;
+        Ok(written)
+    }
+
+    /// The write of [`Guard::write_if`]: whether it was made, and the
+    /// state MAC it carries.
+    fn guarded_write(
+        &self,
+        tx: &mut dyn Tx,
+        (order_id, held): (&str, &Lease),
+        last: &Version,
+        state: &RowState<'_>,
+        lease: LeaseChange<'_>,
+    ) -> Result<(bool, Option<String>)> {
         let mac = self.auth().state_mac(last.row_mac.as_deref(), state)?;
         let write = StateWrite {
             order_id,
@@ -445,9 +481,7 @@ impl Guard {
             state_mac: mac.as_deref(),
             lease,
         };
-        Ok(tx
-            .update_if(&write, held, last)?
-            .then(|| Version::written(last.row_mac.clone(), state, mac)))
+        Ok((tx.update_if(&write, held, last)?, mac))
     }
 
     /// A holder's write that extends its lease from `now` and sets the

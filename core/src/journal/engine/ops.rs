@@ -43,10 +43,12 @@ fn open<S: Storage>(
         first_attempt,
     };
     let order_id = &operation.order_id;
-    let (frozen, held) = (operation.clone(), lease.clone());
+    // One copy of the operation, shared by the row's maker and the work.
+    let shared = Arc::new(operation.clone());
+    let (frozen, held) = (Arc::clone(&shared), lease.clone());
     let new_row: NewRows = Arc::new(move |g| {
         let record = OperationRecord {
-            operation: frozen.clone(),
+            operation: FrozenOperation::clone(&frozen),
             state,
             attempts,
             created_at: now,
@@ -67,7 +69,7 @@ fn open<S: Storage>(
             now,
         })
     });
-    let (operation, owned, made) = (operation.clone(), lease.clone(), Arc::clone(&new_row));
+    let (operation, owned, made) = (shared, lease.clone(), Arc::clone(&new_row));
     // Run again after a lost commit: the owner takes its own lease again.
     // The insert comes first (a new operation, the common case, costs one
     // statement); a conflicting one writes nothing, and the row it met is
@@ -212,9 +214,12 @@ fn extend<S: Storage>(
         None => Work::again(body),
     };
     let written = store.transact(intent, &action, work);
-    let g = store.guard();
-    g.remember(order_id, &lease.owner, written.as_ref().ok().cloned());
-    written.map(drop)
+    let (version, result) = match written {
+        Ok(version) => (Some(version), Ok(())),
+        Err(e) => (None, Err(e)),
+    };
+    store.guard().remember(order_id, &lease.owner, version);
+    result
 }
 
 /// Puts an operation whose attempt could not be made durable back where
@@ -404,8 +409,7 @@ impl<S: Storage> Journal for S {
         let (id, held, response) = (order_id.to_owned(), lease.clone(), response.cloned());
         // The lease ends here: whatever the outcome, a later write of it
         // reads the row.
-        let last = self.guard().last(order_id, &lease.owner);
-        self.guard().remember(order_id, &lease.owner, None);
+        let last = self.guard().take_last(order_id, &lease.owner);
         let body: Body<()> = Box::new(move |g, tx| {
             let new = |stored: u32| RowState {
                 state,
@@ -415,9 +419,7 @@ impl<S: Storage> Journal for S {
             };
             if let Some(last) = &last {
                 let new = new(last.attempts);
-                if g.write_if(tx, (&id, &held), last, &new, LeaseChange::Clear)?
-                    .is_some()
-                {
+                if g.written_if(tx, (&id, &held), last, &new, LeaseChange::Clear)? {
                     return Ok(());
                 }
             }

@@ -23,9 +23,10 @@ use super::SqliteJournal;
 /// Batches one combiner runs before it hands the role on.
 const MAX_PASSES: usize = 2;
 
-/// A write's work: runs inside the shared transaction.
+/// A write's work: runs inside the shared transaction, given what the
+/// write does (its job's action, for error messages).
 pub(super) type Work =
-    Box<dyn FnOnce(&SqliteJournal, &Connection) -> Result<Box<dyn Any + Send>> + Send>;
+    Box<dyn FnOnce(&SqliteJournal, &Connection, &str) -> Result<Box<dyn Any + Send>> + Send>;
 
 /// Runs one of the statements that open, split and end the shared
 /// transaction. Each is prepared once per connection and kept in its
@@ -234,7 +235,8 @@ impl SqliteJournal {
     /// Runs `f` in a `BEGIN IMMEDIATE` transaction committed with
     /// `synchronous=NORMAL` (in the WAL, not fsync'd); nothing of `f` is
     /// written if it fails. Returns `f`'s value and the commit's number in
-    /// the group commit's sequence.
+    /// the group commit's sequence. `f` is given `action` back (held once,
+    /// by the queued write).
     ///
     /// Writes of concurrent callers share transactions: a caller queues its
     /// work, then takes the connection; whoever takes it runs every queued
@@ -246,12 +248,12 @@ impl SqliteJournal {
     pub(super) fn write<T: Send + 'static>(
         &self,
         action: &str,
-        f: impl FnOnce(&SqliteJournal, &Connection) -> Result<T> + Send + 'static,
+        f: impl FnOnce(&SqliteJournal, &Connection, &str) -> Result<T> + Send + 'static,
     ) -> Result<(T, u64)> {
         let job = Job::new(
             action,
-            Box::new(move |j: &SqliteJournal, tx: &Connection| {
-                f(j, tx).map(|v| Box::new(v) as Box<dyn Any + Send>)
+            Box::new(move |j: &SqliteJournal, tx: &Connection, action: &str| {
+                f(j, tx, action).map(|v| Box::new(v) as Box<dyn Any + Send>)
             }),
         );
         submit(&self.pending, &job, &|| self.lock(), &|conn, jobs| {
@@ -324,15 +326,16 @@ impl SqliteJournal {
                     continue;
                 }
             }
-            let result = catch_unwind(AssertUnwindSafe(|| work(self, conn))).unwrap_or_else(|_| {
-                Err(Error::new(
-                    ErrorCode::Internal,
-                    format!(
-                        "journal {}: cannot {action}: the write panicked",
-                        self.ctx.path
-                    ),
-                ))
-            });
+            let result = catch_unwind(AssertUnwindSafe(|| work(self, conn, action)))
+                .unwrap_or_else(|_| {
+                    Err(Error::new(
+                        ErrorCode::Internal,
+                        format!(
+                            "journal {}: cannot {action}: the write panicked",
+                            self.ctx.path
+                        ),
+                    ))
+                });
             if !alone {
                 let end = if result.is_ok() {
                     control(conn, "RELEASE payidem_write")

@@ -849,17 +849,21 @@ impl Storage for SqliteJournal {
 mod tests {
     use super::*;
 
+    /// A journal with the default options in a new temporary directory
+    /// (kept for as long as the directory is).
+    pub(super) fn temp_journal() -> (tempfile::TempDir, SqliteJournal) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.sqlite3");
+        let journal = SqliteJournal::open(path, SqliteJournalOptions::default()).unwrap();
+        (dir, journal)
+    }
+
     /// Every variant of the state write prepares, and numbers its
     /// parameters as `write_state` binds them: ?1 to ?9 always, ?10 and
     /// ?11 for an extended lease or a guard, ?12 to ?17 for a guard.
     #[test]
     fn each_state_write_prepares_with_the_parameters_it_is_given() {
-        let dir = tempfile::tempdir().unwrap();
-        let journal = SqliteJournal::open(
-            dir.path().join("j.sqlite3"),
-            SqliteJournalOptions::default(),
-        )
-        .unwrap();
+        let (_dir, journal) = temp_journal();
         let lease = Lease {
             owner: "o".into(),
             expires_at: 10,

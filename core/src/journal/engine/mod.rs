@@ -435,38 +435,9 @@ impl Guard {
 
     /// Writes `state` of `order_id` without reading the row, where `held`
     /// still holds it and it is still `last` (what this handle verified
-    /// or wrote itself); `None` (nothing written) when it is not: the
-    /// caller then reads the row and decides.
+    /// or wrote itself). Answers whether it was written, and the state MAC
+    /// it carries; when it was not, the caller reads the row and decides.
     fn write_if(
-        &self,
-        tx: &mut dyn Tx,
-        (order_id, held): (&str, &Lease),
-        last: &Version,
-        state: &RowState<'_>,
-        lease: LeaseChange<'_>,
-    ) -> Result<Option<Version>> {
-        let (written, mac) = self.guarded_write(tx, (order_id, held), last, state, lease)?;
-        Ok(written.then(|| Version::written(last.row_mac.clone(), state, mac)))
-    }
-
-    /// [`Guard::write_if`] for a caller that keeps no version of the row
-    /// (its lease ends with the write): whether it was written, without a
-    /// copy of its state.
-    fn written_if(
-        &self,
-        tx: &mut dyn Tx,
-        (order_id, held): (&str, &Lease),
-        last: &Version,
-        state: &RowState<'_>,
-        lease: LeaseChange<'_>,
-    ) -> Result<bool> {
-        let (written, _) = self.guarded_write(tx, (order_id, held), last, state, lease)?;
-        Ok(written)
-    }
-
-    /// The write of [`Guard::write_if`]: whether it was made, and the
-    /// state MAC it carries.
-    fn guarded_write(
         &self,
         tx: &mut dyn Tx,
         (order_id, held): (&str, &Lease),
@@ -516,8 +487,9 @@ impl Guard {
         let extend = LeaseChange::Extend(held, now);
         if let Some(last) = last {
             let new = changed(last.state(), set, now);
-            if let Some(written) = self.write_if(tx, (order_id, held), last, &new, extend)? {
-                return Ok(written);
+            let (written, mac) = self.write_if(tx, (order_id, held), last, &new, extend)?;
+            if written {
+                return Ok(Version::written(last.row_mac.clone(), &new, mac));
             }
         }
         let row = self.held(tx, order_id, held)?;

@@ -419,7 +419,9 @@ impl<S: Storage> Journal for S {
             };
             if let Some(last) = &last {
                 let new = new(last.attempts);
-                if g.written_if(tx, (&id, &held), last, &new, LeaseChange::Clear)? {
+                if g.write_if(tx, (&id, &held), last, &new, LeaseChange::Clear)?
+                    .0
+                {
                     return Ok(());
                 }
             }

@@ -372,8 +372,8 @@ impl SqliteJournal {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::journal::Lease;
     use crate::journal::{Journal, Opened};
-    use crate::journal::{Lease, SqliteJournalOptions};
     use crate::operation::FrozenOperation;
     use std::time::Duration;
     use std::time::Instant;
@@ -401,12 +401,7 @@ mod tests {
     /// fails leaves the others' changes in place and its own out.
     #[test]
     fn one_failing_write_in_a_batch_changes_only_itself() {
-        let dir = tempfile::tempdir().unwrap();
-        let journal = SqliteJournal::open(
-            dir.path().join("j.sqlite3"),
-            SqliteJournalOptions::default(),
-        )
-        .unwrap();
+        let (_dir, journal) = crate::journal::sqlite::tests::temp_journal();
         journal.open(&op("taken"), &lease("a"), 10).unwrap();
         let held = journal.lock();
         std::thread::scope(|s| {

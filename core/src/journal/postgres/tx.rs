@@ -110,8 +110,8 @@ impl Conn {
     ) -> std::result::Result<HashSet<String>, PgError> {
         static INSERT: OnceLock<[String; 2]> = OnceLock::new();
         let sql = INSERT.get_or_init(|| {
-            // `set_config(…, true)` lasts to the end of the transaction,
-            // after its COMMIT record is flushed or not.
+            // `set_config(…, true)` holds until the transaction ends, so
+            // it decides whether its COMMIT waits for the WAL flush.
             [
                 "",
                 " WHERE set_config('synchronous_commit', 'on', true) = 'on'",

@@ -4,7 +4,9 @@
 # busy. Each lane runs its make targets in order and stops at its first
 # failure; the other lane runs on. Lane 2's lines are printed as they come,
 # prefixed with "[2] ". At the end, one line per suite: lane, start, duration
-# and result; the exit code is non-zero when any suite failed.
+# and result, then, for each suite that failed, the lines of its output that
+# say why (a CI log is often read from its tail, and the other lane's lines
+# would have buried them); the exit code is non-zero when any suite failed.
 #
 #   scripts/test-lanes.sh --deps "TARGET…" --lane1 "TARGET…" --lane2 "TARGET…"
 #
@@ -38,8 +40,8 @@ lane() {
     shift
     for target in "$@"; do
         start=$SECONDS
-        "${make_cmd[@]}" "$target" < /dev/null
-        status=$?
+        "${make_cmd[@]}" "$target" < /dev/null 2>&1 | tee "$results/$target.log"
+        status=${PIPESTATUS[0]}
         printf '%s %d %d %s %s\n' "$name" $((start - begin)) $((SECONDS - start)) \
             "$([ $status -eq 0 ] && echo ok || echo "FAILED($status)")" "$target" >> "$results/$name"
         [ $status -eq 0 ] || return $status
@@ -59,6 +61,17 @@ echo
 echo "test-lanes: suite durations (lane, start after, took, result, suite)"
 cat "$results"/1 "$results"/2 2>/dev/null | sort -k2,2n | while read -r name at took result target; do
     printf '  lane %s  +%5d s  %5d s  %-10s %s\n' "$name" "$at" "$took" "$result" "$target"
+done
+# The failures' own words: the last lines that name a failure or an error,
+# then the suite's last lines, cut to fit a CI log's tail.
+cat "$results"/1 "$results"/2 2>/dev/null | while read -r _ _ _ result target; do
+    [ "$result" = ok ] && continue
+    log="$results/$target.log"
+    echo "test-lanes: $target $result; of its $(wc -l < "$log") lines, those that say why, then the last:"
+    grep -a -v -E '^(\[2\] )?[[:space:]]*(PASS|ok)\b' "$log" \
+        | grep -a -i -E '^[[:alnum:]_.-]+\.(sh|py): |fail|error|panick|differ|not ok|assert|traceback|timed? ?out|refused|no such|not found|expected' \
+        | tail -n 8 | cut -c1-200 | sed 's/^/  ! /'
+    tail -n 4 "$log" | cut -c1-200 | sed 's/^/  | /'
 done
 printf 'test-lanes: %d s in all\n' $((SECONDS - begin))
 [ $status1 -eq 0 ] && [ $status2 -eq 0 ]

@@ -567,7 +567,7 @@ func TestClientResumeUnknownReportsBusyOrders(t *testing.T) {
 func TestClientResumeUnknownStopsWithItsContext(t *testing.T) {
 	m, c := mockClient(t, func(cfg *Config) {
 		cfg.MaxAttempts = 2
-		cfg.BackoffCap = 5 * time.Second
+		cfg.BackoffCap = 10 * time.Second
 	})
 	orders := unknownOrders(t, m, c, "resume-cancel", 2)
 
@@ -578,17 +578,19 @@ func TestClientResumeUnknownStopsWithItsContext(t *testing.T) {
 		t.Fatalf("with a done context: %+v, %v", results, err)
 	}
 
-	// Every POST answers 503 with Retry-After: 1: the first resume waits,
-	// the context ends during the wait, the second order ends at once.
-	m.setFaults(t, map[string]any{"error_503": 1.0})
+	// Every POST answers 503 with Retry-After: 8: the first resume waits,
+	// the context ends during the wait, the second order ends at once. A
+	// wait not cut short would take 8 s; the bound leaves a loaded machine
+	// seconds of slack.
+	m.setFaults(t, map[string]any{"error_503": 1.0, "retry_after_seconds": 8})
 	ctx, cancel := context.WithCancel(bg())
 	defer cancel()
 	timer := time.AfterFunc(300*time.Millisecond, cancel)
 	defer timer.Stop()
 	start := time.Now()
 	results, err := c.ResumeUnknown(ctx)
-	if took := time.Since(start); took > 900*time.Millisecond {
-		t.Errorf("took %v, cancelled after 300ms", took)
+	if took := time.Since(start); took > 4*time.Second {
+		t.Errorf("took %v, cancelled after 300ms during an 8 s Retry-After", took)
 	}
 	if err != nil || len(results) != 2 {
 		t.Fatalf("results %+v, %v", results, err)

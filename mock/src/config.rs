@@ -185,6 +185,8 @@ pub struct FileConfig {
     pub faults: std::collections::BTreeMap<String, f64>,
     /// Delay of `delay_after_commit`.
     pub delay_ms: Option<u64>,
+    /// `Retry-After` of the 429 and 503 faults.
+    pub retry_after_seconds: Option<u64>,
     /// Seed.
     pub seed: Option<u64>,
     /// Server clock skew.
@@ -259,6 +261,9 @@ impl MockConfig {
         }
         if let Some(d) = file.delay_ms {
             self.faults.delay_ms = d;
+        }
+        if let Some(s) = file.retry_after_seconds {
+            self.faults.retry_after_seconds = s;
         }
         if file.seed.is_some() {
             self.seed = file.seed;

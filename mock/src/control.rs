@@ -108,8 +108,8 @@ pub(crate) fn faults_json(shared: &Shared) -> Value {
 }
 
 /// Parses a `POST /_mock/faults` body: every kind listed gets its
-/// probability and every unlisted kind 0; `delay_ms`, `clock_skew_seconds`
-/// and `processing_delay_ms` change only when present.
+/// probability and every unlisted kind 0; `delay_ms`, `retry_after_seconds`,
+/// `clock_skew_seconds` and `processing_delay_ms` change only when present.
 fn set_faults(shared: &Shared, body: &[u8]) -> Result<(), Answer> {
     let map = match serde_json::from_slice::<Value>(body) {
         Ok(Value::Object(map)) => map,
@@ -121,8 +121,10 @@ fn set_faults(shared: &Shared, body: &[u8]) -> Result<(), Answer> {
             ))
         }
     };
+    let old = shared.dice.settings();
     let mut settings = FaultSettings::none();
-    settings.delay_ms = shared.dice.settings().delay_ms;
+    settings.delay_ms = old.delay_ms;
+    settings.retry_after_seconds = old.retry_after_seconds;
     let mut skew = None;
     let mut pause = None;
     for (name, value) in &map {
@@ -133,6 +135,7 @@ fn set_faults(shared: &Shared, body: &[u8]) -> Result<(), Answer> {
         };
         match name.as_str() {
             "delay_ms" => settings.delay_ms = as_u64()?,
+            "retry_after_seconds" => settings.retry_after_seconds = as_u64()?,
             "processing_delay_ms" => pause = Some(as_u64()?),
             "clock_skew_seconds" => {
                 skew = Some(value.as_i64().ok_or_else(|| {

@@ -21,9 +21,11 @@ pub enum FaultKind {
     Error500AfterCommit,
     /// 502 `bad_gateway`; nothing happened.
     Error502,
-    /// 503 `service_unavailable` with `Retry-After: 1`; nothing happened.
+    /// 503 `service_unavailable` with `Retry-After` (`retry_after_seconds`);
+    /// nothing happened.
     Error503,
-    /// 429 `rate_limited` with `Retry-After: 1`; nothing happened.
+    /// 429 `rate_limited` with `Retry-After` (`retry_after_seconds`); nothing
+    /// happened.
     Error429,
     /// 504 `gateway_timeout`; nothing happened.
     Timeout504BeforeCommit,
@@ -33,8 +35,8 @@ pub enum FaultKind {
     DropAfterCommit,
     /// The real answer is sent only after `delay_ms`.
     DelayAfterCommit,
-    /// 503 `service_unavailable` with `Retry-After: 1` on a signed GET status
-    /// query (drawn separately from the POST kinds).
+    /// 503 `service_unavailable` with `Retry-After` (`retry_after_seconds`)
+    /// on a signed GET status query (drawn separately from the POST kinds).
     StatusError503,
 }
 
@@ -100,7 +102,11 @@ impl fmt::Display for FaultKind {
 /// Default wait of `delay_after_commit`, in milliseconds.
 pub const DEFAULT_DELAY_MS: u64 = 2_000;
 
-/// Probabilities of every fault kind plus the delay of `delay_after_commit`.
+/// Default `Retry-After` of the 429 and 503 faults, in seconds.
+pub const DEFAULT_RETRY_AFTER_SECONDS: u64 = 1;
+
+/// Probabilities of every fault kind, the delay of `delay_after_commit` and
+/// the `Retry-After` of the 429 and 503 faults.
 ///
 /// The POST kinds are drawn with one uniform number per request against
 /// their cumulative probabilities, so each happens at exactly its own rate;
@@ -110,6 +116,8 @@ pub struct FaultSettings {
     probabilities: [f64; FaultKind::ALL.len()],
     /// How long `delay_after_commit` holds the answer, in milliseconds.
     pub delay_ms: u64,
+    /// The `Retry-After` seconds that the 429 and 503 faults answer with.
+    pub retry_after_seconds: u64,
 }
 
 impl Default for FaultSettings {
@@ -117,6 +125,7 @@ impl Default for FaultSettings {
         FaultSettings {
             probabilities: [0.0; FaultKind::ALL.len()],
             delay_ms: DEFAULT_DELAY_MS,
+            retry_after_seconds: DEFAULT_RETRY_AFTER_SECONDS,
         }
     }
 }
@@ -181,13 +190,18 @@ impl FaultSettings {
         self.set(kind, p)
     }
 
-    /// The settings as JSON: every kind's probability plus `delay_ms`.
+    /// The settings as JSON: every kind's probability plus `delay_ms` and
+    /// `retry_after_seconds`.
     pub fn to_json(&self) -> serde_json::Value {
         let mut map = serde_json::Map::new();
         for kind in FaultKind::ALL {
             map.insert(kind.name().to_owned(), self.probability(kind).into());
         }
         map.insert("delay_ms".to_owned(), self.delay_ms.into());
+        map.insert(
+            "retry_after_seconds".to_owned(),
+            self.retry_after_seconds.into(),
+        );
         serde_json::Value::Object(map)
     }
 }
@@ -218,6 +232,11 @@ impl FaultDice {
 
     pub(crate) fn set_settings(&self, settings: FaultSettings) {
         self.lock().0 = settings;
+    }
+
+    /// The `Retry-After` seconds of the 429 and 503 faults now.
+    pub(crate) fn retry_after_seconds(&self) -> u64 {
+        self.lock().0.retry_after_seconds
     }
 
     /// The fault for one verified POST operation, if any, and the delay.

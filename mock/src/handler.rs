@@ -100,11 +100,11 @@ pub(crate) struct Incoming<'a> {
 /// Label of requests that matched no route.
 pub(crate) const UNKNOWN_ROUTE: &str = "unknown";
 
-fn retry_after(status: u16, code: &str, message: &str) -> Answer {
-    Answer::error(status, code, message).with_header("Retry-After", "1")
-}
-
-fn fault_answer(kind: FaultKind) -> Answer {
+fn fault_answer(kind: FaultKind, shared: &Shared) -> Answer {
+    let retry_after = |status, code, message| {
+        let seconds = shared.dice.retry_after_seconds().to_string();
+        Answer::error(status, code, message).with_header("Retry-After", &seconds)
+    };
     match kind {
         FaultKind::Error500BeforeCommit | FaultKind::Error500AfterCommit => {
             Answer::error(500, "internal_error", "injected fault: internal error")
@@ -213,7 +213,7 @@ pub(crate) fn process(shared: &Shared, req: &Incoming<'_>) -> Outcome {
                 let kind = FaultKind::StatusError503;
                 return Outcome {
                     route: label,
-                    answer: fault_answer(kind),
+                    answer: fault_answer(kind, shared),
                     action: Action::Respond,
                     fault: Some(kind),
                 };
@@ -264,7 +264,7 @@ fn operate(
     if let Some(kind) = fault.filter(|k| !k.after_commit()) {
         return Outcome {
             route: label,
-            answer: fault_answer(kind),
+            answer: fault_answer(kind, shared),
             action: Action::Respond,
             fault: Some(kind),
         };
@@ -336,7 +336,7 @@ fn operate(
     let (answer, action) = match fault {
         Some(FaultKind::DropAfterCommit) => (answer, Action::Drop),
         Some(FaultKind::DelayAfterCommit) => (answer, Action::Delay(delay_ms)),
-        Some(kind) => (fault_answer(kind), Action::Respond),
+        Some(kind) => (fault_answer(kind, shared), Action::Respond),
         None => (answer, Action::Respond),
     };
     Outcome {

@@ -31,7 +31,7 @@ struct Cli {
     keys: Vec<String>,
 
     /// JSON file with any of: host, port, keys [{key_id, secret}], faults
-    /// {kind: p}, delay_ms, seed, clock_skew_seconds,
+    /// {kind: p}, delay_ms, retry_after_seconds, seed, clock_skew_seconds,
     /// idempotency_retention_seconds, nonce_capacity, nonce_store, control.
     /// Flags given
     /// on the command line win.
@@ -49,6 +49,11 @@ struct Cli {
     /// How long delay_after_commit holds the answer, in milliseconds.
     #[arg(long, value_name = "MS")]
     delay_ms: Option<u64>,
+
+    /// The Retry-After, in seconds, of the error_429, error_503 and
+    /// status_error_503 answers (default 1).
+    #[arg(long, value_name = "SECONDS")]
+    retry_after_seconds: Option<u64>,
 
     /// Seed of the fault draws and generated ids, for reproducible runs.
     #[arg(long)]
@@ -111,6 +116,7 @@ fn build(cli: &Cli) -> payidem::Result<MockConfig> {
     if !cli.faults.is_empty() {
         let mut faults = FaultSettings::none();
         faults.delay_ms = config.faults.delay_ms;
+        faults.retry_after_seconds = config.faults.retry_after_seconds;
         for f in &cli.faults {
             faults.parse_flag(f)?;
         }
@@ -118,6 +124,9 @@ fn build(cli: &Cli) -> payidem::Result<MockConfig> {
     }
     if let Some(d) = cli.delay_ms {
         config.faults.delay_ms = d;
+    }
+    if let Some(s) = cli.retry_after_seconds {
+        config.faults.retry_after_seconds = s;
     }
     if cli.seed.is_some() {
         config.seed = cli.seed;

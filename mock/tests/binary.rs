@@ -95,13 +95,29 @@ fn config_file() {
     let path = dir.join("mock.json");
     std::fs::write(
         &path,
-        r#"{"keys":[{"key_id":"key_file","secret":"sk_test_from_the_file"}],"faults":{"error_502":1},"control":true}"#,
+        r#"{"keys":[{"key_id":"key_file","secret":"sk_test_from_the_file"}],"faults":{"error_502":1},"retry_after_seconds":9,"control":true}"#,
     )
     .unwrap();
     let mock = spawn(&["--config", path.to_str().unwrap()]);
     let c = Client::with_key(&mock.base, "key_file", b"sk_test_from_the_file");
     assert_eq!(c.create(&unique("o"), "k", 1).status, 502);
     assert_eq!(c.stats()["faults"]["error_502"], 1);
+    assert_eq!(
+        c.plain("GET", "/_mock/faults", b"").json()["retry_after_seconds"],
+        9
+    );
+    // A flag wins over the file.
+    let mock = spawn(&[
+        "--config",
+        path.to_str().unwrap(),
+        "--fault",
+        "error_503=1",
+        "--retry-after-seconds",
+        "4",
+    ]);
+    let c = Client::with_key(&mock.base, "key_file", b"sk_test_from_the_file");
+    let r = c.create(&unique("o"), "k", 1);
+    assert_eq!((r.status, r.header("Retry-After")), (503, Some("4")));
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -139,6 +155,7 @@ fn help_documents_every_flag() {
         "--config",
         "--fault",
         "--delay-ms",
+        "--retry-after-seconds",
         "--seed",
         "--clock-skew-seconds",
         "--idempotency-retention-seconds",

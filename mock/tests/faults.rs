@@ -345,18 +345,32 @@ fn faults_change_at_run_time_through_the_control_route() {
     let r = c.plain(
         "POST",
         "/_mock/faults",
-        br#"{"error_429": 1, "delay_ms": 10, "clock_skew_seconds": -5}"#,
+        br#"{"error_429": 1, "delay_ms": 10, "retry_after_seconds": 30, "clock_skew_seconds": -5}"#,
     );
     assert_eq!(r.status, 200);
     assert_eq!(r.json()["error_429"], 1.0);
     assert_eq!(r.json()["delay_ms"], 10);
+    assert_eq!(r.json()["retry_after_seconds"], 30);
     assert_eq!(r.json()["clock_skew_seconds"], -5);
-    assert_eq!(c.create(&unique("o"), "k", 1).status, 429);
+    let refused = c.create(&unique("o"), "k", 1);
+    assert_eq!(
+        (refused.status, refused.header("Retry-After")),
+        (429, Some("30"))
+    );
+    let r = c.plain("POST", "/_mock/faults", br#"{"error_503": 1}"#);
+    assert_eq!(r.json()["retry_after_seconds"], 30, "kept when absent");
+    let refused = c.create(&unique("o"), "k1", 1);
+    assert_eq!(
+        (refused.status, refused.header("Retry-After")),
+        (503, Some("30"))
+    );
+    c.plain("POST", "/_mock/faults", br#"{"error_429": 1}"#);
     for (body, field) in [
         (&br#"{"error_429": 2}"#[..], "error_429"),
         (br#"{"nope": 0.1}"#, "nope"),
         (br#"{"error_502": 0.6, "error_503": 0.6}"#, "error_503"),
         (br#"{"delay_ms": -1}"#, "delay_ms"),
+        (br#"{"retry_after_seconds": 1.5}"#, "retry_after_seconds"),
         (b"[]", "body"),
     ] {
         let r = c.plain("POST", "/_mock/faults", body);

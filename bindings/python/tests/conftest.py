@@ -106,8 +106,9 @@ class Mock:
             return json.loads(response.read())
 
     def faults(self, **kinds: Any) -> None:
-        """Sets faults; kinds not named go back to 0."""
-        self.control("POST", "/_mock/faults", kinds)
+        """Sets faults; kinds not named go back to 0, and the 429 and 503
+        faults' Retry-After to 1 s unless retry_after_seconds is named."""
+        self.control("POST", "/_mock/faults", {"retry_after_seconds": 1, **kinds})
 
     def stats(self) -> Any:
         return self.control("GET", "/_mock/stats")

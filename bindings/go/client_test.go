@@ -202,8 +202,12 @@ func TestClientTransportError(t *testing.T) {
 
 func TestClientOperationBusy(t *testing.T) {
 	m := startMock(t)
-	m.setFaults(t, map[string]any{"processing_delay_ms": 1500})
-	c := newTestClient(t, fastConfig(m.URL))
+	// The platform takes 3 s over the create, well inside the request
+	// timeout: the first call holds the order all that time.
+	m.setFaults(t, map[string]any{"processing_delay_ms": 3000})
+	cfg := fastConfig(m.URL)
+	cfg.RequestTimeout = 10 * time.Second
+	c := newTestClient(t, cfg)
 	op := payment(orderID("busy"), 10)
 	done := make(chan error, 1)
 	go func() {
@@ -211,7 +215,7 @@ func TestClientOperationBusy(t *testing.T) {
 		done <- err
 	}()
 	var err error
-	for i := 0; i < 100; i++ {
+	for give := time.Now().Add(10 * time.Second); time.Now().Before(give); {
 		if st, _ := c.Status(bg(), op.OrderID); st.State == StateInFlight {
 			_, err = c.Execute(bg(), op)
 			break
@@ -521,21 +525,22 @@ func TestClientResumeUnknownReportsBusyOrders(t *testing.T) {
 	m := startMock(t)
 	cfg := fastConfig(m.URL)
 	cfg.MaxAttempts = 2
+	cfg.RequestTimeout = 10 * time.Second
 	cfg.JournalPath = filepath.Join(t.TempDir(), "journal.sqlite3")
 	c := newTestClient(t, cfg)
 	other := newTestClient(t, cfg) // another process sharing the journal
 	orders := unknownOrders(t, m, c, "busy-resume", 2)
 
-	// Every answer, replays included, comes 1.5 s late (inside the 2 s
+	// Every answer, replays included, comes 3 s late (well inside the 10 s
 	// request timeout): the other client holds the first order meanwhile.
-	m.setFaults(t, map[string]any{"delay_after_commit": 1.0, "delay_ms": 1500})
+	m.setFaults(t, map[string]any{"delay_after_commit": 1.0, "delay_ms": 3000})
 	done := make(chan error, 1)
 	go func() {
 		_, err := other.Resume(bg(), orders[0])
 		done <- err
 	}()
 	driving := false
-	for i := 0; i < 200 && !driving; i++ {
+	for give := time.Now().Add(10 * time.Second); time.Now().Before(give) && !driving; {
 		st, err := c.Status(bg(), orders[0])
 		driving = err == nil && st.State == StateInFlight && st.Attempts > 2
 		if !driving {

@@ -76,9 +76,10 @@ func TestAlreadyCancelledContextJournalsButSendsNothing(t *testing.T) {
 }
 
 func TestContextDeadlineBoundsASlowAttempt(t *testing.T) {
-	m, c := mockClient(t, nil)
-	// The platform commits, then holds its answer for 3 s.
-	m.setFaults(t, map[string]any{"delay_after_commit": 1.0, "delay_ms": 3000})
+	m, c := mockClient(t, func(cfg *Config) { cfg.RequestTimeout = 10 * time.Second })
+	// The platform commits, then holds its answer for 6 s: a deadline that
+	// did not cut the attempt short would take that long.
+	m.setFaults(t, map[string]any{"delay_after_commit": 1.0, "delay_ms": 6000})
 	op := payment(orderID("deadline"), 62)
 	ctx, cancel := context.WithTimeout(bg(), 400*time.Millisecond)
 	defer cancel()
@@ -91,8 +92,8 @@ func TestContextDeadlineBoundsASlowAttempt(t *testing.T) {
 	if !errors.Is(err, ErrCancelled) && !errors.Is(err, ErrOutcomeUnknown) {
 		t.Errorf("err = %v, want cancelled or outcome_unknown", err)
 	}
-	if took > 2*time.Second {
-		t.Errorf("took %v with a 400ms deadline", took)
+	if took > 3*time.Second {
+		t.Errorf("took %v with a 400ms deadline and a 6 s hold", took)
 	}
 	m.setFaults(t, map[string]any{})
 	out, err := c.Resume(bg(), op.OrderID)

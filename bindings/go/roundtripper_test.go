@@ -436,23 +436,50 @@ func TestRoundTripperUnknownOutcomeIsAnErrorAndResumes(t *testing.T) {
 
 func TestRoundTripperCancelKeepsTheKey(t *testing.T) {
 	m := startMock(t)
-	m.setFaults(t, map[string]any{"delay_after_commit": 1.0, "delay_ms": 1500})
-	client := newTestClient(t, fastConfig(m.URL))
+	// The platform commits, then holds its answer for 6 s: a cancel that
+	// did not cut the attempt short would take that long.
+	m.setFaults(t, map[string]any{"delay_after_commit": 1.0, "delay_ms": 6000})
+	cfg := fastConfig(m.URL)
+	cfg.RequestTimeout = 10 * time.Second
+	client := newTestClient(t, cfg)
 	hc := client.HTTPClient(nil)
 	order := orderID("cxl")
 	ctx, cancel := context.WithCancel(bg())
-	timer := time.AfterFunc(300*time.Millisecond, cancel)
-	defer timer.Stop()
-	started := time.Now()
-	resp, err := hc.Do(paymentRequest(t, ctx, m.URL, order, 1250, "/v1/payments?order_id="+order))
-	if resp != nil {
-		resp.Body.Close()
+	defer cancel()
+	req := paymentRequest(t, ctx, m.URL, order, 1250, "/v1/payments?order_id="+order)
+	type answer struct {
+		resp *http.Response
+		err  error
 	}
-	if !errors.Is(err, ErrCancelled) || !errors.Is(err, context.Canceled) {
-		t.Fatalf("%v, want ErrCancelled and context.Canceled", err)
+	done := make(chan answer, 1)
+	go func() {
+		resp, err := hc.Do(req)
+		done <- answer{resp, err}
+	}()
+	// Cancelled once the attempt is out (the platform committed it), however
+	// long getting it out took.
+	for give := time.Now().Add(10 * time.Second); m.stats(t).Orders[order].PaymentsCreated != 1; {
+		if time.Now().After(give) {
+			t.Fatal("the attempt never reached the platform")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	if time.Since(started) > time.Second {
-		t.Fatalf("the cancel took %v", time.Since(started))
+	cancelled := time.Now()
+	cancel()
+	var got answer
+	select {
+	case got = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the cancel did not end the request")
+	}
+	if got.resp != nil {
+		got.resp.Body.Close()
+	}
+	if !errors.Is(got.err, ErrCancelled) || !errors.Is(got.err, context.Canceled) {
+		t.Fatalf("%v, want ErrCancelled and context.Canceled", got.err)
+	}
+	if lag := time.Since(cancelled); lag > 3*time.Second {
+		t.Fatalf("the cancel took %v of a 6 s hold", lag)
 	}
 	st, err := client.Status(bg(), order)
 	if err != nil || st.State != StateUnknown {

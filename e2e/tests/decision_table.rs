@@ -40,6 +40,19 @@ fn only(kind: FaultKind) -> FaultSettings {
     FaultSettings::none().with(kind, 1.0).unwrap()
 }
 
+/// Waits (10 s at most) until `c`'s journal has `order_id` in flight: its
+/// attempt is recorded and about to be sent, or out.
+fn wait_in_flight(c: &payidem::Client, order_id: &str) {
+    let give_up = std::time::Instant::now() + Duration::from_secs(10);
+    while c.status(order_id).unwrap().map(|s| s.state) != Some(OperationState::InFlight) {
+        assert!(
+            std::time::Instant::now() < give_up,
+            "{order_id} never went in flight"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// A hook logging into `log` that switches the mock's faults off after `n`
 /// events.
 fn hook_faults_off(log: &EventLog, mock: &Arc<MockServer>, n: usize) -> payidem::client::EventHook {
@@ -322,21 +335,23 @@ fn nonce_reused_is_re_signed_and_retried_at_once() {
 #[test]
 fn in_progress_is_retried_until_the_first_call_finishes() {
     let mock = Arc::new(start_mock());
-    mock.set_processing_delay(Duration::from_millis(400));
+    mock.set_processing_delay(Duration::from_secs(2));
     let spec = OwnedSpec::payment("ord-busy-key-1", 1300, false);
     let mut patient = fast_config(&mock.url(), JournalChoice::Memory);
     patient.retry = RetryPolicy {
         base: Duration::from_millis(50),
         cap: Duration::from_millis(200),
-        max_attempts: 30,
-        deadline: Duration::from_secs(10),
+        max_attempts: 100,
+        deadline: Duration::from_secs(20),
     };
-    let first = client(&mock.url(), JournalChoice::Memory);
+    let mut slow = fast_config(&mock.url(), JournalChoice::Memory);
+    slow.request_timeout = Duration::from_secs(10);
+    let first = client_with(slow);
     let log = EventLog::new();
     let second = client_with(patient).with_event_hook(log.hook());
     let (a, b) = std::thread::scope(|s| {
         let a = s.spawn(|| first.execute(&spec.spec()));
-        std::thread::sleep(Duration::from_millis(100));
+        wait_in_flight(&first, "ord-busy-key-1");
         let b = s.spawn(|| second.execute(&spec.spec()));
         (a.join().unwrap().unwrap(), b.join().unwrap().unwrap())
     });
@@ -681,12 +696,14 @@ fn connection_refused_is_not_sent_stays_pending_and_keeps_its_key() {
 
 #[test]
 fn a_timeout_after_sending_queries_the_status() {
+    // The answer comes 8 s late; the request timeout of 1 s leaves the
+    // status query that follows a whole second, however loaded the host.
     let mut faults = only(FaultKind::DelayAfterCommit);
-    faults.delay_ms = 1500;
+    faults.delay_ms = 8000;
     let mock = Arc::new(start_mock());
     mock.set_faults(faults);
     let mut config = fast_config(&mock.url(), JournalChoice::Memory);
-    config.request_timeout = Duration::from_millis(300);
+    config.request_timeout = Duration::from_secs(1);
     let log = EventLog::new();
     let c = client_with(config).with_event_hook(hook_faults_off(&log, &mock, 1));
     let outcome = c
@@ -858,12 +875,14 @@ fn an_expired_key_is_never_posted_again() {
 #[test]
 fn a_second_call_on_the_same_order_is_busy() {
     let mock = start_mock();
-    mock.set_processing_delay(Duration::from_millis(500));
-    let c = client(&mock.url(), JournalChoice::Memory);
+    mock.set_processing_delay(Duration::from_secs(2));
+    let mut config = fast_config(&mock.url(), JournalChoice::Memory);
+    config.request_timeout = Duration::from_secs(10);
+    let c = client_with(config);
     let spec = OwnedSpec::payment("ord-busy-1", 1000, true);
     let (a, b) = std::thread::scope(|s| {
         let a = s.spawn(|| c.execute(&spec.spec()));
-        std::thread::sleep(Duration::from_millis(100));
+        wait_in_flight(&c, "ord-busy-1");
         let b = c.execute(&spec.spec());
         (a.join().unwrap(), b)
     });

@@ -159,7 +159,8 @@ fn slow_bodies_do_not_hold_the_workers() {
             Ok(201),
             "{i}: {took:?}"
         );
-        assert!(took <= Duration::from_secs(1), "{i}: took {took:?}");
+        // Well inside the client's 5 s timeout, which a held worker would reach.
+        assert!(took <= Duration::from_secs(3), "{i}: took {took:?}");
     }
     drop((slow, idle));
 }

@@ -89,12 +89,13 @@ fn keys_are_scoped_per_key_id() {
 #[test]
 fn in_progress_while_the_first_runs() {
     let (server, c) = start_default();
-    server.set_processing_delay(Duration::from_millis(600));
+    // The first create runs 3 s; the second comes 1 s after it was sent.
+    server.set_processing_delay(Duration::from_secs(3));
     let order = unique("o");
     let body = create_body(&order, 700);
     std::thread::scope(|s| {
         let first = s.spawn(|| c.post("/v1/payments", "k-slow", &body));
-        std::thread::sleep(Duration::from_millis(200));
+        std::thread::sleep(Duration::from_secs(1));
         let second = c.post("/v1/payments", "k-slow", &body);
         assert_eq!(
             (second.status, second.code().as_str()),

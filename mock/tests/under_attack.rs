@@ -32,10 +32,12 @@ fn signed_create(base: &str) -> (Result<u16, String>, Duration) {
     (r, started.elapsed())
 }
 
-fn assert_served_within_a_second(base: &str, what: &str) {
+/// Served, and in less than the client's 5 s timeout with seconds to spare
+/// (a loaded host stretches a quick answer, not a starved one).
+fn assert_served_promptly(base: &str, what: &str) {
     let (status, took) = signed_create(base);
     assert_eq!(status, Ok(201), "{what}: took {took:?}");
-    assert!(took <= Duration::from_secs(1), "{what}: took {took:?}");
+    assert!(took <= Duration::from_secs(3), "{what}: took {took:?}");
 }
 
 #[test]
@@ -51,7 +53,7 @@ fn serves_a_signed_client_while_attacked() {
     std::thread::sleep(Duration::from_millis(200));
     let rss_before = rss_kib(mock.pid());
     for i in 0..3 {
-        assert_served_within_a_second(&base, &format!("request {i} under attack"));
+        assert_served_promptly(&base, &format!("request {i} under attack"));
     }
     let answer = big.join().unwrap();
     assert_eq!(status_of(&answer), 431, "{answer:.200}");
@@ -59,7 +61,7 @@ fn serves_a_signed_client_while_attacked() {
     assert!(grown < 32 * 1024, "RSS grew {grown} KiB");
     assert!(mock.alive());
     drop((idle, slow));
-    assert_served_within_a_second(&base, "after the attack");
+    assert_served_promptly(&base, "after the attack");
 }
 
 #[test]
@@ -77,7 +79,7 @@ fn keeps_serving_after_accept_fails_at_1024_descriptors() {
     assert!(mock.alive());
     // Out of descriptors, the mock closes the connection idle the longest
     // to take a new one, so a client is served even now.
-    assert_served_within_a_second(&base, "while the descriptors are exhausted");
+    assert_served_promptly(&base, "while the descriptors are exhausted");
     drop(idle);
     let _ = big.join();
     // The mock has to notice the closed connections; then it serves again.
@@ -92,7 +94,7 @@ fn keeps_serving_after_accept_fails_at_1024_descriptors() {
         Ok(201),
         "serving again after the idle connections closed"
     );
-    assert_served_within_a_second(&base, "after accept() failed");
+    assert_served_promptly(&base, "after accept() failed");
     assert!(
         opened > 1024,
         "only {opened} connections: accept() never failed"
@@ -106,7 +108,7 @@ fn a_256_mib_header_is_refused_without_reading_it() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let mock = spawn_with_nofile(4096, &[]);
     // Warm up, then measure.
-    assert_served_within_a_second(&mock.base(), "warm-up");
+    assert_served_promptly(&mock.base(), "warm-up");
     let rss_before = rss_kib(mock.pid());
     let answer = huge_header(mock.addr, 256 << 20).join().unwrap();
     assert_eq!(status_of(&answer), 431, "{answer:.200}");
@@ -121,5 +123,5 @@ fn a_256_mib_header_is_refused_without_reading_it() {
     req.extend_from_slice(b"\r\n");
     let answer = raw(mock.addr, &req, Duration::from_secs(5));
     assert_eq!(status_of(&answer), 431, "{answer:.200}");
-    assert_served_within_a_second(&mock.base(), "after the header attacks");
+    assert_served_promptly(&mock.base(), "after the header attacks");
 }

@@ -152,20 +152,21 @@ def test_key_expired(mock: Mock, make_client: MakeClient) -> None:
 
 
 def test_operation_busy(mock: Mock, make_client: MakeClient) -> None:
-    mock.control("POST", "/_mock/faults", {"delay_after_commit": 1.0, "delay_ms": 1500})
-    client = make_client(request_timeout=5.0)
+    # The first call's answer comes 4 s late: it holds the order all along.
+    mock.control("POST", "/_mock/faults", {"delay_after_commit": 1.0, "delay_ms": 4000})
+    client = make_client(request_timeout=15.0)
     order = new_order()
-    started = threading.Event()
     results: List[object] = []
 
     def first() -> None:
-        started.set()
         results.append(client.execute(order, "POST", "/v1/payments", payment(order)))
 
     t = threading.Thread(target=first)
     t.start()
-    started.wait()
-    time.sleep(0.5)
+    give_up = time.monotonic() + 10
+    while (status := client.status(order)) is None or status.state != "in_flight":
+        assert time.monotonic() < give_up, "the first call never went in flight"
+        time.sleep(0.005)
     with pytest.raises(payidem.OperationBusy):
         client.execute(order, "POST", "/v1/payments", payment(order))
     t.join(timeout=30)

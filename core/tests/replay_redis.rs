@@ -338,14 +338,20 @@ fn out_of_memory_and_timeouts_fail_closed() {
     redis.command(&["CONFIG", "SET", "maxmemory", "0"]).unwrap();
     verify(&v, &signed(13, fresh_timestamp()), unix_now()).unwrap();
 
-    // A server that stops answering: the claim gives up after io_timeout.
-    redis.command(&["CLIENT", "PAUSE", "1500", "ALL"]).unwrap();
-    let started = Instant::now();
+    // A server that stops answering for 4 s (a pause blocks every client,
+    // CLIENT UNPAUSE included): the claim gives up after io_timeout, seconds
+    // before the pause ends.
+    let paused = Instant::now();
+    redis.command(&["CLIENT", "PAUSE", "4000", "ALL"]).unwrap();
     let e = verify(&v, &signed(14, fresh_timestamp()), unix_now()).unwrap_err();
     assert_eq!(e.code(), ErrorCode::ReplayStoreUnavailable, "{e:?}");
     assert!(e.message().contains("timeout"), "{}", e.message());
-    assert!(started.elapsed() < Duration::from_millis(1_200));
-    std::thread::sleep(Duration::from_millis(1_600));
+    assert!(
+        paused.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        paused.elapsed()
+    );
+    std::thread::sleep(Duration::from_millis(4_100).saturating_sub(paused.elapsed()));
     // The timed-out request never counts as accepted; once the server
     // answers again the nonce was either never claimed or is a replay.
     match verify(&v, &signed(14, fresh_timestamp()), unix_now()) {

@@ -49,7 +49,7 @@ fn slow_journal(url: &str, armed: bool) -> (PostgresJournal, Arc<AtomicBool>, Ar
                 return;
             };
             durable_commits.fetch_add(1, Ordering::SeqCst);
-            std::thread::sleep(Duration::from_millis(60));
+            std::thread::sleep(Duration::from_millis(250));
             if armed.swap(false, Ordering::SeqCst) {
                 killer
                     .lock()

@@ -14,7 +14,8 @@
 #   scripts/dist/sizes.sh --check ARCH [DIST]    `make test-dist`: ARCH's column and the
 #                                                figures against the files, exact (but the
 #                                                .tar.gz and .deb files, which hold the commit's
-#                                                date: within 0.01 %; the wheel and debug files,
+#                                                date and the shipped documents: within 0.1 %;
+#                                                the wheel and debug files,
 #                                                which name the build paths: within 0.05 %; the Go libraries' sizes are
 #                                                rounded to 0.1 MiB, the rounding recomputed);
 #                                                and every ARCH artifact
@@ -147,8 +148,10 @@ else:
         def same(label, want, have):
             """Exact for the stripped binaries. The archives themselves (a .tar.gz,
             a .deb) hold the commit's date in their tar headers, which moves the
-            compressed size by tens of bytes from one commit to the next: within
-            0.01 %. The wheel (maturin's SBOM names the checkout's path) and the
+            compressed size by tens of bytes from one commit to the next, and the
+            documents they ship (README, docs pages, CHANGELOG), which move it by
+            hundreds with each edit (a few CHANGELOG lines: 344 B of a 3.2 MB
+            .deb): within 0.1 %, which still reads true to three digits. The wheel (maturin's SBOM names the checkout's path) and the
             debug files (the C objects' debug information names the build
             directories, which --remap-path-prefix does not reach) depend on where
             the tree was built: measured 15 B and up to 3,824 B (0.012 %) apart
@@ -156,7 +159,7 @@ else:
             if want == have:
                 return True
             if re.match(r"`[^`]*\.(tar\.gz|deb)`", label):
-                parts = 10000
+                parts = 1000
             elif re.match(r"(`[^`]*\.whl`|debug: )", label):
                 parts = 2000
             else:

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use crate::answer::Answer;
 use crate::clock::ClockSetting;
-use crate::faults::{FaultKind, FaultSettings};
+use crate::faults::FaultKind;
 use crate::handler::Shared;
 use crate::routes::Route;
 
@@ -121,10 +121,7 @@ fn set_faults(shared: &Shared, body: &[u8]) -> Result<(), Answer> {
             ))
         }
     };
-    let old = shared.dice.settings();
-    let mut settings = FaultSettings::none();
-    settings.delay_ms = old.delay_ms;
-    settings.retry_after_seconds = old.retry_after_seconds;
+    let mut settings = shared.dice.settings().without_faults();
     let mut skew = None;
     let mut pause = None;
     for (name, value) in &map {

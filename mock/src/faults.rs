@@ -136,6 +136,16 @@ impl FaultSettings {
         FaultSettings::default()
     }
 
+    /// No faults, with these settings' timings (`delay_ms`,
+    /// `retry_after_seconds`): what replacing the faults starts from.
+    pub fn without_faults(&self) -> FaultSettings {
+        FaultSettings {
+            delay_ms: self.delay_ms,
+            retry_after_seconds: self.retry_after_seconds,
+            ..FaultSettings::none()
+        }
+    }
+
     /// Sets one kind's probability (0..=1). Fails naming the kind when the
     /// value is out of range or the POST kinds would sum past 1.
     pub fn set(&mut self, kind: FaultKind, probability: f64) -> payidem::Result<()> {
@@ -286,6 +296,26 @@ mod tests {
         assert!(s.parse_flag("nope=0.1").is_err());
         assert!(s.parse_flag("error_502=1.5").is_err());
         assert!(s.parse_flag("error_502=NaN").is_err());
+    }
+
+    #[test]
+    fn without_faults_keeps_the_timings_only() {
+        let mut s = FaultSettings::none()
+            .with(FaultKind::Error503, 0.5)
+            .unwrap()
+            .with(FaultKind::StatusError503, 1.0)
+            .unwrap();
+        s.delay_ms = 2_500;
+        s.retry_after_seconds = 30;
+        let cleared = s.without_faults();
+        for k in FaultKind::ALL {
+            assert_eq!(cleared.probability(k), 0.0, "{k}");
+        }
+        assert_eq!((cleared.delay_ms, cleared.retry_after_seconds), (2_500, 30));
+        assert_eq!(
+            FaultSettings::none().without_faults(),
+            FaultSettings::none()
+        );
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use payidem_mock::{ClockSetting, FaultSettings, KeySpec, MockConfig, MockServer};
+use payidem_mock::{ClockSetting, KeySpec, MockConfig, MockServer};
 
 /// Local payment platform simulator speaking payidem protocol v1, with
 /// injectable faults.
@@ -114,9 +114,7 @@ fn build(cli: &Cli) -> payidem::Result<MockConfig> {
         config.keys.push(KeySpec::parse_flag(key)?);
     }
     if !cli.faults.is_empty() {
-        let mut faults = FaultSettings::none();
-        faults.delay_ms = config.faults.delay_ms;
-        faults.retry_after_seconds = config.faults.retry_after_seconds;
+        let mut faults = config.faults.without_faults();
         for f in &cli.faults {
             faults.parse_flag(f)?;
         }

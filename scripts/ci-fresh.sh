@@ -8,7 +8,7 @@
 # have the run build it). What a run installs with apt stays installed; remove
 # it by hand to try that step too.
 #
-#   scripts/ci-fresh.sh [--keep] [--tail N] [DIR]
+#   scripts/ci-fresh.sh [--keep] [--warm] [--tail N] [DIR]
 #
 # DIR (default: a new directory under /tmp) holds the clone, the caches and
 # ci.log, each line of which starts with the seconds since the start. At the
@@ -16,14 +16,22 @@
 # line of .ci/run, a `## phase:` line of `make test`) its duration and last
 # lines. --keep leaves DIR behind when the run passes (it is always kept when
 # the run fails).
+#
+# --warm runs again in the DIR of an earlier run: a new clone at the same
+# path, with that run's caches and HOME kept, as on a CI machine that keeps
+# them between runs (the go command, for one, reuses a cgo package it built
+# with an earlier run's pkg-config flags). Without --warm, a DIR that holds
+# an earlier run is refused.
 set -euo pipefail
 
 keep=0
+warm=0
 tail_lines=4
 dir=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --keep) keep=1 ;;
+        --warm) warm=1 ;;
         --tail) tail_lines="$2"; shift ;;
         -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         -*) echo "ci-fresh: unknown option $1" >&2; exit 2 ;;
@@ -43,6 +51,18 @@ else
     mkdir -p "$dir"
 fi
 dir="$(cd "$dir" && pwd)"
+if [ -e "$dir/main" ]; then
+    if [ "$warm" -eq 0 ]; then
+        echo "ci-fresh: $dir holds an earlier run; name another DIR, or pass --warm to reuse its caches" >&2
+        exit 2
+    fi
+    chmod -R u+w "$dir/main" 2>/dev/null || true
+    rm -rf "$dir/main"
+    mv "$dir/ci.log" "$dir/ci.log.before" 2>/dev/null || true
+elif [ "$warm" -eq 1 ]; then
+    echo "ci-fresh: --warm needs the DIR of an earlier run" >&2
+    exit 2
+fi
 
 # CI clones main into a folder with shared/ beside it; shared/ is never read
 # by the project, so the clone stands alone.

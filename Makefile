@@ -401,10 +401,12 @@ dist-java: lib java-deps
 ## advisories are not checked here: their database is on GitHub (see deny.toml)
 ## cargo metadata (under cargo-deny) needs every crate of the lock file, for every platform,
 ## while a Linux build downloads only the Linux ones: fetch them all first, so that the check
-## never depends on what an earlier run left in the cargo cache.
+## never depends on what an earlier run left in the cargo cache. A cargo-deny of another version
+## (one an earlier run installed before the pin moved) is replaced.
 CARGO_DENY_VERSION := 0.20.2
 deny:
-	@$(CARGO) deny --version >/dev/null 2>&1 || $(CARGO) install cargo-deny --locked --version $(CARGO_DENY_VERSION)
+	@$(CARGO) deny --version 2>/dev/null | grep -qx 'cargo-deny $(CARGO_DENY_VERSION)' || \
+		$(CARGO) install cargo-deny --locked --force --version $(CARGO_DENY_VERSION)
 	$(CARGO) fetch --locked
 	$(CARGO) deny --offline check bans licenses sources
 

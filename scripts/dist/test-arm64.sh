@@ -162,7 +162,14 @@ java_pid=$!
 
 # --- the arm64 root --------------------------------------------------------------
 # apt's download user could not write into this directory of ours: download as ourselves.
-(cd "$tmp" && apt-get download -q -o APT::Sandbox::User="$(id -un)" qemu-user-static >/dev/null)
+download_qemu() { (cd "$tmp" && apt-get download -q -o APT::Sandbox::User="$(id -un)" qemu-user-static >/dev/null); }
+if ! download_qemu; then
+    # The host's package lists may name a version the mirror has replaced
+    # since they were fetched (a machine that keeps them between runs).
+    echo "test-arm64.sh: apt-get download qemu-user-static failed; fetching the package lists again" >&2
+    apt-get update -qq
+    download_qemu
+fi
 dpkg-deb -x "$tmp"/qemu-user-static_*.deb "$tmp/qemu"
 qemu="$tmp/qemu/usr/bin/qemu-aarch64-static"
 [ -x "$qemu" ] || { echo "test-arm64.sh: no qemu-aarch64-static in Debian's qemu-user-static" >&2; exit 1; }

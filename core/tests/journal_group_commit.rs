@@ -135,25 +135,25 @@ fn concurrent_first_attempts(open_to_send: bool) {
 
     let events = log.events();
     let total = THREADS * EACH;
-    // Each durable write: written, then durable, in its own thread, and
-    // before "durable" some fsync covering it had returned.
+    // Each durable write: written (by whichever caller committed the
+    // shared transaction), then durable (in its own thread), and before
+    // "durable" some fsync covering it had returned. Concurrent writes may
+    // share one transaction, so one commit number (seq) may stand for
+    // several writes: never more reported durable than were written.
     let mut covered_up_to = 0;
-    // Concurrent writes may share one transaction, so one commit number
-    // (seq) may stand for several threads' writes.
-    let mut written: std::collections::HashMap<u64, Vec<_>> = std::collections::HashMap::new();
+    let mut written: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
+    let mut durable_of: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
     let mut durable = 0;
-    for (thread, point) in &events {
+    for (_, point) in &events {
         match *point {
-            SyncPoint::Written { seq } => {
-                let threads = written.entry(seq).or_default();
-                assert!(!threads.contains(thread), "seq {seq} twice in one thread");
-                threads.push(*thread);
-            }
+            SyncPoint::Written { seq } => *written.entry(seq).or_default() += 1,
             SyncPoint::Fsynced { covers } => covered_up_to = covered_up_to.max(covers),
             SyncPoint::Durable { seq } => {
+                let n = durable_of.entry(seq).or_default();
+                *n += 1;
                 assert!(
-                    written.get(&seq).is_some_and(|t| t.contains(thread)),
-                    "durable before written"
+                    *n <= written.get(&seq).copied().unwrap_or(0),
+                    "write {seq} reported durable before it was written"
                 );
                 assert!(
                     seq <= covered_up_to,
@@ -165,7 +165,7 @@ fn concurrent_first_attempts(open_to_send: bool) {
         }
     }
     assert_eq!(
-        written.values().map(Vec::len).sum::<usize>(),
+        written.values().sum::<usize>(),
         total,
         "one durable write per operation"
     );
@@ -216,6 +216,87 @@ fn one_fsync_covers_every_write_committed_before_it() {
     let stats = journal.durability_stats();
     assert_eq!(stats.fsyncs, 1, "{:?}", log.events());
     assert_eq!(stats.durable_writes, THREADS as u64);
+}
+
+/// Writes committed while a barrier that cannot cover them runs (it read
+/// the last commit number before they committed) wait for that barrier
+/// without leading one of their own; when it ends, one of them leads the
+/// next, which covers them all: every caller returns, after two fsyncs.
+#[test]
+fn writes_committed_during_a_barrier_wait_for_it_then_one_of_them_leads_the_next() {
+    const LATER: usize = 6;
+    let dir = tempfile::tempdir().unwrap();
+    let log = Arc::new(Log::default());
+    let barriers = AtomicUsize::new(0);
+    let hook: SyncHook = {
+        let log = Arc::clone(&log);
+        Arc::new(move |point| {
+            log.push(point);
+            if matches!(point, SyncPoint::Fsynced { .. })
+                && barriers.fetch_add(1, Ordering::SeqCst) == 0
+            {
+                // The first barrier, its fsync made, holds on until every
+                // later caller has committed.
+                assert!(log.wait_for_written(1 + LATER), "not every caller wrote");
+            }
+            Ok(())
+        })
+    };
+    let journal = open(&dir.path().join("journal.db")).with_sync_hook(hook);
+    let ids: Vec<String> = (0..=LATER).map(|t| format!("order-{t}")).collect();
+    for (t, id) in ids.iter().enumerate() {
+        journal
+            .open(&op(id), &lease(&format!("owner-{t}")), 10)
+            .unwrap();
+    }
+    std::thread::scope(|s| {
+        let journal = &journal;
+        let first = s.spawn(move || journal.record_attempt("order-0", &lease("owner-0"), 1, 11));
+        // The first barrier is in its fsync before any later write commits.
+        let until = Instant::now() + Duration::from_secs(20);
+        while !log
+            .events()
+            .iter()
+            .any(|(_, p)| matches!(p, SyncPoint::Fsynced { .. }))
+        {
+            assert!(Instant::now() < until, "the first barrier never ran");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let later: Vec<_> = (1..=LATER)
+            .map(|t| {
+                s.spawn(move || {
+                    journal.record_attempt(
+                        &format!("order-{t}"),
+                        &lease(&format!("owner-{t}")),
+                        1,
+                        11,
+                    )
+                })
+            })
+            .collect();
+        first.join().unwrap().unwrap();
+        for caller in later {
+            caller.join().unwrap().unwrap();
+        }
+    });
+    let events = log.events();
+    let covers: Vec<u64> = events
+        .iter()
+        .filter_map(|(_, p)| match p {
+            SyncPoint::Fsynced { covers } => Some(*covers),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(covers.len(), 2, "{events:?}");
+    assert!(covers[0] < covers[1], "{events:?}");
+    for (_, point) in &events {
+        if let SyncPoint::Durable { seq } = point {
+            assert!(*seq <= covers[1], "{events:?}");
+        }
+    }
+    let stats = journal.durability_stats();
+    assert_eq!(stats.fsyncs, 2);
+    assert_eq!(stats.durable_writes, 1 + LATER as u64);
 }
 
 #[test]

@@ -79,7 +79,7 @@ pub struct ClientConfig {
     /// never sends again and ends with `operation_busy`; the stores' epochs
     /// fence its writes. `None` (the default): the retry deadline plus
     /// 30 s, so that a lease outlasts any call even without renewals (a
-    /// caller driving [`Call`](crate::Call) with its own HTTP client that
+    /// caller driving [`Call`](crate::client::Call) with its own HTTP client that
     /// overruns the attempt's timeout still holds it). A fleet sets a few
     /// seconds to hand a dead instance's operations over within seconds.
     pub lease_ttl: Option<Duration>,

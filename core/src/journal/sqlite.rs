@@ -23,6 +23,7 @@ use std::time::Duration;
 use rusqlite::ffi::ErrorCode as SqliteCode;
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 
+use batch::Wrote;
 use group::GroupCommit;
 use rows::{sql_time, RawReconciliation, RawRow, COLUMNS, RECONCILIATION_COLUMNS, SELECT_ONE};
 
@@ -291,13 +292,19 @@ impl SqliteJournal {
         }
     }
 
-    /// Waits until the commit `seq` that recorded an attempt of `order_id`
-    /// is on disk (the group commit); if it cannot be, puts the operation
-    /// back where it stood (`before`; nothing was sent) and fails.
-    fn make_durable(&self, seq: u64, done: &Done, what: &str) -> Result<()> {
+    /// After the group commit's answer for the commit `seq` that recorded
+    /// an attempt of `done`'s operation: on disk, it is the lease's durable
+    /// attempt; if it cannot be, puts the operation back where it stood
+    /// (`before`; nothing was sent) and fails.
+    fn made_durable(
+        &self,
+        synced: std::result::Result<(), String>,
+        seq: u64,
+        done: &Done,
+        what: &str,
+    ) -> Result<()> {
         let (order_id, lease, attempts) = done.held.as_ref().expect("a held write");
-        self.at(SyncPoint::Written { seq });
-        match self.group.wait(seq, self.hook.as_ref()) {
+        match synced {
             Ok(()) => {
                 self.leases().insert(order_id.clone(), lease.owner.clone());
                 self.at(SyncPoint::Durable { seq });
@@ -366,6 +373,49 @@ struct Done {
     inserted: bool,
     cleared: Option<String>,
     released: Option<(String, String)>,
+}
+
+/// Which write must be on disk before it returns, decided in its
+/// transaction (once: the group commit may have made its caller the one to
+/// lead the next fsync, who must then wait for it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SyncFor {
+    /// An operation's first attempt, recorded as it is opened: when the
+    /// open inserted it.
+    Record,
+    /// A recorded attempt: the first of the operation, or the first under
+    /// a lease that has not made it durable yet (it was found in flight or
+    /// unknown: its previous driver may have died, or its fsync failed,
+    /// before it reached the disk).
+    Attempt,
+    /// A reconciliation: always.
+    Reconcile,
+}
+
+impl SyncFor {
+    /// Which of them `intent` may be.
+    fn of(intent: &Intent<'_>) -> Option<SyncFor> {
+        intent.may_need_sync().then_some(match intent {
+            Intent::Open { .. } => SyncFor::Record,
+            Intent::Reconcile { .. } => SyncFor::Reconcile,
+            _ => SyncFor::Attempt,
+        })
+    }
+
+    /// Whether the write that did `done` must be on disk before it returns.
+    fn needed(self, j: &SqliteJournal, done: &Done) -> bool {
+        match self {
+            SyncFor::Record => done.inserted,
+            SyncFor::Attempt => {
+                let pending = done.before.is_some_and(|b| b.0 == OperationState::Pending);
+                pending
+                    || done.held.as_ref().is_none_or(|(order_id, lease, _)| {
+                        j.leases().get(order_id) != Some(&lease.owner)
+                    })
+            }
+            SyncFor::Reconcile => true,
+        }
+    }
 }
 
 /// One transaction of the batch, for the engine.
@@ -652,9 +702,8 @@ impl Storage for SqliteJournal {
         action: &str,
         mut work: Work<T>,
     ) -> Result<T> {
-        let durable = intent.may_need_sync();
-        let arriving = durable.then(|| self.group.arrive());
-        let written = self.write(action, move |j, tx, action| {
+        let sync = SyncFor::of(&intent);
+        let wrote = self.write(action, sync.is_some(), move |j, tx, action| {
             let mut t = SqliteTx {
                 j,
                 tx,
@@ -662,33 +711,26 @@ impl Storage for SqliteJournal {
                 done: Done::default(),
             };
             let value = (work.body)(&j.guard, &mut t)?;
-            Ok((value, t.done))
-        });
-        drop(arriving);
-        let ((value, done), seq) = written?;
-        match intent {
-            Intent::Open {
-                first_attempt: true,
-                ..
-            } if done.inserted => {
-                self.make_durable(seq, &done, "record")?;
+            let durable = sync.is_some_and(|s| s.needed(j, &t.done));
+            Ok(((value, t.done), durable))
+        })?;
+        let Wrote {
+            value: (value, done),
+            seq,
+            synced,
+        } = wrote;
+        match (synced, &intent) {
+            (Some(synced), Intent::Reconcile { order_id }) => synced.map_err(|why| {
+                self.ctx.refused(format!(
+                    "the reconciliation of order id {order_id:?} was written but may not \
+                     be durable: {why}"
+                ))
+            })?,
+            (Some(synced), Intent::Open { .. }) => {
+                self.made_durable(synced, seq, &done, "record")?;
             }
-            Intent::RecordAttempt { .. } => {
-                let (order_id, lease, _) = done.held.as_ref().expect("a held write");
-                let pending = done.before.is_some_and(|b| b.0 == OperationState::Pending);
-                if pending || self.leases().get(order_id) != Some(&lease.owner) {
-                    self.make_durable(seq, &done, "attempt")?;
-                }
-            }
-            Intent::Reconcile { order_id } => {
-                self.group.wait(seq, self.hook.as_ref()).map_err(|why| {
-                    self.ctx.refused(format!(
-                        "the reconciliation of order id {order_id:?} was written but may not \
-                         be durable: {why}"
-                    ))
-                })?;
-            }
-            _ => {}
+            (Some(synced), _) => self.made_durable(synced, seq, &done, "attempt")?,
+            (None, _) => {}
         }
         if let Some(order_id) = &done.cleared {
             self.forget_lease(order_id, None);
@@ -743,7 +785,7 @@ impl Storage for SqliteJournal {
             settled.join(", ")
         );
         let horizon = horizon.cloned();
-        let (purged, _) = self.write(action, move |j, tx, _| {
+        let purged = self.write(action, false, move |j, tx, _| {
             if let Some((horizon, mac)) = &horizon {
                 tx.execute(
                     "UPDATE seal SET purged_before = ?1, purge_mac = ?2 WHERE id = 1",
@@ -752,9 +794,10 @@ impl Storage for SqliteJournal {
                 .map_err(|e| j.ctx.db(action, e))?;
             }
             tx.execute(&sql, [sql_time(bound)])
+                .map(|purged| (purged, false))
                 .map_err(|e| j.ctx.db(action, e))
         })?;
-        Ok(purged)
+        Ok(purged.value)
     }
 
     fn reconciliations(&self, order_id: Option<&str>) -> Result<Vec<Reconciliation>> {
@@ -805,7 +848,7 @@ impl Storage for SqliteJournal {
     fn save_clock_offset(&self, offset: &StoredClockOffset) -> Result<()> {
         let action = "store the clock offset";
         let offset = offset.clone();
-        self.write(action, move |j, tx, _| {
+        self.write(action, false, move |j, tx, _| {
             tx.prepare_cached(
                 "INSERT INTO clock_offsets (platform, offset_secs, measured_at) VALUES (?1, ?2, ?3)
                  ON CONFLICT (platform) DO UPDATE
@@ -818,6 +861,7 @@ impl Storage for SqliteJournal {
                     sql_time(offset.measured_at.min(rules::MAX_TIME))
                 ])
             })
+            .map(|_| ((), false))
             .map_err(|e| j.ctx.db(action, e))
         })?;
         Ok(())

@@ -3,9 +3,13 @@
 //! combiner (yielding its CPU once first when it is alone in the queue, so
 //! that callers about to write can join) and runs every queued write; the
 //! others sleep until their own result is ready, woken one by one directly
-//! (no lock is handed from waiter to waiter). A combiner runs at most
-//! [`MAX_PASSES`] batches, then hands the role to the oldest waiting caller,
-//! so no caller works for the others without bound.
+//! (no lock is handed from waiter to waiter). A write that must be on disk
+//! before its caller returns is handed by the combiner to the group commit
+//! instead: its caller stays asleep until an fsync covers it (or until it
+//! is to lead one), so it is woken once, not once for its result and again
+//! for the fsync. A combiner runs at most [`MAX_PASSES`] batches, then hands
+//! the role to the oldest waiting caller, so no caller works for the others
+//! without bound.
 
 use std::any::Any;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -18,15 +22,18 @@ use rusqlite::Connection;
 
 use crate::error::{Error, ErrorCode, Result};
 
-use super::SqliteJournal;
+use super::group::GroupCommit;
+use super::{SqliteJournal, SyncPoint};
 
 /// Batches one combiner runs before it hands the role on.
 const MAX_PASSES: usize = 2;
 
 /// A write's work: runs inside the shared transaction, given what the
-/// write does (its job's action, for error messages).
-pub(super) type Work =
-    Box<dyn FnOnce(&SqliteJournal, &Connection, &str) -> Result<Box<dyn Any + Send>> + Send>;
+/// write does (its job's action, for error messages). Returns its value
+/// and whether the write must be on disk before its caller returns.
+pub(super) type Work = Box<
+    dyn FnOnce(&SqliteJournal, &Connection, &str) -> Result<(Box<dyn Any + Send>, bool)> + Send,
+>;
 
 /// Runs one of the statements that open, split and end the shared
 /// transaction. Each is prepared once per connection and kept in its
@@ -61,8 +68,28 @@ impl Drop for Open<'_> {
     }
 }
 
-/// A write's result and the commit's number in the group commit's sequence.
-pub(super) type Out = Result<(Box<dyn Any + Send>, u64)>;
+/// A write that committed.
+pub(super) struct Committed {
+    value: Box<dyn Any + Send>,
+    /// Its caller returns only once an fsync covers it.
+    durable: bool,
+    /// The commit's number in the group commit's sequence.
+    seq: u64,
+}
+
+/// A write's result.
+pub(super) type Out = Result<Committed>;
+
+/// What [`SqliteJournal::write`] gives back.
+pub(super) struct Wrote<T> {
+    /// The work's value.
+    pub(super) value: T,
+    /// The commit's number in the group commit's sequence.
+    pub(super) seq: u64,
+    /// For a write the work said must be durable: whether an fsync covered
+    /// it (`Err`: why not).
+    pub(super) synced: Option<std::result::Result<(), String>>,
+}
 
 /// One caller's write, queued for the next transaction.
 pub(super) struct Job {
@@ -73,17 +100,24 @@ pub(super) struct Job {
     done: AtomicBool,
     /// Set when the caller is handed the combiner's role.
     lead: AtomicBool,
+    /// Set when the combiner made the caller a waiter of the group commit.
+    enlisted: AtomicBool,
+    /// The caller counts among the group commit's arriving writes until
+    /// its write committed or failed (cleared by whoever says so first).
+    arriving: AtomicBool,
     waiter: Thread,
 }
 
 impl Job {
-    pub(super) fn new(action: &str, work: Work) -> Arc<Job> {
+    pub(super) fn new(action: &str, arriving: bool, work: Work) -> Arc<Job> {
         Arc::new(Job {
             work: Mutex::new(Some(work)),
             action: action.to_owned(),
             out: Mutex::new(None),
             done: AtomicBool::new(false),
             lead: AtomicBool::new(false),
+            enlisted: AtomicBool::new(false),
+            arriving: AtomicBool::new(arriving),
             waiter: thread::current(),
         })
     }
@@ -93,11 +127,18 @@ impl Job {
         relock(&self.work).take()
     }
 
-    /// Leaves the result and wakes the caller.
-    pub(super) fn complete(&self, out: Out) {
+    /// Leaves the result without waking the caller: the group commit will.
+    fn leave(&self, out: Out) {
         *relock(&self.out) = Some(out);
         self.done.store(true, Ordering::Release);
-        self.waiter.unpark();
+    }
+
+    /// Ends the write's count among the group commit's arriving writes,
+    /// once whoever calls it.
+    fn arrived(&self, group: &GroupCommit) {
+        if self.arriving.swap(false, Ordering::AcqRel) {
+            group.arrived();
+        }
     }
 
     /// The result, once it is there.
@@ -128,15 +169,18 @@ pub(super) fn queued(pending: &Mutex<Pending>) -> usize {
     relock(pending).jobs.len()
 }
 
+/// Runs a batch: the connection, its jobs, and the combiner's own job.
+type RunBatch<'a, G> = dyn Fn(G, Vec<Arc<Job>>, &Job) + 'a;
+
 /// Runs `job` in a shared transaction, as combiner or by waiting for one.
 /// A combiner takes the connection with `lock`, then every write queued by
-/// then, and `run`s them as one batch (completing each). Returns when `job`
-/// is complete.
+/// then, and `run`s them as one batch (completing each; given its own job).
+/// Returns when `job` is complete.
 pub(super) fn submit<G>(
     pending: &Mutex<Pending>,
     job: &Arc<Job>,
     lock: &dyn Fn() -> G,
-    run: &dyn Fn(G, Vec<Arc<Job>>),
+    run: &RunBatch<'_, G>,
 ) {
     let lead = {
         let mut p = relock(pending);
@@ -157,12 +201,7 @@ pub(super) fn submit<G>(
 
 /// The combiner's loop: batches until the queue is empty, or hands the role
 /// to the oldest waiter once `own` is complete and [`MAX_PASSES`] ran.
-fn combine<G>(
-    pending: &Mutex<Pending>,
-    own: &Job,
-    lock: &dyn Fn() -> G,
-    run: &dyn Fn(G, Vec<Arc<Job>>),
-) {
+fn combine<G>(pending: &Mutex<Pending>, own: &Job, lock: &dyn Fn() -> G, run: &RunBatch<'_, G>) {
     let mut role = Role {
         pending,
         released: false,
@@ -197,8 +236,18 @@ fn combine<G>(
             }
             std::mem::take(&mut p.jobs)
         };
-        run(conn, jobs);
+        run(conn, jobs, own);
         passes += 1;
+    }
+}
+
+/// Ends a write's count among the group commit's arriving writes when its
+/// caller stops waiting for it, if its combiner did not (even unwinding).
+struct Arrival<'a>(&'a GroupCommit, &'a Job);
+
+impl Drop for Arrival<'_> {
+    fn drop(&mut self) {
+        self.1.arrived(self.0);
     }
 }
 
@@ -234,9 +283,12 @@ impl Drop for Role<'_> {
 impl SqliteJournal {
     /// Runs `f` in a `BEGIN IMMEDIATE` transaction committed with
     /// `synchronous=NORMAL` (in the WAL, not fsync'd); nothing of `f` is
-    /// written if it fails. Returns `f`'s value and the commit's number in
-    /// the group commit's sequence. `f` is given `action` back (held once,
-    /// by the queued write).
+    /// written if it fails. `f` gives its value and whether the write must
+    /// be on disk before this returns; then this returns once an fsync
+    /// covered it, or failed to (`synced`). `f` is given `action` back (held
+    /// once, by the queued write). `may_sync`: `f` may ask for an fsync (the
+    /// group commit's leader then waits for this write to commit before it
+    /// fsyncs, so as to cover it).
     ///
     /// Writes of concurrent callers share transactions: a caller queues its
     /// work, then takes the connection; whoever takes it runs every queued
@@ -248,34 +300,53 @@ impl SqliteJournal {
     pub(super) fn write<T: Send + 'static>(
         &self,
         action: &str,
-        f: impl FnOnce(&SqliteJournal, &Connection, &str) -> Result<T> + Send + 'static,
-    ) -> Result<(T, u64)> {
+        may_sync: bool,
+        f: impl FnOnce(&SqliteJournal, &Connection, &str) -> Result<(T, bool)> + Send + 'static,
+    ) -> Result<Wrote<T>> {
+        if may_sync {
+            self.group.arrive();
+        }
         let job = Job::new(
             action,
+            may_sync,
             Box::new(move |j: &SqliteJournal, tx: &Connection, action: &str| {
-                f(j, tx, action).map(|v| Box::new(v) as Box<dyn Any + Send>)
+                f(j, tx, action).map(|(v, durable)| (Box::new(v) as Box<dyn Any + Send>, durable))
             }),
         );
-        submit(&self.pending, &job, &|| self.lock(), &|conn, jobs| {
-            self.run_batch(conn, jobs)
+        let arrival = Arrival(&self.group, &job);
+        submit(&self.pending, &job, &|| self.lock(), &|conn, jobs, own| {
+            self.run_batch(conn, jobs, own)
         });
-        let out = job.take_out();
-        match out {
-            Some(Ok((value, seq))) => match value.downcast::<T>() {
-                Ok(value) => Ok((*value, seq)),
-                Err(_) => Err(Error::new(
-                    ErrorCode::Internal,
-                    format!(
-                        "journal {}: cannot {action}: a result of another type came back",
-                        self.ctx.path
-                    ),
-                )),
-            },
-            Some(Err(e)) => Err(e),
-            None => Err(Error::new(
+        drop(arrival);
+        let Committed {
+            value,
+            durable,
+            seq,
+        } = job.take_out().ok_or_else(|| {
+            Error::new(
                 ErrorCode::Internal,
                 format!(
                     "journal {}: cannot {action}: the write was lost by its batch",
+                    self.ctx.path
+                ),
+            )
+        })??;
+        // Before anything else: the combiner may have made this caller the
+        // one to lead the next fsync.
+        let synced = durable.then(|| {
+            let enlisted = job.enlisted.load(Ordering::Acquire);
+            self.group.wait(seq, self.hook.as_ref(), enlisted)
+        });
+        match value.downcast::<T>() {
+            Ok(value) => Ok(Wrote {
+                value: *value,
+                seq,
+                synced,
+            }),
+            Err(_) => Err(Error::new(
+                ErrorCode::Internal,
+                format!(
+                    "journal {}: cannot {action}: a result of another type came back",
                     self.ctx.path
                 ),
             )),
@@ -285,12 +356,34 @@ impl SqliteJournal {
     /// Runs `jobs` in one transaction under the connection's lock, then
     /// releases the lock and leaves each job's result in it: waking the
     /// callers (a system call each) is no part of the time the connection
-    /// is held.
-    fn run_batch(&self, conn: MutexGuard<'_, Connection>, jobs: Vec<Arc<Job>>) {
+    /// is held. A caller whose write must be durable, other than `own`'s
+    /// (the combiner's, awake), is woken only by the group commit when an
+    /// fsync covers it, unless no fsync is running: then the first such
+    /// caller is woken now, to lead one.
+    fn run_batch(&self, conn: MutexGuard<'_, Connection>, jobs: Vec<Arc<Job>>, own: &Job) {
         let outs = self.run_locked(&conn, &jobs);
         drop(conn);
+        let mut seq = 0;
+        let mut sleepers = Vec::new();
         for (job, out) in jobs.iter().zip(outs) {
-            job.complete(out);
+            if let Ok(c) = &out {
+                if c.durable {
+                    seq = c.seq;
+                    self.at(SyncPoint::Written { seq });
+                    if !std::ptr::eq(&**job, own) {
+                        sleepers.push((&job.waiter, &job.enlisted));
+                    }
+                }
+            }
+            // Every result is in place before any caller can be woken.
+            job.leave(out);
+        }
+        self.group.enlist(seq, &sleepers);
+        for job in &jobs {
+            job.arrived(&self.group);
+            if !job.enlisted.load(Ordering::Acquire) {
+                job.waiter.unpark();
+            }
         }
     }
 
@@ -307,7 +400,7 @@ impl SqliteJournal {
             Err(e) => return fail_all(&e),
         };
         let alone = jobs.len() == 1;
-        let mut results: Vec<Result<Box<dyn Any + Send>>> = Vec::with_capacity(jobs.len());
+        let mut results: Vec<Result<(Box<dyn Any + Send>, bool)>> = Vec::with_capacity(jobs.len());
         for job in jobs {
             let action = &job.action;
             let Some(work) = job.take_work() else {
@@ -364,7 +457,13 @@ impl SqliteJournal {
         };
         results
             .into_iter()
-            .map(|result| result.map(|v| (v, seq)))
+            .map(|result| {
+                result.map(|(value, durable)| Committed {
+                    value,
+                    durable,
+                    seq,
+                })
+            })
             .collect()
     }
 }

@@ -19,6 +19,13 @@
 //!   barrier may have started before its commit: then one of the waiters it
 //!   did not cover leads the next one).
 //!
+//! A caller whose write another caller committed (the batch's combiner, in
+//! `batch.rs`) is still asleep when its commit is numbered: the combiner
+//! makes it a waiter of the running barrier at once ([`GroupCommit::enlist`]),
+//! so that it is woken once, covered or to lead the next barrier, instead of
+//! once for its result and again for the fsync. With no barrier running,
+//! one of them is woken to lead one.
+//!
 //! The fsync goes to a descriptor of its own on the WAL file. It is an
 //! `fdatasync(2)`, which writes every dirty page of the file, whoever wrote
 //! it, with the metadata needed to read them back (size, blocks; the WAL is
@@ -57,8 +64,10 @@ pub(super) const GATHER: Duration = Duration::from_micros(200);
 #[doc(hidden)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SyncPoint {
-    /// `record_attempt` committed the write that must be durable (in the
-    /// WAL, not yet fsync'd); `seq` is its commit number.
+    /// A write that must be durable committed (in the WAL, not yet
+    /// fsync'd); `seq` is its commit number. Reported by the thread that
+    /// committed it, which may be another caller's (writes share
+    /// transactions), once per such write.
     Written {
         /// The write's commit number.
         seq: u64,
@@ -151,16 +160,15 @@ impl GroupCommit {
         self.committed.fetch_add(1, Ordering::SeqCst) + 1
     }
 
-    /// A call enters `record_attempt` (before its transaction); dropping
-    /// the value says it committed or failed (even by unwinding).
-    pub(super) fn arrive(&self) -> Arriving<'_> {
+    /// A write that may have to be durable is queued (before its
+    /// transaction); [`GroupCommit::arrived`] must follow, once.
+    pub(super) fn arrive(&self) {
         self.arriving.fetch_add(1, Ordering::SeqCst);
-        Arriving(self)
     }
 
-    /// A call committed (or failed): a gathering leader need not wait for
-    /// it any more.
-    fn arrived(&self) {
+    /// A write counted by [`GroupCommit::arrive`] committed (or failed): a
+    /// gathering leader need not wait for it any more.
+    pub(super) fn arrived(&self) {
         if self.arriving.fetch_sub(1, Ordering::SeqCst) == 1
             && self.gathering.load(Ordering::SeqCst)
         {
@@ -181,13 +189,38 @@ impl GroupCommit {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Makes the callers of the commit numbered `seq` (each its thread and
+    /// a flag), asleep with their write's result already in place, waiters
+    /// of the running barrier, so that they are woken once: when a barrier
+    /// covers them, or to lead the next one. With no barrier running, the
+    /// first of them stays out, to be woken now and lead one; once the
+    /// commit is covered, or a barrier failed, none is taken. Sets the flag
+    /// of each caller taken; each must then [`GroupCommit::wait`] for `seq`
+    /// saying so.
+    pub(super) fn enlist(&self, seq: u64, callers: &[(&Thread, &AtomicBool)]) {
+        let mut state = self.lock();
+        if callers.is_empty() || state.durable >= seq || state.failed.is_some() {
+            return;
+        }
+        let skip = usize::from(!state.leading);
+        for (thread, enlisted) in &callers[skip..] {
+            state.waiters.push((seq, (*thread).clone()));
+            enlisted.store(true, Ordering::Release);
+        }
+    }
+
     /// Returns once the commit numbered `seq` is on disk, leading a barrier
     /// if none is running; `Err` (why) if the barrier that was to cover it,
     /// or any earlier one, failed. Never waits for anything but a running
-    /// fsync.
-    pub(super) fn wait(&self, seq: u64, hook: Option<&SyncHook>) -> Result<(), String> {
+    /// fsync. `enlisted`: [`GroupCommit::enlist`] took the caller.
+    pub(super) fn wait(
+        &self,
+        seq: u64,
+        hook: Option<&SyncHook>,
+        enlisted: bool,
+    ) -> Result<(), String> {
         let mut state = self.lock();
-        let mut registered = false;
+        let mut registered = enlisted;
         loop {
             if state.durable >= seq {
                 self.durable_writes.fetch_add(1, Ordering::Relaxed);
@@ -272,15 +305,6 @@ impl GroupCommit {
             let _ = hook(SyncPoint::Fsynced { covers });
         }
         Ok(covers)
-    }
-}
-
-/// A call of `record_attempt` that has not committed yet.
-pub(super) struct Arriving<'a>(&'a GroupCommit);
-
-impl Drop for Arriving<'_> {
-    fn drop(&mut self) {
-        self.0.arrived();
     }
 }
 

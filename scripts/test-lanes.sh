@@ -48,11 +48,18 @@ lane() {
     done
 }
 
+# Both lanes run in the background; a stop ends both (scripts/stop-tree.sh).
+# shellcheck source=scripts/stop-tree.sh
+. scripts/stop-tree.sh
+stop_tree_on_signal test-lanes
+
 # shellcheck disable=SC2086 # the target lists are words
 { lane 2 $lane2 2>&1 | sed -u 's/^/[2] /'; exit "${PIPESTATUS[0]}"; } &
 lane2_pid=$!
 # shellcheck disable=SC2086
-lane 1 $lane1
+lane 1 $lane1 &
+lane1_pid=$!
+wait "$lane1_pid"
 status1=$?
 wait "$lane2_pid"
 status2=$?

@@ -48,11 +48,7 @@ CROSS_PACKAGES := cmake curl pkg-config libsqlite3-dev man-db groff-base binutil
 	wine wine64 lintian fakeroot
 CROSS_TARGETS := aarch64-unknown-linux-gnu x86_64-pc-windows-gnu
 cross-deps:
-	@missing=""; for p in $(CROSS_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
-	if [ -n "$$missing" ]; then \
-		echo "installing$$missing"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
-	fi
+	@scripts/apt-ensure.sh $(CROSS_PACKAGES)
 	@installed="$$(rustup target list --installed)"; for t in $(CROSS_TARGETS); do \
 		echo "$$installed" | grep -qx $$t || rustup target add $$t; done
 
@@ -112,9 +108,7 @@ sim-feature-check:
 ## (initdb in a temp dir as the postgres user, unix socket only) and fail, never skip, when
 ## it cannot start.
 pg-deps:
-	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
-		echo "installing postgresql"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; }
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || scripts/apt-ensure.sh postgresql
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
 		echo "the PostgreSQL server is missing and could not be installed (apt-get install -y postgresql): the journal tests need it"; exit 1; }
 
@@ -122,10 +116,7 @@ pg-deps:
 ## Redis replay store start a throwaway server themselves (temp dir, unix socket,
 ## no persistence) and fail, never skip, when it cannot start.
 redis-deps:
-	@command -v redis-server >/dev/null 2>&1 || { \
-		echo "installing redis-server"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
-	@command -v redis-server >/dev/null 2>&1 || { \
+	@scripts/apt-ensure.sh redis-server=redis-server || { \
 		echo "redis-server is missing and could not be installed (apt-get install -y redis-server): the replay-store tests need it"; exit 1; }
 
 ## test-python: builds and installs the Python package in a venv, runs pytest, mypy and stubtest
@@ -161,10 +152,7 @@ test-go: redis-deps pg-deps
 ## resolves the pinned plugins and dependencies of bindings/java/pom.xml from Central on
 ## its first run, into ~/.m2.
 java-deps:
-	@{ command -v javac >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1; } || { \
-		echo "installing openjdk-17-jdk-headless maven"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jdk-headless maven >/dev/null; }
-	@{ command -v javac >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1; } || { \
+	@scripts/apt-ensure.sh openjdk-17-jdk-headless=javac maven=mvn || { \
 		echo "a JDK or Maven is missing and could not be installed (apt-get install -y openjdk-17-jdk-headless maven): the Java tests need them"; exit 1; }
 
 ## test-java: the Java binding (bindings/java): the release library and mock, the library
@@ -224,18 +212,8 @@ header:
 
 # Installs what the C tests need on a Debian machine, only when missing.
 c-deps:
-	@missing=""; \
-	dpkg -s libcjson-dev >/dev/null 2>&1 || missing="$$missing libcjson-dev"; \
-	dpkg -s libcurl4-openssl-dev >/dev/null 2>&1 || missing="$$missing libcurl4-openssl-dev"; \
-	dpkg -s libpq-dev >/dev/null 2>&1 || missing="$$missing libpq-dev"; \
-	command -v curl >/dev/null 2>&1 || missing="$$missing curl"; \
-	command -v valgrind >/dev/null 2>&1 || missing="$$missing valgrind"; \
-	command -v pkg-config >/dev/null 2>&1 || missing="$$missing pkg-config"; \
-	command -v $(CXX) >/dev/null 2>&1 || missing="$$missing g++"; \
-	if [ -n "$$missing" ]; then \
-		echo "installing$$missing"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
-	fi
+	@scripts/apt-ensure.sh libcjson-dev libcurl4-openssl-dev libpq-dev curl=curl valgrind=valgrind \
+		pkg-config=pkg-config g++=$(CXX)
 
 # The release library and mock, plus a directory where libpayidem.so.0
 # resolves (the SONAME) for the test programs.

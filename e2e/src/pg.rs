@@ -1,6 +1,8 @@
 //! A throwaway PostgreSQL server for tests: `initdb` into a temporary
 //! directory, `pg_ctl start` on a unix socket in that directory (no TCP),
-//! `pg_ctl stop -m immediate` when dropped. [`PgServer::try_start_tls`]
+//! `pg_ctl stop -m immediate` when dropped, or by a watcher
+//! (`ffi/tests-c/pg_server.sh watch`) when the process dies without
+//! dropping it. [`PgServer::try_start_tls`]
 //! also listens on 127.0.0.1 and accepts TCP logins over TLS only.
 //!
 //! The server binaries are looked up under `/usr/lib/postgresql/*/bin`
@@ -21,6 +23,10 @@ use std::time::Duration;
 
 /// The server's superuser and database.
 pub const USER: &str = "postgres";
+
+/// Stops a server and removes its directory once the process that
+/// started it has exited, however it exited.
+const WATCHER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../ffi/tests-c/pg_server.sh");
 
 /// A running throwaway server.
 pub struct PgServer {
@@ -170,6 +176,19 @@ impl PgServer {
                     String::from_utf8_lossy(&out.stderr).trim()
                 ));
             }
+        }
+        // A test killed before its clean-up leaves no server or files.
+        let watched = Command::new(WATCHER)
+            .arg("watch")
+            .arg(std::process::id().to_string())
+            .arg(dir.path())
+            .output()
+            .map_err(|e| format!("cannot run {WATCHER}: {e}"))?;
+        if !watched.status.success() {
+            return Err(format!(
+                "{WATCHER} watch failed: {}",
+                String::from_utf8_lossy(&watched.stderr).trim()
+            ));
         }
         let server = PgServer {
             dir,

@@ -11,6 +11,8 @@
 #                             or postgresql://postgres@127.0.0.1:PORT/postgres with
 #                             PAYIDEM_PG_TCP_PORT=PORT, which adds a 127.0.0.1 listener)
 #   pg_server.sh stop DIR     stops it (pg_ctl stop -m immediate)
+#   pg_server.sh watch PID DIR  once process PID has exited, stops the
+#                             server in DIR and removes DIR (see below)
 #   pg_server.sh run CMD ...  starts one in a temporary directory, runs CMD
 #                             with PAYIDEM_PG_URL set to its URL, stops it
 #                             and exits with CMD's status
@@ -18,6 +20,13 @@
 # The binaries are PAYIDEM_PG_BIN or the newest /usr/lib/postgresql/*/bin
 # (`make pg-deps` installs them). A server that cannot start is an error
 # (status 1, the reason and the server log on stderr), never a skip.
+#
+# `start` also watches its caller (the script's parent, or
+# PAYIDEM_PG_OWNER): a test killed before its own clean-up (SIGKILL, a CI
+# timeout) leaves neither a running server nor its directory behind. The
+# watcher polls once a second, in a session of its own with INT, TERM and
+# HUP ignored (whoever stops the test's process tree must not stop it
+# first), and ends as soon as DIR is gone (the test cleaned up itself).
 set -eu
 
 find_bin() {
@@ -73,18 +82,37 @@ stop() {
     as_server_user "$bin/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null 2>&1 || true
 }
 
+watch() {
+    owner=$1 dir=$2
+    bin=$(find_bin)
+    runas=
+    [ "$(id -u)" != 0 ] || runas="runuser -u postgres --"
+    # Self-contained: the script itself may be a temporary copy, gone by then.
+    setsid sh -c '
+        trap "" INT TERM HUP
+        while kill -0 "$1" 2>/dev/null && [ -d "$2" ]; do sleep 1; done
+        [ -d "$2" ] || exit 0
+        $4 "$3/pg_ctl" -D "$2/data" -m immediate -w stop >/dev/null 2>&1
+        rm -rf "$2"' watch "$owner" "$dir" "$bin" "$runas" </dev/null >/dev/null 2>&1 &
+}
+
 case "${1:-}" in
 start)
+    watch "${PAYIDEM_PG_OWNER:-$PPID}" "$2"
     start "$2"
     ;;
 stop)
     stop "$2"
+    ;;
+watch)
+    watch "$2" "$3"
     ;;
 run)
     shift
     dir=$(mktemp -d /tmp/payidem-pg.XXXXXX)
     chmod 755 "$dir"
     trap 'stop "$dir"; rm -rf "$dir"' EXIT
+    watch $$ "$dir"
     PAYIDEM_PG_URL=$(start "$dir")
     export PAYIDEM_PG_URL
     status=0
@@ -92,7 +120,7 @@ run)
     exit "$status"
     ;;
 *)
-    echo "usage: $0 start DIR | stop DIR | run CMD [ARG...]" >&2
+    echo "usage: $0 start DIR | stop DIR | watch PID DIR | run CMD [ARG...]" >&2
     exit 2
     ;;
 esac

@@ -26,11 +26,8 @@ case "$arch" in
     *) echo "$(basename "$0"): unsupported arch '$arch' (x86_64 or aarch64)" >&2; exit 2 ;;
 esac
 triple="$arch-unknown-linux-gnu"
-if ! command -v "${tool_prefix}objcopy" >/dev/null 2>&1; then
-    echo "installing binutils for $arch" >&2
-    apt-get update -qq >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "binutils-${tool_prefix%-}" >/dev/null
-fi
+"$(dirname "${BASH_SOURCE[0]}")/../apt-ensure.sh" \
+    "binutils${tool_prefix:+-${tool_prefix%-}}=${tool_prefix}objcopy"
 # A fresh machine has only the host's Rust target.
 if ! rustup target list --installed 2>/dev/null | grep -qx "$triple"; then
     rustup target add "$triple" >&2

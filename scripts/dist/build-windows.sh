@@ -29,14 +29,8 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 triple=x86_64-pc-windows-gnu
 tools=x86_64-w64-mingw32
 
-missing=""
-command -v "$tools-gcc" >/dev/null 2>&1 || missing="$missing gcc-mingw-w64-x86-64"
-command -v "$tools-dlltool" >/dev/null 2>&1 || missing="$missing binutils-mingw-w64-x86-64"
-if [ -n "$missing" ]; then
-    echo "installing$missing" >&2
-    apt-get update -qq >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
-fi
+"$root/scripts/apt-ensure.sh" "gcc-mingw-w64-x86-64=$tools-gcc" \
+    "binutils-mingw-w64-x86-64=$tools-dlltool"
 rustup target list --installed 2>/dev/null | grep -qx "$triple" || rustup target add "$triple" >&2
 
 # shellcheck source=scripts/dist/env.sh

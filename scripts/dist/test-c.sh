@@ -54,16 +54,8 @@ for f in "$tarball" "$deb_runtime" "$deb_dev" "$deb_cli" "$mock"; do
     [ -f "$f" ] || { echo "test-c.sh: $f is missing: run 'make dist' first" >&2; exit 1; }
 done
 PATH="$("$root/scripts/dist/tools.sh"):$PATH"
-missing=""
-command -v cmake >/dev/null || missing="$missing cmake"
-command -v pkg-config >/dev/null || missing="$missing pkg-config"
-dpkg -s libsqlite3-dev >/dev/null 2>&1 || missing="$missing libsqlite3-dev"
-command -v man >/dev/null || missing="$missing man-db"
-command -v groff >/dev/null || missing="$missing groff-base"
-command -v lintian >/dev/null || missing="$missing lintian"
-if [ -n "$missing" ]; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
-fi
+"$root/scripts/apt-ensure.sh" cmake=cmake pkg-config=pkg-config libsqlite3-dev man-db=man \
+    groff-base=groff lintian=lintian
 
 # shellcheck source=scripts/dist/elf-checks.sh
 . "$root/scripts/dist/elf-checks.sh"

@@ -75,6 +75,20 @@ pub fn find_bin() -> Result<PathBuf, String> {
     })
 }
 
+/// Runs `command`; an error says it could not `what`, and why.
+fn succeed(command: &mut Command, what: &str) -> Result<(), String> {
+    let out = command
+        .output()
+        .map_err(|e| format!("cannot {what}: cannot run {command:?}: {e}"))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    Err(format!(
+        "cannot {what}: {}",
+        String::from_utf8_lossy(&out.stderr).trim()
+    ))
+}
+
 fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }
@@ -132,18 +146,11 @@ impl PgServer {
         std::fs::write(path, text).map_err(failed)?;
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).map_err(failed)?;
         if let Some(user) = self.run_as {
-            let out = Command::new("chown")
-                .arg(format!("{user}:"))
-                .arg(path)
-                .output()
-                .map_err(|e| format!("cannot run chown: {e}"))?;
-            if !out.status.success() {
-                return Err(format!(
-                    "cannot give {} to {user}: {}",
-                    path.display(),
-                    String::from_utf8_lossy(&out.stderr).trim()
-                ));
-            }
+            let what = format!("give {} to {user}", path.display());
+            succeed(
+                Command::new("chown").arg(format!("{user}:")).arg(path),
+                &what,
+            )?;
         }
         Ok(())
     }
@@ -164,32 +171,24 @@ impl PgServer {
             .map_err(|e| format!("cannot make a temporary directory: {e}"))?;
         let run_as = if is_root() { Some(USER) } else { None };
         if let Some(user) = run_as {
-            let out = Command::new("chown")
-                .arg(format!("{user}:"))
-                .arg(dir.path())
-                .output()
-                .map_err(|e| format!("cannot run chown: {e}"))?;
-            if !out.status.success() {
-                return Err(format!(
-                    "cannot give {} to the {user} user (does the user exist?): {}",
-                    dir.path().display(),
-                    String::from_utf8_lossy(&out.stderr).trim()
-                ));
-            }
+            let what = format!(
+                "give {} to the {user} user (does the user exist?)",
+                dir.path().display()
+            );
+            succeed(
+                Command::new("chown")
+                    .arg(format!("{user}:"))
+                    .arg(dir.path()),
+                &what,
+            )?;
         }
         // A test killed before its clean-up leaves no server or files.
-        let watched = Command::new(WATCHER)
+        let mut watch = Command::new(WATCHER);
+        watch
             .arg("watch")
             .arg(std::process::id().to_string())
-            .arg(dir.path())
-            .output()
-            .map_err(|e| format!("cannot run {WATCHER}: {e}"))?;
-        if !watched.status.success() {
-            return Err(format!(
-                "{WATCHER} watch failed: {}",
-                String::from_utf8_lossy(&watched.stderr).trim()
-            ));
-        }
+            .arg(dir.path());
+        succeed(&mut watch, "watch the server's test process")?;
         let server = PgServer {
             dir,
             bin,

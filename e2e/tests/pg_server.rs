@@ -39,17 +39,34 @@ fn first_line(child: &mut Child) -> PathBuf {
 
 /// Kills `child` with SIGKILL (no clean-up of its own runs) and waits for
 /// the server in `dir` to be stopped and `dir` removed.
-fn kill_and_expect_cleaned(mut child: Child, dir: &Path) {
+fn kill_and_expect_cleaned(child: Child, dir: &Path) {
     let pid = postmaster(dir);
     assert!(alive(pid), "the server runs before the kill");
-    child.kill().expect("SIGKILL");
-    child.wait().expect("reaped");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while (alive(pid) || dir.exists()) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    kill(child);
+    wait_for(|| !alive(pid) && !dir.exists());
     assert!(!alive(pid), "the server {pid} outlived its killed test");
     assert!(!dir.exists(), "{} outlived its killed test", dir.display());
+}
+
+fn kill(mut child: Child) {
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reaped");
+}
+
+/// A new directory under /tmp, which the server's user can reach.
+fn scratch_dir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("payidem-pg-watch-")
+        .tempdir_in("/tmp")
+        .expect("a temporary directory")
+}
+
+/// Waits up to a minute for `done`.
+fn wait_for(done: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !done() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 #[test]
@@ -70,11 +87,7 @@ fn a_server_started_from_rust_stops_when_its_process_is_killed() {
 
 #[test]
 fn a_server_started_by_the_script_stops_when_its_caller_is_killed() {
-    let dir = tempfile::Builder::new()
-        .prefix("payidem-pg-watch-")
-        .tempdir_in("/tmp")
-        .expect("a temporary directory")
-        .keep();
+    let dir = scratch_dir().keep();
     std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o755))
         .expect("chmod");
     // The caller is this shell: it starts the server as a test would,
@@ -94,11 +107,8 @@ fn a_server_started_by_the_script_stops_when_its_caller_is_killed() {
 
 #[test]
 fn the_watcher_leaves_a_directory_alone_while_its_caller_lives() {
-    let dir = tempfile::Builder::new()
-        .prefix("payidem-pg-watch-")
-        .tempdir_in("/tmp")
-        .expect("a temporary directory");
-    let mut caller = Command::new("sleep")
+    let dir = scratch_dir();
+    let caller = Command::new("sleep")
         .arg("600")
         .spawn()
         .expect("sleep starts");
@@ -111,11 +121,7 @@ fn the_watcher_leaves_a_directory_alone_while_its_caller_lives() {
     assert!(watched.status.success(), "{watched:?}");
     std::thread::sleep(Duration::from_millis(2500));
     assert!(dir.path().exists(), "removed while its caller lives");
-    caller.kill().expect("SIGKILL");
-    caller.wait().expect("reaped");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while dir.path().exists() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    kill(caller);
+    wait_for(|| !dir.path().exists());
     assert!(!dir.path().exists(), "kept after its caller died");
 }

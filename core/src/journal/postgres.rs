@@ -191,6 +191,8 @@ pub struct PostgresJournal {
     guard: Guard,
     /// Writes waiting for the next shared transaction.
     groups: group::Groups,
+    /// Writes that need no flush, running alone now.
+    alone: group::AloneSlots,
 }
 
 impl fmt::Debug for PostgresJournal {
@@ -348,6 +350,7 @@ impl PostgresJournal {
             preparing: Mutex::new(()),
             guard: Guard::new(RowAuth::Keyless { sealed: false }, None, String::new()),
             groups: group::Groups::default(),
+            alone: group::AloneSlots::default(),
         };
         let scope = journal.options.scope.clone();
         journal.guard = Guard::new(

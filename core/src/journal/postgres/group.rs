@@ -53,6 +53,48 @@ const MAX_DURABLE: usize = 2;
 /// per operation at the same throughput (BENCHMARKS.md, #26 session 5).
 const SECOND_DURABLE_GROUP: usize = 8;
 
+/// The most writes that need no WAL flush (a call's end, a later attempt
+/// of a lease already durable) running at once, each alone on its
+/// connection: more wait for one of them to end. More server processes
+/// writing at once than the server has CPUs for only contend for them
+/// and for the same index pages: at 16 callers on two CPUs this limit
+/// gave 19 % more operations per second than none (BENCHMARKS.md, #26
+/// session 11).
+pub(super) const MAX_ALONE: usize = 4;
+
+/// The writes running alone now, at most [`MAX_ALONE`].
+#[derive(Default)]
+pub(super) struct AloneSlots {
+    taken: Mutex<usize>,
+    freed: Condvar,
+}
+
+/// One of [`AloneSlots`], given back when dropped (even by a write that
+/// unwinds).
+pub(super) struct AloneSlot<'a>(&'a AloneSlots);
+
+impl AloneSlots {
+    /// Waits for a free slot and takes it.
+    pub(super) fn take(&self) -> AloneSlot<'_> {
+        let mut taken = relock(&self.taken);
+        while *taken >= MAX_ALONE {
+            taken = self
+                .freed
+                .wait(taken)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        *taken += 1;
+        AloneSlot(self)
+    }
+}
+
+impl Drop for AloneSlot<'_> {
+    fn drop(&mut self) {
+        *relock(&self.0.taken) -= 1;
+        self.0.freed.notify_one();
+    }
+}
+
 /// A body's value, whatever its type.
 pub(super) type Value = Box<dyn Any + Send>;
 
@@ -374,5 +416,46 @@ mod tests {
         }
         assert!(most[0].load(Ordering::SeqCst) <= MAX_RUNNING);
         assert!(most[1].load(Ordering::SeqCst) <= MAX_DURABLE);
+    }
+
+    /// Writes running alone: never more than the limit at once, the limit
+    /// reached under load, and every writer gets a slot (one that unwinds
+    /// gives its slot back).
+    #[test]
+    fn at_most_max_alone_writes_run_at_once() {
+        const WRITERS: usize = 12;
+        let slots = Arc::new(AloneSlots::default());
+        let running = Arc::new(AtomicUsize::new(0));
+        let most = Arc::new(AtomicUsize::new(0));
+        let (done, finished) = mpsc::channel();
+        for writer in 0..WRITERS {
+            let (slots, running, most, done) = (
+                Arc::clone(&slots),
+                Arc::clone(&running),
+                Arc::clone(&most),
+                done.clone(),
+            );
+            std::thread::spawn(move || {
+                for write in 0..50 {
+                    let unwound = catch_unwind(AssertUnwindSafe(|| {
+                        let _slot = slots.take();
+                        let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                        most.fetch_max(now, Ordering::SeqCst);
+                        std::thread::sleep(Duration::from_micros(200));
+                        running.fetch_sub(1, Ordering::SeqCst);
+                        assert!(write % 10 != 9 || writer % 2 == 0, "a write that unwinds");
+                    }));
+                    assert_eq!(unwound.is_err(), write % 10 == 9 && writer % 2 == 1);
+                }
+                done.send(writer).unwrap();
+            });
+        }
+        for _ in 0..WRITERS {
+            finished
+                .recv_timeout(Duration::from_secs(60))
+                .expect("every writer gets a slot (none kept by a write that unwound)");
+        }
+        assert_eq!(most.load(Ordering::SeqCst), MAX_ALONE);
+        assert_eq!(*relock(&slots.taken), 0);
     }
 }

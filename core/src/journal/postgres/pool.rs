@@ -519,8 +519,10 @@ impl PostgresJournal {
     /// runs in a transaction opened by its first statement. A lost
     /// connection runs it again; one lost during a write that may have
     /// committed (the update alone, or the COMMIT) is read back first.
+    /// At most [`MAX_ALONE`](super::group::MAX_ALONE) run at once.
     pub(super) fn run_alone(&self, job: &Job) -> Result<super::group::Value> {
         const TRIES: usize = 3;
+        let _slot = self.alone.take();
         let mut last = None;
         for _ in 0..TRIES {
             let mut conn = self.take_conn(&job.action)?;

@@ -58,8 +58,8 @@ const SECOND_DURABLE_GROUP: usize = 8;
 /// connection: more wait for one of them to end. More server processes
 /// writing at once than the server has CPUs for only contend for them
 /// and for the same index pages: at 16 callers on two CPUs this limit
-/// gave 19 % more operations per second than none (BENCHMARKS.md, #26
-/// session 11).
+/// gave 14–19 % more operations per second than none (BENCHMARKS.md,
+/// #26 session 11).
 pub(super) const MAX_ALONE: usize = 4;
 
 /// The writes running alone now, at most [`MAX_ALONE`].

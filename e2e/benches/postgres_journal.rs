@@ -11,7 +11,8 @@
 //! (group commit). `fleet` adds a row of 3 instances (clients with a
 //! journal handle each) × 8 callers on one database, against SQLite and
 //! raw at 24 callers; `commit_delay=N` sets the server's `commit_delay`
-//! (µs; `commit_siblings` stays 5) for the whole run.
+//! (µs) for the whole run, and `commit_siblings=M` its `commit_siblings`
+//! (5 unless given).
 //!
 //! `profile` says where the time of the PostgreSQL runs goes, per settled
 //! operation: CPU of this process (the client, its callers and the mock),
@@ -41,6 +42,15 @@ fn client_rate(client: &payidem::Client, threads: usize, tag: &str) -> f64 {
         let spec = OwnedSpec::payment(&format!("{tag}-{i}"), 1000 + (i % 400) as u64, true);
         let outcome = client.execute(&spec.spec()).expect("the payment settles");
         assert_eq!(outcome.response.status, 201);
+    })
+}
+
+/// The value of the command-line argument `NAME=value`, if given.
+fn setting<T: std::str::FromStr>(name: &str) -> Option<T> {
+    std::env::args().find_map(|a| {
+        a.strip_prefix(name)
+            .and_then(|v| v.strip_prefix('='))
+            .and_then(|v| v.parse().ok())
     })
 }
 
@@ -248,8 +258,8 @@ fn main() {
         levels
     };
     let fleet = std::env::args().any(|a| a == "fleet");
-    let commit_delay: Option<i32> =
-        std::env::args().find_map(|a| a.strip_prefix("commit_delay=").and_then(|v| v.parse().ok()));
+    let commit_delay: Option<i32> = setting("commit_delay");
+    let commit_siblings: i32 = setting("commit_siblings").unwrap_or(5);
     let profiling = std::env::args().any(|a| a == "profile");
     let mock = start_mock();
     let mut server = PgServer::start();
@@ -274,9 +284,14 @@ fn main() {
         // ALTER SYSTEM runs outside a transaction: one statement a call.
         admin
             .batch_execute(&format!("ALTER SYSTEM SET commit_delay = {us}"))
+            .and_then(|()| {
+                admin.batch_execute(&format!(
+                    "ALTER SYSTEM SET commit_siblings = {commit_siblings}"
+                ))
+            })
             .and_then(|()| admin.batch_execute("SELECT pg_reload_conf()"))
             .expect("commit_delay is set");
-        println!("server commit_delay = {us} µs, commit_siblings = 5");
+        println!("server commit_delay = {us} µs, commit_siblings = {commit_siblings}");
     }
     println!(
         "PostgreSQL journal vs SQLite journal vs raw signed POSTs, {OPS} operations per run, \

@@ -369,51 +369,56 @@ mod tests {
         assert!(!queue.has_room(true));
     }
 
+    /// Runs `body(i)` for `i` in `0..threads`, each on a thread of its
+    /// own, all at once; fails when one has not ended within a minute (it
+    /// waits for a wake-up that never comes) or unwound.
+    fn on_threads(threads: usize, body: impl Fn(usize) + Send + Sync + 'static) {
+        let body = Arc::new(body);
+        let (done, finished) = mpsc::channel();
+        for i in 0..threads {
+            let (body, done) = (Arc::clone(&body), done.clone());
+            std::thread::spawn(move || {
+                let checked = catch_unwind(AssertUnwindSafe(|| body(i)));
+                done.send(checked.is_ok()).unwrap();
+            });
+        }
+        for _ in 0..threads {
+            let checked = finished
+                .recv_timeout(Duration::from_secs(60))
+                .expect("every thread ends (none waits for a lost wake-up)");
+            assert!(checked, "a thread's checks failed (its panic is above)");
+        }
+    }
+
     /// Many callers, both kinds: every caller gets its own answer (none
     /// waits forever for a wake-up), and no more groups of a kind run at
     /// once than its limit.
     #[test]
     fn every_caller_is_answered_and_the_limits_hold() {
-        const CALLERS: usize = 24;
-        const WRITES: usize = 150;
         let groups = Arc::new(Groups::default());
-        let running = Arc::new([AtomicUsize::new(0), AtomicUsize::new(0)]);
+        let running = [AtomicUsize::new(0), AtomicUsize::new(0)];
         let most = Arc::new([AtomicUsize::new(0), AtomicUsize::new(0)]);
-        let (done, finished) = mpsc::channel();
-        for caller in 0..CALLERS {
-            let (groups, running, most, done) = (
-                Arc::clone(&groups),
-                Arc::clone(&running),
-                Arc::clone(&most),
-                done.clone(),
-            );
-            std::thread::spawn(move || {
-                for write in 0..WRITES {
-                    let durable = (caller + write) % 3 == 0;
-                    let job = job(durable);
-                    let run_group = |jobs: Vec<Arc<Job>>| {
-                        let kind = usize::from(jobs[0].durable);
-                        assert!(jobs.iter().all(|j| j.durable == jobs[0].durable));
-                        assert!(jobs.len() <= MAX_GROUP);
-                        let now = running[kind].fetch_add(1, Ordering::SeqCst) + 1;
-                        most[kind].fetch_max(now, Ordering::SeqCst);
-                        std::thread::sleep(Duration::from_micros(50));
-                        running[kind].fetch_sub(1, Ordering::SeqCst);
-                        for (i, job) in jobs.iter().enumerate() {
-                            job.complete(Ok(Box::new(i)));
-                        }
-                    };
-                    let answer = groups.submit(&job, &run_group).expect("answered");
-                    assert!(answer.downcast::<usize>().is_ok());
-                }
-                done.send(caller).unwrap();
-            });
-        }
-        for _ in 0..CALLERS {
-            finished
-                .recv_timeout(Duration::from_secs(60))
-                .expect("every caller is answered (none waits for a lost wake-up)");
-        }
+        let m = Arc::clone(&most);
+        on_threads(24, move |caller| {
+            for write in 0..150 {
+                let durable = (caller + write) % 3 == 0;
+                let job = job(durable);
+                let run_group = |jobs: Vec<Arc<Job>>| {
+                    let kind = usize::from(jobs[0].durable);
+                    assert!(jobs.iter().all(|j| j.durable == jobs[0].durable));
+                    assert!(jobs.len() <= MAX_GROUP);
+                    let now = running[kind].fetch_add(1, Ordering::SeqCst) + 1;
+                    m[kind].fetch_max(now, Ordering::SeqCst);
+                    std::thread::sleep(Duration::from_micros(50));
+                    running[kind].fetch_sub(1, Ordering::SeqCst);
+                    for (i, job) in jobs.iter().enumerate() {
+                        job.complete(Ok(Box::new(i)));
+                    }
+                };
+                let answer = groups.submit(&job, &run_group).expect("answered");
+                assert!(answer.downcast::<usize>().is_ok());
+            }
+        });
         assert!(most[0].load(Ordering::SeqCst) <= MAX_RUNNING);
         assert!(most[1].load(Ordering::SeqCst) <= MAX_DURABLE);
     }
@@ -423,38 +428,22 @@ mod tests {
     /// gives its slot back).
     #[test]
     fn at_most_max_alone_writes_run_at_once() {
-        const WRITERS: usize = 12;
         let slots = Arc::new(AloneSlots::default());
-        let running = Arc::new(AtomicUsize::new(0));
         let most = Arc::new(AtomicUsize::new(0));
-        let (done, finished) = mpsc::channel();
-        for writer in 0..WRITERS {
-            let (slots, running, most, done) = (
-                Arc::clone(&slots),
-                Arc::clone(&running),
-                Arc::clone(&most),
-                done.clone(),
-            );
-            std::thread::spawn(move || {
-                for write in 0..50 {
-                    let unwound = catch_unwind(AssertUnwindSafe(|| {
-                        let _slot = slots.take();
-                        let now = running.fetch_add(1, Ordering::SeqCst) + 1;
-                        most.fetch_max(now, Ordering::SeqCst);
-                        std::thread::sleep(Duration::from_micros(200));
-                        running.fetch_sub(1, Ordering::SeqCst);
-                        assert!(write % 10 != 9 || writer % 2 == 0, "a write that unwinds");
-                    }));
-                    assert_eq!(unwound.is_err(), write % 10 == 9 && writer % 2 == 1);
-                }
-                done.send(writer).unwrap();
-            });
-        }
-        for _ in 0..WRITERS {
-            finished
-                .recv_timeout(Duration::from_secs(60))
-                .expect("every writer gets a slot (none kept by a write that unwound)");
-        }
+        let (s, m, running) = (Arc::clone(&slots), Arc::clone(&most), AtomicUsize::new(0));
+        on_threads(12, move |writer| {
+            for write in 0..50 {
+                let unwound = catch_unwind(AssertUnwindSafe(|| {
+                    let _slot = s.take();
+                    let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                    m.fetch_max(now, Ordering::SeqCst);
+                    std::thread::sleep(Duration::from_micros(200));
+                    running.fetch_sub(1, Ordering::SeqCst);
+                    assert!(write % 10 != 9 || writer % 2 == 0, "a write that unwinds");
+                }));
+                assert_eq!(unwound.is_err(), write % 10 == 9 && writer % 2 == 1);
+            }
+        });
         assert_eq!(most.load(Ordering::SeqCst), MAX_ALONE);
         assert_eq!(*relock(&slots.taken), 0);
     }

@@ -67,30 +67,6 @@ type Outcome struct {
 	JournalErr error
 }
 
-// State is where an operation stands in the journal.
-type State int
-
-// The journal states.
-const (
-	StateNotFound  State = C.PAYIDEM_STATE_NOT_FOUND
-	StatePending   State = C.PAYIDEM_STATE_PENDING
-	StateInFlight  State = C.PAYIDEM_STATE_IN_FLIGHT
-	StateUnknown   State = C.PAYIDEM_STATE_UNKNOWN
-	StateSucceeded State = C.PAYIDEM_STATE_SUCCEEDED
-	StateRejected  State = C.PAYIDEM_STATE_REJECTED
-	StateConflict  State = C.PAYIDEM_STATE_CONFLICT
-)
-
-// String is the linked library's name of the state ("pending",
-// "in_flight", ...; journals store these names), "not_found" for
-// StateNotFound.
-func (s State) String() string {
-	if s == StateNotFound {
-		return "not_found"
-	}
-	return libraryName(int(s), "state", func(v C.uint32_t) *C.char { return C.payidem_operation_state_name(v) })
-}
-
 // OperationStatus is the journal's record of an operation.
 type OperationStatus struct {
 	State    State

@@ -13,21 +13,6 @@ import (
 	"time"
 )
 
-// AttemptOutcome is what one attempt produced, for Decide.
-type AttemptOutcome int
-
-// The attempt outcomes.
-const (
-	// OutcomeResponse: an HTTP response came back.
-	OutcomeResponse AttemptOutcome = C.PAYIDEM_ATTEMPT_RESPONSE
-	// OutcomeNotSent: the request was never sent (connection refused, DNS
-	// or TLS failure): nothing reached the platform.
-	OutcomeNotSent AttemptOutcome = C.PAYIDEM_ATTEMPT_NOT_SENT
-	// OutcomeSentNoResponse: the request was or may have been sent and no
-	// response came back (timeout, reset).
-	OutcomeSentNoResponse AttemptOutcome = C.PAYIDEM_ATTEMPT_SENT_NO_RESPONSE
-)
-
 // AttemptResult is one attempt's result as Decide reads it.
 type AttemptResult struct {
 	Outcome AttemptOutcome
@@ -36,62 +21,6 @@ type AttemptResult struct {
 	Status    int
 	ErrorCode string
 	Headers   http.Header
-}
-
-// DecisionKind is what to do after an attempt.
-type DecisionKind int
-
-// The decision kinds.
-const (
-	// DecisionDone: settled with this 2xx response (see Replayed).
-	DecisionDone DecisionKind = C.PAYIDEM_DECISION_DONE
-	// DecisionFail: fails for good; Failure is CodeIdempotencyConflict
-	// (never retried, never re-keyed) or CodeRejected.
-	DecisionFail DecisionKind = C.PAYIDEM_DECISION_FAIL
-	// DecisionRetryNow: re-sign with a fresh nonce and timestamp, retry at once.
-	DecisionRetryNow DecisionKind = C.PAYIDEM_DECISION_RETRY_NOW
-	// DecisionRetryBackoff: retry after a full-jitter backoff (see Landed
-	// for what to do if retries run out).
-	DecisionRetryBackoff DecisionKind = C.PAYIDEM_DECISION_RETRY_BACKOFF
-	// DecisionRetryAfter: retry after RetryAfter (the platform's Retry-After).
-	DecisionRetryAfter DecisionKind = C.PAYIDEM_DECISION_RETRY_AFTER
-	// DecisionAdjustClockRetry: take the clock offset from ServerTime and
-	// retry once at once.
-	DecisionAdjustClockRetry DecisionKind = C.PAYIDEM_DECISION_ADJUST_CLOCK_RETRY
-	// DecisionQueryStatus: the outcome is unknown; query the status first.
-	DecisionQueryStatus DecisionKind = C.PAYIDEM_DECISION_QUERY_STATUS
-	// DecisionSendOperation (status queries only): the operation did not
-	// land; send it again at once with the same key, unless its key is past
-	// the platform's retention (then the outcome is key_expired).
-	DecisionSendOperation DecisionKind = C.PAYIDEM_DECISION_SEND_OPERATION
-)
-
-// Landed tells whether an operation may have taken effect.
-type Landed int
-
-// The answers about landing.
-const (
-	// LandedNo: it did not (the answer came before the platform's
-	// idempotency step, nothing was sent, or the key is held by another
-	// request).
-	LandedNo Landed = C.PAYIDEM_LANDED_NO
-	// LandedMaybe: it may have. Keep the key, never re-key; if retries run
-	// out the outcome is unknown, never "failed".
-	LandedMaybe Landed = C.PAYIDEM_LANDED_MAYBE
-	// LandedYes: it did (a 2xx, a final refusal the platform keeps, an
-	// operation in progress).
-	LandedYes Landed = C.PAYIDEM_LANDED_YES
-)
-
-// String is the linked library's name ("no", "maybe", "yes").
-func (l Landed) String() string {
-	return libraryName(int(l), "landed", func(v C.uint32_t) *C.char { return C.payidem_landed_name(v) })
-}
-
-// String is the linked library's name of the kind ("done", "fail",
-// "retry_now", ...).
-func (k DecisionKind) String() string {
-	return libraryName(int(k), "decision", func(v C.uint32_t) *C.char { return C.payidem_decision_kind_name(v) })
 }
 
 // Decision is the protocol's answer to one attempt. Fields that do not

@@ -22,41 +22,6 @@ var liveHandles atomic.Int64
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-// AttemptKind tells the operation's own request from a status query.
-type AttemptKind int
-
-// The attempt kinds.
-const (
-	AttemptOperation   AttemptKind = C.PAYIDEM_ATTEMPT_KIND_OPERATION
-	AttemptStatusQuery AttemptKind = C.PAYIDEM_ATTEMPT_KIND_STATUS_QUERY
-)
-
-// String is the linked library's name of the kind ("operation",
-// "status_query").
-func (k AttemptKind) String() string {
-	return libraryName(int(k), "kind", func(v C.uint32_t) *C.char { return C.payidem_attempt_kind_name(v) })
-}
-
-// NextAction is what the client does after an attempt.
-type NextAction int
-
-// The next actions.
-const (
-	NextSettle      NextAction = C.PAYIDEM_NEXT_SETTLE
-	NextRetryNow    NextAction = C.PAYIDEM_NEXT_RETRY_NOW
-	NextRetryLater  NextAction = C.PAYIDEM_NEXT_RETRY_LATER
-	NextAdjustClock NextAction = C.PAYIDEM_NEXT_ADJUST_CLOCK
-	NextQueryStatus NextAction = C.PAYIDEM_NEXT_QUERY_STATUS
-	NextQueryLater  NextAction = C.PAYIDEM_NEXT_QUERY_LATER
-	NextGiveUp      NextAction = C.PAYIDEM_NEXT_GIVE_UP
-)
-
-// String is the linked library's name of the action ("settle",
-// "retry_now", ...).
-func (n NextAction) String() string {
-	return libraryName(int(n), "next", func(v C.uint32_t) *C.char { return C.payidem_next_action_name(v) })
-}
-
 // AttemptEvent describes one attempt, for logs and metrics. It holds no
 // secret and no body.
 type AttemptEvent struct {

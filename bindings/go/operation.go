@@ -17,29 +17,6 @@ import (
 	"unsafe"
 )
 
-// StepKind tells what a Step asks the caller to do.
-type StepKind int
-
-// The step kinds (the C ABI's payidem_step_type).
-const (
-	// StepPersist: record the coming attempt durably, then confirm with
-	// Machine.Persisted (pure machine only: a Call records it itself).
-	StepPersist StepKind = C.PAYIDEM_STEP_PERSIST
-	// StepSend: send Step.Send, then report what happened.
-	StepSend StepKind = C.PAYIDEM_STEP_SEND
-	// StepWait: sleep Step.Wait (or less, to check for cancellation), then
-	// ask for the next step.
-	StepWait StepKind = C.PAYIDEM_STEP_WAIT
-	// StepEnd: the call is over; Step.End says how.
-	StepEnd StepKind = C.PAYIDEM_STEP_END
-)
-
-// String is the linked library's name of the kind (persist, send, wait,
-// end).
-func (k StepKind) String() string {
-	return libraryName(int(k), "step", func(v C.uint32_t) *C.char { return C.payidem_step_type_name(v) })
-}
-
 // Step is what the operation machine asks for next. Only the field of Kind
 // is set: Persist for StepPersist, Send for StepSend, Wait for StepWait,
 // End for StepEnd.

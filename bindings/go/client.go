@@ -85,7 +85,7 @@ func NewClient(cfg Config) (*Client, error) {
 	if err := cResult(func(cerr **C.payidem_error) C.payidem_result {
 		return C.payidem_client_new(args.ptr(off), secretPtr(cfg.Secret), C.size_t(len(cfg.Secret)), &ptr, cerr)
 	}); err != nil {
-		return nil, renameOptionField(redactLocations(err, cfg.JournalPath, cfg.Proxy, cfg.BaseURL))
+		return nil, renameOptionField(err)
 	}
 	c := &Client{ptr: ptr, base: cfg.BaseURL}
 	if cfg.OnAttempt != nil {

@@ -108,7 +108,7 @@ func NewVerifierWithReplayStore(keys map[string][][]byte, window time.Duration, 
 	var cerr *C.payidem_error
 	rc := C.payidem_verifier_new_with_replay_store(C.uint64_t(window/time.Second), C.size_t(capacity), args.ptr(store), &ptr, &cerr)
 	if rc != C.PAYIDEM_OK {
-		return nil, redactLocations(newError(rc, cerr, nil), replayStore)
+		return nil, newError(rc, cerr, nil)
 	}
 	v := &Verifier{ptr: ptr, MaxBodyBytes: 1 << 20}
 	track(v, (*Verifier).Close)

@@ -619,6 +619,35 @@ static void test_journal_key_derive(void) {
                PAYIDEM_INVALID_ARGUMENT, "secret");
 }
 
+/* One redaction rule, the library's (Go's RedactURL prints through it and
+ * runs every vector of core/tests/vectors/redact-v1.json). */
+static void test_redact_url(void) {
+    const char *pg = "postgres://alice:Hunter2Secret@db.internal:5432/pay";
+    const char *libpq = "host=db user=alice password=Hunter2Secret dbname=pay";
+    const char *api = "https://api.example.com";
+    char shown[128];
+    size_t len = 0;
+    payidem_error *err = NULL;
+    EXPECT_OK(payidem_redact_url(pg, shown, sizeof shown, &len, &err), err);
+    CHECK_STR(shown, "postgres://***@db.internal:5432/pay");
+    CHECK(len == strlen(shown));
+    EXPECT_OK(payidem_redact_url(libpq, shown, sizeof shown, NULL, &err), err);
+    CHECK_STR(shown, "host=db user=alice password=*** dbname=pay");
+    EXPECT_OK(payidem_redact_url("/var/lib/payidem/journal.db", shown, sizeof shown, &len, &err),
+              err);
+    CHECK_STR(shown, "/var/lib/payidem/journal.db");
+    /* Longer than its input: the length to retry with, and buf untouched. */
+    strcpy(shown, "untouched");
+    EXPECT_ERR(payidem_redact_url(api, shown, strlen(api) + 1, &len, &err), err,
+               PAYIDEM_BUFFER_TOO_SMALL, "buf");
+    CHECK(len == strlen("https://api.example.com/"));
+    CHECK_STR(shown, "untouched");
+    EXPECT_ERR(payidem_redact_url(NULL, shown, sizeof shown, &len, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "location");
+    EXPECT_ERR(payidem_redact_url("postgres://u:\xff@h/db", shown, sizeof shown, &len, &err), err,
+               PAYIDEM_INVALID_ARGUMENT, "location");
+}
+
 /* Issue #14: verify_into returns what it verified; an empty Idempotency-Key
  * header is an error; remove_key; the verifier-wide nonce limit. */
 static void sign_headers(payidem_signer *signer, const char *method, const char *key,
@@ -2362,6 +2391,7 @@ int main(void) {
     RUN(test_sign_into_verifies_and_matches_the_handle_api);
     RUN(test_buffers_too_small_report_the_size);
     RUN(test_journal_key_derive);
+    RUN(test_redact_url);
     RUN(test_verifier_reaches_every_verification_code);
     RUN(test_verify_into_remove_key_and_total_limit);
     RUN(test_null_and_bad_lengths_are_named);

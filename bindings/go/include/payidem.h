@@ -2721,6 +2721,33 @@ payidem_result payidem_step_end_result(const struct payidem_step *step,
 void payidem_step_free(struct payidem_step *step);
 
 /**
+ * Writes into `buf`, NUL-terminated, `location` (a journal path or URL, a
+ * proxy, a base URL, a replay store's URL, a libpq `key=value` string) as
+ * the library itself prints it in errors and logs: what it names (scheme,
+ * host, port, path, file) stays readable; user and password, a URL's
+ * query and fragment, and the value of every `password` keyword become
+ * `***`; a URL that cannot be parsed is hidden after its scheme; a file
+ * path is unchanged. One rule for every language
+ * (`core/tests/vectors/redact-v1.json`). `*len_out` (when given)
+ * receives the text's length without the NUL, also on
+ * `PAYIDEM_BUFFER_TOO_SMALL` (the redacted text can be longer than
+ * `location`: call again with a larger buffer).
+ *
+ * Ownership: `buf` is caller memory, written only on success; `location`
+ * is only read.
+ * NULL: `location` must not be NULL; `len_out` and `err_out` may be NULL;
+ * `buf` may be NULL only with `buf_len` 0.
+ * Threads: safe from any thread.
+ * Errors: `PAYIDEM_INVALID_ARGUMENT` naming `location` (NULL, or not
+ * UTF-8) or `buf`; `PAYIDEM_BUFFER_TOO_SMALL` naming `buf`.
+ */
+payidem_result payidem_redact_url(const char *location,
+                                  char *buf,
+                                  size_t buf_len,
+                                  size_t *len_out,
+                                  struct payidem_error **err_out);
+
+/**
  * Creates a signer for `key_id` (1..=128 of `[A-Za-z0-9._:-]`) and a
  * secret of 16..=1024 bytes. The secret is copied into keyed MAC state;
  * the caller may wipe its own copy at once.

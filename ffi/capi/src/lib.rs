@@ -14,9 +14,10 @@
 //! error and result, handles, argument text, headers, the C enums,
 //! callbacks); each other module is one C object (`client` with its call,
 //! events, fleet, options and outcome; `operation` with its step and the
-//! retry decision; signer, verifier, metrics, journal key, version). This
-//! file only declares them and re-exports their items; cbindgen follows the
-//! declarations, so the header lists items in this tree's order.
+//! retry decision; signer, verifier, metrics, journal key, version;
+//! redaction). This file only declares them and re-exports their items;
+//! cbindgen follows the declarations, so the header lists items in this
+//! tree's order.
 
 #![allow(non_camel_case_types)]
 #![allow(clippy::missing_safety_doc)]
@@ -30,6 +31,7 @@ mod fixtures;
 pub mod journal_key;
 pub mod metrics;
 pub mod operation;
+pub mod redact;
 pub mod signing;
 pub mod verifying;
 pub mod version;

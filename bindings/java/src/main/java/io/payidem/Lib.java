@@ -292,6 +292,9 @@ final class Lib {
     static native int payidem_client_target_of(Pointer client, byte[] url, byte[] buf, long bufLen,
             LongByReference lenOut, PointerByReference err);
 
+    static native int payidem_redact_url(byte[] location, byte[] buf, long bufLen, LongByReference lenOut,
+            PointerByReference err);
+
     static native int payidem_refusal_body_too_large(long limitBytes, PointerByReference out, PointerByReference err);
 
     static native int payidem_client_execute_with_deadline(Pointer client, byte[] orderId, byte[] method,

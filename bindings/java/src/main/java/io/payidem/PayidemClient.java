@@ -7,7 +7,6 @@ import com.sun.jna.ptr.ByteByReference;
 import com.sun.jna.ptr.IntByReference;
 import com.sun.jna.ptr.LongByReference;
 import com.sun.jna.ptr.PointerByReference;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -373,31 +372,16 @@ public final class PayidemClient implements AutoCloseable {
         PayidemException.check(rc, err);
     }
 
-    /** A text the library writes into a buffer, asking for its size first (and again if it grew). */
+    /** A text the library writes into a buffer about this client ({@link Text#out}). */
     private String readText(TextCall f) {
-        LongByReference len = new LongByReference();
-        byte[] buf = null;
-        for (int tries = 0; ; tries++) {
-            PointerByReference err = new PointerByReference();
+        return Text.out((buf, len, err) -> {
             Pointer h = handle.acquire();
-            int rc;
             try {
-                rc = f.run(h, buf, len, err);
+                return f.run(h, buf, len, err);
             } finally {
                 handle.release();
             }
-            boolean tooSmall = rc != 0 && "buffer_too_small".equals(Text.read(Lib.payidem_result_name(rc)));
-            if (rc == 0 && buf != null) {
-                return new String(buf, 0, (int) len.getValue(), StandardCharsets.UTF_8);
-            }
-            if (rc != 0 && !(tooSmall && tries < 3)) {
-                throw PayidemException.of(rc, err);
-            }
-            if (err.getValue() != null) {
-                Lib.payidem_error_free(err.getValue());
-            }
-            buf = new byte[(int) len.getValue() + 1 + 256];
-        }
+        });
     }
 
     private static List<String> orders(Pointer list) {
@@ -646,6 +630,11 @@ public final class PayidemClient implements AutoCloseable {
             JsonObject shown = JsonParser.parseString(options.toString()).getAsJsonObject();
             if (shown.has("journal_key_hex")) {
                 shown.addProperty("journal_key_hex", "<redacted>");
+            }
+            for (String location : new String[] {"base_url", "journal_path", "proxy"}) {
+                if (shown.has(location) && shown.get(location).isJsonPrimitive()) {
+                    shown.addProperty(location, Text.redacted(shown.get(location).getAsString()));
+                }
             }
             return "PayidemClient.Builder(" + shown + ", secret redacted)";
         }

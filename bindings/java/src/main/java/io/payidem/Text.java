@@ -1,6 +1,8 @@
 package io.payidem;
 
 import com.sun.jna.Pointer;
+import com.sun.jna.ptr.LongByReference;
+import com.sun.jna.ptr.PointerByReference;
 import java.nio.charset.StandardCharsets;
 
 /** Strings across the C ABI: always UTF-8, whatever the JVM's default charset. */
@@ -37,6 +39,50 @@ final class Text {
             end++;
         }
         return new String(buf, offset, end - offset, StandardCharsets.UTF_8);
+    }
+
+    /** A C call that writes text into a caller's buffer ({@code buf} null: asks only its length). */
+    interface Fill {
+        int run(byte[] buf, LongByReference len, PointerByReference err);
+    }
+
+    /** The text {@code fill} writes, asking for its size first (and again if it grew). */
+    static String out(Fill fill) {
+        LongByReference len = new LongByReference();
+        byte[] buf = null;
+        for (int tries = 0; ; tries++) {
+            PointerByReference err = new PointerByReference();
+            int rc = fill.run(buf, len, err);
+            boolean tooSmall = rc != 0 && "buffer_too_small".equals(read(Lib.payidem_result_name(rc)));
+            if (rc == 0 && buf != null) {
+                return new String(buf, 0, (int) len.getValue(), StandardCharsets.UTF_8);
+            }
+            if (rc != 0 && !(tooSmall && tries < 3)) {
+                throw PayidemException.of(rc, err);
+            }
+            if (err.getValue() != null) {
+                Lib.payidem_error_free(err.getValue());
+            }
+            buf = new byte[(int) len.getValue() + 1 + 256];
+        }
+    }
+
+    /**
+     * {@code location} (a journal path or URL, a proxy, a base URL) as the
+     * library prints it: secrets (user and password, query, fragment, a
+     * password keyword's value) as {@code ***}; text the library cannot
+     * take, all {@code ***}.
+     */
+    static String redacted(String location) {
+        if (location == null) {
+            return null;
+        }
+        try {
+            byte[] c = c(location, "location");
+            return out((buf, len, err) -> Lib.payidem_redact_url(c, buf, buf == null ? 0 : buf.length, len, err));
+        } catch (PayidemException e) {
+            return "***";
+        }
     }
 
     /** An empty array for a null body, so its length is 0. */

@@ -284,6 +284,23 @@ class ClientTest {
         assertEquals(1234, tuned.get("connect_timeout_ms").getAsInt());
     }
 
+    /** A builder prints its URLs as the library does: no password of a journal, proxy or base URL. */
+    @Test
+    void builderPrintsLocationsRedacted() {
+        PayidemClient.Builder b = PayidemClient.builder().baseUrl("https://u:Hunter2Secret@api.example.com")
+                .keyId("k").journalPath("postgres://alice:Hunter2Secret@db.internal:5432/pay?sslpassword=K2")
+                .proxy("http://proxyuser:Hunter2Secret@proxy:8080");
+        String shown = b.toString();
+        assertFalse(shown.contains("Hunter2Secret") || shown.contains("K2"), shown);
+        assertTrue(shown.contains("\"journal_path\":\"postgres://***@db.internal:5432/pay?***\""), shown);
+        assertTrue(shown.contains("\"proxy\":\"http://***@proxy:8080/\""), shown);
+        assertTrue(shown.contains("\"base_url\":\"https://***@api.example.com/\""), shown);
+        String libpq = PayidemClient.builder().journalPath("host=db password='Hunter2 Secret' dbname=pay").toString();
+        assertTrue(libpq.contains("host=db password=*** dbname=pay"), libpq);
+        String file = PayidemClient.builder().journalPath("/var/lib/payidem/journal.db").toString();
+        assertTrue(file.contains("\"journal_path\":\"/var/lib/payidem/journal.db\""), file);
+    }
+
     @Test
     void noSecretInStrings() {
         byte[] secret = "sk_live_do_not_print_0123456789".getBytes(StandardCharsets.UTF_8);

@@ -98,17 +98,19 @@ func findMock() (string, error) {
 }
 
 // repositoryCopies are the files of the payidem repository the tests read
-// (the conformance vectors, the PostgreSQL starter), by their path in the
-// repository. The module carries each as testdata/repository/PATH, so that
-// its tests run from a copy of the module alone (a `go get` user's module
-// cache); TestRepositoryCopiesMatchTheRepository keeps the copies equal to
-// the originals and, with PAYIDEM_WRITE_TESTDATA=1, rewrites them.
+// (the conformance vectors, the PostgreSQL and Redis starters), by their
+// path in the repository. The module carries each as
+// testdata/repository/PATH, so that its tests run from a copy of the
+// module alone (a `go get` user's module cache);
+// TestRepositoryCopiesMatchTheRepository keeps the copies equal to the
+// originals and, with PAYIDEM_WRITE_TESTDATA=1, rewrites them.
 var repositoryCopies = []string{
 	"core/tests/vectors/operation-v1.json",
 	"core/tests/vectors/protocol-v1.json",
 	"core/tests/vectors/redact-v1.json",
 	"core/tests/vectors/settings-v1.json",
 	"ffi/tests-c/pg_server.sh",
+	"ffi/tests-c/redis_server.sh",
 	"scripts/dist/go-lib.sh",
 }
 

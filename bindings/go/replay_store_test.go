@@ -33,16 +33,22 @@ func newStoreVerifier(t testing.TB, url string) *Verifier {
 
 // redisServer is a throwaway redis-server on a unix socket in a temporary
 // directory (no TCP, nothing persisted), killed with the test. It fails
-// the test, never skips it, when redis-server cannot start.
+// the test, never skips it, when redis-server cannot start. It is started
+// through ffi/tests-c/redis_server.sh (the module's copy), which execs
+// redis-server after starting a watcher: a test binary killed before its
+// clean-up (SIGKILL, a CI timeout) leaves neither a running server nor its
+// directory behind.
 type redisServer struct {
-	dir  string
-	cmd  *exec.Cmd
-	sock string
+	dir    string
+	script string
+	cmd    *exec.Cmd
+	exited chan error // cmd.Wait's result, once the server has exited
+	sock   string
 }
 
 func startRedis(t *testing.T) *redisServer {
 	t.Helper()
-	r := &redisServer{dir: t.TempDir()}
+	r := &redisServer{dir: t.TempDir(), script: repositoryFile(t, "ffi/tests-c/redis_server.sh")}
 	r.sock = filepath.Join(r.dir, "redis.sock")
 	r.start(t)
 	t.Cleanup(r.stop)
@@ -57,14 +63,24 @@ func (r *redisServer) start(t *testing.T) {
 	if bin == "" {
 		bin = "redis-server"
 	}
-	r.cmd = exec.Command(bin, "--port", "0", "--unixsocket", r.sock, "--unixsocketperm", "700",
+	r.cmd = exec.Command(r.script, "--dir", r.dir,
+		bin, "--port", "0", "--unixsocket", r.sock, "--unixsocketperm", "700",
 		"--save", "", "--appendonly", "no", "--dir", r.dir, "--logfile", "redis.log")
+	r.cmd.Stderr = os.Stderr
 	if err := r.cmd.Start(); err != nil {
-		t.Fatalf("cannot start %s (%v): the replay-store tests need a real redis-server; make redis-deps installs it", bin, err)
+		t.Fatalf("cannot start %s through %s (%v): the replay-store tests need a real redis-server; make redis-deps installs it", bin, r.script, err)
 	}
+	r.exited = make(chan error, 1)
+	go func(cmd *exec.Cmd, exited chan<- error) { exited <- cmd.Wait() }(r.cmd, r.exited)
 	for i := 0; i < 1000; i++ {
 		if reply, err := r.command("PING"); err == nil && reply == "PONG" {
 			return
+		}
+		select {
+		case err := <-r.exited:
+			r.cmd = nil
+			t.Fatalf("%s exited at start (%v; its reason above): the replay-store tests need a real redis-server; make redis-deps installs it", bin, err)
+		default:
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -76,7 +92,7 @@ func (r *redisServer) start(t *testing.T) {
 func (r *redisServer) stop() {
 	if r.cmd != nil && r.cmd.Process != nil {
 		_ = r.cmd.Process.Kill()
-		_ = r.cmd.Wait()
+		<-r.exited
 	}
 	r.cmd = nil
 	_ = os.Remove(r.sock)

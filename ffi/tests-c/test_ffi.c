@@ -4,8 +4,11 @@
  * and bad lengths for every function, and operations end to end against
  * payidem-mock (started here on port 0).
  *
- * Environment: PAYIDEM_VECTORS (default core/tests/vectors/protocol-v1.json)
- * and PAYIDEM_MOCK (default target/release/payidem-mock).
+ * Environment: PAYIDEM_VECTORS (default core/tests/vectors/protocol-v1.json),
+ * PAYIDEM_MOCK (default target/release/payidem-mock) and
+ * PAYIDEM_REDIS_SERVER (default redis-server on the PATH), which is started
+ * through ffi/tests-c/redis_server.sh: like the defaults, relative to the
+ * repository root, where `make test-c` runs the tests.
  *
  * Built for Windows (scripts/dist/test-windows.sh runs it under Wine), it
  * runs what needs no child process: the vectors and the argument checks.
@@ -2156,7 +2159,13 @@ static void test_refusal_body_too_large_and_bad_arguments(void) {
 #ifndef _WIN32
 /* ---- a shared Redis replay store (issue #11) ----------------------------
  * A real redis-server, started here in a temporary directory on a unix
- * socket only (no TCP, nothing persisted), shared by two verifiers. */
+ * socket only (no TCP, nothing persisted), shared by two verifiers. It is
+ * started through ffi/tests-c/redis_server.sh, which execs redis-server
+ * (the child is the server itself) after starting a watcher: a test killed
+ * before its clean-up (SIGKILL, a CI timeout) leaves neither a running
+ * server nor its directory behind. */
+
+#define REDIS_SCRIPT "ffi/tests-c/redis_server.sh"
 
 struct redis {
     pid_t pid;
@@ -2192,9 +2201,9 @@ static int redis_start(struct redis *r) {
         return -1;
     }
     if (r->pid == 0) {
-        execlp(binary, binary, "--port", "0", "--unixsocket", r->socket, "--unixsocketperm",
-               "700", "--save", "", "--appendonly", "no", "--dir", r->dir, "--logfile",
-               "redis.log", (char *)NULL);
+        execl(REDIS_SCRIPT, REDIS_SCRIPT, "--dir", r->dir, binary, "--port", "0", "--unixsocket",
+              r->socket, "--unixsocketperm", "700", "--save", "", "--appendonly", "no", "--dir",
+              r->dir, "--logfile", "redis.log", (char *)NULL);
         _exit(127);
     }
     for (i = 0; i < 1000; i++) {
@@ -2208,8 +2217,9 @@ static int redis_start(struct redis *r) {
         }
         nanosleep(&tick, NULL);
     }
-    fprintf(stderr, "  cannot start %s: the replay-store tests need a real redis-server "
-                    "(make redis-deps installs it)\n", binary);
+    fprintf(stderr, "  cannot start %s through %s (run from the repository root): the "
+                    "replay-store tests need a real redis-server (make redis-deps installs it)\n",
+            binary, REDIS_SCRIPT);
     return -1;
 }
 

@@ -2,7 +2,12 @@
 store, started here in a temporary directory (unix socket only, nothing
 persisted). A request accepted by one verifier is a replay for another;
 Redis stopped fails closed (503 ``replay_store_unavailable`` with
-``Retry-After``); Redis restarted empty refuses requests signed before."""
+``Retry-After``); Redis restarted empty refuses requests signed before.
+
+The server is started through ``ffi/tests-c/redis_server.sh``, which execs
+redis-server after starting a watcher: a test process killed before its
+clean-up (SIGKILL, a CI timeout) leaves neither a running server nor its
+directory behind."""
 
 from __future__ import annotations
 
@@ -19,12 +24,13 @@ import pytest
 
 import payidem
 from payidem.wsgi import VerifyingMiddleware
-from conftest import wsgi_call
+from conftest import REPO, wsgi_call
 
 SECRET = b"sk_test_0123456789abcdef0123456789abcdef"
 BODY = b'{"amount":1}'
 PATH = "/v1/payments"
 EPOCH_KEY = "payidem:replay:epoch"
+REDIS_SERVER = REPO / "ffi" / "tests-c" / "redis_server.sh"
 
 
 class Redis:
@@ -43,7 +49,8 @@ class Redis:
 
     def start(self) -> None:
         binary = os.environ.get("PAYIDEM_REDIS_SERVER", "redis-server")
-        args = [binary, "--port", "0", "--unixsocket", str(self.socket), "--unixsocketperm", "700",
+        args = [str(REDIS_SERVER), "--dir", str(self.dir),
+                binary, "--port", "0", "--unixsocket", str(self.socket), "--unixsocketperm", "700",
                 "--save", "", "--appendonly", "no", "--dir", str(self.dir), "--logfile", "redis.log"]
         try:
             self.process = subprocess.Popen(args, stdin=subprocess.DEVNULL)
@@ -57,6 +64,10 @@ class Redis:
                     return
             except OSError:
                 pass
+            if self.process.poll() is not None:
+                pytest.fail(f"{binary} exited at start (status {self.process.returncode}; see stderr); "
+                            "the replay-store tests need a real redis-server: `make redis-deps` installs it",
+                            pytrace=False)
             time.sleep(0.01)
         log = (self.dir / "redis.log").read_text(errors="replace") if (self.dir / "redis.log").exists() else ""
         pytest.fail(f"redis-server did not answer within 10 s; its log:\n{log}", pytrace=False)

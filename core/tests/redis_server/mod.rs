@@ -1,6 +1,10 @@
 //! A real, throwaway `redis-server` for tests: started in its own temporary
 //! directory on a unix socket (and, on request, a loopback TCP port), with
 //! no persistence, stopped and restarted (empty) at will, killed on drop.
+//! It is started through `ffi/tests-c/redis_server.sh`, which execs
+//! redis-server (the child is the server itself) after starting a watcher:
+//! a test killed before its clean-up (SIGKILL, a CI timeout) leaves neither
+//! a running server nor its directory behind.
 //!
 //! When `redis-server` cannot be found or started the test fails with a
 //! message saying how to install it (`make redis-deps`); it never skips.
@@ -11,7 +15,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::os::unix::net::UnixStream;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -24,6 +28,14 @@ pub struct RedisServer {
     tcp_port: Option<u16>,
     child: Option<Child>,
 }
+
+/// Starts redis-server (execs it) with a watcher that kills it and removes
+/// its directory once this process has exited (core and mock are both one
+/// level below the repository root).
+const SCRIPT: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../ffi/tests-c/redis_server.sh"
+);
 
 /// The redis-server binary: `$PAYIDEM_REDIS_SERVER`, else `redis-server`
 /// on the PATH.
@@ -66,6 +78,16 @@ impl RedisServer {
         server
     }
 
+    /// The server's directory (socket, log).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The running server's process id (`None` while stopped).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// The socket's path.
     pub fn socket(&self) -> PathBuf {
         self.dir.join("redis.sock")
@@ -91,8 +113,11 @@ impl RedisServer {
         let _ = std::fs::remove_file(self.socket());
         let log = self.dir.join("redis.log");
         let port = self.tcp_port.unwrap_or(0).to_string();
-        let mut command = Command::new(binary());
+        let mut command = Command::new(SCRIPT);
         command
+            .arg("--dir")
+            .arg(&self.dir)
+            .arg(binary())
             .args(["--port", &port])
             .arg("--unixsocket")
             .arg(self.socket())
@@ -111,9 +136,9 @@ impl RedisServer {
         }
         let child = command.spawn().unwrap_or_else(|e| {
             panic!(
-                "cannot start {} ({e}): the Redis replay-store tests need a real redis-server; \
-                 install it with `make redis-deps` (apt-get install -y redis-server) or set \
-                 PAYIDEM_REDIS_SERVER",
+                "cannot start {} through {SCRIPT} ({e}): the Redis replay-store tests need a \
+                 real redis-server; install it with `make redis-deps` (apt-get install -y \
+                 redis-server) or set PAYIDEM_REDIS_SERVER",
                 binary()
             )
         });
@@ -128,8 +153,12 @@ impl RedisServer {
                 .as_mut()
                 .and_then(|c| c.try_wait().ok().flatten())
             {
+                let mut stderr = String::new();
+                if let Some(mut pipe) = self.child.as_mut().and_then(|c| c.stderr.take()) {
+                    let _ = pipe.read_to_string(&mut stderr);
+                }
                 let log = std::fs::read_to_string(&log).unwrap_or_default();
-                panic!("redis-server exited at start ({status}); its log:\n{log}");
+                panic!("redis-server exited at start ({status}): {stderr}its log:\n{log}");
             }
             if Instant::now() > deadline {
                 let log = std::fs::read_to_string(&log).unwrap_or_default();

@@ -15,7 +15,12 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** Two verifiers sharing a real Redis replay store: a nonce accepted by one is a replay for the other. */
+/**
+ * Two verifiers sharing a real Redis replay store: a nonce accepted by one is a replay for the other. The
+ * redis-server ({@code PAYIDEM_REDIS_SERVER}, else redis-server on the PATH) is started through
+ * ffi/tests-c/redis_server.sh, which execs it after starting a watcher: a JVM killed before its clean-up
+ * (SIGKILL, a CI timeout) leaves neither a running server nor its directory behind.
+ */
 class ReplayStoreTest {
     private static final byte[] SECRET = "sk_test_payidem_mock_secret_0001".getBytes(StandardCharsets.UTF_8);
 
@@ -36,16 +41,18 @@ class ReplayStoreTest {
     @Test
     void aNonceAcceptedByOneVerifierIsAReplayForAnother(@TempDir Path dir) throws Exception {
         Path sock = dir.resolve("redis.sock");
-        Process redis = new ProcessBuilder("redis-server", "--port", "0", "--unixsocket", sock.toString(),
-                "--unixsocketperm", "700", "--save", "", "--appendonly", "no", "--dir", dir.toString(), "--logfile",
-                "redis.log").start();
+        String binary = System.getenv().getOrDefault("PAYIDEM_REDIS_SERVER", "redis-server");
+        String script = Vectors.repo().resolve("ffi/tests-c/redis_server.sh").toString();
+        Process redis = new ProcessBuilder(script, "--dir", dir.toString(), binary, "--port", "0", "--unixsocket",
+                sock.toString(), "--unixsocketperm", "700", "--save", "", "--appendonly", "no", "--dir",
+                dir.toString(), "--logfile", "redis.log").redirectError(ProcessBuilder.Redirect.INHERIT).start();
         try {
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
             // The socket file exists once bound, before redis listens: wait until it answers a PING
             // (redis-cli comes with redis-server's Debian package).
             while (!answersPing(sock)) {
                 assertTrue(redis.isAlive() && System.nanoTime() < deadline,
-                        "redis-server did not start (make redis-deps installs it)");
+                        binary + " did not start (make redis-deps installs it, or set PAYIDEM_REDIS_SERVER)");
                 Thread.sleep(20);
             }
             Map<String, List<byte[]>> keys = Collections.singletonMap("key_test_1",

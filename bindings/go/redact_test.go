@@ -35,6 +35,12 @@ func TestRedactURLIsTheLibrarysRule(t *testing.T) {
 	if len(file.Vectors) < 20 {
 		t.Fatalf("%d redaction vectors, want at least 20", len(file.Vectors))
 	}
+	// What cannot cross to the library is hidden whole, never shown as given.
+	for _, odd := range []string{"postgres://u:Hunter2Secret@db/pay\x00", "postgres://u:Hunter2\xffSecret@db/pay"} {
+		if got := RedactURL(odd); got != "***" {
+			t.Errorf("RedactURL(%q) = %q, want ***", odd, got)
+		}
+	}
 	for _, v := range file.Vectors {
 		got := RedactURL(v.Input)
 		if got != v.Redacted {

@@ -138,15 +138,20 @@ fn read_server(out: &mut BufReader<ChildStdout>) -> (PathBuf, u32) {
     (PathBuf::from(dir), pid.parse().expect("a pid"))
 }
 
-/// Kills `owner` (SIGKILL: none of its clean-up runs) and expects its
-/// server `pid` to be stopped and `dir` removed within a few seconds.
-fn kill_and_expect_cleaned(owner: &mut Owner, pid: u32, dir: &Path) {
-    assert!(!gone(pid), "the server {pid} runs before the kill");
+/// Expects the server `pid` to have exactly one watcher within 5 s.
+fn expect_one_watcher(pid: u32) {
     assert!(
         wait_for(5, || watchers_of(pid).len() == 1),
         "not one watcher of {pid}: {:?}",
         watchers_of(pid)
     );
+}
+
+/// Kills `owner` (SIGKILL: none of its clean-up runs) and expects its
+/// server `pid` to be stopped and `dir` removed within a few seconds.
+fn kill_and_expect_cleaned(owner: &mut Owner, pid: u32, dir: &Path) {
+    assert!(!gone(pid), "the server {pid} runs before the kill");
+    expect_one_watcher(pid);
     owner.kill();
     assert!(
         wait_for(10, || gone(pid)),
@@ -225,11 +230,7 @@ fn a_server_its_test_stops_takes_its_watcher_along_and_starts_again() {
     let mut out = BufReader::new(owner.0.stdout.take().expect("piped stdout"));
     let (dir, first) = read_server(&mut out);
     let _reap_first = Reap(first, dir.clone());
-    assert!(
-        wait_for(5, || watchers_of(first).len() == 1),
-        "not one watcher of {first}: {:?}",
-        watchers_of(first)
-    );
+    expect_one_watcher(first);
     // The owner kills its server (a simulated crash) and starts another in
     // the same directory: the first watcher ends, the directory stays.
     writeln!(input, "restart").expect("stdin");

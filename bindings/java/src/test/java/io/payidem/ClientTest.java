@@ -299,6 +299,8 @@ class ClientTest {
         assertTrue(libpq.contains("host=db password=*** dbname=pay"), libpq);
         String file = PayidemClient.builder().journalPath("/var/lib/payidem/journal.db").toString();
         assertTrue(file.contains("\"journal_path\":\"/var/lib/payidem/journal.db\""), file);
+        String nul = PayidemClient.builder().journalPath("postgres://u:Hunter2Secret@db/pay\0").toString();
+        assertTrue(nul.contains("\"journal_path\":\"***\""), nul);
     }
 
     @Test

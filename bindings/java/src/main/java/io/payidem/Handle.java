@@ -3,6 +3,7 @@ package io.payidem;
 import com.sun.jna.Pointer;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 import java.util.function.Consumer;
+import java.util.function.Function;
 
 /**
  * A native handle shared by many threads: calls hold the read lock, close
@@ -21,8 +22,33 @@ final class Handle {
         this.what = what;
     }
 
+    /**
+     * Runs {@code body} with the live pointer and returns its result: the
+     * pointer stays valid until {@code body} returns ({@link #close()} waits
+     * for it; other calls run alongside). Once closed, throws
+     * invalid_argument without running {@code body}.
+     */
+    <T> T with(Function<Pointer, T> body) {
+        Pointer p = acquire();
+        try {
+            return body.apply(p);
+        } finally {
+            release();
+        }
+    }
+
+    /** As {@link #with(Function)}, for a {@code body} that returns nothing. */
+    void run(Consumer<Pointer> body) {
+        Pointer p = acquire();
+        try {
+            body.accept(p);
+        } finally {
+            release();
+        }
+    }
+
     /** The live pointer, read-locked until {@link #release()}; throws when closed. */
-    Pointer acquire() {
+    private Pointer acquire() {
         lock.readLock().lock();
         if (pointer == null) {
             lock.readLock().unlock();
@@ -32,7 +58,7 @@ final class Handle {
     }
 
     /** Ends a call started by {@link #acquire()}. */
-    void release() {
+    private void release() {
         lock.readLock().unlock();
     }
 

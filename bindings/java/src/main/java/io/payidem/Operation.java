@@ -79,14 +79,7 @@ public final class Operation implements AutoCloseable {
         Pointer o = live();
         PointerByReference step = new PointerByReference();
         PointerByReference err = new PointerByReference();
-        Handle h = signer.handle();
-        Pointer s = h.acquire();
-        int rc;
-        try {
-            rc = Lib.payidem_operation_poll(o, s, nowUnix, elapsedMs, step, err);
-        } finally {
-            h.release();
-        }
+        int rc = signer.handle().with(s -> Lib.payidem_operation_poll(o, s, nowUnix, elapsedMs, step, err));
         PayidemException.check(rc, err);
         return new Step(step.getValue());
     }

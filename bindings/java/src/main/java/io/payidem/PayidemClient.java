@@ -362,26 +362,13 @@ public final class PayidemClient implements AutoCloseable {
 
     private void call(NativeCall f) {
         PointerByReference err = new PointerByReference();
-        Pointer h = handle.acquire();
-        int rc;
-        try {
-            rc = f.run(h, err);
-        } finally {
-            handle.release();
-        }
+        int rc = handle.with(h -> f.run(h, err));
         PayidemException.check(rc, err);
     }
 
     /** A text the library writes into a buffer about this client ({@link Text#out}). */
     private String readText(TextCall f) {
-        return Text.out((buf, len, err) -> {
-            Pointer h = handle.acquire();
-            try {
-                return f.run(h, buf, len, err);
-            } finally {
-                handle.release();
-            }
-        });
+        return Text.out((buf, len, err) -> handle.with(h -> f.run(h, buf, len, err)));
     }
 
     private static List<String> orders(Pointer list) {

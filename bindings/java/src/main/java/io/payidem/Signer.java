@@ -65,13 +65,8 @@ public final class Signer implements AutoCloseable {
             o += k == null ? 0 : k.length;
             Pointer bp = put(buf, o, b);
             PointerByReference err = ErrOut.get();
-            Pointer h = handle.acquire();
-            int rc;
-            try {
-                rc = Lib.payidem_signer_sign_into(h, mp, pp, kp, bp, b.length, unixSeconds, buf, err);
-            } finally {
-                handle.release();
-            }
+            int rc = handle.with(
+                    h -> Lib.payidem_signer_sign_into(h, mp, pp, kp, bp, b.length, unixSeconds, buf, err));
             PayidemException.check(rc, err);
             return new SignedHeaders(buf.getByteArray(0, SignedHeaders.SIZE));
         } finally {
@@ -96,14 +91,9 @@ public final class Signer implements AutoCloseable {
         byte[] b = Text.body(body);
         byte[] buf = new byte[SignedHeaders.SIGNATURE];
         PointerByReference err = new PointerByReference();
-        Pointer p = handle.acquire();
-        try {
-            PayidemException.check(Lib.payidem_signer_sign_parts(p, Text.c(method, "method"), Text.c(path, "path"),
-                    Text.c(timestamp, "timestamp"), Text.c(nonce, "nonce"), Text.c(idempotencyKey, "idempotency_key"),
-                    b, b.length, buf, buf.length, err), err);
-        } finally {
-            handle.release();
-        }
+        handle.run(p -> PayidemException.check(Lib.payidem_signer_sign_parts(p, Text.c(method, "method"),
+                Text.c(path, "path"), Text.c(timestamp, "timestamp"), Text.c(nonce, "nonce"),
+                Text.c(idempotencyKey, "idempotency_key"), b, b.length, buf, buf.length, err), err));
         return Text.field(buf, 0, buf.length);
     }
 

@@ -2,7 +2,6 @@ package io.payidem;
 
 import com.sun.jna.Memory;
 import com.sun.jna.Native;
-import com.sun.jna.Pointer;
 import com.sun.jna.ptr.PointerByReference;
 import com.sun.jna.ptr.ShortByReference;
 import java.nio.ByteBuffer;
@@ -111,12 +110,7 @@ public final class Verifier implements AutoCloseable {
     /** Removes a key id: its secrets are wiped; its requests are then unknown_api_key. */
     public void removeKey(String keyId) {
         PointerByReference err = new PointerByReference();
-        Pointer p = handle.acquire();
-        try {
-            PayidemException.check(Lib.payidem_verifier_remove_key(p, Text.c(keyId, "key_id"), err), err);
-        } finally {
-            handle.release();
-        }
+        handle.run(p -> PayidemException.check(Lib.payidem_verifier_remove_key(p, Text.c(keyId, "key_id"), err), err));
     }
 
     private void keyCall(String keyId, List<byte[]> secrets, boolean replace) {
@@ -125,20 +119,20 @@ public final class Verifier implements AutoCloseable {
         Memory ptrs = new Memory((long) Math.max(1, n) * Native.POINTER_SIZE);
         Memory lens = new Memory((long) Math.max(1, n) * Native.SIZE_T_SIZE);
         PointerByReference err = new PointerByReference();
-        Pointer p = handle.acquire();
         try {
-            for (int i = 0; i < n; i++) {
-                Secret s = new Secret(secrets.get(i), "secrets[" + i + "]");
-                copies.add(s);
-                ptrs.setPointer((long) i * Native.POINTER_SIZE, s.memory);
-                lens.setLong((long) i * Native.SIZE_T_SIZE, s.length);
-            }
-            byte[] id = Text.c(keyId, "key_id");
-            int rc = replace ? Lib.payidem_verifier_set_secrets(p, id, ptrs, lens, n, err)
-                    : Lib.payidem_verifier_add_key(p, id, ptrs, lens, n, err);
-            PayidemException.check(rc, err);
+            handle.run(p -> {
+                for (int i = 0; i < n; i++) {
+                    Secret s = new Secret(secrets.get(i), "secrets[" + i + "]");
+                    copies.add(s);
+                    ptrs.setPointer((long) i * Native.POINTER_SIZE, s.memory);
+                    lens.setLong((long) i * Native.SIZE_T_SIZE, s.length);
+                }
+                byte[] id = Text.c(keyId, "key_id");
+                int rc = replace ? Lib.payidem_verifier_set_secrets(p, id, ptrs, lens, n, err)
+                        : Lib.payidem_verifier_add_key(p, id, ptrs, lens, n, err);
+                PayidemException.check(rc, err);
+            });
         } finally {
-            handle.release();
             for (Secret s : copies) {
                 s.close();
             }
@@ -162,14 +156,8 @@ public final class Verifier implements AutoCloseable {
         byte[] verified = new byte[VERIFIED_SIZE];
         ShortByReference status = new ShortByReference();
         PointerByReference err = new PointerByReference();
-        Pointer p = handle.acquire();
-        int rc;
-        try {
-            rc = Lib.payidem_verifier_verify_into(p, Text.c(method, "method"), Text.c(path, "path"), h.array, h.count,
-                    b, b.length, nowUnixSeconds, verified, status, err);
-        } finally {
-            handle.release();
-        }
+        int rc = handle.with(p -> Lib.payidem_verifier_verify_into(p, Text.c(method, "method"), Text.c(path, "path"),
+                h.array, h.count, b, b.length, nowUnixSeconds, verified, status, err));
         if (rc != 0) {
             throw PayidemException.of(rc, err);
         }

@@ -15,6 +15,7 @@ import java.io.OutputStream;
 import java.net.HttpURLConnection;
 import java.net.SocketTimeoutException;
 import java.net.URL;
+import java.time.Duration;
 import java.util.AbstractMap;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -143,15 +144,21 @@ class CallTest {
 
     @Test
     void anInterruptedSleepCancelsTheCallAndKeepsTheInterrupt() throws Exception {
-        try (Mock m = new Mock(); PayidemClient client = m.client().maxAttempts(5).build()) {
+        // Long backoffs (the interrupt ends the sleep at once): a full-jitter
+        // wait can still be short enough to be over before the next step,
+        // which then sends again; another 502 then waits afresh.
+        try (Mock m = new Mock(); PayidemClient client = m.client().maxAttempts(8)
+                .backoffBase(Duration.ofSeconds(10)).backoffCap(Duration.ofSeconds(10)).build()) {
             m.setFaults("{\"error_502\": 1.0}");
             String order = Mock.orderId("sleep");
             byte[] body = Mock.paymentBody(order, 9);
             try (Call call = client.begin(order, "POST", "/v1/payments", body, null, Mock.statusPath(order), null)) {
-                Step first = call.step();
-                assertEquals("send", first.kind());
-                send(client, call, first);
                 Step wait = call.step();
+                assertEquals("send", wait.kind());
+                do {
+                    send(client, call, wait);
+                    wait = call.step();
+                } while (wait.kind().equals("send"));
                 assertEquals("wait", wait.kind(), "a 502 waits a backoff: " + wait);
                 Thread.currentThread().interrupt();
                 Step end = call.sleep(wait);

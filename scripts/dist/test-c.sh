@@ -265,8 +265,10 @@ cli_works() {
 man_renders() {
     local rendered
     rendered="$(MANWIDTH=80 man -l "$1" 2>&1)" || { echo "$rendered"; return 1; }
-    printf '%s\n' "$rendered" | head -n 8
-    printf '%s\n' "$rendered" | grep -q '^NAME' && printf '%s\n' "$rendered" | grep -q 'payidem' &&
+    # Here-strings, not pipes: under pipefail a grep -q or head that stops
+    # reading early fails the check by the writer's SIGPIPE.
+    sed -n 1,8p <<<"$rendered"
+    grep -q '^NAME' <<<"$rendered" && grep -q 'payidem' <<<"$rendered" &&
         test -z "$(zcat -f "$1" | groff -man -Tutf8 -ww -z 2>&1)"
 }
 completes() {

@@ -61,11 +61,14 @@ pays() {
     mkdir -m 700 "$(dirname "$journal")"
     out="$(env "$@" "$prog" "$url" "$journal" 2>&1)" || { echo "$out"; return 1; }
     echo "$out"
-    printf '%s\n' "$out" | grep -q '^HTTP 201 key=create-example-1 attempts=1' &&
+    grep -q '^HTTP 201 key=create-example-1 attempts=1' <<<"$out" &&
         test "$(stat -c %a "$journal")" = 600
 }
-needs_libpayidem() { readelf -d "$1" | grep -q 'NEEDED.*\[libpayidem.so.0\]'; }
-static_only() { ! readelf -d "$1" | grep -q 'libpayidem'; }
+needs_libpayidem() { grep -q 'NEEDED.*\[libpayidem.so.0\]' <<<"$(readelf -d "$1")"; }
+static_only() {
+    local dynamic
+    dynamic="$(readelf -d "$1")" && ! grep -q 'libpayidem' <<<"$dynamic"
+}
 check "deb: pay.c builds with gcc and pkg-config payidem" sh -c \
     "gcc ${cflags[*]} '$dir/pay.c' \$(pkg-config --cflags --libs payidem) -o '$tmp/pay-dyn'"
 check "deb: that program loads libpayidem.so.0" needs_libpayidem "$tmp/pay-dyn"

@@ -240,10 +240,10 @@ pays() {
     mkdir -m 700 "$state"
     out="$(env "$@" "$prog" "$url" "$state/journal.sqlite3" 2>&1)" || { echo "$out"; return 1; }
     echo "$out"
-    printf '%s\n' "$out" | grep -q '^HTTP 201 key=create-example-1 attempts=1' &&
+    grep -q '^HTTP 201 key=create-example-1 attempts=1' <<<"$out" &&
         test "$(stat -c %a "$state/journal.sqlite3")" = 600
 }
-dynamic_only() { readelf -d "$1" | grep -q 'NEEDED.*\[libpayidem.so.0\]'; }
+dynamic_only() { grep -q 'NEEDED.*\[libpayidem.so.0\]' <<<"$(readelf -d "$1")"; }
 
 # The payidem command as installed (BIN, its manual page MAN, its bash
 # completion BASH_COMP) on a journal that the installed library wrote:
@@ -277,7 +277,10 @@ completes() {
         COMP_WORDS=(payidem jo) COMP_CWORD=1 COMP_LINE="payidem jo" COMP_POINT=10 && "$fn" payidem jo payidem &&
         printf "%s\n" "${COMPREPLY[@]}" | grep -qx journal' _ "$1"
 }
-static_only() { ! readelf -d "$1" | grep -q 'libpayidem'; }
+static_only() {
+    local dynamic
+    dynamic="$(readelf -d "$1")" && ! grep -q 'libpayidem' <<<"$dynamic"
+}
 
 # The C example as shipped in SRC (examples/c of the tarball or of the -dev
 # package's documentation), built against the library of LIBDIR.
@@ -338,7 +341,7 @@ cli_works deb "$croot/usr/bin/payidem" "$croot/usr/share/man/man1/payidem.1.gz" 
 man_command_pages() {
     local page name out
     out="$(MANWIDTH=80 man -M "$croot/usr/share/man" payidem-journal 2>&1)" || { echo "$out"; return 1; }
-    printf '%s\n' "$out" | head -n 12
+    sed -n 1,12p <<<"$out"
     grep -q 'payidem-journal-resume(1)' <<< "$out" || return 1
     for page in "${man_pages[@]}"; do
         name="${page%.1}"

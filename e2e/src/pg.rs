@@ -126,12 +126,22 @@ impl PgServer {
             ),
             0o600,
         )?;
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map_err(|e| format!("cannot find a free port: {e}"))?
-            .port();
-        server.tls_port = Some(port);
-        server.started()
+        // A free port can be taken by another process (a connection's
+        // ephemeral port) before the server binds it: then take another.
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let port = std::net::TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .map_err(|e| format!("cannot find a free port: {e}"))?
+                .port();
+            server.tls_port = Some(port);
+            match server.start_again() {
+                Ok(()) => return Ok(server),
+                Err(why) if attempts < 10 && why.contains("Address already in use") => {}
+                Err(why) => return Err(why),
+            }
+        }
     }
 
     /// The TCP port of a server started with [`PgServer::try_start_tls`].

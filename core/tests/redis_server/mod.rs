@@ -43,6 +43,11 @@ fn binary() -> String {
     std::env::var("PAYIDEM_REDIS_SERVER").unwrap_or_else(|_| "redis-server".to_owned())
 }
 
+/// Whether redis-server's error says its TCP port was already in use.
+fn port_taken(why: &str) -> bool {
+    why.contains("Failed listening on port")
+}
+
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -71,11 +76,21 @@ impl RedisServer {
         std::fs::create_dir_all(&dir).expect("a temporary directory for redis-server");
         let mut server = RedisServer {
             dir,
-            tcp_port: tcp.then(free_port),
+            tcp_port: None,
             child: None,
         };
-        server.restart();
-        server
+        // A free port can be taken by another process (a connection's
+        // ephemeral port) before redis-server binds it: then take another.
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            server.tcp_port = tcp.then(free_port);
+            match server.run() {
+                Ok(()) => return server,
+                Err(why) if tcp && attempts < 10 && port_taken(&why) => continue,
+                Err(why) => panic!("{why}"),
+            }
+        }
     }
 
     /// The server's directory (socket, log).
@@ -107,11 +122,34 @@ impl RedisServer {
     }
 
     /// Starts the server again (after [`RedisServer::stop`]): same socket
-    /// and port, empty data (nothing is persisted).
+    /// and port, empty data (nothing is persisted). The port may be held
+    /// for a moment by another process; the restart waits up to 10 s for it.
     pub fn restart(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            match self.run() {
+                Ok(()) => return,
+                Err(why) if port_taken(&why) && Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                Err(why) => panic!("{why}"),
+            }
+        }
+    }
+
+    /// Starts redis-server and waits until it answers PING; `Err` says why
+    /// it exited or did not answer, with its log.
+    fn run(&mut self) -> Result<(), String> {
         assert!(self.child.is_none(), "stop the server before restarting it");
         let _ = std::fs::remove_file(self.socket());
         let log = self.dir.join("redis.log");
+        // Only what this start writes to the log tells why it failed.
+        let logged_before = std::fs::metadata(&log).map_or(0, |m| m.len());
+        let this_start = || {
+            let text = std::fs::read(&log).unwrap_or_default();
+            let from = usize::try_from(logged_before).map_or(text.len(), |n| n.min(text.len()));
+            String::from_utf8_lossy(&text[from..]).into_owned()
+        };
         let port = self.tcp_port.unwrap_or(0).to_string();
         let mut command = Command::new(SCRIPT);
         command
@@ -146,7 +184,7 @@ impl RedisServer {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             if self.command(&["PING"]).as_deref() == Ok("PONG") {
-                return;
+                return Ok(());
             }
             if let Some(status) = self
                 .child
@@ -157,12 +195,18 @@ impl RedisServer {
                 if let Some(mut pipe) = self.child.as_mut().and_then(|c| c.stderr.take()) {
                     let _ = pipe.read_to_string(&mut stderr);
                 }
-                let log = std::fs::read_to_string(&log).unwrap_or_default();
-                panic!("redis-server exited at start ({status}): {stderr}its log:\n{log}");
+                let log = this_start();
+                self.child = None;
+                return Err(format!(
+                    "redis-server exited at start ({status}): {stderr}its log:\n{log}"
+                ));
             }
             if Instant::now() > deadline {
-                let log = std::fs::read_to_string(&log).unwrap_or_default();
-                panic!("redis-server did not answer PING within 10 s; its log:\n{log}");
+                let log = this_start();
+                self.stop();
+                return Err(format!(
+                    "redis-server did not answer PING within 10 s; its log:\n{log}"
+                ));
             }
             std::thread::sleep(Duration::from_millis(10));
         }

@@ -35,17 +35,29 @@ class PostgresOutboxTest {
 
     @BeforeAll
     static void startPostgres() throws Exception {
-        try (ServerSocket s = new ServerSocket(0)) {
-            port = s.getLocalPort();
+        // A free port can be taken by another process (a connection's
+        // ephemeral port) before the server binds it: then start afresh on
+        // another one.
+        for (int attempt = 1;; attempt++) {
+            try (ServerSocket s = new ServerSocket(0)) {
+                port = s.getLocalPort();
+            }
+            dir = Files.createTempDirectory(java.nio.file.Paths.get("/tmp"), "payidem-java-pg-");
+            Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwxr-xr-x"));
+            ProcessBuilder pb = new ProcessBuilder(script(), "start", dir.toString()).redirectErrorStream(true);
+            pb.environment().put("PAYIDEM_PG_TCP_PORT", Integer.toString(port));
+            Process p = pb.start();
+            String out = read(p.getInputStream()).trim();
+            if (p.waitFor() == 0) {
+                url = out.substring(out.lastIndexOf('\n') + 1);
+                return;
+            }
+            stopPostgres();
+            dir = null;
+            if (attempt == 10 || !out.contains("Address already in use")) {
+                throw new AssertionError("cannot start PostgreSQL (make pg-deps installs it): " + out);
+            }
         }
-        dir = Files.createTempDirectory(java.nio.file.Paths.get("/tmp"), "payidem-java-pg-");
-        Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwxr-xr-x"));
-        ProcessBuilder pb = new ProcessBuilder(script(), "start", dir.toString());
-        pb.environment().put("PAYIDEM_PG_TCP_PORT", Integer.toString(port));
-        Process p = pb.redirectError(ProcessBuilder.Redirect.INHERIT).start();
-        String out = read(p.getInputStream()).trim();
-        assertEquals(0, p.waitFor(), "cannot start PostgreSQL (make pg-deps installs it): " + out);
-        url = out;
     }
 
     @AfterAll

@@ -62,7 +62,8 @@ make -s -C "$root" install PREFIX="$prefix" >/dev/null
 export_dyn=(env PKG_CONFIG_PATH="$prefix/lib/pkgconfig" LD_LIBRARY_PATH="$prefix/lib"
 	CGO_LDFLAGS="${CGO_LDFLAGS:-} -L$prefix/lib")
 "${export_dyn[@]}" go test -c -tags payidem_dynamic -o "$work/payidem-dynamic.test" .
-if ! readelf -d "$work/payidem-dynamic.test" | grep -q 'NEEDED.*\[libpayidem\.so\.0\]'; then
+dynamic="$(readelf -d "$work/payidem-dynamic.test")"
+if ! grep -q 'NEEDED.*\[libpayidem\.so\.0\]' <<< "$dynamic"; then
 	echo "the payidem_dynamic build does not load libpayidem.so.0" >&2
 	exit 1
 fi

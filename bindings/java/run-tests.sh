@@ -16,7 +16,8 @@ mvn -B -ntp verify
 # integration Java 11 (55) under META-INF/versions/11, and the manifest says so.
 jar=target/payidem-0.1.0.jar
 major() { unzip -p "$jar" "$1" | od -An -j6 -N2 -tu1 | awk '{print $1 * 256 + $2}'; }
-unzip -p "$jar" META-INF/MANIFEST.MF | grep -q '^Multi-Release: true' || { echo "$jar: not Multi-Release" >&2; exit 1; }
+manifest="$(unzip -p "$jar" META-INF/MANIFEST.MF)"
+grep -q '^Multi-Release: true' <<< "$manifest" || { echo "$jar: not Multi-Release" >&2; exit 1; }
 # The jakarta filter is made by the build from the javax one: both are in the jar.
 for ns in javax jakarta; do
     unzip -l "$jar" "io/payidem/servlet/$ns/PayidemVerifyingFilter.class" >/dev/null \

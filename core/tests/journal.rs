@@ -47,6 +47,11 @@ fn now_f64() -> f64 {
 }
 
 /// A lease of `owner` for `secs` seconds from now.
+/// A lease meant to lapse during a test: seconds enough for the journal
+/// writes made while it must still hold, on a loaded host (a slow fsync),
+/// since whole seconds can leave a lease of N seconds only N - 1.
+const SHORT_LEASE_SECS: u64 = 4;
+
 fn lease(owner: &str, secs: u64) -> Lease {
     Lease {
         owner: owner.into(),
@@ -331,7 +336,7 @@ fn leases(j: &dyn Journal) {
         j.open(&o, &a, now()).unwrap(),
         Opened::Resumable(_)
     ));
-    let short = lease("a", 2);
+    let short = lease("a", SHORT_LEASE_SECS);
     assert!(matches!(
         j.claim("order-1", &short, now()).unwrap(),
         Opened::Resumable(_)
@@ -375,7 +380,7 @@ fn leases(j: &dyn Journal) {
     // record_attempt extends the lease to the new expiry: `b` renews a
     // lease about to end to a long one, which still holds after the
     // short one would have ended.
-    let b_short = lease("b", 2);
+    let b_short = lease("b", SHORT_LEASE_SECS);
     assert!(matches!(
         j.claim("order-1", &b_short, now()).unwrap(),
         Opened::Resumable(_)
@@ -424,7 +429,7 @@ fn leases(j: &dyn Journal) {
 /// A heartbeat: `renew` keeps a live holder's lease past its first
 /// expiry and changes nothing else; a lost lease is never renewed.
 fn renewals(j: &dyn Journal) {
-    let short = lease("a", 2);
+    let short = lease("a", SHORT_LEASE_SECS);
     let o = op("order-renew", "key-renew", b"body");
     j.open_to_send(&o, &short, now()).unwrap();
     let before = j.get("order-renew").unwrap();
@@ -445,7 +450,7 @@ fn renewals(j: &dyn Journal) {
 
     // Renewed to a short lease that lapses: `b` takes over, and `a`'s
     // next renewal finds its lease lost and changes nothing.
-    let lapsing = lease("a", 2);
+    let lapsing = lease("a", SHORT_LEASE_SECS);
     j.renew("order-renew", &lapsing, now()).unwrap();
     outlive(lapsing.expires_at);
     assert!(matches!(
@@ -796,7 +801,7 @@ fn reconcile_refuses_what_it_must_not_change(j: &dyn Journal) {
 
     // A live lease of another call: busy, nothing changes; once it expires
     // the reconciliation goes through and clears it.
-    let l = lease("driver", 2);
+    let l = lease("driver", SHORT_LEASE_SECS);
     assert!(matches!(
         j.claim("unknown", &l, now()).unwrap(),
         Opened::Resumable(_)

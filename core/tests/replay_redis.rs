@@ -81,8 +81,14 @@ fn verify(v: &Verifier, r: &Request, now: u64) -> payidem::Result<()> {
     .map(|_| ())
 }
 
+/// The store at `url` with seconds to connect and answer, not the defaults'
+/// 250 ms, which a loaded test host can exceed with a healthy server (the
+/// timeout test sets its own bound).
 fn config(url: &str) -> RedisStoreConfig {
-    RedisStoreConfig::new(url)
+    let mut config = RedisStoreConfig::new(url);
+    config.connect_timeout = Duration::from_secs(5);
+    config.io_timeout = Duration::from_secs(5);
+    config
 }
 
 fn verifier(store: RedisStoreConfig) -> Verifier {
@@ -328,7 +334,9 @@ fn an_expiry_the_server_clock_already_passed_fails_closed() {
 #[test]
 fn out_of_memory_and_timeouts_fail_closed() {
     let redis = RedisServer::start();
-    let v = verifier(config(&redis.unix_url()));
+    let mut store = config(&redis.unix_url());
+    store.io_timeout = Duration::from_secs(1);
+    let v = verifier(store);
     settle_epoch(&v);
     // maxmemory far below what the server uses: every write is OOM.
     redis.command(&["CONFIG", "SET", "maxmemory", "1"]).unwrap();

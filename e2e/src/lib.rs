@@ -62,12 +62,14 @@ pub fn chaos_faults() -> FaultSettings {
     f
 }
 
-/// Retry settings fast enough for tests: short backoff, short timeouts.
+/// Retry settings fast enough for tests: short backoff, and timeouts that
+/// only a fault (or a dead platform) reaches, never a loaded test host's
+/// scheduling of a healthy request (tests that need a timeout set theirs).
 pub fn fast_config(base_url: &str, journal: JournalChoice) -> ClientConfig {
     let mut config = ClientConfig::new(base_url, DEFAULT_KEY_ID);
     config.journal = journal;
-    config.connect_timeout = Duration::from_millis(500);
-    config.request_timeout = Duration::from_millis(800);
+    config.connect_timeout = Duration::from_secs(2);
+    config.request_timeout = Duration::from_secs(5);
     config.retry = RetryPolicy {
         base: Duration::from_millis(5),
         cap: Duration::from_secs(2),

@@ -811,14 +811,18 @@ fn exhausted_attempts_end_unknown_and_resume_settles_with_the_same_key() {
 #[test]
 fn a_deadline_reached_while_unknown_ends_unknown() {
     let mock = Arc::new(start_mock());
-    mock.set_faults(only(FaultKind::Error503));
+    // A deadline long enough for the first attempt on a loaded host, and a
+    // Retry-After well past it.
+    let mut faults = only(FaultKind::Error503);
+    faults.retry_after_seconds = 30;
+    mock.set_faults(faults);
     let c = client(&mock.url(), JournalChoice::Memory);
     let spec = OwnedSpec::payment("ord-deadline-1", 1000, true);
     let e = c
         .execute_with(
             &spec.spec(),
             CallOptions {
-                deadline: Some(Duration::from_millis(500)),
+                deadline: Some(Duration::from_secs(3)),
                 ..CallOptions::default()
             },
         )

@@ -21,6 +21,8 @@
 #include <signal.h>
 #ifndef _WIN32
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #endif
 #include <sys/stat.h>
 
@@ -1902,7 +1904,9 @@ static void test_e2e_purge_settled(void) {
     uint32_t attempts;
     CHECK(mock_ok_started);
     if (!mock_ok_started) return;
-    client = new_client(mock_ok.base_url, "\"settled_retention_s\":1");
+    /* Seconds enough for the calls below under valgrind on a loaded host:
+     * the second purge must come while the payment is retained. */
+    client = new_client(mock_ok.base_url, "\"settled_retention_s\":5");
     CHECK(client != NULL);
     if (!client) return;
     EXPECT_OK(payidem_client_purge_settled(client, &purged, &err), err);
@@ -1923,7 +1927,7 @@ static void test_e2e_purge_settled(void) {
                err, PAYIDEM_CANCELLED, NULL);
     EXPECT_OK(payidem_client_purge_settled(client, &purged, &err), err);
     CHECK(purged == 0);
-    sleep_ms(2100);
+    sleep_ms(6100);
     EXPECT_OK(payidem_client_purge_settled(client, &purged, &err), err);
     CHECK(purged == 1);
     EXPECT_OK(payidem_client_status(client, "c-ord-purged", &found, &state, &attempts, &err), err);
@@ -2174,8 +2178,47 @@ struct redis {
     char url[160];
 };
 
+/* 1 when the server on r->socket answers PING with PONG (a socket file
+ * exists before the server accepts and answers on it). */
+static int redis_answers(const struct redis *r) {
+    struct sockaddr_un addr;
+    struct timeval limit;
+    char reply[8];
+    size_t got = 0;
+    int ok = 0;
+    size_t len = strlen(r->socket);
+    int fd;
+    if (len >= sizeof addr.sun_path) {
+        return 0;
+    }
+    fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (fd < 0) {
+        return 0;
+    }
+    memset(&addr, 0, sizeof addr);
+    addr.sun_family = AF_UNIX;
+    memcpy(addr.sun_path, r->socket, len);
+    limit.tv_sec = 5;
+    limit.tv_usec = 0;
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+    if (connect(fd, (struct sockaddr *)&addr, sizeof addr) == 0 &&
+        write(fd, "PING\r\n", 6) == 6) {
+        while (got < 7) {
+            ssize_t n = read(fd, reply + got, 7 - got);
+            if (n <= 0) {
+                break;
+            }
+            got += (size_t)n;
+        }
+        ok = got == 7 && memcmp(reply, "+PONG\r\n", 7) == 0;
+    }
+    close(fd);
+    return ok;
+}
+
 /* Starts redis-server ($PAYIDEM_REDIS_SERVER or redis-server on the PATH);
- * returns 0 once its socket exists. Never skipped: a failure is reported. */
+ * returns 0 once it answers on its socket. Never skipped: a failure is
+ * reported. */
 static int redis_start(struct redis *r) {
     const char *binary = getenv("PAYIDEM_REDIS_SERVER");
     struct stat st;
@@ -2208,7 +2251,7 @@ static int redis_start(struct redis *r) {
     }
     for (i = 0; i < 1000; i++) {
         int status;
-        if (stat(r->socket, &st) == 0) {
+        if (stat(r->socket, &st) == 0 && redis_answers(r)) {
             return 0;
         }
         if (waitpid(r->pid, &status, WNOHANG) == r->pid) {

@@ -89,13 +89,21 @@ fn keys_are_scoped_per_key_id() {
 #[test]
 fn in_progress_while_the_first_runs() {
     let (server, c) = start_default();
-    // The first create runs 3 s; the second comes 1 s after it was sent.
+    // The first create runs 3 s; the second comes once the mock holds the
+    // first's key (however long the first took to get there).
     server.set_processing_delay(Duration::from_secs(3));
     let order = unique("o");
     let body = create_body(&order, 700);
     std::thread::scope(|s| {
         let first = s.spawn(|| c.post("/v1/payments", "k-slow", &body));
-        std::thread::sleep(Duration::from_secs(1));
+        let give_up = std::time::Instant::now() + Duration::from_secs(10);
+        while server.stats().idempotency_keys_stored == 0 {
+            assert!(
+                std::time::Instant::now() < give_up,
+                "the first create never reached the mock"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
         let second = c.post("/v1/payments", "k-slow", &body);
         assert_eq!(
             (second.status, second.code().as_str()),

@@ -26,14 +26,16 @@ cargo zigbuild --locked --profile dist -p payidem-ffi --target "$triple.2.17" >&
 out="$CARGO_TARGET_DIR/$triple/dist"
 stage="$root/target/dist-stage/$arch"
 # One build of an arch at a time: a second waits rather than rewrite the
-# stage under the first.
+# stage under the first; readers take no lock (dist_publish_stage).
 mkdir -p "$root/target/dist-stage"
 exec 9> "$root/target/dist-stage/.lock-$arch"
 flock 9
+final="$stage"
+stage="$root/target/dist-stage/.new-$arch"
 rm -rf "$stage"
 mkdir -p "$stage"
 work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+trap 'rm -rf "$work" "$stage"' EXIT
 
 # Force the BFD target: the LLVM gold plugin that binutils may load chokes on
 # the bitcode sections Rust's std objects carry.
@@ -59,4 +61,5 @@ $objcopy --strip-debug "$work/payidem-debug.o" "$work/payidem.o"
 (cd "$work" && "${tool_prefix}ar" rcsD "$stage/libpayidem.a" payidem.o)
 (cd "$work" && mv payidem-debug.o payidem.o && "${tool_prefix}ar" rcsD "$stage/libpayidem.a.debug" payidem.o)
 
-ls -l "$stage" >&2
+dist_publish_stage "$stage" "$final"
+ls -l "$final" >&2

@@ -35,8 +35,14 @@ fi
 native="$CARGO_TARGET_DIR/$native_triple/dist/payidem"
 
 built="$CARGO_TARGET_DIR/$triple/dist/payidem"
-stage="$root/target/dist-stage/cli-$arch"
+final="$root/target/dist-stage/cli-$arch"
+# One build of an arch at a time; readers take no lock (dist_publish_stage).
+mkdir -p "$root/target/dist-stage"
+exec 9> "$root/target/dist-stage/.lock-cli-$arch"
+flock 9
+stage="$root/target/dist-stage/.new-cli-$arch"
 rm -rf "$stage"
+trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/share/man/man1" "$stage/share/bash-completion/completions" \
     "$stage/share/zsh/site-functions" "$stage/share/fish/vendor_completions.d"
 objcopy="${tool_prefix}objcopy --target $bfd"
@@ -48,4 +54,5 @@ chmod 0755 "$stage/bin/payidem"
 "$native" completions bash > "$stage/share/bash-completion/completions/payidem"
 "$native" completions zsh > "$stage/share/zsh/site-functions/_payidem"
 "$native" completions fish > "$stage/share/fish/vendor_completions.d/payidem.fish"
-ls -lR "$stage" >&2
+dist_publish_stage "$stage" "$final"
+ls -lR "$final" >&2

@@ -126,7 +126,8 @@ build "$triple" manylinux2014 "manylinux_2_17_$arch"
 glibc_wheel=$built
 
 if [ "$want_musl" = 1 ] && [ "$arch" = x86_64 ]; then
-    if rustup target list --installed 2>/dev/null | grep -qx x86_64-unknown-linux-musl ||
+    installed="$(rustup target list --installed 2>/dev/null)" || installed=
+    if grep -qx x86_64-unknown-linux-musl <<< "$installed" ||
         rustup target add x86_64-unknown-linux-musl >&2; then
         build x86_64-unknown-linux-musl musllinux_1_2 musllinux_1_2_x86_64
         echo "$built"

@@ -31,7 +31,8 @@ tools=x86_64-w64-mingw32
 
 "$root/scripts/apt-ensure.sh" "gcc-mingw-w64-x86-64=$tools-gcc" \
     "binutils-mingw-w64-x86-64=$tools-dlltool"
-rustup target list --installed 2>/dev/null | grep -qx "$triple" || rustup target add "$triple" >&2
+installed="$(rustup target list --installed 2>/dev/null)" || installed=
+grep -qx "$triple" <<< "$installed" || rustup target add "$triple" >&2
 
 # shellcheck source=scripts/dist/env.sh
 . "$root/scripts/dist/env.sh"
@@ -138,10 +139,11 @@ for dll in $(cut -d' ' -f1 "$work/needed" | sort -u); do
 done
 "$tools-ar" sD "$tree/lib/libpayidem.a"
 # The Go module's copy comes from here (scripts/dist/go-lib.sh).
-stage="$root/target/dist-stage/windows-x86_64"
-rm -rf "$stage"
-mkdir -p "$stage"
-cp "$tree/lib/libpayidem.a" "$stage/libpayidem.a"
+stage_new="$root/target/dist-stage/.new-windows-x86_64"
+rm -rf "$stage_new"
+mkdir -p "$stage_new"
+cp "$tree/lib/libpayidem.a" "$stage_new/libpayidem.a"
+dist_publish_stage "$stage_new" "$root/target/dist-stage/windows-x86_64"
 
 cp include/payidem.h "$tree/include/payidem.h"
 # CMake: the DLL through its import library (IMPORTED_IMPLIB), the static

@@ -37,3 +37,19 @@ done
 RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }${dist_remap[*]}"
 export RUSTFLAGS
 unset dist_pair dist_remap
+
+# dist_publish_stage NEW STAGE: the directory NEW (built beside STAGE, on
+# the same file system) becomes STAGE. When STAGE already holds the same
+# files, it is left untouched and NEW dropped, so that a suite reading
+# STAGE while another rebuilds it (make test's two lanes) never sees it
+# change; otherwise it is replaced by two renames, never emptied first.
+dist_publish_stage() {
+    if [ -d "$2" ] && diff -r -q "$1" "$2" >/dev/null 2>&1; then
+        rm -rf "$1"
+        return
+    fi
+    rm -rf "$2.old"
+    if [ -e "$2" ]; then mv -T "$2" "$2.old"; fi
+    mv -T "$1" "$2"
+    rm -rf "$2.old"
+}

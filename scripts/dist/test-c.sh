@@ -424,7 +424,9 @@ build_newer_patch() {
     ) || return 1
     mkdir -p "$compat/lib"
     cp "$compat/target/x86_64-unknown-linux-gnu/dist/libpayidem.so" "$compat/lib/libpayidem.so.0"
-    version_of "$compat/lib/libpayidem.so.0" | grep -qx "$newer_patch"
+    local reported
+    reported="$(version_of "$compat/lib/libpayidem.so.0")" || return 1
+    [ "$reported" = "$newer_patch" ]
 }
 version_of() {
     python3 -c 'import ctypes, sys; f = ctypes.CDLL(sys.argv[1]).payidem_version; f.restype = ctypes.c_char_p; print(f().decode())' "$1"

@@ -165,8 +165,10 @@ else
     fail "go build of the program: $(tail -n 20 "$work/build.log")"
 fi
 if [ -x "$work/app-bin" ]; then
-    if readelf -d "$work/app-bin" | grep -q 'NEEDED.*libpayidem'; then
-        fail "the program needs libpayidem.so at run time: $(readelf -d "$work/app-bin" | grep NEEDED | tr -s ' ')"
+    if ! dynamic="$(readelf -d "$work/app-bin")"; then
+        fail "readelf -d cannot read the program"
+    elif grep -q 'NEEDED.*libpayidem' <<< "$dynamic"; then
+        fail "the program needs libpayidem.so at run time: $(grep NEEDED <<< "$dynamic" | tr -s ' ')"
     else
         pass "the program does not need libpayidem.so (linked the module's libpayidem.a)"
     fi

@@ -187,7 +187,7 @@ pays() {
     local prog=$1 journal=$2 out
     out="$(wine "$prog" "$mock_url" "$journal" 2>&1)" || { echo "$out"; return 1; }
     echo "$out"
-    printf '%s\n' "$out" | grep -qE '^HTTP 20[01] key=create-example-1 attempts=[0-9]+'
+    grep -qE '^HTTP 20[01] key=create-example-1 attempts=[0-9]+' <<< "$out"
 }
 
 faults="$("$mock" --help | sed -n 's/.*Kinds: \([a-z0-9_, ]*\)\..*/\1/p' | tr -d ' ' | tr ',' ' ')"
@@ -260,7 +260,7 @@ owner_only() {
     [ -n "$me" ] || return 1
     # The owner's entry with every right; nobody else (Wine shows SYSTEM,
     # S-1-5-18, as it reads a DACL back; the journal trusts SYSTEM as root).
-    printf '%s\n' "$out" | tr -d '\r' | grep -qx "$me 001f01ff" &&
+    grep -qx "$me 001f01ff" <<< "${out//$'\r'/}" &&
         [ -z "$(printf '%s\n' "$out" | tr -d '\r' | grep -v '^owner-user ' | grep -vx "$me 001f01ff" | grep -vx 'S-1-5-18 001f01ff')" ]
 }
 check "the journal file's DACL grants its owner alone" owner_only
@@ -312,7 +312,7 @@ go_on_windows() {
     local ok=0 out
     out="$(wine "$work/pay-go.exe" "$mock_url" 2>&1)" || ok=1
     echo "$out"
-    printf '%s\n' "$out" | grep -qE '^HTTP 20[01] key=create-example-1' || ok=1
+    grep -qE '^HTTP 20[01] key=create-example-1' <<< "$out" || ok=1
     paid_once || ok=1
     ls "$WINEPREFIX"/drive_c/users/*/AppData/Local/payidem/journal.sqlite3 || ok=1
     stop_mock
@@ -353,7 +353,7 @@ c_vectors_run() {
     local prog=$1 var=$2 file=$3 pattern=$4 n=$5 out
     out="$(env "$var=$(winepath -w "$file")" wine "$bin/$prog.exe" 2>&1)" || { echo "$out"; return 1; }
     echo "$out"
-    printf '%s\n' "$out" | tr -d '\r' | grep -qE '^[0-9]+ passed, 0 failed$' &&
+    grep -qE '^[0-9]+ passed, 0 failed$' <<< "${out//$'\r'/}" &&
         [ "$(printf '%s\n' "$out" | tr -d '\r' | grep -cE "^ok +$pattern")" -ge "$n" ]
 }
 check "the protocol conformance vectors pass through the C ABI under Wine (test_ffi.exe)" \
@@ -366,8 +366,9 @@ check "the operation vectors pass through the C ABI under Wine, also through a c
 # liveness, default path) and every journal unit test, the protocol and
 # operation vectors.
 rust_under_wine() {
-    rustup target list --installed 2>/dev/null | grep -qx x86_64-pc-windows-gnu ||
-        rustup target add x86_64-pc-windows-gnu
+    local installed
+    installed="$(rustup target list --installed 2>/dev/null)" || installed=
+    grep -qx x86_64-pc-windows-gnu <<< "$installed" || rustup target add x86_64-pc-windows-gnu
     (cd "$root" && export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER=wine &&
         cargo test --locked --target x86_64-pc-windows-gnu -p payidem --lib -- journal:: protocol:: &&
         cargo test --locked --target x86_64-pc-windows-gnu -p payidem --test vectors --test operation_vectors)
@@ -389,7 +390,7 @@ cargo_wine_runs() {
     out="$(cd "$root" && CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER="env -u SSL_CERT_FILE -u SSL_CERT_DIR wine" \
         cargo test --locked --target x86_64-pc-windows-gnu -p payidem "$@" 2>&1)" || { echo "$out"; return 1; }
     echo "$out"
-    printf '%s\n' "$out" | tr -d '\r' | grep -q "^test result: ok. $n passed; 0 failed"
+    grep -q "^test result: ok. $n passed; 0 failed" <<< "${out//$'\r'/}"
 }
 windows_trust_store() {
     PAYIDEM_WINE_HOST_CA_BUNDLE="$(winepath -w /etc/ssl/certs/ca-certificates.crt)" cargo_wine_runs 1 --lib -- \

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyKeyboardInterrupt, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
 
@@ -86,32 +86,36 @@ fn status_tuple(record: OperationRecord) -> StatusTuple {
     )
 }
 
-/// Calls `on_attempt` with the GIL held; an exception in it is logged to the
-/// `payidem` logger and swallowed, so a broken hook never breaks a payment.
+/// Calls `on_attempt` with the GIL held; an exception in it is handled by
+/// [`callback_failed`], so a broken hook never breaks a payment.
 fn event_hook(callback: Py<PyAny>) -> payidem::client::EventHook {
     Arc::new(move |event: &AttemptEvent| {
         Python::attach(|py| {
             let called =
                 events::to_python(py, event).and_then(|e| callback.call1(py, (e,)).map(drop));
             if let Err(err) = called {
-                log_hook_failure(py, err);
+                callback_failed(
+                    py,
+                    err,
+                    "payidem: the on_attempt hook raised; the payment goes on",
+                );
             }
         });
     })
 }
 
-fn log_hook_failure(py: Python<'_>, err: PyErr) {
-    log_callback_failure(
-        py,
-        err,
-        "payidem: the on_attempt hook raised; the payment goes on",
-    );
-}
-
-/// Logs `err`, raised by a user's callback, to the `payidem` logger at
-/// ERROR with `message` (or as unraisable when logging fails): a failing
-/// callback never abandons a payment half-way.
-pub(crate) fn log_callback_failure(py: Python<'_>, err: PyErr, message: &str) {
+/// Handles `err`, raised by a user's callback, without abandoning a payment
+/// half-way: logged to the `payidem` logger at ERROR with `message` (or as
+/// unraisable when logging fails). A `KeyboardInterrupt` while Python
+/// handles SIGINT (a Ctrl-C that arrived while the callback ran) is the
+/// caller's, not the callback's: it becomes a pending Ctrl-C again, which
+/// stops the call at its next check as anywhere else.
+pub(crate) fn callback_failed(py: Python<'_>, err: PyErr, message: &str) {
+    if err.is_instance_of::<PyKeyboardInterrupt>(py) && python_handles_sigint(py) {
+        // SAFETY: called with the GIL held, as the C API requires.
+        unsafe { pyo3::ffi::PyErr_SetInterrupt() };
+        return;
+    }
     let logged = (|| -> PyResult<()> {
         let logger = py
             .import("logging")?
@@ -124,6 +128,17 @@ pub(crate) fn log_callback_failure(py: Python<'_>, err: PyErr, message: &str) {
     if logged.is_err() {
         err.write_unraisable(py, None);
     }
+}
+
+/// Whether a Ctrl-C raises `KeyboardInterrupt` in this process (SIGINT's
+/// handler is a Python callable, not `SIG_IGN` or `SIG_DFL`).
+fn python_handles_sigint(py: Python<'_>) -> bool {
+    (|| -> PyResult<bool> {
+        let signal = py.import("signal")?;
+        let handler = signal.call_method1("getsignal", (signal.getattr("SIGINT")?,))?;
+        Ok(handler.is_callable())
+    })()
+    .unwrap_or(false)
 }
 
 /// Polled by the core with the GIL released (a call's cancel hook, a

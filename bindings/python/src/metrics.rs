@@ -71,8 +71,9 @@ pub(crate) fn call_end_log_level(end: &str, attempts: u32) -> &'static str {
 }
 
 /// Sets (or with `None` removes) the callable receiving every event of the
-/// client as JSON text. An exception in it is logged to the `payidem`
-/// logger and swallowed.
+/// client as JSON text. An exception in it is handled by
+/// `callback_failed`: logged to the `payidem` logger and swallowed (a
+/// Ctrl-C stops the call instead).
 #[pyfunction]
 pub(crate) fn set_event_listener(
     client: &NativeClient,
@@ -84,11 +85,7 @@ pub(crate) fn set_event_listener(
             let text = event.to_json();
             Python::attach(|py| {
                 if let Err(err) = callback.call1(py, (text,)) {
-                    crate::client::log_callback_failure(
-                        py,
-                        err,
-                        "payidem: the on_event hook raised",
-                    );
+                    crate::client::callback_failed(py, err, "payidem: the on_event hook raised");
                 }
             });
         });

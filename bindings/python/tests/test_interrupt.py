@@ -77,3 +77,43 @@ def test_ctrl_c_interrupts_promptly_and_the_operation_resumes(mock: Mock, tmp_pa
         outcome = client.resume(order)
         assert outcome.status == 201
     assert mock.payments_created(order) == 1
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_a_ctrl_c_inside_the_on_attempt_hook_stops_the_call(mock: Mock, tmp_path: Path) -> None:
+    # A Ctrl-C that lands while the hook runs raises KeyboardInterrupt in
+    # the hook: it is the caller's, so the call stops at once (as Cancelled,
+    # resumable) instead of the hook's error being logged and the 30 s wait
+    # going on.
+    mock.faults(error_503=1.0, retry_after_seconds=30)
+    journal = tmp_path / "journal.sqlite3"
+    order = new_order("hook-sigint")
+    hooked = []
+
+    def interrupted(event: payidem.AttemptEvent) -> None:
+        hooked.append(event.attempt)
+        raise KeyboardInterrupt
+
+    client = payidem.Client(mock.url, MOCK_KEY_ID, MOCK_SECRET, journal=journal, backoff_base=3.0,
+                            backoff_cap=60.0, max_attempts=8, deadline=120.0, retry_budget=1000000,
+                            on_attempt=interrupted)
+    # As in an interactive program (this process may have been started
+    # with SIGINT ignored).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        started = time.monotonic()
+        with pytest.raises(KeyboardInterrupt) as raised:
+            client.execute(order, "POST", "/v1/payments", payment(order, 1250))
+        elapsed = time.monotonic() - started
+        assert hooked == [1]
+        assert isinstance(raised.value.__context__, payidem.Cancelled), repr(raised.value.__context__)
+        assert elapsed < 6, f"took {elapsed:.2f}s to stop during a 30 s wait"
+        status = client.status(order)
+        assert status is not None and status.unresolved
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        client.close()
+    mock.faults()
+    with payidem.Client(mock.url, MOCK_KEY_ID, MOCK_SECRET, journal=journal) as client:
+        assert client.resume(order).status == 201
+    assert mock.payments_created(order) == 1

@@ -177,7 +177,8 @@ class Client(NativeResource):
     (:data:`CLIENT_DEFAULTS`). ``on_attempt`` receives an
     :class:`AttemptEvent` after every attempt, from the calling thread; an
     exception it raises is logged to the ``payidem`` logger and never breaks
-    the payment. ``on_event`` receives every :class:`Event` the same way:
+    the payment (a Ctrl-C while it runs stops the call, as it would anywhere
+    else). ``on_event`` receives every :class:`Event` the same way:
     attempts, call ends and journal failures, each with its log level. ``retry_budget`` is the capacity of the retry token bucket
     shared by every call of this client (each retry spends tokens, a retry
     after a timeout more than one after an error answer; successes refund).

@@ -93,7 +93,8 @@ current_entries() {
 # The first difference between PLATFORM's manifest and its files, as
 # "changed: PATH", "added: PATH" or "removed: PATH"; nothing when they agree.
 first_difference() {
-    local plat=$1 manifest="$module/lib/$plat/SOURCES" sum path
+    local plat=$1
+    local manifest="$module/lib/$plat/SOURCES" sum path
     if [ ! -f "$manifest" ]; then
         echo "removed: $manifest"
         return
@@ -168,7 +169,9 @@ verify_library() {
 
 aarch64_installed() {
     if command -v rustup >/dev/null 2>&1; then
-        rustup target list --installed 2>/dev/null | grep -qx aarch64-unknown-linux-gnu
+        local installed
+        installed="$(rustup target list --installed 2>/dev/null)" || return 1
+        grep -qx aarch64-unknown-linux-gnu <<< "$installed"
     else
         [ -d "$(rustc --print sysroot)/lib/rustlib/aarch64-unknown-linux-gnu" ]
     fi

@@ -352,14 +352,10 @@ fn in_progress_is_retried_until_the_first_call_finishes() {
     let (a, b) = std::thread::scope(|s| {
         let a = s.spawn(|| first.execute(&spec.spec()));
         // The first create has claimed its key at the platform: it runs.
-        let give_up = std::time::Instant::now() + Duration::from_secs(10);
-        while mock.stats().idempotency_keys_stored == 0 {
-            assert!(
-                std::time::Instant::now() < give_up,
-                "the first create never arrived"
-            );
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        assert!(
+            mock.wait_for_stats(Duration::from_secs(10), |s| s.idempotency_keys_stored > 0),
+            "the first create never arrived"
+        );
         let b = s.spawn(|| second.execute(&spec.spec()));
         (a.join().unwrap().unwrap(), b.join().unwrap().unwrap())
     });

@@ -227,6 +227,21 @@ impl MockServer {
         self.shared.lock().snapshot()
     }
 
+    /// Waits until `ready` holds of the stats, up to `limit`; `false` when
+    /// it never did (a test's way to wait for a request to arrive).
+    pub fn wait_for_stats(&self, limit: Duration, ready: impl Fn(&Stats) -> bool) -> bool {
+        let give_up = Instant::now() + limit;
+        loop {
+            if ready(&self.stats()) {
+                return true;
+            }
+            if Instant::now() >= give_up {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     /// Forgets every payment, refund, stored idempotency key and counter.
     pub fn reset(&self) {
         self.shared.lock().reset();

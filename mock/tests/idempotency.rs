@@ -96,14 +96,10 @@ fn in_progress_while_the_first_runs() {
     let body = create_body(&order, 700);
     std::thread::scope(|s| {
         let first = s.spawn(|| c.post("/v1/payments", "k-slow", &body));
-        let give_up = std::time::Instant::now() + Duration::from_secs(10);
-        while server.stats().idempotency_keys_stored == 0 {
-            assert!(
-                std::time::Instant::now() < give_up,
-                "the first create never reached the mock"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        assert!(
+            server.wait_for_stats(Duration::from_secs(10), |s| s.idempotency_keys_stored > 0),
+            "the first create never reached the mock"
+        );
         let second = c.post("/v1/payments", "k-slow", &body);
         assert_eq!(
             (second.status, second.code().as_str()),
